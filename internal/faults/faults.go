@@ -1,0 +1,34 @@
+// Package faults plants known bugs and clock skew for the fault-injection
+// harness (jepsen/). It does anything only in binaries built with
+// `-tags faults`; in a normal build Enabled is false, Bug always answers
+// false and the admin handler is nil, so production code pays one constant
+// branch the compiler removes.
+//
+// Planted bugs are named by the SEQSVR_FAULTS_BUGS environment variable
+// (comma-separated) when the process starts. The names in use:
+//
+//	reserve-before-commit  storage: ReserveSegment answers before Raft commits
+//	stale-reads            storage: GetTag/ListTags skip VerifyLeader and the barrier
+//	no-self-fence          alloc: snowflake IDs keep flowing after the lease is lost
+//	snapshot-drops-maxid   storage: snapshots store max_id as 0
+package faults
+
+import "time"
+
+// Bug names, so a typo is a compile error.
+const (
+	BugReserveBeforeCommit = "reserve-before-commit"
+	BugStaleReads          = "stale-reads"
+	BugNoSelfFence         = "no-self-fence"
+	BugSnapshotDropsMaxID  = "snapshot-drops-maxid"
+)
+
+// Now is the wall clock every time-reading part of the service should use
+// when it has no injected Clock: time.Now plus the skew set through the admin
+// handler (always zero without -tags faults).
+func Now() time.Time {
+	if !Enabled {
+		return time.Now()
+	}
+	return time.Now().Add(ClockOffset())
+}
