@@ -1,0 +1,146 @@
+// Command loadgen drives one target with a fixed number of concurrent
+// workers for a fixed time and prints one JSON line with throughput and
+// HdrHistogram latency percentiles. It is a separate process so the
+// benchmarks measure a server, not a goroutine sharing its scheduler.
+//
+//	loadgen -target alloc-connect -url http://127.0.0.1:8080 -tag bench -count 1 -c 64 -d 5s
+//	loadgen -target http -url http://127.0.0.1:9000/id -c 64 -d 5s
+//	loadgen -target redis -addr 127.0.0.1:6379 -c 64 -d 5s
+//	loadgen -serve 127.0.0.1:9000   (the bare net/http reference handler)
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Result is what one run prints.
+type Result struct {
+	Target      string  `json:"target"`
+	Concurrency int     `json:"concurrency"`
+	Count       int     `json:"count"`
+	Seconds     float64 `json:"seconds"`
+	Ops         int64   `json:"ops"`
+	IDs         int64   `json:"ids"`
+	Errors      int64   `json:"errors"`
+	FirstError  string  `json:"first_error,omitempty"`
+	OpsPerSec   float64 `json:"ops_per_sec"`
+	IDsPerSec   float64 `json:"ids_per_sec"`
+	P50us       int64   `json:"p50_us"`
+	P99us       int64   `json:"p99_us"`
+	P999us      int64   `json:"p999_us"`
+	MaxUs       int64   `json:"max_us"`
+}
+
+// doer performs one operation and returns how many IDs it got.
+type doer func(ctx context.Context) (int, error)
+
+func main() {
+	var (
+		target = flag.String("target", "", "alloc-connect | alloc-grpc | store-reserve | http | redis")
+		url    = flag.String("url", "", "base URL (alloc-*, store-reserve) or full URL (http)")
+		addr   = flag.String("addr", "127.0.0.1:6379", "redis address")
+		tag    = flag.String("tag", "bench", "tag for alloc and store targets")
+		count  = flag.Int("count", 1, "IDs per NextIDs call; segment size for store-reserve")
+		conc   = flag.Int("c", 16, "concurrent workers")
+		dur    = flag.Duration("d", 5*time.Second, "duration of the measured run")
+		warm   = flag.Duration("warmup", 500*time.Millisecond, "unmeasured warm-up")
+		serve  = flag.String("serve", "", "serve the bare net/http reference handler on this address instead")
+	)
+	flag.Parse()
+	if *serve != "" {
+		log.Fatal(serveBare(*serve))
+	}
+	do, err := newDoer(*target, *url, *addr, *tag, *count, *conc)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "loadgen:", err)
+		os.Exit(2)
+	}
+	res := run(do, *conc, *warm, *dur)
+	res.Target, res.Count = *target, *count
+	_ = json.NewEncoder(os.Stdout).Encode(res)
+}
+
+// serveBare is the floor of the HTTP stack: the same listener setup as the
+// services (HTTP/1.1 + h2c) and a handler that does nothing but an atomic add.
+func serveBare(addr string) error {
+	var n atomic.Int64
+	mux := http.NewServeMux()
+	mux.HandleFunc("/id", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		_, _ = w.Write(strconv.AppendInt(nil, n.Add(1), 10))
+	})
+	var p http.Protocols
+	p.SetHTTP1(true)
+	p.SetUnencryptedHTTP2(true)
+	srv := &http.Server{Addr: addr, Handler: mux, Protocols: &p}
+	return srv.ListenAndServe()
+}
+
+func run(do doer, conc int, warm, dur time.Duration) Result {
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		total    = hdrhistogram.New(1, 60_000_000, 3)
+		ops, ids atomic.Int64
+		errs     atomic.Int64
+		firstErr atomic.Value
+	)
+	ctx, cancel := context.WithTimeout(context.Background(), warm+dur)
+	defer cancel()
+	start := time.Now()
+	measureFrom := start.Add(warm)
+	for i := 0; i < conc; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h := hdrhistogram.New(1, 60_000_000, 3)
+			for ctx.Err() == nil {
+				t0 := time.Now()
+				n, err := do(ctx)
+				if ctx.Err() != nil {
+					break
+				}
+				if t0.Before(measureFrom) {
+					continue
+				}
+				if err != nil {
+					if errs.Add(1) == 1 {
+						firstErr.Store(err.Error())
+					}
+					continue
+				}
+				_ = h.RecordValue(time.Since(t0).Microseconds())
+				ops.Add(1)
+				ids.Add(int64(n))
+			}
+			mu.Lock()
+			total.Merge(h)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	secs := dur.Seconds()
+	r := Result{
+		Concurrency: conc, Seconds: secs,
+		Ops: ops.Load(), IDs: ids.Load(), Errors: errs.Load(),
+		OpsPerSec: float64(ops.Load()) / secs, IDsPerSec: float64(ids.Load()) / secs,
+		P50us: total.ValueAtQuantile(50), P99us: total.ValueAtQuantile(99),
+		P999us: total.ValueAtQuantile(99.9), MaxUs: total.Max(),
+	}
+	if s, ok := firstErr.Load().(string); ok {
+		r.FirstError = s
+	}
+	return r
+}

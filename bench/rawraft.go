@@ -1,0 +1,158 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+)
+
+// RawRaft is the reference the store is measured against: three
+// hashicorp/raft nodes in one process on loopback TCP, raft-boltdb on disk,
+// the same timeouts as storesvr, and an FSM that only counts. Whatever the
+// store costs beyond this is seqsvr's own overhead.
+type RawRaft struct {
+	nodes []*raft.Raft
+	close []func()
+}
+
+type countFSM struct{ n atomic.Uint64 }
+
+func (f *countFSM) Apply(*raft.Log) any                 { return f.n.Add(1) }
+func (f *countFSM) Snapshot() (raft.FSMSnapshot, error) { return countSnap{}, nil }
+func (f *countFSM) Restore(r io.ReadCloser) error       { return r.Close() }
+
+type countSnap struct{}
+
+func (countSnap) Persist(s raft.SnapshotSink) error { return s.Close() }
+func (countSnap) Release()                          {}
+
+// StartRawRaft starts the reference cluster under dir and waits for a leader.
+func StartRawRaft(dir string, tune func(*raft.Config)) (*RawRaft, error) {
+	rr := &RawRaft{}
+	var servers []raft.Server
+	var transports []*raft.NetworkTransport
+	for i := 0; i < 3; i++ {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		tr, err := raft.NewTCPTransport(addr, nil, 8, 5*time.Second, io.Discard)
+		if err != nil {
+			rr.Close()
+			return nil, err
+		}
+		transports = append(transports, tr)
+		servers = append(servers, raft.Server{ID: raft.ServerID(fmt.Sprint("raw", i)), Address: raft.ServerAddress(addr)})
+	}
+	for i, tr := range transports {
+		d := filepath.Join(dir, fmt.Sprint("raw", i))
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, err
+		}
+		store, err := raftboltdb.NewBoltStore(filepath.Join(d, "raft.db"))
+		if err != nil {
+			rr.Close()
+			return nil, err
+		}
+		snaps, err := raft.NewFileSnapshotStore(d, 1, io.Discard)
+		if err != nil {
+			rr.Close()
+			return nil, err
+		}
+		cfg := raft.DefaultConfig()
+		cfg.LocalID = servers[i].ID
+		cfg.Logger = hclog.NewNullLogger()
+		if tune != nil {
+			tune(cfg)
+		}
+		r, err := raft.NewRaft(cfg, &countFSM{}, store, store, snaps, tr)
+		if err != nil {
+			rr.Close()
+			return nil, err
+		}
+		rr.nodes = append(rr.nodes, r)
+		tr := tr
+		rr.close = append(rr.close, func() {
+			_ = r.Shutdown().Error()
+			_ = tr.Close()
+			_ = store.Close()
+		})
+	}
+	if err := rr.nodes[0].BootstrapCluster(raft.Configuration{Servers: servers}).Error(); err != nil {
+		rr.Close()
+		return nil, err
+	}
+	if _, err := rr.leader(10 * time.Second); err != nil {
+		rr.Close()
+		return nil, err
+	}
+	return rr, nil
+}
+
+func (rr *RawRaft) leader(wait time.Duration) (*raft.Raft, error) {
+	deadline := time.Now().Add(wait)
+	for time.Now().Before(deadline) {
+		for _, n := range rr.nodes {
+			if n.State() == raft.Leader {
+				return n, nil
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return nil, fmt.Errorf("raw raft: no leader within %s", wait)
+}
+
+// ApplyLoop runs conc goroutines applying 16-byte entries on the leader for
+// dur and returns applies per second.
+func (rr *RawRaft) ApplyLoop(ctx context.Context, conc int, dur time.Duration) (float64, error) {
+	ld, err := rr.leader(5 * time.Second)
+	if err != nil {
+		return 0, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, dur)
+	defer cancel()
+	var (
+		wg       sync.WaitGroup
+		n        atomic.Int64
+		firstErr atomic.Value
+	)
+	entry := make([]byte, 16)
+	start := time.Now()
+	for i := 0; i < conc; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				if err := ld.Apply(entry, 5*time.Second).Error(); err != nil {
+					firstErr.CompareAndSwap(nil, err)
+					return
+				}
+				n.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if err, ok := firstErr.Load().(error); ok {
+		return 0, err
+	}
+	return float64(n.Load()) / time.Since(start).Seconds(), nil
+}
+
+// Close shuts every node down.
+func (rr *RawRaft) Close() {
+	for _, c := range rr.close {
+		c()
+	}
+}
