@@ -399,10 +399,13 @@ func (x *DeleteTagCommand) GetTag() string {
 }
 
 type ReserveSegmentCommand struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Tag           string                 `protobuf:"bytes,1,opt,name=tag,proto3" json:"tag,omitempty"`
-	Size          int64                  `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
-	RequestId     string                 `protobuf:"bytes,3,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Tag       string                 `protobuf:"bytes,1,opt,name=tag,proto3" json:"tag,omitempty"`
+	Size      int64                  `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
+	RequestId string                 `protobuf:"bytes,3,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// Bound of the idempotency record, carried in the command so every member
+	// evicts the same entries (0 = the built-in default).
+	RecordLimit   int64 `protobuf:"varint,4,opt,name=record_limit,json=recordLimit,proto3" json:"record_limit,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -458,11 +461,22 @@ func (x *ReserveSegmentCommand) GetRequestId() string {
 	return ""
 }
 
+func (x *ReserveSegmentCommand) GetRecordLimit() int64 {
+	if x != nil {
+		return x.RecordLimit
+	}
+	return 0
+}
+
 type RegisterWorkerCommand struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	NodeId        string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
-	NowMs         int64                  `protobuf:"varint,2,opt,name=now_ms,json=nowMs,proto3" json:"now_ms,omitempty"`
-	InstanceId    string                 `protobuf:"bytes,3,opt,name=instance_id,json=instanceId,proto3" json:"instance_id,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	NodeId     string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	NowMs      int64                  `protobuf:"varint,2,opt,name=now_ms,json=nowMs,proto3" json:"now_ms,omitempty"`
+	InstanceId string                 `protobuf:"bytes,3,opt,name=instance_id,json=instanceId,proto3" json:"instance_id,omitempty"`
+	// Lease length and reclaim retention, carried in the command so Apply is
+	// deterministic whatever each member's configuration says.
+	LeaseTtlMs    int64 `protobuf:"varint,4,opt,name=lease_ttl_ms,json=leaseTtlMs,proto3" json:"lease_ttl_ms,omitempty"`
+	RetentionMs   int64 `protobuf:"varint,5,opt,name=retention_ms,json=retentionMs,proto3" json:"retention_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -518,12 +532,28 @@ func (x *RegisterWorkerCommand) GetInstanceId() string {
 	return ""
 }
 
+func (x *RegisterWorkerCommand) GetLeaseTtlMs() int64 {
+	if x != nil {
+		return x.LeaseTtlMs
+	}
+	return 0
+}
+
+func (x *RegisterWorkerCommand) GetRetentionMs() int64 {
+	if x != nil {
+		return x.RetentionMs
+	}
+	return 0
+}
+
 type RenewWorkerCommand struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	NodeId        string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
-	WorkerId      int64                  `protobuf:"varint,2,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
-	NowMs         int64                  `protobuf:"varint,3,opt,name=now_ms,json=nowMs,proto3" json:"now_ms,omitempty"`
-	InstanceId    string                 `protobuf:"bytes,4,opt,name=instance_id,json=instanceId,proto3" json:"instance_id,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	NodeId     string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	WorkerId   int64                  `protobuf:"varint,2,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	NowMs      int64                  `protobuf:"varint,3,opt,name=now_ms,json=nowMs,proto3" json:"now_ms,omitempty"`
+	InstanceId string                 `protobuf:"bytes,4,opt,name=instance_id,json=instanceId,proto3" json:"instance_id,omitempty"`
+	// Lease length, carried in the command so Apply is deterministic.
+	LeaseTtlMs    int64 `protobuf:"varint,5,opt,name=lease_ttl_ms,json=leaseTtlMs,proto3" json:"lease_ttl_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -584,6 +614,13 @@ func (x *RenewWorkerCommand) GetInstanceId() string {
 		return x.InstanceId
 	}
 	return ""
+}
+
+func (x *RenewWorkerCommand) GetLeaseTtlMs() int64 {
+	if x != nil {
+		return x.LeaseTtlMs
+	}
+	return 0
 }
 
 type SetMemberCommand struct {
@@ -1135,23 +1172,29 @@ const file_seqsvr_v1_raft_proto_rawDesc = "" +
 	"\vdescription\x18\x03 \x01(\tH\x00R\vdescription\x88\x01\x01B\x0e\n" +
 	"\f_description\"$\n" +
 	"\x10DeleteTagCommand\x12\x10\n" +
-	"\x03tag\x18\x01 \x01(\tR\x03tag\"\\\n" +
+	"\x03tag\x18\x01 \x01(\tR\x03tag\"\x7f\n" +
 	"\x15ReserveSegmentCommand\x12\x10\n" +
 	"\x03tag\x18\x01 \x01(\tR\x03tag\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x03R\x04size\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x03 \x01(\tR\trequestId\"h\n" +
+	"request_id\x18\x03 \x01(\tR\trequestId\x12!\n" +
+	"\frecord_limit\x18\x04 \x01(\x03R\vrecordLimit\"\xad\x01\n" +
 	"\x15RegisterWorkerCommand\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x15\n" +
 	"\x06now_ms\x18\x02 \x01(\x03R\x05nowMs\x12\x1f\n" +
 	"\vinstance_id\x18\x03 \x01(\tR\n" +
-	"instanceId\"\x82\x01\n" +
+	"instanceId\x12 \n" +
+	"\flease_ttl_ms\x18\x04 \x01(\x03R\n" +
+	"leaseTtlMs\x12!\n" +
+	"\fretention_ms\x18\x05 \x01(\x03R\vretentionMs\"\xa4\x01\n" +
 	"\x12RenewWorkerCommand\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1b\n" +
 	"\tworker_id\x18\x02 \x01(\x03R\bworkerId\x12\x15\n" +
 	"\x06now_ms\x18\x03 \x01(\x03R\x05nowMs\x12\x1f\n" +
 	"\vinstance_id\x18\x04 \x01(\tR\n" +
-	"instanceId\"\\\n" +
+	"instanceId\x12 \n" +
+	"\flease_ttl_ms\x18\x05 \x01(\x03R\n" +
+	"leaseTtlMs\"\\\n" +
 	"\x10SetMemberCommand\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\traft_addr\x18\x02 \x01(\tR\braftAddr\x12\x1b\n" +

@@ -1,0 +1,26 @@
+// Package alloc hands out IDs for allocsvr: segment IDs from per-tag double
+// buffers refilled from the Raft-replicated store (Meituan Leaf-segment), and
+// snowflake IDs from a worker ID leased in the store (Leaf-snowflake).
+//
+// Segment mode guarantees:
+//
+//   - Unique: every ID handed out lies in a segment the store committed for
+//     this process alone (ReserveSegment is linearizable and ranges never
+//     overlap), and each ID of a segment is handed out at most once.
+//   - Strictly increasing per tag within one process: a segment is only put
+//     in use when it lies above everything served before, and one NextIDs
+//     answer is strictly increasing even when it spans a segment switch.
+//   - Available: a request never waits on the store while a buffered
+//     segment can serve it. The next segment is reserved in the background
+//     once 10% of the current one is used, by at most one loader per tag.
+//     When both buffers are empty the request waits a bounded time for an
+//     in-flight load and then answers ErrUnavailable; it never hangs.
+//   - No burned IDs on bad input: tag names and counts are validated before
+//     anything touches the buffers or the store.
+//
+// The StoreClient finds the store's Raft leader from any list of members,
+// follows leader changes and retries transport and unavailable errors with
+// backoff within the caller's deadline. A reservation keeps one request_id
+// across its retries so a retry after a timeout returns the same segment
+// instead of burning a new one.
+package alloc

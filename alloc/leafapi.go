@@ -1,0 +1,69 @@
+package alloc
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+
+	"connectrpc.com/connect"
+)
+
+// LeafRoutes returns Meituan Leaf's HTTP API as ServeMux patterns:
+//
+//	GET /api/segment/get/{tag}    -> one segment ID, plain decimal, 200
+//	GET /api/snowflake/get/{tag}  -> one snowflake ID, plain decimal, 200
+//
+// Errors answer a non-200 status with a one-line reason, so a Leaf client,
+// which only parses the body of a 200, switches without change.
+func (s *Service) LeafRoutes() map[string]http.Handler {
+	return map[string]http.Handler{
+		"GET /api/segment/get/{tag}": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			ids, err := s.segmentIDs(r.Context(), r.PathValue("tag"), 1)
+			writeLeaf(w, ids, err)
+		}),
+		"GET /api/snowflake/get/{tag}": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if err := validTag(r.PathValue("tag")); err != nil {
+				writeLeaf(w, nil, err)
+				return
+			}
+			ids, err := s.snowflakeIDs(r.Context(), 1)
+			writeLeaf(w, ids, err)
+		}),
+	}
+}
+
+func writeLeaf(w http.ResponseWriter, ids []int64, err error) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	if err == nil && len(ids) != 1 {
+		err = ErrUnavailable
+	}
+	if err != nil {
+		code := errCode(err)
+		w.WriteHeader(leafStatus(code))
+		// One line: the code and the reason without embedded newlines.
+		msg := strings.ReplaceAll(ConnectError(err).Error(), "\n", " ")
+		_, _ = w.Write([]byte(msg + "\n"))
+		return
+	}
+	_, _ = w.Write(strconv.AppendInt(nil, ids[0], 10))
+}
+
+// leafStatus maps a Connect code to an HTTP status for the Leaf API.
+func leafStatus(code connect.Code) int {
+	switch code {
+	case connect.CodeInvalidArgument:
+		return http.StatusBadRequest
+	case connect.CodeNotFound:
+		return http.StatusNotFound
+	case connect.CodeFailedPrecondition:
+		return http.StatusPreconditionFailed
+	case connect.CodeUnavailable, connect.CodeCanceled:
+		return http.StatusServiceUnavailable
+	case connect.CodeResourceExhausted:
+		return http.StatusTooManyRequests
+	case connect.CodeDeadlineExceeded:
+		return http.StatusGatewayTimeout
+	}
+	return http.StatusInternalServerError
+}

@@ -1,0 +1,24 @@
+module github.com/seqsvr/seqsvr/alloc/peerbench
+
+go 1.26.8
+
+replace github.com/seqsvr/seqsvr => ../..
+
+require (
+	github.com/bwmarrin/snowflake v0.3.0
+	github.com/seqsvr/seqsvr v0.0.0-00010101000000-000000000000
+	github.com/sony/sonyflake/v2 v2.2.0
+)
+
+require (
+	connectrpc.com/connect v1.21.1 // indirect
+	github.com/beorn7/perks v1.0.1 // indirect
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
+	github.com/prometheus/client_golang v1.25.0 // indirect
+	github.com/prometheus/client_model v0.6.3 // indirect
+	github.com/prometheus/common v0.72.0 // indirect
+	github.com/prometheus/procfs v0.22.0 // indirect
+	golang.org/x/sys v0.48.0 // indirect
+	google.golang.org/protobuf v1.36.12 // indirect
+)

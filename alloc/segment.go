@@ -1,0 +1,210 @@
+package alloc
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/internal/faults"
+)
+
+// SegmentStore is the part of the store the segment allocator needs.
+// *StoreClient satisfies it.
+type SegmentStore interface {
+	GetTag(ctx context.Context, tag string) (*seqsvrv1.Tag, error)
+	ReserveSegment(ctx context.Context, tag string, size int64, requestID string) (*seqsvrv1.Segment, error)
+}
+
+// SegmentConfig tunes the segment allocator. Zero values take the defaults.
+type SegmentConfig struct {
+	// MaxStep caps the dynamic step (default 1,000,000). A tag whose stored
+	// step is larger always reserves its stored step.
+	MaxStep int64
+	// A segment that lasted less than FastRefill doubles the next
+	// reservation; one that lasted more than SlowRefill halves it
+	// (defaults 15m and 30m, as in Leaf).
+	FastRefill, SlowRefill time.Duration
+	// PrefetchRatio is the used fraction of the current segment at which
+	// the next one is reserved (default 0.1).
+	PrefetchRatio float64
+	// NegativeCacheTTL is how long a not_found from the store is believed
+	// before asking again (default 500ms), so unknown tags do not hammer
+	// the store and a new tag is usable within a second.
+	NegativeCacheTTL time.Duration
+	// EmptyWait bounds how long a request waits for an in-flight load when
+	// both buffers are empty before it answers ErrUnavailable (default 500ms).
+	EmptyWait time.Duration
+	// LoadTimeout bounds one reservation, store-client retries included
+	// (default 5s).
+	LoadTimeout time.Duration
+	// LoadBackoff and LoadBackoffMax space out reservations after failures
+	// so a dead store is not hammered (defaults 50ms doubling to 2s).
+	LoadBackoff, LoadBackoffMax time.Duration
+	// Now is the wall clock for the dynamic step and Status (default
+	// faults.Now). Waits and backoff use the monotonic clock.
+	Now func() time.Time
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+	// Registerer receives the allocator's metrics; nil means no metrics.
+	Registerer prometheus.Registerer
+}
+
+func (c *SegmentConfig) segDefaults() {
+	if c.MaxStep <= 0 {
+		c.MaxStep = 1_000_000
+	}
+	if c.FastRefill <= 0 {
+		c.FastRefill = 15 * time.Minute
+	}
+	if c.SlowRefill <= 0 {
+		c.SlowRefill = 30 * time.Minute
+	}
+	if c.PrefetchRatio <= 0 || c.PrefetchRatio > 1 {
+		c.PrefetchRatio = 0.1
+	}
+	if c.NegativeCacheTTL <= 0 {
+		c.NegativeCacheTTL = 500 * time.Millisecond
+	}
+	if c.EmptyWait <= 0 {
+		c.EmptyWait = 500 * time.Millisecond
+	}
+	if c.LoadTimeout <= 0 {
+		c.LoadTimeout = 5 * time.Second
+	}
+	if c.LoadBackoff <= 0 {
+		c.LoadBackoff = 50 * time.Millisecond
+	}
+	if c.LoadBackoffMax < c.LoadBackoff {
+		c.LoadBackoffMax = 2 * time.Second
+		if c.LoadBackoffMax < c.LoadBackoff {
+			c.LoadBackoffMax = c.LoadBackoff
+		}
+	}
+	if c.Now == nil {
+		c.Now = faults.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// SegmentAllocator serves segment IDs from per-tag double buffers.
+type SegmentAllocator struct {
+	store SegmentStore
+	cfg   SegmentConfig
+	log   *slog.Logger
+	m     *segMetrics
+	epoch time.Time // origin of the monotonic nanos used for backoff
+
+	// tags is a copy-on-write map: the hot path reads it with one atomic
+	// load and no lock; the rare tag creation copies it under mu.
+	tags  atomic.Pointer[map[string]*segTag]
+	cache segCache
+	mu    sync.Mutex
+	neg  segNegCache
+
+	ctx    context.Context // cancelled by Close; parent of every load
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	closed atomic.Bool
+}
+
+// NewSegmentAllocator returns an allocator that reserves segments from store.
+func NewSegmentAllocator(store SegmentStore, cfg SegmentConfig) *SegmentAllocator {
+	cfg.segDefaults()
+	a := &SegmentAllocator{
+		store: store,
+		cfg:   cfg,
+		log:   cfg.Logger.With("component", "segment"),
+		epoch: time.Now(),
+		neg:   segNegCache{m: map[string]time.Time{}},
+	}
+	a.ctx, a.cancel = context.WithCancel(context.Background())
+	empty := map[string]*segTag{}
+	a.tags.Store(&empty)
+	a.m = newSegMetrics(a, cfg.Registerer, a.log)
+	return a
+}
+
+// Close stops the background loaders and waits for them. Buffered IDs may
+// still be served; a request that needs the store answers ErrUnavailable.
+func (a *SegmentAllocator) Close() {
+	a.closed.Store(true)
+	a.cancel()
+	a.wg.Wait()
+}
+
+// mono is the monotonic clock in nanoseconds since the allocator started.
+func (a *SegmentAllocator) mono() int64 { return int64(time.Since(a.epoch)) }
+
+func (a *SegmentAllocator) lookup(tag string) *segTag {
+	return (*a.tags.Load())[tag]
+}
+
+// NextID returns one ID of tag. It is NextIDs(ctx, tag, 1) without the
+// result slice, for callers that want a single number.
+func (a *SegmentAllocator) NextID(ctx context.Context, tag string) (int64, error) {
+	// Only validated names are ever in the map, so a hit needs no
+	// validation. The cache probe is find, written out so it is inlined.
+	var t *segTag
+	if len(tag) > 0 {
+		if t = a.cache[segSlot(tag)].Load(); t == nil || t.name != tag {
+			t = a.findMiss(tag)
+		}
+	}
+	if t != nil {
+		b := t.cur.Load()
+		for {
+			p := b.pos.Load()
+			if p > b.last {
+				break
+			}
+			if b.pos.CompareAndSwap(p, p+1) {
+				if p+1 >= b.prefetchAt && t.needLoad.Load() {
+					a.kick(t)
+				}
+				return p, nil
+			}
+		}
+	}
+	var one [1]int64
+	ids, err := a.nextSlow(ctx, tag, 1, one[:0])
+	if err != nil {
+		return 0, err
+	}
+	return ids[0], nil
+}
+
+// NextIDs returns count strictly increasing IDs of tag. count must be in
+// 1..MaxCount (see ValidateCount).
+func (a *SegmentAllocator) NextIDs(ctx context.Context, tag string, count int) ([]int64, error) {
+	if count < 1 || count > MaxCount {
+		return nil, segCountError(count)
+	}
+	n := int64(count)
+	if t := a.find(tag); t != nil {
+		b := t.cur.Load()
+		for {
+			p := b.pos.Load()
+			if p+n-1 > b.last {
+				break
+			}
+			if b.pos.CompareAndSwap(p, p+n) {
+				if p+n >= b.prefetchAt && t.needLoad.Load() {
+					a.kick(t)
+				}
+				out := make([]int64, count)
+				for i := range out {
+					out[i] = p + int64(i)
+				}
+				return out, nil
+			}
+		}
+	}
+	return a.nextSlow(ctx, tag, count, make([]int64, 0, count))
+}

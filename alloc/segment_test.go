@@ -1,0 +1,485 @@
+package alloc
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+)
+
+func TestSegmentPrefetchAtTenPercent(t *testing.T) {
+	ctx := segCtx(t)
+	f := newSegFakeStore()
+	f.create("t", 0, 100)
+	a := segNew(t, f, SegmentConfig{})
+
+	for want := int64(1); want <= 9; want++ {
+		if id := segMustNext(t, ctx, a, "t"); id != want {
+			t.Fatalf("id %d, want %d", id, want)
+		}
+	}
+	st := segTagStatus(a, "t")
+	if st.GetLoading() || st.GetNextReady() || f.reserves.Load() != 1 {
+		t.Fatalf("after 9%% used: loading=%v next_ready=%v reserves=%d; want no prefetch yet",
+			st.GetLoading(), st.GetNextReady(), f.reserves.Load())
+	}
+
+	// Hold the prefetch in the store: the current segment must keep serving.
+	f.gate = make(chan struct{})
+	if id := segMustNext(t, ctx, a, "t"); id != 10 {
+		t.Fatalf("10th id %d", id)
+	}
+	if st := segTagStatus(a, "t"); !st.GetLoading() {
+		t.Fatalf("prefetch not started at 10%% used: %v", st)
+	}
+	for want := int64(11); want <= 100; want++ {
+		if id := segMustNext(t, ctx, a, "t"); id != want {
+			t.Fatalf("id %d, want %d", id, want)
+		}
+	}
+	close(f.gate)
+	// The load lands on a drained current segment and is switched in at once.
+	segWaitFor(t, "the load", func() bool { return !segTagStatus(a, "t").GetLoading() })
+	if got := f.reserves.Load(); got != 2 {
+		t.Fatalf("reserves %d, want 2", got)
+	}
+	if id := segMustNext(t, ctx, a, "t"); id != 101 {
+		t.Fatalf("first id of the next segment %d, want 101", id)
+	}
+}
+
+func TestSegmentSwitch(t *testing.T) {
+	ctx := segCtx(t)
+	f := newSegFakeStore()
+	f.create("t", 1000, 10)
+	a := segNew(t, f, SegmentConfig{MaxStep: 1}) // pin the step to the stored 10
+
+	segMustNext(t, ctx, a, "t") // 1001, prefetch fires at once (10% of 10 is 1)
+	segWaitFor(t, "next segment", segNextReady(a, "t"))
+	st := segTagStatus(a, "t")
+	if st.GetCurrent().GetFirst() != 1001 || st.GetNext().GetFirst() != 1011 || st.GetPosition() != 1002 {
+		t.Fatalf("status before switch: %v", st)
+	}
+	ids, err := a.NextIDs(ctx, "t", 9)
+	if err != nil || ids[0] != 1002 || ids[8] != 1010 {
+		t.Fatalf("rest of current: %v %v", ids, err)
+	}
+	if id := segMustNext(t, ctx, a, "t"); id != 1011 {
+		t.Fatalf("after switch id %d, want 1011", id)
+	}
+	st = segTagStatus(a, "t")
+	if st.GetCurrent().GetFirst() != 1011 || st.GetCurrent().GetRemaining() != 9 {
+		t.Fatalf("status after switch: %v", st)
+	}
+}
+
+func TestSegmentCountSpansSegments(t *testing.T) {
+	ctx := segCtx(t)
+	f := newSegFakeStore()
+	f.create("t", 0, 100)
+	a := segNew(t, f, SegmentConfig{})
+
+	if _, err := a.NextIDs(ctx, "t", 95); err != nil {
+		t.Fatal(err)
+	}
+	segWaitFor(t, "next segment", segNextReady(a, "t"))
+	ids, err := a.NextIDs(ctx, "t", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := segRange(96, 105); !slices.Equal(ids, want) {
+		t.Fatalf("spanning ids %v, want %v", ids, want)
+	}
+
+	// A fresh tag whose step is far below the count: the request waits for
+	// several loads and still gets one strictly increasing run.
+	f.create("small", 0, 7)
+	ids, err = a.NextIDs(ctx, "small", 40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := segRange(1, 40); !slices.Equal(ids, want) {
+		t.Fatalf("small-step ids %v, want %v", ids, want)
+	}
+}
+
+func segRange(first, last int64) []int64 {
+	var r []int64
+	for i := first; i <= last; i++ {
+		r = append(r, i)
+	}
+	return r
+}
+
+func TestSegmentDynamicStep(t *testing.T) {
+	ctx := segCtx(t)
+	f := newSegFakeStore()
+	f.create("t", 0, 100)
+	clk := &segFakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	a := segNew(t, f, SegmentConfig{MaxStep: 400, Now: clk.Now})
+
+	// lasted is how long each segment takes before the next prefetch.
+	lasted := []time.Duration{
+		time.Minute, time.Minute, time.Minute, // fast: 200, 400, capped 400
+		40 * time.Minute, 40 * time.Minute, 40 * time.Minute, // slow: 200, 100, never below 100
+		20 * time.Minute, // in between: unchanged
+	}
+	segMustNext(t, ctx, a, "t") // initial load, size 0 = stored step
+	for _, d := range lasted {
+		clk.Advance(d)
+		// Take IDs until the prefetch starts (loading is set synchronously).
+		for st := segTagStatus(a, "t"); !st.GetLoading() && !st.GetNextReady(); st = segTagStatus(a, "t") {
+			if _, err := a.NextID(ctx, "t"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		segWaitFor(t, "next segment", segNextReady(a, "t"))
+		// Drain the rest so the next round starts on the new segment.
+		st := segTagStatus(a, "t")
+		if _, err := a.NextIDs(ctx, "t", int(st.GetCurrent().GetRemaining())); err != nil {
+			t.Fatal(err)
+		}
+		segMustNext(t, ctx, a, "t") // switches the next segment in
+	}
+	want := []int64{0, 200, 400, 400, 200, 100, 100, 100}
+	if got := f.sizesOf("t"); !slices.Equal(got, want) {
+		t.Fatalf("reserved sizes %v, want %v", got, want)
+	}
+	if st := segTagStatus(a, "t"); st.GetBaseStep() != 100 || st.GetStep() != 100 {
+		t.Fatalf("status steps: %v", st)
+	}
+}
+
+func TestSegmentOneLoaderPerTagAndUnique(t *testing.T) {
+	ctx := segCtx(t)
+	f := newSegFakeStore()
+	f.delay = 200 * time.Microsecond // widen the window for a second loader
+	tags := []string{"a", "b", "c"}
+	for i, tag := range tags {
+		f.create(tag, int64(i)*1_000_000, int64(5+i*6))
+	}
+	a := segNew(t, f, SegmentConfig{})
+
+	const workers = 16
+	var mu sync.Mutex
+	got := map[string][]int64{}
+	var wg sync.WaitGroup
+	for w := 0; w < workers*len(tags); w++ {
+		tag := tags[w%len(tags)]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var mine []int64
+			last := int64(-1)
+			for range 150 {
+				n := 1 + rand.IntN(12)
+				ids, err := a.NextIDs(ctx, tag, n)
+				if err != nil {
+					t.Errorf("NextIDs(%s, %d): %v", tag, n, err)
+					return
+				}
+				if len(ids) != n {
+					t.Errorf("got %d ids, want %d", len(ids), n)
+					return
+				}
+				for _, id := range ids {
+					if id <= last {
+						t.Errorf("tag %s: id %d after %d: not strictly increasing", tag, id, last)
+						return
+					}
+					last = id
+				}
+				mine = append(mine, ids...)
+			}
+			mu.Lock()
+			got[tag] = append(got[tag], mine...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	for _, tag := range tags {
+		if m := f.maxInflight(tag); m != 1 {
+			t.Errorf("tag %s: %d concurrent reservations, want 1", tag, m)
+		}
+		segCheckUnique(t, tag, got[tag], f.segments(tag))
+	}
+}
+
+// segCheckUnique checks ids are distinct and each lies in a committed segment.
+func segCheckUnique(t *testing.T, tag string, ids []int64, segs []*seqsvrv1.Segment) {
+	t.Helper()
+	seen := make(map[int64]bool, len(ids))
+	for _, id := range ids {
+		if seen[id] {
+			t.Fatalf("tag %s: id %d handed out twice", tag, id)
+		}
+		seen[id] = true
+		in := false
+		for _, s := range segs {
+			if id >= s.GetFirst() && id <= s.GetLast() {
+				in = true
+				break
+			}
+		}
+		if !in {
+			t.Fatalf("tag %s: id %d in no reserved segment", tag, id)
+		}
+	}
+}
+
+func TestSegmentOutageDrainThenUnavailable(t *testing.T) {
+	ctx := segCtx(t)
+	f := newSegFakeStore()
+	f.create("t", 0, 10)
+	a := segNew(t, f, SegmentConfig{MaxStep: 1, LoadBackoff: time.Hour, LoadBackoffMax: time.Hour})
+
+	segMustNext(t, ctx, a, "t")
+	segWaitFor(t, "next segment", segNextReady(a, "t"))
+	f.down.Store(true)
+
+	// 9 left in the current segment, 10 in the next: all still served.
+	for want := int64(2); want <= 20; want++ {
+		if id := segMustNext(t, ctx, a, "t"); id != want {
+			t.Fatalf("id %d, want %d", id, want)
+		}
+	}
+	_, err := a.NextID(ctx, "t")
+	if !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("empty buffers with the store down: %v, want ErrUnavailable", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the unavailable answer used up the test's deadline")
+	}
+	// In backoff, requests answer at once and do not reach the store.
+	before := f.reserves.Load()
+	for range 1000 {
+		if _, err := a.NextIDs(ctx, "t", 3); !errors.Is(err, ErrUnavailable) {
+			t.Fatalf("got %v, want ErrUnavailable", err)
+		}
+	}
+	if after := f.reserves.Load(); after != before {
+		t.Fatalf("store called %d times during backoff", after-before)
+	}
+	if st := segTagStatus(a, "t"); !strings.Contains(st.GetLastLoadError(), "down") {
+		t.Fatalf("status does not show the load error: %v", st)
+	}
+}
+
+func TestSegmentEmptyWaitBounded(t *testing.T) {
+	ctx := segCtx(t)
+	f := newSegFakeStore()
+	f.create("t", 0, 10)
+	f.gate = make(chan struct{}) // the store never answers
+	a := segNew(t, f, SegmentConfig{EmptyWait: 20 * time.Millisecond, LoadTimeout: time.Hour})
+	_, err := a.NextID(ctx, "t")
+	if !errors.Is(err, ErrUnavailable) || ctx.Err() != nil {
+		t.Fatalf("hung load: %v, want ErrUnavailable before the deadline", err)
+	}
+}
+
+func TestSegmentRecovery(t *testing.T) {
+	ctx := segCtx(t)
+	f := newSegFakeStore()
+	f.create("t", 0, 10)
+	a := segNew(t, f, SegmentConfig{LoadBackoff: time.Millisecond, LoadBackoffMax: 5 * time.Millisecond})
+
+	f.down.Store(true)
+	if _, err := a.NextID(ctx, "t"); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("store down, nothing buffered: %v", err)
+	}
+	f.down.Store(false)
+	var last int64
+	segWaitFor(t, "recovery", func() bool {
+		id, err := a.NextID(ctx, "t")
+		if err != nil && !errors.Is(err, ErrUnavailable) {
+			t.Fatalf("unexpected error: %v", err)
+		}
+		last = id
+		return err == nil
+	})
+	for range 50 {
+		id := segMustNext(t, ctx, a, "t")
+		if id <= last {
+			t.Fatalf("id %d after %d", id, last)
+		}
+		last = id
+	}
+}
+
+func TestSegmentLostReplyReusesRequestID(t *testing.T) {
+	ctx := segCtx(t)
+	f := newSegFakeStore()
+	f.create("t", 0, 10)
+	a := segNew(t, f, SegmentConfig{LoadBackoff: time.Millisecond, LoadBackoffMax: time.Millisecond})
+
+	segMustNext(t, ctx, a, "t")
+	segWaitFor(t, "next segment", segNextReady(a, "t"))
+	f.loseReply.Store(true)
+	var ids []int64
+	for len(ids) < 40 {
+		id, err := a.NextID(ctx, "t")
+		if errors.Is(err, ErrUnavailable) {
+			continue // the lost reply, until the retry lands
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	// Contiguous: the segment whose reply was lost was not burned.
+	if want := segRange(2, 41); !slices.Equal(ids, want) {
+		t.Fatalf("ids %v, want %v", ids, want)
+	}
+}
+
+func TestSegmentUnknownTagNegativeCache(t *testing.T) {
+	ctx := segCtx(t)
+	f := newSegFakeStore()
+	a := segNew(t, f, SegmentConfig{NegativeCacheTTL: time.Hour})
+	for range 100 {
+		if _, err := a.NextIDs(ctx, "nope", 1); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("unknown tag: %v, want ErrNotFound", err)
+		}
+	}
+	if n := f.reserves.Load() + f.gets.Load(); n != 1 {
+		t.Fatalf("store called %d times for one unknown tag, want 1", n)
+	}
+	if len(a.Status()) != 0 {
+		t.Fatalf("unknown tag kept in the tag map: %v", a.Status())
+	}
+}
+
+func TestSegmentNewTagUsableSoon(t *testing.T) {
+	ctx := segCtx(t)
+	f := newSegFakeStore()
+	a := segNew(t, f, SegmentConfig{NegativeCacheTTL: 20 * time.Millisecond})
+	if _, err := a.NextID(ctx, "later"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("got %v, want ErrNotFound", err)
+	}
+	f.create("later", 0, 10)
+	segWaitFor(t, "the new tag", func() bool {
+		id, err := a.NextID(ctx, "later")
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			t.Fatal(err)
+		}
+		return err == nil && id == 1
+	})
+	// The hot-path cache must hold the live incarnation, not the dropped one.
+	if got, want := a.cache[segSlot("later")].Load(), a.lookup("later"); got != want {
+		t.Fatal("tag cache holds a stale tag after the tag appeared")
+	}
+}
+
+func TestSegmentCacheCollisions(t *testing.T) {
+	ctx := segCtx(t)
+	f := newSegFakeStore()
+	// Names of equal length whose slots collide.
+	var names []string
+	for i := 0; len(names) < 3 && i < 100000; i++ {
+		n := fmt.Sprintf("c%05d", i)
+		if len(names) == 0 || segSlot(n) == segSlot(names[0]) {
+			names = append(names, n)
+		}
+	}
+	if len(names) < 3 {
+		t.Fatal("no colliding names found")
+	}
+	for i, n := range names {
+		f.create(n, int64(i)*1000, 10)
+	}
+	a := segNew(t, f, SegmentConfig{})
+	for round := int64(1); round <= 30; round++ {
+		for i, n := range names {
+			if id := segMustNext(t, ctx, a, n); id != int64(i)*1000+round {
+				t.Fatalf("tag %s round %d: id %d", n, round, id)
+			}
+		}
+	}
+}
+
+func TestSegmentDeletedTagDrainsThenNotFound(t *testing.T) {
+	ctx := segCtx(t)
+	f := newSegFakeStore()
+	f.create("t", 0, 10)
+	a := segNew(t, f, SegmentConfig{MaxStep: 1, NegativeCacheTTL: time.Hour})
+	segMustNext(t, ctx, a, "t")
+	segWaitFor(t, "next segment", segNextReady(a, "t"))
+	f.remove("t")
+	for want := int64(2); want <= 20; want++ {
+		if id := segMustNext(t, ctx, a, "t"); id != want {
+			t.Fatalf("id %d, want %d", id, want)
+		}
+	}
+	if _, err := a.NextID(ctx, "t"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("deleted and drained: %v, want ErrNotFound", err)
+	}
+}
+
+func TestSegmentInvalidInputReservesNothing(t *testing.T) {
+	ctx := segCtx(t)
+	f := newSegFakeStore()
+	f.create("ok", 0, 10)
+	a := segNew(t, f, SegmentConfig{})
+	bad := []string{"", "has space", "a/b", "ü", strings.Repeat("x", 129), "tab\t", "semi;colon"}
+	for _, tag := range bad {
+		if _, err := a.NextIDs(ctx, tag, 1); !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("tag %q: %v, want ErrInvalidArgument", tag, err)
+		}
+		if _, err := a.NextID(ctx, tag); !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("NextID tag %q: %v, want ErrInvalidArgument", tag, err)
+		}
+	}
+	for _, n := range []int{0, -1, MaxCount + 1, -1 << 40} {
+		if _, err := a.NextIDs(ctx, "ok", n); !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("count %d: %v, want ErrInvalidArgument", n, err)
+		}
+	}
+	if n := f.reserves.Load() + f.gets.Load(); n != 0 {
+		t.Fatalf("invalid input reached the store %d times", n)
+	}
+	// Nothing was burned: the first valid request gets the first ID.
+	if id := segMustNext(t, ctx, a, "ok"); id != 1 {
+		t.Fatalf("first id %d, want 1", id)
+	}
+	for _, tag := range []string{"A-z_0.9:x", strings.Repeat("y", 128)} {
+		if err := validTag(tag); err != nil {
+			t.Errorf("valid tag %q refused: %v", tag, err)
+		}
+	}
+}
+
+func TestValidateCount(t *testing.T) {
+	cases := []struct {
+		in   int32
+		want int
+		ok   bool
+	}{{0, 1, true}, {1, 1, true}, {10000, 10000, true}, {-1, 0, false}, {10001, 0, false}, {-2147483648, 0, false}}
+	for _, c := range cases {
+		got, err := ValidateCount(c.in)
+		if c.ok != (err == nil) || got != c.want {
+			t.Errorf("ValidateCount(%d) = %d, %v", c.in, got, err)
+		}
+		if err != nil && !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("ValidateCount(%d) error %v is not ErrInvalidArgument", c.in, err)
+		}
+	}
+}
+
+func TestSegmentCloseStopsLoaders(t *testing.T) {
+	ctx := segCtx(t)
+	f := newSegFakeStore()
+	f.create("t", 0, 10)
+	f.gate = make(chan struct{})
+	a := NewSegmentAllocator(f, SegmentConfig{EmptyWait: 10 * time.Millisecond, LoadTimeout: time.Hour})
+	_, _ = a.NextID(ctx, "t") // leaves a load blocked in the store
+	a.Close()                 // must not wait for the hour
+	if _, err := a.NextID(ctx, "t"); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("after Close: %v", err)
+	}
+}

@@ -1,0 +1,373 @@
+package alloc
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/internal/faults"
+)
+
+// Defaults of SnowflakeConfig.
+const (
+	sfDefaultRenewInterval  = 3 * time.Second
+	sfDefaultFenceMargin    = 2 * time.Second
+	sfDefaultMaxClockOffset = time.Second
+	sfHighWaterAhead        = time.Second
+	sfRegisterBackoffMin    = 100 * time.Millisecond
+)
+
+// SnowflakeConfig configures StartSnowflake. Zero values take the defaults.
+type SnowflakeConfig struct {
+	NodeID  string
+	DataDir string // "" = no cache (restarts rely on the store alone)
+	Clock   Clock  // nil = SystemClock()
+	Logger  *slog.Logger
+	// RenewInterval between lease renewals (default 3 s).
+	RenewInterval time.Duration
+	// FenceMargin: IDs stop once no renewal sent within the last
+	// lease TTL minus this succeeded (default 2 s).
+	FenceMargin time.Duration
+	// MaxClockOffset tolerated between the local clock and the store
+	// leader's at registration (default 1 s).
+	MaxClockOffset time.Duration
+	// MaxBackwardWait: a clock step back up to this is waited out (default
+	// 5 ms); more answers ErrUnavailable.
+	MaxBackwardWait time.Duration
+	Registerer      prometheus.Registerer // optional
+}
+
+// Snowflake serves snowflake IDs under a worker ID leased from the store.
+//
+// Guarantees, on top of the SnowflakeGenerator's (strictly increasing IDs,
+// waiting out small backward clock steps, refusing large ones):
+//
+//   - No overlap with another holder of the worker ID. The store refuses a
+//     second live holder; this process stops issuing once no renewal
+//     sent within lease TTL minus FenceMargin succeeded (measured on the
+//     monotonic clock), and never issues a timestamp above its last
+//     successful report plus TTL minus FenceMargin (wall clock), which the
+//     store puts below any later holder's floor.
+//   - No timestamp at or below the store's floor for the worker ID, nor at
+//     or below one issued before a restart: a high-water mark is fsync'd to
+//     DataDir ahead of every timestamp issued and is the floor after a
+//     restart.
+//   - A restart while the store is unreachable serves from the cache only
+//     inside the last lease's bounds (above the high-water mark, at or below
+//     the cached lease bound); otherwise it answers ErrUnavailable and keeps
+//     registering in the background.
+type Snowflake struct {
+	cfg         SnowflakeConfig
+	store       WorkerStore
+	clock       Clock
+	log         *slog.Logger
+	instanceID  string
+	noSelfFence bool // planted bug for the fault harness
+	cache       *sfCache
+	metrics     *sfMetrics
+
+	gen    atomic.Pointer[SnowflakeGenerator]
+	lease  atomic.Pointer[workerLease]
+	closed atomic.Bool
+
+	mu            sync.Mutex
+	needRegister  bool
+	lastErr       string
+	clockOffsetMs int64
+	ttl           time.Duration
+
+	cancel    context.CancelFunc
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+// StartSnowflake registers a worker for cfg.NodeID, checks the clock against
+// the store leader's, and starts renewing the lease.
+//
+// It blocks until the registration succeeds, the clock check fails or ctx
+// is done; callers should pass a ctx with a timeout (a few seconds), since
+// the store may be down at start. Errors:
+//   - wrapping ErrClockOffset: the clock is off; the binary should exit.
+//   - wrapping ErrInvalidArgument: bad config.
+//   - the data dir is locked by another process.
+//
+// When ctx ends before a registration succeeded it does not fail: it
+// returns a Snowflake that serves from the data-dir cache if that is
+// provably safe, otherwise answers ErrUnavailable, and keeps registering in
+// the background either way. Always Close the result.
+func StartSnowflake(ctx context.Context, store WorkerStore, cfg SnowflakeConfig) (*Snowflake, error) {
+	if store == nil {
+		return nil, fmt.Errorf("%w: snowflake needs a worker store", ErrInvalidArgument)
+	}
+	if cfg.NodeID == "" {
+		return nil, fmt.Errorf("%w: snowflake needs a node ID", ErrInvalidArgument)
+	}
+	cfg = sfDefaults(cfg)
+	s := &Snowflake{
+		cfg:         cfg,
+		store:       store,
+		clock:       cfg.Clock,
+		log:         cfg.Logger.With("component", "snowflake"),
+		instanceID:  sfInstanceID(),
+		noSelfFence: faults.Bug(faults.BugNoSelfFence),
+		done:        make(chan struct{}),
+	}
+	s.metrics = sfNewMetrics(cfg.Registerer, s)
+	if s.noSelfFence {
+		s.log.Warn("planted bug " + faults.BugNoSelfFence + ": snowflake IDs keep flowing after the lease is lost")
+	}
+	if cfg.DataDir != "" {
+		c, err := sfOpenCache(cfg.DataDir, sfHighWaterAhead.Milliseconds())
+		if err != nil {
+			return nil, err
+		}
+		s.cache = c
+	}
+	if err := s.initialRegister(ctx); err != nil {
+		s.cache.close()
+		return nil, err
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	go s.run(runCtx)
+	return s, nil
+}
+
+func sfDefaults(cfg SnowflakeConfig) SnowflakeConfig {
+	if cfg.Clock == nil {
+		cfg.Clock = SystemClock()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.RenewInterval <= 0 {
+		cfg.RenewInterval = sfDefaultRenewInterval
+	}
+	if cfg.FenceMargin <= 0 {
+		cfg.FenceMargin = sfDefaultFenceMargin
+	}
+	if cfg.MaxClockOffset <= 0 {
+		cfg.MaxClockOffset = sfDefaultMaxClockOffset
+	}
+	if cfg.MaxBackwardWait <= 0 {
+		cfg.MaxBackwardWait = sfDefaultMaxBackwardWait
+	}
+	return cfg
+}
+
+// sfInstanceID names this process lifetime for the store's lease.
+func sfInstanceID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:]) // never fails on supported platforms
+	return hex.EncodeToString(b[:])
+}
+
+func (s *Snowflake) initialRegister(ctx context.Context) error {
+	backoff := sfRegisterBackoffMin
+	for attempt := 1; ; attempt++ {
+		rctx, cancel := context.WithTimeout(ctx, s.cfg.RenewInterval)
+		err := s.registerWorker(rctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if errors.Is(err, ErrClockOffset) {
+			s.log.Error("snowflake refuses to start: clock offset", "err", err)
+			return err
+		}
+		s.setErr(err)
+		s.log.Warn("snowflake worker registration failed; retrying", "attempt", attempt, "err", err)
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			if !s.startFromCache() {
+				s.log.Warn("snowflake IDs unavailable until the worker registers; registering in the background", "err", err)
+			}
+			return nil
+		case <-t.C:
+		}
+		backoff = min(backoff*2, s.cfg.RenewInterval)
+	}
+}
+
+// run renews the lease every RenewInterval, or registers again (with
+// backoff) while there is no usable lease.
+func (s *Snowflake) run(ctx context.Context) {
+	defer close(s.done)
+	backoff := sfRegisterBackoffMin
+	delay := s.cfg.RenewInterval
+	if s.needsRegister() {
+		delay = backoff
+	}
+	for {
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		delay = s.cfg.RenewInterval
+		rctx, cancel := context.WithTimeout(ctx, s.cfg.RenewInterval)
+		if s.needsRegister() {
+			if err := s.registerWorker(rctx); err != nil {
+				s.setErr(err)
+				lvl := slog.LevelWarn
+				if errors.Is(err, ErrClockOffset) {
+					lvl = slog.LevelError
+				}
+				s.log.Log(ctx, lvl, "snowflake worker registration failed; retrying", "err", err)
+				delay, backoff = backoff, min(backoff*2, s.cfg.RenewInterval)
+			} else {
+				backoff = sfRegisterBackoffMin
+			}
+		} else if err := s.renewWorker(rctx); err != nil {
+			s.setErr(err)
+			s.log.Warn("snowflake lease renewal failed", "err", err)
+			if s.needsRegister() {
+				delay = backoff // lease taken: register again soon
+			}
+		}
+		cancel()
+	}
+}
+
+func (s *Snowflake) needsRegister() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.needRegister || s.lease.Load() == nil
+}
+
+func (s *Snowflake) setErr(err error) {
+	s.mu.Lock()
+	s.lastErr = err.Error()
+	s.mu.Unlock()
+}
+
+func (s *Snowflake) lastError() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastErr
+}
+
+// NextIDs returns count (1..10000) strictly increasing snowflake IDs, or
+// ErrUnavailable (not registered, clock behind), ErrFailedPrecondition
+// (lease lost) or ErrInvalidArgument (count).
+func (s *Snowflake) NextIDs(ctx context.Context, count int) ([]int64, error) {
+	if count < 1 || count > SnowflakeMaxCount {
+		return nil, fmt.Errorf("%w: count %d outside 1..%d", ErrInvalidArgument, count, SnowflakeMaxCount)
+	}
+	gen, err := s.serving()
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]int64, count)
+	if err := gen.fill(ctx, ids); err != nil {
+		return nil, err
+	}
+	s.metrics.ids.Add(float64(count))
+	return ids, nil
+}
+
+// serving returns the generator when IDs may be issued now, or why not.
+func (s *Snowflake) serving() (*SnowflakeGenerator, error) {
+	if s.closed.Load() {
+		return nil, fmt.Errorf("%w: snowflake generator is shutting down", ErrUnavailable)
+	}
+	gen, l := s.gen.Load(), s.lease.Load()
+	if gen == nil || l == nil {
+		return nil, fmt.Errorf("%w: snowflake worker not registered yet: %s", ErrUnavailable, s.lastError())
+	}
+	if reason := s.fenceReason(l); reason != "" && !s.noSelfFence {
+		return nil, fmt.Errorf("%w: %s", ErrFailedPrecondition, reason)
+	}
+	return gen, nil
+}
+
+// fenceReason says why the lease does not allow IDs now, "" when it does.
+func (s *Snowflake) fenceReason(l *workerLease) string {
+	if l.lostReason != "" {
+		return l.lostReason
+	}
+	if !s.clock.Now().Before(l.fenceAt) {
+		return fmt.Sprintf("worker lease lost: no renewal succeeded within the lease TTL minus %s (last error: %s)",
+			s.cfg.FenceMargin, s.lastError())
+	}
+	return ""
+}
+
+// Decode splits id with the cluster's layout (the default layout before the
+// first registration). IDs that are negative, do not fit the layout, or
+// claim a time further ahead than twice MaxClockOffset plus a second are
+// ErrInvalidArgument.
+func (s *Snowflake) Decode(id int64) (*seqsvrv1.DecodeSnowflakeResponse, error) {
+	lay, _ := sfNewLayout(SnowflakeDefaultLayout())
+	if gen := s.gen.Load(); gen != nil {
+		lay = gen.lay
+	}
+	limit := s.clock.Now().Add(2*s.cfg.MaxClockOffset + time.Second).UnixMilli()
+	return lay.decode(id, limit)
+}
+
+// Status reports the worker, lease, clock offset and fence state.
+func (s *Snowflake) Status() *seqsvrv1.SnowflakeStatus {
+	st := &seqsvrv1.SnowflakeStatus{Enabled: true, NodeId: s.cfg.NodeID, WorkerId: -1}
+	s.mu.Lock()
+	st.ClockOffsetMs = s.clockOffsetMs
+	s.mu.Unlock()
+	gen, l := s.gen.Load(), s.lease.Load()
+	if gen == nil || l == nil {
+		st.Fenced = true
+		st.Reason = "snowflake worker not registered yet: " + s.lastError()
+		return st
+	}
+	st.WorkerId = gen.WorkerID()
+	st.LeaseExpiresMs = l.leaseExpiresMs
+	st.LastTimestampMs = gen.LastTimestampMs()
+	st.Layout = gen.lay.proto()
+	switch reason := s.fenceReason(l); {
+	case s.closed.Load():
+		st.Fenced, st.Reason = true, "shutting down"
+	case reason != "" && s.noSelfFence:
+		st.Reason = "planted bug " + faults.BugNoSelfFence + ": serving although " + reason
+	case reason != "":
+		st.Fenced, st.Reason = true, reason
+	case l.fromCache:
+		st.Reason = "serving from the data-dir cache; store unreachable: " + s.lastError()
+	}
+	return st
+}
+
+// Close stops renewing and persists the cache with the exact last
+// timestamp issued, so a restart need not wait out the high-water margin.
+// Further NextIDs calls answer ErrUnavailable.
+func (s *Snowflake) Close() {
+	s.closeOnce.Do(func() {
+		s.closed.Store(true)
+		if s.cancel != nil {
+			s.cancel()
+			<-s.done
+		}
+		if gen := s.gen.Load(); gen != nil && s.cache != nil {
+			last := gen.freeze()
+			if err := s.cache.update(func(c *sfCacheData) {
+				if c.WorkerID == gen.WorkerID() {
+					c.HighWaterMs = last
+				}
+			}); err != nil {
+				s.log.Warn("snowflake cache not saved at close", "err", err)
+			}
+		}
+		s.cache.close()
+	})
+}

@@ -1,0 +1,517 @@
+package alloc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/prometheus/client_golang/prometheus"
+
+	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+)
+
+func sfTestConfig(node string, clk Clock, dir string) SnowflakeConfig {
+	return SnowflakeConfig{
+		NodeID:        node,
+		DataDir:       dir,
+		Clock:         clk,
+		Logger:        slog.New(slog.DiscardHandler),
+		RenewInterval: time.Hour, // tests drive renewals themselves
+		FenceMargin:   2 * time.Second,
+	}
+}
+
+func startSF(t *testing.T, store WorkerStore, cfg SnowflakeConfig, startTimeout time.Duration) *Snowflake {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	s, err := StartSnowflake(ctx, store, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+func sfIDs(t *testing.T, s *Snowflake, n int) []int64 {
+	t.Helper()
+	ids, err := s.NextIDs(context.Background(), n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < len(ids); i++ {
+		if ids[i] <= ids[i-1] {
+			t.Fatalf("not increasing: %d after %d", ids[i], ids[i-1])
+		}
+	}
+	return ids
+}
+
+// sfCrash stops s as a killed process would: no Close, nothing persisted
+// beyond what was written during operation, data-dir lock released.
+func sfCrash(s *Snowflake) {
+	s.closeOnce.Do(func() {
+		s.closed.Store(true)
+		s.cancel()
+		<-s.done
+		if g := s.gen.Load(); g != nil {
+			g.extWG.Wait()
+		}
+		s.cache.close()
+	})
+}
+
+func TestSnowflakeStartRegistersAndServes(t *testing.T) {
+	clk := newSFFakeClock(sfT0)
+	store := newFakeWorkerStore(clk)
+	reg := prometheus.NewRegistry()
+	cfg := sfTestConfig("a", clk, "")
+	cfg.Registerer = reg
+	a := startSF(t, store, cfg, time.Second)
+	b := startSF(t, store, sfTestConfig("b", clk, ""), time.Second)
+
+	ids := sfIDs(t, a, 5)
+	bid := sfIDs(t, b, 1)[0]
+	if sfSplit(ids[0]).worker == sfSplit(bid).worker {
+		t.Fatalf("two nodes share worker ID %d", sfSplit(bid).worker)
+	}
+	st := a.Status()
+	if !st.GetEnabled() || st.GetFenced() || st.GetWorkerId() != 0 || st.GetNodeId() != "a" ||
+		st.GetLeaseExpiresMs() != sfT0.UnixMilli()+10000 || st.GetLayout().GetSequenceBits() != 12 ||
+		st.GetLastTimestampMs() != sfT0.UnixMilli()+1 { // the store's floor is the registration time
+		t.Fatalf("status = %v", st)
+	}
+	d, err := a.Decode(ids[4])
+	if err != nil || d.GetWorkerId() != 0 || d.GetSequence() != 4 || d.GetTimestampMs() != sfT0.UnixMilli()+1 {
+		t.Fatalf("decode = %v, %v", d, err)
+	}
+	for _, bad := range []int64{-5, (sfT0.UnixMilli() + 3600_000 - sfDefaultEpochMs) << 22} {
+		if _, err := a.Decode(bad); connect.CodeOf(ConnectError(err)) != connect.CodeInvalidArgument {
+			t.Fatalf("decode %d: %v, want invalid_argument", bad, err)
+		}
+	}
+	for _, n := range []int{0, 10001} {
+		if _, err := a.NextIDs(context.Background(), n); !errors.Is(err, ErrInvalidArgument) {
+			t.Fatalf("count %d: %v", n, err)
+		}
+	}
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, f := range fams {
+		for _, m := range f.GetMetric() {
+			got[f.GetName()] += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		}
+	}
+	if got["seqsvr_snowflake_ids_total"] != 5 || got["seqsvr_snowflake_worker_id"] != 0 || got["seqsvr_snowflake_fenced"] != 0 ||
+		got["seqsvr_snowflake_worker_registrations_total"] != 1 {
+		t.Fatalf("metrics = %v", got)
+	}
+	if _, ok := got["seqsvr_snowflake_fenced"]; !ok {
+		t.Fatal("fenced gauge not registered")
+	}
+}
+
+func TestSnowflakeBadConfig(t *testing.T) {
+	clk := newSFFakeClock(sfT0)
+	if _, err := StartSnowflake(context.Background(), nil, sfTestConfig("a", clk, "")); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("nil store: %v", err)
+	}
+	if _, err := StartSnowflake(context.Background(), newFakeWorkerStore(clk), sfTestConfig("", clk, "")); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("no node ID: %v", err)
+	}
+}
+
+func TestSnowflakeClockOffsetRefusesStart(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		skew       time.Duration
+		noLeader   bool
+		regDelay   time.Duration
+		wantRefuse bool
+	}{
+		{"leader ahead", 5 * time.Second, false, 0, true},
+		{"leader behind", -5 * time.Second, false, 0, true},
+		{"via ClusterStatus", 5 * time.Second, true, 0, true},
+		{"within tolerance", 500 * time.Millisecond, false, 0, false},
+		// A 4s registration round trip would put the midpoint estimate 2s
+		// off; the quick ClusterStatus re-measures.
+		{"slow round trip re-measured", 500 * time.Millisecond, false, 4 * time.Second, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := newSFFakeClock(sfT0)
+			store := newFakeWorkerStore(clk)
+			store.leaderSkew, store.noLeaderNow, store.regDelay = tc.skew, tc.noLeader, tc.regDelay
+			s, err := StartSnowflake(context.Background(), store, sfTestConfig("a", clk, ""))
+			if tc.wantRefuse {
+				if !errors.Is(err, ErrClockOffset) || !strings.Contains(err.Error(), "ms off the store leader") {
+					t.Fatalf("err = %v, want ErrClockOffset", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if got := s.Status().GetClockOffsetMs(); got != -500 {
+				t.Fatalf("clock offset = %d, want -500", got)
+			}
+		})
+	}
+}
+
+func TestSnowflakeStoreFloorRespected(t *testing.T) {
+	clk := newSFFakeClock(sfT0)
+	store := newFakeWorkerStore(clk)
+	// An earlier process held the worker; its lease has expired, so the
+	// store hands the worker over with a floor raised by the lease TTL.
+	if _, err := store.RegisterWorker(context.Background(), sfRegReq("a", "old", clk)); err != nil {
+		t.Fatal(err)
+	}
+	clk.Add(11 * time.Second)
+	// The old holder last reported shortly before now; a new holder's floor
+	// is that plus the TTL, in our future.
+	store.set(func(f *fakeWorkerStore) { f.nodes["a"].lastTs = clk.Now().UnixMilli() - 100 })
+	s := startSF(t, store, sfTestConfig("a", clk, ""), time.Second)
+	floor := store.lastTs("a")
+	if floor <= clk.Now().UnixMilli() {
+		t.Fatalf("fake store floor %d not ahead of the clock", floor)
+	}
+	_, err := s.NextIDs(context.Background(), 1)
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "timestamp floor") {
+		t.Fatalf("err = %v, want unavailable below the floor", err)
+	}
+	sfAdvanceRenewing(t, clk, s, time.Duration(floor-clk.Now().UnixMilli())*time.Millisecond)
+	// The clock now reads the floor itself: the ID waits for the next ms.
+	if ts := sfSplit(sfIDs(t, s, 1)[0]).ts; ts <= floor {
+		t.Fatalf("ts %d not above the store floor %d", ts, floor)
+	}
+}
+
+func TestSnowflakeSelfFenceAndRecovery(t *testing.T) {
+	clk := newSFFakeClock(sfT0)
+	store := newFakeWorkerStore(clk)
+	s := startSF(t, store, sfTestConfig("a", clk, ""), time.Second)
+	sfIDs(t, s, 1)
+
+	store.set(func(f *fakeWorkerStore) {
+		f.renewErr = connect.NewError(connect.CodeUnavailable, errors.New("no leader"))
+	})
+	clk.Add(7 * time.Second)
+	if err := s.renewWorker(context.Background()); err == nil {
+		t.Fatal("renewal succeeded against a failing store")
+	}
+	sfIDs(t, s, 1) // 7s < TTL 10s - margin 2s: still serving
+
+	clk.Add(time.Second + time.Millisecond)
+	_, err := s.NextIDs(context.Background(), 1)
+	if connect.CodeOf(ConnectError(err)) != connect.CodeFailedPrecondition || !strings.Contains(err.Error(), "worker lease lost") {
+		t.Fatalf("err = %v, want failed_precondition worker lease lost", err)
+	}
+	if st := s.Status(); !st.GetFenced() || !strings.Contains(st.GetReason(), "lease lost") {
+		t.Fatalf("status = %v, want fenced", st)
+	}
+
+	store.set(func(f *fakeWorkerStore) { f.renewErr = nil })
+	if err := s.renewWorker(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	sfIDs(t, s, 3)
+	if st := s.Status(); st.GetFenced() || st.GetLeaseExpiresMs() != clk.Now().UnixMilli()+10000 {
+		t.Fatalf("status after recovery = %v", st)
+	}
+}
+
+func TestSnowflakeLeaseTakenByTwinFences(t *testing.T) {
+	clk := newSFFakeClock(sfT0)
+	store := newFakeWorkerStore(clk)
+	a := startSF(t, store, sfTestConfig("a", clk, ""), time.Second)
+	aIDs := sfIDs(t, a, 100)
+
+	// a is partitioned long enough for its lease to expire; a twin with the
+	// same node ID registers and gets the worker ID.
+	clk.Add(10*time.Second + time.Millisecond)
+	twin := startSF(t, store, sfTestConfig("a", clk, ""), time.Second)
+	tIDs := sfIDs(t, twin, 100)
+	if sfSplit(tIDs[0]).worker != sfSplit(aIDs[0]).worker {
+		t.Fatal("twin got another worker ID; the test needs it to reuse a's")
+	}
+	if sfSplit(tIDs[0]).ts <= sfSplit(aIDs[len(aIDs)-1]).ts {
+		t.Fatalf("twin ts %d not above a's last %d", sfSplit(tIDs[0]).ts, sfSplit(aIDs[len(aIDs)-1]).ts)
+	}
+
+	if err := a.renewWorker(context.Background()); !workerLeaseLost(err) {
+		t.Fatalf("renewal of a taken lease: %v", err)
+	}
+	_, err := a.NextIDs(context.Background(), 1)
+	if !errors.Is(err, ErrFailedPrecondition) || !strings.Contains(err.Error(), "taken by another process") {
+		t.Fatalf("err = %v, want failed precondition: taken", err)
+	}
+	if err := a.registerWorker(context.Background()); !workerLeaseLost(err) {
+		t.Fatalf("re-register while the twin is live: %v", err)
+	}
+	if _, err := a.NextIDs(context.Background(), 1); !errors.Is(err, ErrFailedPrecondition) {
+		t.Fatalf("after a refused re-register: %v", err)
+	}
+
+	// The twin goes away; once its lease expires, a gets the worker back
+	// and continues above everything either of them issued.
+	twin.Close()
+	clk.Add(10*time.Second + time.Millisecond)
+	if err := a.registerWorker(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	again := sfIDs(t, a, 1)[0]
+	if again <= tIDs[len(tIDs)-1] || again <= aIDs[len(aIDs)-1] {
+		t.Fatalf("a's ID %d after the twin not above %d / %d", again, tIDs[len(tIDs)-1], aIDs[len(aIDs)-1])
+	}
+}
+
+func TestSnowflakeStoreForgotWorkerReregisters(t *testing.T) {
+	clk := newSFFakeClock(sfT0)
+	store := newFakeWorkerStore(clk)
+	startSF(t, store, sfTestConfig("other", clk, ""), time.Second) // takes worker 0
+	s := startSF(t, store, sfTestConfig("a", clk, ""), time.Second)
+	before := sfIDs(t, s, 1)[0]
+	store.set(func(f *fakeWorkerStore) { delete(f.nodes, "a") })
+	if err := s.renewWorker(context.Background()); !workerLeaseLost(err) {
+		t.Fatalf("renewal of a forgotten worker: %v", err)
+	}
+	if _, err := s.NextIDs(context.Background(), 1); !errors.Is(err, ErrFailedPrecondition) {
+		t.Fatalf("after the store forgot the worker: %v", err)
+	}
+	if err := s.registerWorker(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	after := sfIDs(t, s, 1)[0]
+	if after <= before || sfSplit(after).worker == sfSplit(before).worker {
+		t.Fatalf("after re-registering: %+v then %+v, want a new worker and a larger ID", sfSplit(before), sfSplit(after))
+	}
+}
+
+func TestSnowflakeNoSelfFenceBugKeepsServing(t *testing.T) {
+	clk := newSFFakeClock(sfT0)
+	store := newFakeWorkerStore(clk)
+	s := startSF(t, store, sfTestConfig("a", clk, ""), time.Second)
+	s.noSelfFence = true // what faults.Bug(BugNoSelfFence) sets at start
+	if err := s.registerWorker(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	clk.Add(30 * time.Second)
+	sfIDs(t, s, 1)
+	if st := s.Status(); st.GetFenced() || !strings.Contains(st.GetReason(), "planted bug") {
+		t.Fatalf("status = %v", st)
+	}
+}
+
+func TestSnowflakeRestartAfterCrashRespectsHighWater(t *testing.T) {
+	dir := t.TempDir()
+	clk := newSFFakeClock(sfT0)
+	a := startSF(t, newFakeWorkerStore(clk), sfTestConfig("a", clk, dir), time.Second)
+	var aIDs []int64
+	for range 30 {
+		aIDs = append(aIDs, sfIDs(t, a, 10)...)
+		clk.Add(7 * time.Millisecond)
+	}
+	sfCrash(a)
+	hwm := sfReadCache(t, dir).HighWaterMs
+	if last := sfSplit(aIDs[len(aIDs)-1]).ts; hwm < last {
+		t.Fatalf("cached high-water %d below the last issued ts %d", hwm, last)
+	}
+
+	// The store lost its records (worst case): only the cache protects.
+	b := startSF(t, newFakeWorkerStore(clk), sfTestConfig("a", clk, dir), time.Second)
+	if _, err := b.NextIDs(context.Background(), 1); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("right after restart: %v, want unavailable below the high-water mark", err)
+	}
+	clk.Add(time.Duration(hwm-clk.Now().UnixMilli()+1) * time.Millisecond)
+	first := sfIDs(t, b, 1)[0]
+	if sfSplit(first).ts <= hwm || first <= aIDs[len(aIDs)-1] {
+		t.Fatalf("restart issued %+v, not above the high-water %d", sfSplit(first), hwm)
+	}
+}
+
+func TestSnowflakeCleanCloseRestartsAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	clk := newSFFakeClock(sfT0)
+	a := startSF(t, newFakeWorkerStore(clk), sfTestConfig("a", clk, dir), time.Second)
+	last := sfIDs(t, a, 50)[49]
+	a.Close()
+	if _, err := a.NextIDs(context.Background(), 1); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("after Close: %v", err)
+	}
+	if got := sfReadCache(t, dir).HighWaterMs; got != sfSplit(last).ts {
+		t.Fatalf("cache high-water after Close = %d, want the last ts %d", got, sfSplit(last).ts)
+	}
+	clk.Add(time.Millisecond)
+	b := startSF(t, newFakeWorkerStore(clk), sfTestConfig("a", clk, dir), time.Second)
+	if next := sfIDs(t, b, 1)[0]; next <= last {
+		t.Fatalf("restart issued %d after %d", next, last)
+	}
+}
+
+func TestSnowflakeRestartFromCacheWhileStoreDown(t *testing.T) {
+	dir := t.TempDir()
+	clk := newSFFakeClock(sfT0)
+	store := newFakeWorkerStore(clk)
+	a := startSF(t, store, sfTestConfig("a", clk, dir), time.Second)
+	aIDs := sfIDs(t, a, 20)
+	sfCrash(a)
+
+	store.set(func(f *fakeWorkerStore) { f.down = connect.NewError(connect.CodeUnavailable, errors.New("store down")) })
+	b := startSF(t, store, sfTestConfig("a", clk, dir), 300*time.Millisecond)
+	if st := b.Status(); st.GetFenced() || !strings.Contains(st.GetReason(), "data-dir cache") {
+		t.Fatalf("status = %v, want serving from the cache", st)
+	}
+	c := sfReadCache(t, dir)
+	clk.Add(time.Duration(c.HighWaterMs-clk.Now().UnixMilli()+1) * time.Millisecond)
+	bIDs := sfIDs(t, b, 20)
+	if bIDs[0] <= aIDs[len(aIDs)-1] || sfSplit(bIDs[0]).ts <= c.HighWaterMs {
+		t.Fatalf("cache start issued %+v, not above %d", sfSplit(bIDs[0]), c.HighWaterMs)
+	}
+	// The cached lease proves nothing past its bound.
+	clk.Add(time.Duration(c.LeaseValidUntilMs-clk.Now().UnixMilli()+1) * time.Millisecond)
+	if _, err := b.NextIDs(context.Background(), 1); !errors.Is(err, ErrFailedPrecondition) {
+		t.Fatalf("past the cached lease bound: %v", err)
+	}
+
+	// The store comes back after the old lease expired: the background
+	// loop registers and IDs continue above everything.
+	clk.Add(3 * time.Second)
+	store.set(func(f *fakeWorkerStore) { f.down = nil })
+	sfPoll(t, func() bool { return !b.Status().GetFenced() })
+	if next := sfIDs(t, b, 1)[0]; next <= bIDs[len(bIDs)-1] {
+		t.Fatalf("after registering: %d not above %d", next, bIDs[len(bIDs)-1])
+	}
+}
+
+func TestSnowflakeExpiredCacheWaitsForStore(t *testing.T) {
+	dir := t.TempDir()
+	clk := newSFFakeClock(sfT0)
+	store := newFakeWorkerStore(clk)
+	a := startSF(t, store, sfTestConfig("a", clk, dir), time.Second)
+	sfIDs(t, a, 1)
+	sfCrash(a)
+
+	clk.Add(9 * time.Second) // beyond TTL - margin: the cache proves nothing
+	store.set(func(f *fakeWorkerStore) { f.down = connect.NewError(connect.CodeUnavailable, errors.New("store down")) })
+	b := startSF(t, store, sfTestConfig("a", clk, dir), 300*time.Millisecond)
+	_, err := b.NextIDs(context.Background(), 1)
+	if connect.CodeOf(ConnectError(err)) != connect.CodeUnavailable || !strings.Contains(err.Error(), "not registered") {
+		t.Fatalf("err = %v, want unavailable: not registered", err)
+	}
+	if st := b.Status(); !st.GetFenced() || st.GetWorkerId() != -1 {
+		t.Fatalf("status = %v", st)
+	}
+	clk.Add(2 * time.Second) // old lease expired on the store
+	store.set(func(f *fakeWorkerStore) { f.down = nil })
+	sfPoll(t, func() bool { return !b.Status().GetFenced() })
+}
+
+func TestSnowflakeDataDirLocked(t *testing.T) {
+	dir := t.TempDir()
+	clk := newSFFakeClock(sfT0)
+	store := newFakeWorkerStore(clk)
+	startSF(t, store, sfTestConfig("a", clk, dir), time.Second)
+	if s, err := StartSnowflake(context.Background(), store, sfTestConfig("a", clk, dir)); err == nil {
+		s.Close()
+		t.Fatal("a second process started on a locked data dir")
+	}
+}
+
+func TestSnowflakeUniqueUnderConcurrencyWithRenewals(t *testing.T) {
+	clk := SystemClock()
+	store := newFakeWorkerStore(clk)
+	s := startSF(t, store, sfTestConfig("a", clk, t.TempDir()), time.Second)
+	const workers, per = 6, 2000
+	out := make([][]int64, workers)
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	go func() { // renewals and status reads race with generation
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				_ = s.renewWorker(context.Background())
+				_ = s.Status()
+			}
+		}
+	}()
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for len(out[w]) < per {
+				ids, err := s.NextIDs(context.Background(), 1+len(out[w])%5)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				out[w] = append(out[w], ids...)
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	seen := map[int64]bool{}
+	for _, ids := range out {
+		for i, id := range ids {
+			if seen[id] || (i > 0 && id <= ids[i-1]) {
+				t.Fatalf("duplicate or decreasing ID %d", id)
+			}
+			seen[id] = true
+		}
+	}
+}
+
+func sfRegReq(node, instance string, clk Clock) *seqsvrv1.RegisterWorkerRequest {
+	return &seqsvrv1.RegisterWorkerRequest{NodeId: node, InstanceId: instance, NowMs: clk.Now().UnixMilli()}
+}
+
+func sfReadCache(t *testing.T, dir string) sfCacheData {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, sfCacheFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d sfCacheData
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// sfAdvanceRenewing moves the clock by d, renewing every 3s like the loop.
+func sfAdvanceRenewing(t *testing.T, clk *sfFakeClock, s *Snowflake, d time.Duration) {
+	t.Helper()
+	for d > 0 {
+		step := min(d, 3*time.Second)
+		clk.Add(step)
+		d -= step
+		if err := s.renewWorker(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func sfPoll(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached within 10s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

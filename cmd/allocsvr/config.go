@@ -1,0 +1,112 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"time"
+
+	"github.com/seqsvr/seqsvr/cmd/internal/serve"
+)
+
+// config is everything allocsvr reads from flags and SEQSVR_* variables.
+// Zero tuning values leave package alloc's defaults in force.
+type config struct {
+	NodeID, HTTPAddr, DataDir string
+	Stores                    []string
+	storesRaw                 string
+
+	MaxStep          int64
+	PrefetchRatio    float64
+	EmptyWait        time.Duration
+	LoadTimeout      time.Duration
+	NegativeCacheTTL time.Duration
+
+	Snowflake               bool
+	SnowflakeMaxClockOffset time.Duration
+	SnowflakeRenewInterval  time.Duration
+	SnowflakeFenceMargin    time.Duration
+	SnowflakeMaxBackward    time.Duration
+
+	StoreRequestTimeout time.Duration
+	MaxBodyBytes        int64
+	ShutdownGrace       time.Duration
+
+	Log serve.LogConfig
+}
+
+const summary = `allocsvr hands out unique IDs over Connect, gRPC, gRPC-web and Meituan Leaf's HTTP API.
+  allocsvr --http-addr 127.0.0.1:8080 --data-dir run/a1 \
+    --store http://127.0.0.1:8081,http://127.0.0.1:8082,http://127.0.0.1:8083
+Any number of allocsvrs may share one store cluster.`
+
+func parseConfig(args []string, getenv func(string) string, out io.Writer) (*config, error) {
+	c := &config{}
+	fs := serve.NewFlagSet("allocsvr", summary, out)
+	fs.StringVar(&c.NodeID, "node-id", "", "stable identity for the snowflake worker registration (default: hostname + http port)")
+	fs.StringVar(&c.HTTPAddr, "http-addr", "127.0.0.1:8080", "Connect/gRPC/gRPC-web API, Leaf HTTP API, /healthz, /readyz, /metrics")
+	fs.StringVar(&c.storesRaw, "store", "", "HTTP base URLs of any storesvr members, comma-separated (required)")
+	fs.StringVar(&c.DataDir, "data-dir", "", "local cache of the snowflake worker ID and its last timestamp (required with --snowflake)")
+	fs.Int64Var(&c.MaxStep, "max-step", 0, "cap of the dynamic segment size (0: 1,000,000)")
+	fs.Float64Var(&c.PrefetchRatio, "prefetch-ratio", 0, "used fraction of a segment at which the next is reserved (0: 0.1)")
+	fs.DurationVar(&c.EmptyWait, "empty-wait", 0, "how long a request waits for an in-flight load when both buffers are empty (0: 500ms)")
+	fs.DurationVar(&c.LoadTimeout, "load-timeout", 0, "bound of one segment reservation including retries (0: 5s)")
+	fs.DurationVar(&c.NegativeCacheTTL, "negative-cache-ttl", 0, "how long an unknown tag is remembered as unknown (0: 500ms)")
+	fs.BoolVar(&c.Snowflake, "snowflake", true, "serve snowflake IDs (registers a worker ID in the store)")
+	fs.DurationVar(&c.SnowflakeMaxClockOffset, "snowflake-max-clock-offset", 0, "refuse to start when the local clock differs from the store leader's by more (0: alloc default)")
+	fs.DurationVar(&c.SnowflakeRenewInterval, "snowflake-renew-interval", 0, "worker lease renewal period (0: alloc default, about 3s)")
+	fs.DurationVar(&c.SnowflakeFenceMargin, "snowflake-fence-margin", 0, "stop serving snowflake IDs this long before an unrenewed lease expires (0: alloc default)")
+	fs.DurationVar(&c.SnowflakeMaxBackward, "snowflake-max-backward-wait", 0, "clock steps back up to this are waited out; larger ones answer unavailable (0: 5ms)")
+	fs.DurationVar(&c.StoreRequestTimeout, "store-request-timeout", 0, "bound of one attempt against one store member (0: 2s)")
+	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", serve.DefaultMaxBodyBytes, "largest request body accepted")
+	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", 5*time.Second, "how long in-flight requests may finish on SIGINT/SIGTERM")
+	c.Log.Register(fs)
+	if err := serve.Parse(fs, args, getenv); err != nil {
+		return nil, err
+	}
+	var errs []error
+	c.Stores = serve.SplitList(c.storesRaw)
+	if len(c.Stores) == 0 {
+		errs = append(errs, errors.New("--store is required (HTTP base URLs of storesvr members)"))
+	}
+	if c.Snowflake && c.DataDir == "" {
+		errs = append(errs, errors.New("--data-dir is required (or --snowflake=false)"))
+	}
+	if c.NodeID == "" {
+		id, err := defaultNodeID(c.HTTPAddr)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		c.NodeID = id
+	}
+	if c.MaxBodyBytes <= 0 {
+		errs = append(errs, fmt.Errorf("--max-body-bytes must be positive, got %d", c.MaxBodyBytes))
+	}
+	if c.PrefetchRatio < 0 || c.PrefetchRatio >= 1 {
+		errs = append(errs, fmt.Errorf("--prefetch-ratio must be in [0,1), got %v", c.PrefetchRatio))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// defaultNodeID is hostname:port, stable across restarts of one
+// deployment and distinct for two allocsvrs on one host.
+func defaultNodeID(httpAddr string) (string, error) {
+	host, err := os.Hostname()
+	if err != nil {
+		return "", fmt.Errorf("--node-id not given and hostname unknown: %w", err)
+	}
+	_, port, err := net.SplitHostPort(httpAddr)
+	if err != nil {
+		return "", fmt.Errorf("--http-addr %q: %w", httpAddr, err)
+	}
+	return host + ":" + port, nil
+}
+
+// isHelp tells a --help request from a parse error.
+func isHelp(err error) bool { return errors.Is(err, flag.ErrHelp) }

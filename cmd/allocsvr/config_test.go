@@ -1,0 +1,37 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"strings"
+	"testing"
+)
+
+func TestConfigDefaultsAndEnv(t *testing.T) {
+	var out bytes.Buffer
+	noenv := func(string) string { return "" }
+	if _, err := parseConfig(nil, noenv, &out); err == nil || !strings.Contains(err.Error(), "--store") {
+		t.Fatalf("missing --store: %v", err)
+	}
+	env := map[string]string{"SEQSVR_STORE": "http://a:1, http://b:2", "SEQSVR_DATA_DIR": "/d", "SEQSVR_MAX_STEP": "500"}
+	c, err := parseConfig([]string{"--http-addr", "127.0.0.1:9123", "--max-step", "700"}, func(k string) string { return env[k] }, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, _ := os.Hostname()
+	if c.NodeID != host+":9123" {
+		t.Fatalf("default node-id %q, want hostname:port", c.NodeID)
+	}
+	if len(c.Stores) != 2 || c.Stores[1] != "http://b:2" || c.DataDir != "/d" || c.MaxStep != 700 {
+		t.Fatalf("config %+v", c)
+	}
+	if _, err := parseConfig([]string{"--store", "http://a:1"}, noenv, &out); err == nil || !strings.Contains(err.Error(), "--data-dir") {
+		t.Fatalf("missing --data-dir with snowflake on: %v", err)
+	}
+	if _, err := parseConfig([]string{"--store", "http://a:1", "--snowflake=false"}, noenv, &out); err != nil {
+		t.Fatalf("--snowflake=false without --data-dir: %v", err)
+	}
+	if code := run([]string{"--help"}, noenv, &out); code != 0 || !strings.Contains(out.String(), "SEQSVR_NODE_ID") {
+		t.Fatalf("--help: code %d", code)
+	}
+}

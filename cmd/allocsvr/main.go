@@ -1,0 +1,11 @@
+// Command allocsvr hands out IDs: segment IDs from per-tag double buffers
+// refilled from the storesvr cluster, and snowflake IDs from a worker ID
+// leased in it. Run `allocsvr --help` for the flags; every flag also reads
+// SEQSVR_<NAME>.
+package main
+
+import "os"
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Getenv, os.Stderr))
+}

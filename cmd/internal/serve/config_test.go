@@ -1,0 +1,108 @@
+package serve
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+type testCfg struct {
+	addr  string
+	peers string
+	ttl   time.Duration
+	n     int
+	log   LogConfig
+}
+
+func newTestFlags(out io.Writer) (*flag.FlagSet, *testCfg) {
+	c := &testCfg{}
+	fs := NewFlagSet("storesvr", "test binary", out)
+	fs.StringVar(&c.addr, "http-addr", "127.0.0.1:8080", "HTTP address")
+	fs.StringVar(&c.peers, "peers", "", "initial members")
+	fs.DurationVar(&c.ttl, "worker-lease-ttl", 10*time.Second, "lease")
+	fs.IntVar(&c.n, "snapshot-threshold", 100, "entries")
+	c.log.Register(fs)
+	return fs, c
+}
+
+func envOf(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestEnvName(t *testing.T) {
+	if got := EnvName("worker-lease-ttl"); got != "SEQSVR_WORKER_LEASE_TTL" {
+		t.Fatalf("EnvName = %q", got)
+	}
+}
+
+func TestFlagsWinOverEnvWhichWinsOverDefault(t *testing.T) {
+	fs, c := newTestFlags(io.Discard)
+	env := envOf(map[string]string{
+		"SEQSVR_HTTP_ADDR":          "10.0.0.1:1",
+		"SEQSVR_PEERS":              "a=x@y",
+		"SEQSVR_WORKER_LEASE_TTL":   "3s",
+		"SEQSVR_SNAPSHOT_THRESHOLD": "7",
+	})
+	if err := Parse(fs, []string{"--http-addr", "127.0.0.1:9", "-snapshot-threshold=9"}, env); err != nil {
+		t.Fatal(err)
+	}
+	if c.addr != "127.0.0.1:9" || c.n != 9 {
+		t.Fatalf("flag lost to env: addr %q n %d", c.addr, c.n)
+	}
+	if c.peers != "a=x@y" || c.ttl != 3*time.Second {
+		t.Fatalf("env not applied: peers %q ttl %v", c.peers, c.ttl)
+	}
+	if c.log.Level != "info" || c.log.Format != "text" {
+		t.Fatalf("defaults changed: %+v", c.log)
+	}
+}
+
+func TestBadEnvValueNamesTheVariable(t *testing.T) {
+	fs, _ := newTestFlags(io.Discard)
+	err := Parse(fs, nil, envOf(map[string]string{"SEQSVR_WORKER_LEASE_TTL": "soon"}))
+	if err == nil || !strings.Contains(err.Error(), "SEQSVR_WORKER_LEASE_TTL") {
+		t.Fatalf("err = %v, want one naming the variable", err)
+	}
+	fs, _ = newTestFlags(io.Discard)
+	if err := Parse(fs, []string{"stray"}, envOf(nil)); err == nil {
+		t.Fatal("positional argument accepted")
+	}
+}
+
+func TestHelpListsEveryFlagWithItsVariable(t *testing.T) {
+	var out bytes.Buffer
+	fs, _ := newTestFlags(&out)
+	err := Parse(fs, []string{"--help"}, envOf(nil))
+	if !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("err = %v, want flag.ErrHelp", err)
+	}
+	for _, want := range []string{"--http-addr", "SEQSVR_HTTP_ADDR", "--peers", "--worker-lease-ttl", "SEQSVR_LOG_FORMAT", "--log-level"} {
+		if !strings.Contains(out.String(), want) {
+			t.Fatalf("help lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestLogConfig(t *testing.T) {
+	var buf bytes.Buffer
+	l, err := LogConfig{Level: "debug", Format: "json"}.NewLogger(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Debug("hello", "k", 1)
+	if !strings.HasPrefix(buf.String(), "{") || !strings.Contains(buf.String(), `"k":1`) {
+		t.Fatalf("not JSON at debug: %q", buf.String())
+	}
+	for _, bad := range []LogConfig{{Level: "loud", Format: "text"}, {Level: "info", Format: "xml"}} {
+		if _, err := bad.NewLogger(&buf); err == nil {
+			t.Fatalf("%+v accepted", bad)
+		}
+	}
+	if got := SplitList(" a, ,b ,"); len(got) != 2 || got[0] != "a" || got[1] != "b" {
+		t.Fatalf("SplitList = %q", got)
+	}
+}

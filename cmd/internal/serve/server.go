@@ -1,0 +1,216 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"connectrpc.com/connect"
+	"connectrpc.com/grpchealth"
+	"connectrpc.com/grpcreflect"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/seqsvr/seqsvr/internal/faults"
+)
+
+// DefaultMaxBodyBytes bounds every request body. The largest legitimate
+// request is a few hundred bytes; 1 MiB leaves room without letting one
+// client make the process buffer something huge.
+const DefaultMaxBodyBytes = 1 << 20
+
+// ConnectOptions are the handler options every Connect service of the
+// process must be built with: the body limit and panic recovery, so a bug
+// in one request answers internal instead of killing the process.
+func ConnectOptions(maxBodyBytes int64) []connect.HandlerOption {
+	if maxBodyBytes <= 0 {
+		maxBodyBytes = DefaultMaxBodyBytes
+	}
+	return []connect.HandlerOption{
+		connect.WithReadMaxBytes(int(maxBodyBytes)),
+		connect.WithRecover(func(ctx context.Context, spec connect.Spec, _ http.Header, p any) error {
+			slog.Default().ErrorContext(ctx, "panic in handler", "procedure", spec.Procedure, "panic", fmt.Sprint(p))
+			return connect.NewError(connect.CodeInternal, errors.New("internal error"))
+		}),
+	}
+}
+
+// Service is one Connect service to mount, as returned by a generated
+// New...Handler together with its fully-qualified proto name.
+type Service struct {
+	Name    string // e.g. seqsvrv1connect.StoreServiceName
+	Path    string
+	Handler http.Handler
+}
+
+// Options configure the process's HTTP handler.
+type Options struct {
+	Logger   *slog.Logger
+	Services []Service
+	// Routes are plain HTTP endpoints keyed by http.ServeMux pattern
+	// ("GET /api/segment/get/{tag}"). Their bodies are bounded too.
+	Routes map[string]http.Handler
+	// Ready reports whether the process can serve; nil means always ready.
+	Ready func(context.Context) error
+	// Gatherer backs /metrics; nil means prometheus.DefaultGatherer.
+	Gatherer     prometheus.Gatherer
+	MaxBodyBytes int64
+}
+
+// NewHandler builds the mux with every endpoint and wraps it in CORS.
+func NewHandler(o Options) http.Handler {
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.Ready == nil {
+		o.Ready = func(context.Context) error { return nil }
+	}
+	if o.Gatherer == nil {
+		o.Gatherer = prometheus.DefaultGatherer
+	}
+	copts := ConnectOptions(o.MaxBodyBytes)
+	mux := http.NewServeMux()
+	names := make([]string, 0, len(o.Services))
+	for _, s := range o.Services {
+		mux.Handle(s.Path, s.Handler)
+		names = append(names, s.Name)
+	}
+	mux.Handle(grpchealth.NewHandler(&readyChecker{ready: o.Ready, names: names}, copts...))
+	reflector := grpcreflect.NewStaticReflector(names...)
+	mux.Handle(grpcreflect.NewHandlerV1(reflector, copts...))
+	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector, copts...))
+
+	for pattern, h := range o.Routes {
+		mux.Handle(pattern, limitBody(h, o.MaxBodyBytes))
+	}
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
+		defer cancel()
+		if err := o.Ready(ctx); err != nil {
+			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{}))
+	if h := faults.AdminHandler(); h != nil {
+		mux.Handle("/debug/faults/", limitBody(h, o.MaxBodyBytes))
+	}
+	return withCORS(mux)
+}
+
+func limitBody(h http.Handler, n int64) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > n {
+			http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, n)
+		h.ServeHTTP(w, r)
+	})
+}
+
+// readyChecker answers grpc.health.v1 from the same Ready function as
+// /readyz, so load balancers using either see the same thing.
+type readyChecker struct {
+	ready func(context.Context) error
+	names []string
+}
+
+func (c *readyChecker) Check(ctx context.Context, req *grpchealth.CheckRequest) (*grpchealth.CheckResponse, error) {
+	known := req.Service == ""
+	for _, n := range c.names {
+		known = known || n == req.Service
+	}
+	if !known {
+		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("unknown service %q", req.Service))
+	}
+	if c.ready(ctx) != nil {
+		return &grpchealth.CheckResponse{Status: grpchealth.StatusNotServing}, nil
+	}
+	return &grpchealth.CheckResponse{Status: grpchealth.StatusServing}, nil
+}
+
+// Server is the process's single HTTP server: HTTP/1.1 and h2c on one
+// listener.
+type Server struct {
+	srv  *http.Server
+	ln   net.Listener
+	log  *slog.Logger
+	errc chan error
+}
+
+// Listen binds addr (use 127.0.0.1:0 in tests) and prepares h.
+func Listen(addr string, h http.Handler, logger *slog.Logger) (*Server, error) {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen %s: %w", addr, err)
+	}
+	var p http.Protocols
+	p.SetHTTP1(true)
+	p.SetUnencryptedHTTP2(true)
+	srv := &http.Server{
+		Handler:           h,
+		Protocols:         &p,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelDebug),
+	}
+	return &Server{srv: srv, ln: ln, log: logger}, nil
+}
+
+// Addr is the bound address (with the real port when :0 was asked).
+func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// Serve blocks until Shutdown; it returns nil after a clean shutdown.
+func (s *Server) Serve() error {
+	err := s.srv.Serve(s.ln)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Shutdown stops accepting and waits for in-flight requests until ctx ends.
+func (s *Server) Shutdown(ctx context.Context) error {
+	return s.srv.Shutdown(ctx)
+}
+
+// Start begins serving in the background; Wait ends it.
+func (s *Server) Start() {
+	s.errc = make(chan error, 1)
+	go func() { s.errc <- s.Serve() }()
+}
+
+// Wait blocks until ctx is cancelled (main ties it to SIGINT/SIGTERM) or
+// the server fails, then shuts down, giving in-flight requests up to grace.
+func (s *Server) Wait(ctx context.Context, grace time.Duration) error {
+	select {
+	case err := <-s.errc:
+		return err
+	case <-ctx.Done():
+	}
+	s.log.Info("shutting down", "grace", grace)
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	err := s.Shutdown(sctx)
+	<-s.errc
+	return err
+}
+
+// Run is Start then Wait.
+func (s *Server) Run(ctx context.Context, grace time.Duration) error {
+	s.Start()
+	return s.Wait(ctx, grace)
+}

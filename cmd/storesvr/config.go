@@ -1,0 +1,80 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/seqsvr/seqsvr/cmd/internal/serve"
+)
+
+// config is everything storesvr reads from flags and SEQSVR_* variables.
+// Zero tuning values leave package storage's defaults in force.
+type config struct {
+	NodeID, RaftAddr, HTTPAddr, DataDir string
+	Peers, Join                         string
+
+	HeartbeatTimeout, ElectionTimeout, LeaderLeaseTimeout, CommitTimeout time.Duration
+	SnapshotThreshold                                                    uint64
+	SnapshotInterval                                                     time.Duration
+	RequestRecordLimit                                                   int
+	WorkerLeaseTTL, WorkerRetention                                      time.Duration
+	MaxBodyBytes                                                         int64
+	ShutdownGrace                                                        time.Duration
+
+	Log serve.LogConfig
+}
+
+const summary = `storesvr is one member of seqsvr's Raft-replicated tag store.
+Start every initial member with the same --peers list, in any order:
+  storesvr --node-id s1 --raft-addr 127.0.0.1:7001 --http-addr 127.0.0.1:8081 --data-dir run/s1 \
+    --peers s1=127.0.0.1:7001@127.0.0.1:8081,s2=127.0.0.1:7002@127.0.0.1:8082,s3=127.0.0.1:7003@127.0.0.1:8083
+or add a member to a running cluster with --join HTTPADDR instead of --peers.`
+
+func parseConfig(args []string, getenv func(string) string, out io.Writer) (*config, error) {
+	c := &config{}
+	fs := serve.NewFlagSet("storesvr", summary, out)
+	fs.StringVar(&c.NodeID, "node-id", "", "this member's stable Raft server ID (required)")
+	fs.StringVar(&c.RaftAddr, "raft-addr", "127.0.0.1:7001", "Raft transport address (TCP); other members dial it")
+	fs.StringVar(&c.HTTPAddr, "http-addr", "127.0.0.1:8081", "Connect/gRPC/gRPC-web API, /healthz, /readyz, /metrics")
+	fs.StringVar(&c.DataDir, "data-dir", "", "Raft log, stable store and snapshots (required)")
+	fs.StringVar(&c.Peers, "peers", "", "initial members ID=RAFTADDR@HTTPADDR,...; the same list on every initial member; ignored once DATA-DIR holds state")
+	fs.StringVar(&c.Join, "join", "", "join an existing cluster through any member's HTTPADDR (instead of --peers)")
+	fs.DurationVar(&c.HeartbeatTimeout, "heartbeat-timeout", 0, "Raft heartbeat timeout (0: storage default, tuned for a LAN)")
+	fs.DurationVar(&c.ElectionTimeout, "election-timeout", 0, "Raft election timeout (0: storage default)")
+	fs.DurationVar(&c.LeaderLeaseTimeout, "leader-lease-timeout", 0, "Raft leader lease timeout (0: storage default)")
+	fs.DurationVar(&c.CommitTimeout, "commit-timeout", 0, "Raft commit timeout (0: storage default)")
+	fs.Uint64Var(&c.SnapshotThreshold, "snapshot-threshold", 0, "log entries between snapshots (0: storage default)")
+	fs.DurationVar(&c.SnapshotInterval, "snapshot-interval", 0, "how often to check for a snapshot (0: storage default)")
+	fs.IntVar(&c.RequestRecordLimit, "request-record-limit", 0, "request_ids remembered for idempotent retries (0: storage default)")
+	fs.DurationVar(&c.WorkerLeaseTTL, "worker-lease-ttl", 0, "snowflake worker lease TTL (0: storage default, about 10s)")
+	fs.DurationVar(&c.WorkerRetention, "worker-retention", 0, "how long an expired worker ID is kept before it may be reclaimed (0: storage default)")
+	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", serve.DefaultMaxBodyBytes, "largest request body accepted")
+	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", 5*time.Second, "how long in-flight requests may finish on SIGINT/SIGTERM")
+	c.Log.Register(fs)
+	if err := serve.Parse(fs, args, getenv); err != nil {
+		return nil, err
+	}
+	var errs []error
+	if c.NodeID == "" {
+		errs = append(errs, errors.New("--node-id is required"))
+	}
+	if c.DataDir == "" {
+		errs = append(errs, errors.New("--data-dir is required"))
+	}
+	if c.Peers != "" && c.Join != "" {
+		errs = append(errs, errors.New("--peers and --join are exclusive: --peers bootstraps a new cluster, --join adds to a running one"))
+	}
+	if c.MaxBodyBytes <= 0 {
+		errs = append(errs, fmt.Errorf("--max-body-bytes must be positive, got %d", c.MaxBodyBytes))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// isHelp tells a --help request from a parse error.
+func isHelp(err error) bool { return errors.Is(err, flag.ErrHelp) }

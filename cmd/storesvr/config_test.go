@@ -1,0 +1,36 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestConfigRequiredAndEnv(t *testing.T) {
+	var out bytes.Buffer
+	if _, err := parseConfig(nil, func(string) string { return "" }, &out); err == nil ||
+		!strings.Contains(err.Error(), "--node-id") || !strings.Contains(err.Error(), "--data-dir") {
+		t.Fatalf("missing required flags: err %v", err)
+	}
+	env := map[string]string{"SEQSVR_NODE_ID": "s9", "SEQSVR_DATA_DIR": "/d", "SEQSVR_PEERS": "x", "SEQSVR_ELECTION_TIMEOUT": "1s"}
+	c, err := parseConfig([]string{"--node-id", "s1", "--peers", ""}, func(k string) string { return env[k] }, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.NodeID != "s1" || c.DataDir != "/d" || c.ElectionTimeout.String() != "1s" {
+		t.Fatalf("config %+v", c)
+	}
+	// An explicitly empty flag still wins over the environment.
+	if c.Peers != "" {
+		t.Fatalf("--peers '' lost to SEQSVR_PEERS: %q", c.Peers)
+	}
+	if _, err := parseConfig([]string{"--node-id", "a", "--data-dir", "d", "--peers", "a=x@y", "--join", "h:1"}, func(string) string { return "" }, &out); err == nil {
+		t.Fatal("--peers with --join accepted")
+	}
+	if code := run([]string{"--help"}, func(string) string { return "" }, &out); code != 0 || !strings.Contains(out.String(), "SEQSVR_RAFT_ADDR") {
+		t.Fatalf("--help: code %d", code)
+	}
+	if code := run([]string{"--bogus"}, func(string) string { return "" }, &out); code != 2 {
+		t.Fatalf("bad flag: code %d, want 2", code)
+	}
+}

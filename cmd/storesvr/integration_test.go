@@ -1,0 +1,452 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+
+	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
+	"github.com/seqsvr/seqsvr/jepsen/cluster"
+)
+
+func ctxT(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func createTag(t *testing.T, c *cluster.Cluster, p *cluster.Proc, tag string, step int64) {
+	t.Helper()
+	_, err := c.StoreClient(p).CreateTag(ctxT(t, 10*time.Second), connect.NewRequest(&seqsvrv1.CreateTagRequest{Tag: tag, Step: step}))
+	if err != nil {
+		t.Fatalf("CreateTag %s: %v", tag, err)
+	}
+}
+
+// maxID reads max_id through the current leader (a linearizable read).
+func maxID(t *testing.T, c *cluster.Cluster, tag string) int64 {
+	t.Helper()
+	ctx := ctxT(t, 20*time.Second)
+	for {
+		l, err := c.Leader(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := c.StoreClient(l).GetTag(ctx, connect.NewRequest(&seqsvrv1.GetTagRequest{Tag: tag}))
+		if err == nil {
+			return res.Msg.GetMaxId()
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("GetTag %s: %v", tag, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// checkNoOverlap fails when two acknowledged segments share an ID.
+func checkNoOverlap(t *testing.T, segs []*seqsvrv1.Segment) {
+	t.Helper()
+	sort.Slice(segs, func(i, j int) bool { return segs[i].GetFirst() < segs[j].GetFirst() })
+	for i, s := range segs {
+		if s.GetFirst() > s.GetLast() {
+			t.Fatalf("empty segment %v", s)
+		}
+		if i > 0 && s.GetFirst() <= segs[i-1].GetLast() {
+			t.Fatalf("segments overlap: %v and %v", segs[i-1], s)
+		}
+	}
+}
+
+// SIGKILL the leader while 8 clients reserve through every member: no two
+// acknowledged segments overlap, max_id covers all of them afterwards, and
+// reservations go on after the kill. Then the whole cluster is killed and
+// restarted from disk: max_id is kept.
+func TestLeaderKillDuringReservationsAndRestartFromDisk(t *testing.T) {
+	c := startCluster(t, 3, 0, nil, nil)
+	ctx := ctxT(t, 90*time.Second)
+	leader, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	createTag(t, c, leader, "kill", 10)
+
+	var (
+		mu        sync.Mutex
+		acked     []*seqsvrv1.Segment
+		afterKill atomic.Int64
+		killed    atomic.Bool
+		stop      = make(chan struct{})
+		wg        sync.WaitGroup
+	)
+	clients := make([]seqsvrv1connect.StoreServiceClient, len(c.Stores))
+	httpc := &http.Client{Timeout: 3 * time.Second}
+	for i, s := range c.Stores {
+		clients[i] = seqsvrv1connect.NewStoreServiceClient(httpc, s.URL())
+	}
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				// One request_id per reservation, kept across retries, so
+				// a retry after an ambiguous failure cannot burn a second
+				// segment.
+				req := &seqsvrv1.ReserveSegmentRequest{Tag: "kill", RequestId: fmt.Sprintf("w%d-%d", w, n)}
+				for attempt := 0; ; attempt++ {
+					cl := clients[rand.IntN(len(clients))]
+					res, err := cl.ReserveSegment(context.Background(), connect.NewRequest(req))
+					if err == nil {
+						mu.Lock()
+						acked = append(acked, res.Msg)
+						mu.Unlock()
+						if killed.Load() {
+							afterKill.Add(1)
+						}
+						break
+					}
+					select {
+					case <-stop:
+						return
+					case <-time.After(20 * time.Millisecond):
+					}
+				}
+			}
+		}()
+	}
+
+	waitAcked := func(n int) {
+		t.Helper()
+		for {
+			mu.Lock()
+			got := len(acked)
+			mu.Unlock()
+			if got >= n {
+				return
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("only %d reservations acknowledged", got)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitAcked(200)
+	t.Logf("killing leader %s", leader.Name)
+	if err := leader.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	killed.Store(true)
+	for afterKill.Load() < 200 && ctx.Err() == nil {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if afterKill.Load() < 200 {
+		t.Fatalf("reservations did not continue after the leader kill: %d", afterKill.Load())
+	}
+	if err := leader.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitReady(ctx, leader); err != nil {
+		t.Fatal(err)
+	}
+	close(stop)
+	wg.Wait()
+
+	checkNoOverlap(t, acked)
+	var top int64
+	for _, s := range acked {
+		top = max(top, s.GetLast())
+	}
+	got := maxID(t, c, "kill")
+	if got < top {
+		t.Fatalf("max_id %d below acknowledged segment end %d", got, top)
+	}
+	t.Logf("%d segments acknowledged (%d after the kill), max_id %d", len(acked), afterKill.Load(), got)
+
+	// Restart the whole cluster from its data directories.
+	for _, s := range c.Stores {
+		if err := s.Kill(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, s := range c.Stores {
+		if err := s.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after := maxID(t, c, "kill"); after != got {
+		t.Fatalf("max_id after restart from disk %d, before %d", after, got)
+	}
+	// And the next reservation continues above it.
+	l, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.StoreClient(l).ReserveSegment(ctx, connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: "kill"}))
+	if err != nil || res.Msg.GetFirst() != got+1 {
+		t.Fatalf("reservation after restart: %v %v, want first %d", res, err, got+1)
+	}
+}
+
+// A member joins with --join, serves (forwarding writes), and is removed.
+func TestJoinForwardAndRemoveMember(t *testing.T) {
+	c := startCluster(t, 3, 0, nil, nil)
+	ctx := ctxT(t, 60*time.Second)
+	leader, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var follower *cluster.Proc
+	for _, s := range c.Stores {
+		if s != leader {
+			follower = s
+		}
+	}
+	createTag(t, c, follower, "fwd", 100) // a write to a follower is forwarded
+	res, err := c.StoreClient(follower).ReserveSegment(ctx, connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: "fwd", Size: 5}))
+	if err != nil || res.Msg.GetFirst() != 1 || res.Msg.GetLast() != 5 {
+		t.Fatalf("reserve via follower: %v %v", res, err)
+	}
+	if got := maxID(t, c, "fwd"); got != 5 {
+		t.Fatalf("max_id via leader %d, want 5", got)
+	}
+
+	hp, err := cluster.FreePort("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp, err := cluster.FreePort("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	s4 := &cluster.Proc{
+		Name: "s4", Kind: cluster.KindStore, NodeID: "s4",
+		HTTPAddr: fmt.Sprintf("127.0.0.1:%d", hp), RaftAddr: fmt.Sprintf("127.0.0.1:%d", rp),
+		DataDir: filepath.Join(dir, "data"), LogPath: filepath.Join(dir, "s4.log"),
+		Binary: filepath.Join(binDir, "storesvr"), Join: follower.HTTPAddr,
+	}
+	t.Cleanup(func() { _ = s4.Kill() })
+	if err := s4.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitReady(ctx, s4); err != nil {
+		t.Fatal(err)
+	}
+	members := func(p *cluster.Proc) map[string]string {
+		st, err := c.Status(ctx, p)
+		if err != nil {
+			return nil
+		}
+		m := map[string]string{}
+		for _, mem := range st.GetMembers() {
+			m[mem.GetId()] = mem.GetSuffrage()
+		}
+		return m
+	}
+	for m := members(leader); m["s4"] != "voter"; m = members(leader) {
+		if ctx.Err() != nil {
+			t.Fatalf("s4 never became a voter: %v", m)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// The new member serves a write (forwarded) and a linearizable read.
+	res, err = c.StoreClient(s4).ReserveSegment(ctx, connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: "fwd", Size: 5}))
+	if err != nil || res.Msg.GetFirst() != 6 {
+		t.Fatalf("reserve via joined member: %v %v", res, err)
+	}
+	tg, err := c.StoreClient(s4).GetTag(ctx, connect.NewRequest(&seqsvrv1.GetTagRequest{Tag: "fwd"}))
+	if err != nil || tg.Msg.GetMaxId() != 10 {
+		t.Fatalf("GetTag via joined member: %v %v", tg, err)
+	}
+
+	if _, err := c.StoreClient(follower).RemoveMember(ctx, connect.NewRequest(&seqsvrv1.RemoveMemberRequest{Id: "s4"})); err != nil {
+		t.Fatalf("RemoveMember: %v", err)
+	}
+	if m := members(leader); len(m) != 3 || m["s4"] != "" {
+		t.Fatalf("members after remove: %v", m)
+	}
+	// The three remaining still commit with s4 gone.
+	_ = s4.Kill()
+	if _, err := c.StoreClient(leader).ReserveSegment(ctx, connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: "fwd"})); err != nil {
+		t.Fatalf("reserve after remove: %v", err)
+	}
+}
+
+// Every kind of bad input answers its contract code, does not crash the
+// process, and changes nothing.
+func TestBadInputCodes(t *testing.T) {
+	c := startCluster(t, 3, 0, nil, nil)
+	ctx := ctxT(t, 60*time.Second)
+	leader, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var follower *cluster.Proc
+	for _, s := range c.Stores {
+		if s != leader {
+			follower = s
+		}
+	}
+	sc := c.StoreClient(follower)
+	createTag(t, c, leader, "ok", 10)
+	if _, err := c.StoreClient(leader).CreateTag(ctx, connect.NewRequest(&seqsvrv1.CreateTagRequest{Tag: "edge", Start: math.MaxInt64 - 5})); err != nil {
+		t.Fatal(err)
+	}
+	want := func(name string, err error, code connect.Code) {
+		t.Helper()
+		if connect.CodeOf(err) != code {
+			t.Errorf("%s: code %v (%v), want %v", name, connect.CodeOf(err), err, code)
+		}
+	}
+	for _, tag := range []string{"", "has space", strings.Repeat("x", 129), "ä", "a/b"} {
+		_, err := sc.ReserveSegment(ctx, connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: tag}))
+		want(fmt.Sprintf("reserve tag %q", tag), err, connect.CodeInvalidArgument)
+		_, err = sc.CreateTag(ctx, connect.NewRequest(&seqsvrv1.CreateTagRequest{Tag: tag}))
+		want(fmt.Sprintf("create tag %q", tag), err, connect.CodeInvalidArgument)
+	}
+	_, err = sc.ReserveSegment(ctx, connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: "ok", Size: -1}))
+	want("negative size", err, connect.CodeInvalidArgument)
+	_, err = sc.CreateTag(ctx, connect.NewRequest(&seqsvrv1.CreateTagRequest{Tag: "neg", Step: -5}))
+	want("negative step", err, connect.CodeInvalidArgument)
+	_, err = sc.CreateTag(ctx, connect.NewRequest(&seqsvrv1.CreateTagRequest{Tag: "neg", Start: -5}))
+	want("negative start", err, connect.CodeInvalidArgument)
+	_, err = sc.ReserveSegment(ctx, connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: "edge", Size: 6}))
+	want("overflow", err, connect.CodeInvalidArgument)
+	_, err = sc.ReserveSegment(ctx, connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: "edge", Size: math.MaxInt64}))
+	want("huge size", err, connect.CodeInvalidArgument)
+	_, err = sc.ReserveSegment(ctx, connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: "nope"}))
+	want("unknown tag reserve", err, connect.CodeNotFound)
+	_, err = sc.GetTag(ctx, connect.NewRequest(&seqsvrv1.GetTagRequest{Tag: "nope"}))
+	want("unknown tag get", err, connect.CodeNotFound)
+	_, err = sc.CreateTag(ctx, connect.NewRequest(&seqsvrv1.CreateTagRequest{Tag: "ok"}))
+	want("duplicate create", err, connect.CodeAlreadyExists)
+
+	post := func(body string) (int, string) {
+		t.Helper()
+		res, err := http.Post(follower.URL()+seqsvrv1connect.StoreServiceReserveSegmentProcedure, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	if code, body := post(`{"tag":"ok",`); code != 400 || !strings.Contains(body, "invalid_argument") {
+		t.Errorf("malformed JSON: %d %s", code, body)
+	}
+	if code, body := post(`{"tag":"ok","size":"ten"}`); code != 400 || !strings.Contains(body, "invalid_argument") {
+		t.Errorf("wrong JSON type: %d %s", code, body)
+	}
+	if code, body := post(`{"tag":"ok","description":"` + strings.Repeat("x", 2<<20) + `"}`); code != 429 || !strings.Contains(body, "resource_exhausted") {
+		t.Errorf("oversized body: %d %.200s", code, body)
+	}
+
+	// Nothing above moved max_id, and every member is still up.
+	if got := maxID(t, c, "ok"); got != 0 {
+		t.Fatalf("bad input moved max_id to %d", got)
+	}
+	if got := maxID(t, c, "edge"); got != math.MaxInt64-5 {
+		t.Fatalf("refused overflow moved max_id to %d", got)
+	}
+	for _, s := range c.Stores {
+		if !s.Running() {
+			t.Fatalf("%s died on bad input", s.Name)
+		}
+	}
+	res, err := sc.ReserveSegment(ctx, connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: "ok"}))
+	if err != nil || res.Msg.GetFirst() != 1 || res.Msg.GetLast() != 10 {
+		t.Fatalf("first good reservation after bad input: %v %v", res, err)
+	}
+}
+
+// /metrics carries hashicorp/raft's own metrics (go-metrics Prometheus sink,
+// -tags hashicorpmetrics), plus health, reflection-free gRPC and h2c.
+func TestMetricsHealthAndProtocols(t *testing.T) {
+	c := startCluster(t, 3, 0, nil, nil)
+	ctx := ctxT(t, 30*time.Second)
+	leader, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	createTag(t, c, leader, "m", 10)
+	res, err := http.Get(leader.URL() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	for _, want := range []string{"\nraft_apply ", "\nraft_commitTime", "go_goroutines"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("/metrics lacks %q", strings.TrimSpace(want))
+		}
+	}
+	// gRPC over h2c against a follower.
+	var p http.Protocols
+	p.SetUnencryptedHTTP2(true)
+	h2c := &http.Client{Transport: &http.Transport{Protocols: &p}}
+	for _, s := range c.Stores {
+		g := seqsvrv1connect.NewStoreServiceClient(h2c, s.URL(), connect.WithGRPC())
+		if _, err := g.GetTag(ctx, connect.NewRequest(&seqsvrv1.GetTagRequest{Tag: "m"})); err != nil {
+			t.Fatalf("gRPC GetTag on %s: %v", s.Name, err)
+		}
+	}
+	hres, err := http.Post(leader.URL()+"/grpc.health.v1.Health/Check", "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb, _ := io.ReadAll(hres.Body)
+	hres.Body.Close()
+	if !strings.Contains(string(hb), "_SERVING\"") {
+		t.Fatalf("health: %d %s", hres.StatusCode, hb)
+	}
+}
+
+// Three command lines started in reverse order, a moment apart, still form
+// one cluster.
+func TestAnyStartOrder(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-process test")
+	}
+	c, err := cluster.New(cluster.Options{BinDir: binDir, Dir: t.TempDir(), Stores: 3, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	ctx := ctxT(t, 30*time.Second)
+	for i := len(c.Stores) - 1; i >= 0; i-- {
+		if err := c.Stores[i].Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(700 * time.Millisecond) // the scenario: a human starting them one by one
+	}
+	l, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range c.Stores {
+		if err := c.WaitReady(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		st, err := c.Status(ctx, s)
+		if err != nil || st.GetLeaderId() != l.NodeID || len(st.GetMembers()) != 3 {
+			t.Fatalf("%s sees %v (%v), want leader %s and 3 members", s.Name, st, err, l.NodeID)
+		}
+	}
+}

@@ -1,0 +1,11 @@
+// Command storesvr is one member of seqsvr's Raft-replicated tag store.
+// Run `storesvr --help` for the flags; every flag also reads SEQSVR_<NAME>.
+package main
+
+import (
+	"os"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Getenv, os.Stderr))
+}

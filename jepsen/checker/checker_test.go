@@ -1,0 +1,92 @@
+package checker
+
+import (
+	"testing"
+
+	"github.com/seqsvr/seqsvr/jepsen/history"
+)
+
+func res(id int64, client int, call, ret, first, last int64) *history.Op {
+	return &history.Op{ID: id, Client: client, Kind: history.Reserve, Tag: "t", Size: last - first + 1, Call: call, Return: ret, OK: true, First: first, Last: last}
+}
+
+func get(id int64, client int, call, ret, max int64) *history.Op {
+	return &history.Op{ID: id, Client: client, Kind: history.GetTag, Tag: "t", Call: call, Return: ret, OK: true, MaxID: max}
+}
+
+func TestLinearizable(t *testing.T) {
+	ok := []*history.Op{res(1, 0, 0, 10, 1, 5), res(2, 1, 5, 20, 6, 8), get(3, 0, 21, 22, 8)}
+	if r := Linearizable(ok, "", 0); !r.OK {
+		t.Fatalf("valid history rejected: %s", r.Detail)
+	}
+	stale := []*history.Op{res(1, 0, 0, 10, 1, 5), get(2, 1, 11, 12, 0)}
+	dir := t.TempDir()
+	r := Linearizable(stale, dir, 0)
+	if r.OK || r.Artifact == "" {
+		t.Fatalf("stale read accepted or no visualization: %+v", r)
+	}
+	dup := []*history.Op{res(1, 0, 0, 10, 1, 5), res(2, 1, 0, 10, 1, 5)}
+	if r := Linearizable(dup, "", 0); r.OK {
+		t.Fatal("duplicate segment accepted")
+	}
+	unknown := []*history.Op{res(1, 0, 0, 10, 1, 5), {Kind: history.Reserve, Tag: "t", Unresolved: true}}
+	if r := Linearizable(unknown, "", 0); r.OK {
+		t.Fatal("unresolved operation accepted")
+	}
+}
+
+func ids(id int64, target string, life int, kind string, call, ret int64, v ...int64) *history.Op {
+	return &history.Op{ID: id, Kind: kind, Target: target, Life: life, LifeReturn: life, Tag: "x", Call: call, Return: ret, OK: true, IDs: v}
+}
+
+func TestSegmentChecks(t *testing.T) {
+	good := []*history.Op{ids(1, "a1", 1, history.NextIDs, 0, 1, 1, 2), ids(2, "a1", 1, history.NextIDs, 2, 3, 3), ids(3, "a2", 1, history.NextIDs, 0, 3, 101)}
+	for _, r := range []Result{UniqueIDs(good, history.NextIDs), MonotonicPerLifetime(good, history.NextIDs), WithinReserved(good, map[string]int64{"x": 200})} {
+		if !r.OK {
+			t.Fatalf("%s rejected a valid history: %s", r.Name, r.Detail)
+		}
+	}
+	dup := append(good, ids(4, "a2", 1, history.NextIDs, 4, 5, 3))
+	if r := UniqueIDs(dup, history.NextIDs); r.OK {
+		t.Fatal("duplicate accepted")
+	}
+	back := append(good, ids(4, "a1", 1, history.NextIDs, 4, 5, 2))
+	if r := MonotonicPerLifetime(back, history.NextIDs); r.OK {
+		t.Fatal("decreasing IDs accepted")
+	}
+	if r := WithinReserved(good, map[string]int64{"x": 100}); r.OK {
+		t.Fatal("ID above max_id accepted")
+	}
+	final := map[string]map[string]int64{"s1": {"t": 8}, "s2": {"t": 7}}
+	if r := FinalState([]*history.Op{res(1, 0, 0, 1, 1, 8)}, final, []string{"t"}); r.OK {
+		t.Fatal("disagreeing members accepted")
+	}
+	if r := SegmentsDisjoint([]*history.Op{res(1, 0, 0, 1, 1, 8), res(2, 0, 0, 1, 8, 9)}); r.OK {
+		t.Fatal("overlapping segments accepted")
+	}
+}
+
+func TestSnowflakeChecks(t *testing.T) {
+	l := Layout{WorkerBits: 10, SequenceBits: 12}
+	mk := func(ts, w, seq int64) int64 { return ts<<22 | w<<12 | seq }
+	good := []*history.Op{
+		ids(1, "a1", 1, history.Snowflake, 0, 10, mk(100, 1, 0)),
+		ids(2, "a1", 1, history.Snowflake, 20, 30, mk(101, 1, 0)),
+		ids(3, "a1t", 1, history.Snowflake, 40, 50, mk(200, 1, 0)),
+		ids(4, "a1t", 1, history.Snowflake, 60, 70, mk(201, 1, 0)),
+	}
+	if r := WorkerExclusive(good, l); !r.OK {
+		t.Fatalf("sequential holders rejected: %s", r.Detail)
+	}
+	if r := WorkerTimeline(good, l); !r.OK {
+		t.Fatalf("valid timeline rejected: %s", r.Detail)
+	}
+	overlap := append(good, ids(5, "a1", 1, history.Snowflake, 52, 58, mk(202, 1, 5)))
+	if r := WorkerExclusive(overlap, l); r.OK {
+		t.Fatal("two live holders accepted")
+	}
+	backwards := append(good, ids(5, "a1", 2, history.Snowflake, 80, 90, mk(150, 1, 0)))
+	if r := WorkerTimeline(backwards, l); r.OK {
+		t.Fatal("timestamp going back accepted")
+	}
+}

@@ -1,0 +1,47 @@
+// Package checker decides whether a recorded history (package history)
+// upholds the guarantees of the seqsvr contract. Each check returns a
+// Result; a check that could not decide (porcupine timed out, an operation
+// whose outcome stayed unknown) is a failure, never a pass.
+package checker
+
+import "fmt"
+
+// Result is one checker's verdict.
+type Result struct {
+	Name     string `json:"name"`
+	OK       bool   `json:"ok"`
+	Checked  int    `json:"checked"` // operations or IDs examined
+	Detail   string `json:"detail"`
+	Artifact string `json:"artifact,omitempty"` // e.g. the porcupine HTML file
+}
+
+func pass(name string, n int, format string, args ...any) Result {
+	return Result{Name: name, OK: true, Checked: n, Detail: fmt.Sprintf(format, args...)}
+}
+
+func fail(name string, n int, format string, args ...any) Result {
+	return Result{Name: name, OK: false, Checked: n, Detail: fmt.Sprintf(format, args...)}
+}
+
+// maxErrors bounds the examples a failing check lists.
+const maxErrors = 5
+
+type problems struct {
+	n    int
+	msgs []string
+}
+
+func (p *problems) add(format string, args ...any) {
+	p.n++
+	if len(p.msgs) < maxErrors {
+		p.msgs = append(p.msgs, fmt.Sprintf(format, args...))
+	}
+}
+
+func (p *problems) String() string {
+	s := fmt.Sprintf("%d violation(s)", p.n)
+	for _, m := range p.msgs {
+		s += "; " + m
+	}
+	return s
+}

@@ -1,0 +1,357 @@
+package cluster
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"connectrpc.com/connect"
+
+	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
+)
+
+// Options describe a cluster to launch.
+type Options struct {
+	// BinDir holds storesvr and allocsvr (see Build).
+	BinDir string
+	// Dir holds data/<name>/ and logs/<name>.log.
+	Dir    string
+	Stores int
+	Allocs int
+	// Env is added to every process's environment.
+	Env []string
+	// StoreArgs and AllocArgs are extra flags for every store/alloc.
+	StoreArgs, AllocArgs []string
+	Logf                 func(string, ...any)
+
+	// Host returns the listen host for a process name ("s1", "a2"); default
+	// 127.0.0.1. Wrap returns a command prefix (e.g. ip netns exec).
+	Host func(name string) string
+	Wrap func(name string) []string
+	// Fixed ports instead of free ones when non-zero: store i (1-based) gets
+	// StoreHTTPBase+i and StoreRaftBase+i, alloc i gets AllocHTTPBase+i-1.
+	StoreHTTPBase, StoreRaftBase, AllocHTTPBase int
+	// StartTimeout bounds Start's waits; default 60 s.
+	StartTimeout time.Duration
+}
+
+// Cluster is a set of storesvr and allocsvr processes.
+type Cluster struct {
+	Stores, Allocs []*Proc
+	opts           Options
+	http           *http.Client
+
+	mu    sync.Mutex
+	extra []*Proc // NewAlloc
+}
+
+// New lays out the processes (names, ports, dirs, flags) without starting
+// them.
+func New(opts Options) (*Cluster, error) {
+	if opts.Stores < 1 {
+		return nil, errors.New("cluster: need at least one store")
+	}
+	if opts.Dir == "" || opts.BinDir == "" {
+		return nil, errors.New("cluster: Options.Dir and Options.BinDir are required")
+	}
+	if opts.StartTimeout == 0 {
+		opts.StartTimeout = 60 * time.Second
+	}
+	if opts.Host != nil {
+		// Each process has an address of its own (e.g. a network
+		// namespace), where free ports cannot be probed from here: use
+		// fixed ones.
+		opts.StoreHTTPBase = cmp.Or(opts.StoreHTTPBase, 8100)
+		opts.StoreRaftBase = cmp.Or(opts.StoreRaftBase, 7100)
+		opts.AllocHTTPBase = cmp.Or(opts.AllocHTTPBase, 8080)
+	}
+	c := &Cluster{opts: opts, http: &http.Client{Timeout: 5 * time.Second}}
+	for i := 1; i <= opts.Stores; i++ {
+		name := "s" + strconv.Itoa(i)
+		host := c.host(name)
+		hp, rp := opts.StoreHTTPBase+i, opts.StoreRaftBase+i
+		var err error
+		if opts.StoreHTTPBase == 0 {
+			if hp, err = FreePort(host); err != nil {
+				return nil, err
+			}
+		}
+		if opts.StoreRaftBase == 0 {
+			if rp, err = FreePort(host); err != nil {
+				return nil, err
+			}
+		}
+		p := c.newProc(name, KindStore, host, hp)
+		p.RaftAddr = net.JoinHostPort(host, strconv.Itoa(rp))
+		p.ExtraArgs = append([]string{}, opts.StoreArgs...)
+		c.Stores = append(c.Stores, p)
+	}
+	peers := PeersFlag(c.Stores)
+	for _, s := range c.Stores {
+		s.Peers = peers
+	}
+	for i := 1; i <= opts.Allocs; i++ {
+		name := "a" + strconv.Itoa(i)
+		host := c.host(name)
+		hp := opts.AllocHTTPBase + i - 1
+		if opts.AllocHTTPBase == 0 {
+			var err error
+			if hp, err = FreePort(host); err != nil {
+				return nil, err
+			}
+		}
+		p := c.newProc(name, KindAlloc, host, hp)
+		p.Stores = c.StoreURLs()
+		p.ExtraArgs = append([]string{}, opts.AllocArgs...)
+		c.Allocs = append(c.Allocs, p)
+	}
+	return c, nil
+}
+
+func (c *Cluster) host(name string) string {
+	if c.opts.Host != nil {
+		if h := c.opts.Host(name); h != "" {
+			return h
+		}
+	}
+	return "127.0.0.1"
+}
+
+func (c *Cluster) newProc(name string, kind Kind, host string, httpPort int) *Proc {
+	p := &Proc{
+		Name:     name,
+		Kind:     kind,
+		NodeID:   name,
+		HTTPAddr: net.JoinHostPort(host, strconv.Itoa(httpPort)),
+		DataDir:  filepath.Join(c.opts.Dir, "data", name),
+		LogPath:  filepath.Join(c.opts.Dir, "logs", name+".log"),
+		Binary:   filepath.Join(c.opts.BinDir, string(kind)),
+		Env:      append([]string{}, c.opts.Env...),
+		logf:     c.opts.Logf,
+	}
+	if c.opts.Wrap != nil {
+		p.Wrap = c.opts.Wrap(name)
+	}
+	return p
+}
+
+// Start lays out and starts a cluster: all stores (same --peers), a wait
+// for a leader and every store's /readyz, then the allocsvrs and their
+// /readyz. On error everything started is killed.
+func Start(ctx context.Context, opts Options) (*Cluster, error) {
+	c, err := New(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Launch(ctx); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// Launch starts the processes laid out by New and waits for them.
+func (c *Cluster) Launch(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, c.opts.StartTimeout)
+	defer cancel()
+	for _, s := range c.Stores {
+		if err := s.Start(ctx); err != nil {
+			return err
+		}
+	}
+	if _, err := c.Leader(ctx); err != nil {
+		return fmt.Errorf("%w (store logs under %s)", err, filepath.Join(c.opts.Dir, "logs"))
+	}
+	for _, s := range c.Stores {
+		if err := c.WaitReady(ctx, s); err != nil {
+			return err
+		}
+	}
+	for _, a := range c.Allocs {
+		if err := a.Start(ctx); err != nil {
+			return err
+		}
+	}
+	for _, a := range c.Allocs {
+		if err := c.WaitReady(ctx, a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// StoreURLs are the HTTP base URLs of all stores.
+func (c *Cluster) StoreURLs() []string {
+	urls := make([]string, len(c.Stores))
+	for i, s := range c.Stores {
+		urls[i] = s.URL()
+	}
+	return urls
+}
+
+// HTTPClient is the client the cluster uses for its own probes.
+func (c *Cluster) HTTPClient() *http.Client { return c.http }
+
+// StoreClient is a Connect client for p.
+func (c *Cluster) StoreClient(p *Proc) seqsvrv1connect.StoreServiceClient {
+	return seqsvrv1connect.NewStoreServiceClient(c.http, p.URL())
+}
+
+// AllocClient is a Connect client for p.
+func (c *Cluster) AllocClient(p *Proc) seqsvrv1connect.AllocServiceClient {
+	return seqsvrv1connect.NewAllocServiceClient(c.http, p.URL())
+}
+
+// Status asks one store for ClusterStatus with a short deadline.
+func (c *Cluster) Status(ctx context.Context, p *Proc) (*seqsvrv1.ClusterStatusResponse, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	resp, err := c.StoreClient(p).ClusterStatus(ctx, connect.NewRequest(&seqsvrv1.ClusterStatusRequest{}))
+	if err != nil {
+		return nil, err
+	}
+	return resp.Msg, nil
+}
+
+// Leader polls the running, unpaused stores until one of them names a
+// leader that is one of ours, running, and itself claims leadership.
+func (c *Cluster) Leader(ctx context.Context) (*Proc, error) {
+	var lastErr error
+	for {
+		for _, s := range c.Stores {
+			if !s.Running() || s.Paused() {
+				continue
+			}
+			st, err := c.Status(ctx, s)
+			if err != nil {
+				lastErr = err
+				continue
+			}
+			l := c.StoreByID(st.GetLeaderId())
+			if l == nil || !l.Running() || l.Paused() {
+				lastErr = fmt.Errorf("%s reports leader %q", s.Name, st.GetLeaderId())
+				continue
+			}
+			if l != s {
+				if st, err = c.Status(ctx, l); err != nil {
+					lastErr = err
+					continue
+				}
+			}
+			if st.GetLeaderId() == l.NodeID {
+				return l, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("cluster: no leader: %w (last: %v)", ctx.Err(), lastErr)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// StoreByID finds a store by its node ID.
+func (c *Cluster) StoreByID(id string) *Proc {
+	for _, s := range c.Stores {
+		if s.NodeID == id && id != "" {
+			return s
+		}
+	}
+	return nil
+}
+
+// WaitReady polls p's /readyz until it answers 200, p exits, or ctx ends.
+func (c *Cluster) WaitReady(ctx context.Context, p *Proc) error {
+	var last string
+	for {
+		if !p.Running() {
+			return fmt.Errorf("cluster: %s exited before ready (%v); log: %s", p.Name, p.ExitErr(), p.LogPath)
+		}
+		ok, msg := c.probe(ctx, p.URL()+"/readyz")
+		if ok {
+			return nil
+		}
+		last = msg
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cluster: %s not ready: %w (last: %s); log: %s", p.Name, ctx.Err(), last, p.LogPath)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func (c *Cluster) probe(ctx context.Context, url string) (bool, string) {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return false, err.Error()
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return false, err.Error()
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK, resp.Status
+}
+
+// All lists stores then allocs (not the extra ones of NewAlloc).
+func (c *Cluster) All() []*Proc {
+	return append(append([]*Proc{}, c.Stores...), c.Allocs...)
+}
+
+// Close kills every process (resuming paused ones is unnecessary for
+// SIGKILL). Safe to call more than once.
+func (c *Cluster) Close() {
+	c.mu.Lock()
+	all := append(c.All(), c.extra...)
+	c.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, p := range all {
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = p.Kill() }()
+	}
+	wg.Wait()
+}
+
+// NewAlloc lays out an extra allocsvr (not started) with its own port and
+// data dir but the given node ID, e.g. a twin of an existing one. Close
+// kills it too, until DropAlloc.
+func (c *Cluster) NewAlloc(name, nodeID string) (*Proc, error) {
+	host := c.host(name)
+	port := c.opts.AllocHTTPBase + 50 // distinct from every alloc's fixed port
+	if c.opts.Host == nil {
+		var err error
+		if port, err = FreePort(host); err != nil {
+			return nil, err
+		}
+	}
+	p := c.newProc(name, KindAlloc, host, port)
+	p.NodeID = nodeID
+	p.Stores = c.StoreURLs()
+	p.ExtraArgs = append([]string{}, c.opts.AllocArgs...)
+	c.mu.Lock()
+	c.extra = append(c.extra, p)
+	c.mu.Unlock()
+	return p, nil
+}
+
+// DropAlloc forgets a Proc made by NewAlloc (after it was killed).
+func (c *Cluster) DropAlloc(p *Proc) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, q := range c.extra {
+		if q == p {
+			c.extra = append(c.extra[:i], c.extra[i+1:]...)
+			return
+		}
+	}
+}

@@ -1,0 +1,182 @@
+// Command devcluster is `make run`: a local seqsvr on loopback in the
+// foreground — three storesvr members and one allocsvr on fixed ports,
+// data under -dir — with a demo tag and ready-to-paste curl lines.
+// Ctrl-C stops every process (SIGTERM, then SIGKILL after 10 s); if
+// devcluster itself dies, the kernel kills its children (see jepsen/cluster).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"connectrpc.com/connect"
+
+	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/jepsen/cluster"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "devcluster:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	bin := flag.String("bin", "bin", "directory holding storesvr and allocsvr (built if missing)")
+	dir := flag.String("dir", "run", "data and logs directory (kept across runs)")
+	stores := flag.Int("stores", 3, "storesvr members")
+	allocs := flag.Int("allocs", 1, "allocsvr processes")
+	storeHTTP := flag.Int("store-http-base", 8080, "store i listens on HTTP port base+i")
+	storeRaft := flag.Int("store-raft-base", 7000, "store i listens on Raft port base+i")
+	allocHTTP := flag.Int("alloc-http-base", 8080, "alloc i listens on HTTP port base+i-1")
+	tag := flag.String("tag", "order", "demo tag created at start")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	if err := ensureBinaries(ctx, *bin); err != nil {
+		return err
+	}
+	logf := func(format string, args ...any) { fmt.Printf("devcluster: "+format+"\n", args...) }
+	fmt.Printf("devcluster: starting %d storesvr + %d allocsvr, data and logs under %s/\n", *stores, *allocs, *dir)
+	c, err := cluster.Start(ctx, cluster.Options{
+		BinDir: *bin, Dir: *dir, Stores: *stores, Allocs: *allocs, Logf: logf,
+		StoreHTTPBase: *storeHTTP, StoreRaftBase: *storeRaft, AllocHTTPBase: *allocHTTP,
+	})
+	if err != nil {
+		return err
+	}
+	defer stopAll(c)
+
+	leader, err := c.Leader(ctx)
+	if err != nil {
+		return err
+	}
+	if err := createTag(ctx, c, leader, *tag); err != nil {
+		return err
+	}
+	printHelp(c, *tag, *dir)
+
+	// Report a process that dies on its own; the rest keep running, as a
+	// real deployment would.
+	go watch(ctx, c, logf)
+	<-ctx.Done()
+	fmt.Println("\ndevcluster: stopping all processes")
+	return nil
+}
+
+func ensureBinaries(ctx context.Context, bin string) error {
+	for _, b := range []string{"storesvr", "allocsvr"} {
+		if _, err := os.Stat(filepath.Join(bin, b)); err != nil {
+			fmt.Printf("devcluster: %s missing in %s, building\n", b, bin)
+			return cluster.Build(ctx, bin)
+		}
+	}
+	return nil
+}
+
+func createTag(ctx context.Context, c *cluster.Cluster, leader *cluster.Proc, tag string) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_, err := c.StoreClient(leader).CreateTag(ctx, connect.NewRequest(&seqsvrv1.CreateTagRequest{
+		Tag: tag, Step: 1000, Description: "demo tag created by make run",
+	}))
+	if connect.CodeOf(err) == connect.CodeAlreadyExists {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("create demo tag %q: %w", tag, err)
+	}
+	return nil
+}
+
+func printHelp(c *cluster.Cluster, tag, dir string) {
+	a := c.Allocs[0].URL()
+	s := c.Stores[0].URL()
+	fmt.Printf(`
+seqsvr is up.
+  storesvr: %v
+  allocsvr: %v
+  logs:     %s/logs/
+
+Segment IDs over Connect JSON:
+  curl -s -X POST -H 'Content-Type: application/json' -d '{"tag":"%[4]s"}' %[5]s/seqsvr.v1.AllocService/NextIDs
+  curl -s -X POST -H 'Content-Type: application/json' -d '{"tag":"%[4]s","count":5}' %[5]s/seqsvr.v1.AllocService/NextIDs
+Snowflake IDs and decoding:
+  curl -s -X POST -H 'Content-Type: application/json' -d '{"count":3}' %[5]s/seqsvr.v1.AllocService/NextSnowflakeIDs
+  curl -s -X POST -H 'Content-Type: application/json' -d '{"id":"ID"}' %[5]s/seqsvr.v1.AllocService/DecodeSnowflake
+Leaf-compatible HTTP API (plain number):
+  curl -s %[5]s/api/segment/get/%[4]s
+  curl -s %[5]s/api/snowflake/get/%[4]s
+Buffers and worker (Leaf's cache page):
+  curl -s -X POST -H 'Content-Type: application/json' -d '{}' %[5]s/seqsvr.v1.AllocService/Status
+The store (any member; writes to a follower are forwarded):
+  curl -s -X POST -H 'Content-Type: application/json' -d '{"tag":"user","step":100}' %[6]s/seqsvr.v1.StoreService/CreateTag
+  curl -s -X POST -H 'Content-Type: application/json' -d '{"tag":"user","size":10}' %[6]s/seqsvr.v1.StoreService/ReserveSegment
+  curl -s -X POST -H 'Content-Type: application/json' -d '{}' %[6]s/seqsvr.v1.StoreService/ClusterStatus
+  curl -s %[6]s/metrics | grep ^raft_
+
+Ctrl-C stops everything.
+`, c.StoreURLs(), urls(c.Allocs), dir, tag, a, s)
+}
+
+func urls(ps []*cluster.Proc) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.URL()
+	}
+	return out
+}
+
+func watch(ctx context.Context, c *cluster.Cluster, logf func(string, ...any)) {
+	reported := map[string]bool{}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+		for _, p := range c.All() {
+			if !p.Running() && !reported[p.Name] {
+				reported[p.Name] = true
+				logf("%s exited (%v); see %s", p.Name, p.ExitErr(), p.LogPath)
+			}
+		}
+	}
+}
+
+// stopAll stops allocsvrs first (they depend on the store), each with
+// SIGTERM so logs end cleanly and data is flushed.
+func stopAll(c *cluster.Cluster) {
+	var errs []error
+	for _, group := range [][]*cluster.Proc{c.Allocs, c.Stores} {
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		for _, p := range group {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := p.Stop(); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	c.Close()
+	if err := errors.Join(errs...); err != nil {
+		fmt.Fprintln(os.Stderr, "devcluster:", err)
+	}
+}

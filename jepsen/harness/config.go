@@ -1,0 +1,90 @@
+// Package harness runs one fault-injection test against real storesvr and
+// allocsvr processes: it builds the binaries with -tags faults, starts a
+// cluster (in network namespaces when root), drives the workloads while
+// the nemesis injects faults on a seeded schedule, heals and quiesces the
+// cluster, resolves operations whose outcome was unknown, reads the final
+// state, runs every checker and writes a results folder.
+//
+// A run passes only if every checker passes; a checker that cannot decide
+// fails.
+package harness
+
+import "time"
+
+// Config describes one run.
+type Config struct {
+	Name     string
+	Seed     int64
+	Duration time.Duration
+	// OutDir receives the results folder (history.jsonl, nemesis.log,
+	// logs/, summary.txt, summary.json, linearizability.html on failure).
+	OutDir string
+	// BinDir caches the faults build; shared by runs of one process.
+	BinDir string
+
+	Stores, Allocs int
+	// Faults are nemesis.Catalogue names; empty runs without faults.
+	Faults       []string
+	GapLo, GapHi time.Duration
+	// Copies runs each nemesis lane this many times concurrently, so
+	// faults overlap (default 1).
+	Copies int
+	// Partitions enables network namespaces (needs root; otherwise the
+	// partition faults are skipped and reported so).
+	Partitions bool
+	// Bugs planted through SEQSVR_FAULTS_BUGS in every process.
+	Bugs []string
+	// Extra flags for the servers.
+	StoreArgs, AllocArgs []string
+	// LeaseTTL is the stores' --worker-lease-ttl.
+	LeaseTTL time.Duration
+
+	StoreWorkers, AllocWorkers int
+	// LinTags are the tags only the store workers touch (porcupine);
+	// AllocTags are served by the allocsvrs.
+	LinTags, AllocTags int
+	// OpTimeout bounds one client call.
+	OpTimeout time.Duration
+
+	Logf func(string, ...any)
+}
+
+func (c Config) withDefaults() Config {
+	if c.Name == "" {
+		c.Name = "run"
+	}
+	if c.Duration == 0 {
+		c.Duration = 30 * time.Second
+	}
+	if c.Stores == 0 {
+		c.Stores = 3
+	}
+	if c.Allocs == 0 {
+		c.Allocs = 2
+	}
+	if c.GapLo == 0 && c.GapHi == 0 {
+		c.GapLo, c.GapHi = 100*time.Millisecond, 600*time.Millisecond
+	}
+	if c.LeaseTTL == 0 {
+		c.LeaseTTL = 3 * time.Second
+	}
+	if c.StoreWorkers == 0 {
+		c.StoreWorkers = 4
+	}
+	if c.AllocWorkers == 0 {
+		c.AllocWorkers = 4
+	}
+	if c.LinTags == 0 {
+		c.LinTags = 3
+	}
+	if c.AllocTags == 0 {
+		c.AllocTags = 2
+	}
+	if c.OpTimeout == 0 {
+		c.OpTimeout = time.Second
+	}
+	if c.Logf == nil {
+		c.Logf = func(string, ...any) {}
+	}
+	return c
+}

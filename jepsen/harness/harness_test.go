@@ -1,0 +1,71 @@
+package harness
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/seqsvr/seqsvr/jepsen/nemesis"
+)
+
+// binDir is shared by the tests of this package: one faults build.
+var binDir string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "seqsvr-jepsen-bin-")
+	if err != nil {
+		panic(err)
+	}
+	binDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func runCfg(t *testing.T, cfg Config) *Report {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cfg.Seed = 42
+	cfg.BinDir = binDir
+	cfg.OutDir = filepath.Join(t.TempDir(), cfg.Name)
+	rep, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatalf("run %s: %v", cfg.Name, err)
+	}
+	t.Logf("\n%s", rep.Table())
+	return rep
+}
+
+// TestSmoke is the short fault run of `make test`: leader kills, pauses,
+// clock jumps and (as root) a partition; every checker must pass.
+func TestSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: real-process fault run")
+	}
+	rep := runCfg(t, Smoke(40*time.Second, nemesis.NetAvailable() == nil))
+	if rep.FaultTotal == 0 {
+		t.Fatal("no fault was injected")
+	}
+	if !rep.OK {
+		t.Fatalf("checkers failed: %v", rep.Failed())
+	}
+}
+
+// TestPlantedBugs proves the checkers can fail: with each known bug
+// planted in the servers, the run must be reported as failing.
+func TestPlantedBugs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: real-process fault runs")
+	}
+	for _, bug := range Bugs() {
+		t.Run(bug, func(t *testing.T) {
+			rep := runCfg(t, PlantedBug(bug, 20*time.Second))
+			if rep.OK {
+				t.Fatalf("planted bug %s went unnoticed: every checker passed", bug)
+			}
+		})
+	}
+}

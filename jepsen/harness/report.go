@@ -1,0 +1,110 @@
+package harness
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/seqsvr/seqsvr/jepsen/checker"
+	"github.com/seqsvr/seqsvr/jepsen/nemesis"
+)
+
+// Report is the outcome of one run.
+type Report struct {
+	Name       string            `json:"name"`
+	Seed       int64             `json:"seed"`
+	OutDir     string            `json:"out_dir"`
+	Bugs       []string          `json:"bugs,omitempty"`
+	Ops        int               `json:"ops"`
+	OpsByKind  map[string][2]int `json:"ops_by_kind"` // kind -> [total, ok]
+	Resolved   int               `json:"resolved"`
+	Unresolved int               `json:"unresolved"`
+	Faults     map[string]int    `json:"faults"`
+	FaultTotal int               `json:"fault_total"`
+	Results    []checker.Result  `json:"results"`
+	OK         bool              `json:"ok"`
+	Notes      []string          `json:"notes,omitempty"`
+	Elapsed    time.Duration     `json:"elapsed"`
+}
+
+// Failed lists the names of failing checkers.
+func (r *Report) Failed() []string {
+	var out []string
+	for _, c := range r.Results {
+		if !c.OK {
+			out = append(out, c.Name)
+		}
+	}
+	return out
+}
+
+// Table renders the summary.
+func (r *Report) Table() string {
+	var b strings.Builder
+	verdict := "PASS"
+	if !r.OK {
+		verdict = "FAIL"
+	}
+	fmt.Fprintf(&b, "== %s (seed %d) %s in %s; results: %s\n", r.Name, r.Seed, verdict, r.Elapsed.Round(time.Second), r.OutDir)
+	if len(r.Bugs) > 0 {
+		fmt.Fprintf(&b, "planted bugs: %s\n", strings.Join(r.Bugs, ","))
+	}
+	kinds := make([]string, 0, len(r.OpsByKind))
+	for k := range r.OpsByKind {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	fmt.Fprintf(&b, "operations: %d (", r.Ops)
+	for i, k := range kinds {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s %d/%d ok", k, r.OpsByKind[k][1], r.OpsByKind[k][0])
+	}
+	fmt.Fprintf(&b, "); unknown reservations resolved %d, unresolved %d\n", r.Resolved, r.Unresolved)
+	fmt.Fprintf(&b, "faults injected: %d (", r.FaultTotal)
+	for i, k := range nemesis.SortedFaults(r.Faults) {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s %d", k, r.Faults[k])
+	}
+	b.WriteString(")\n")
+	for _, n := range r.Notes {
+		fmt.Fprintf(&b, "note: %s\n", n)
+	}
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "checker\tverdict\tchecked\tdetail")
+	for _, c := range r.Results {
+		v := "pass"
+		if !c.OK {
+			v = "FAIL"
+		}
+		d := c.Detail
+		if len(d) > 300 {
+			d = d[:300] + "..."
+		}
+		if c.Artifact != "" {
+			d += " [" + c.Artifact + "]"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", c.Name, v, c.Checked, d)
+	}
+	tw.Flush()
+	return b.String()
+}
+
+func (r *Report) write() error {
+	if err := os.WriteFile(filepath.Join(r.OutDir, "summary.txt"), []byte(r.Table()), 0o644); err != nil {
+		return err
+	}
+	js, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(r.OutDir, "summary.json"), js, 0o644)
+}

@@ -1,0 +1,298 @@
+package harness
+
+import (
+	"context"
+
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"connectrpc.com/connect"
+
+	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/jepsen/checker"
+	"github.com/seqsvr/seqsvr/jepsen/cluster"
+	"github.com/seqsvr/seqsvr/jepsen/history"
+	"github.com/seqsvr/seqsvr/jepsen/nemesis"
+)
+
+// ElectionTimeout is the stores' Raft election timeout (storage default).
+const ElectionTimeout = 200 * time.Millisecond
+
+// Run executes one test and returns its report; err is for a run that
+// could not be carried out (build, start), not for a checker failure.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	cfg = cfg.withDefaults()
+	started := time.Now()
+	out := cfg.OutDir
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, err
+	}
+	if err := cluster.Build(ctx, cfg.BinDir, "faults"); err != nil {
+		return nil, err
+	}
+	rep := &Report{Name: cfg.Name, Seed: cfg.Seed, OutDir: out, Bugs: cfg.Bugs, Faults: map[string]int{}}
+
+	nemesisFile, err := os.Create(filepath.Join(out, "nemesis.log"))
+	if err != nil {
+		return nil, err
+	}
+	defer nemesisFile.Close()
+	rec := history.NewRecorder()
+	nlog := nemesis.NewLog(rec.Start(), io.MultiWriter(nemesisFile, logWriter{cfg.Logf}))
+
+	opts := cluster.Options{
+		BinDir: cfg.BinDir, Dir: out, Stores: cfg.Stores, Allocs: cfg.Allocs,
+		StoreArgs: append([]string{"--worker-lease-ttl", cfg.LeaseTTL.String()}, cfg.StoreArgs...),
+		AllocArgs: append([]string{"--max-step", "200"}, cfg.AllocArgs...),
+		Logf:      cfg.Logf,
+	}
+	if len(cfg.Bugs) > 0 {
+		opts.Env = []string{"SEQSVR_FAULTS_BUGS=" + strings.Join(cfg.Bugs, ",")}
+	}
+	var net *nemesis.Net
+	if cfg.Partitions {
+		var names []string
+		for i := 1; i <= cfg.Stores; i++ {
+			names = append(names, fmt.Sprintf("s%d", i))
+		}
+		for i := 1; i <= cfg.Allocs; i++ {
+			names = append(names, fmt.Sprintf("a%d", i), fmt.Sprintf("a%dt", i))
+		}
+		net, err = nemesis.NewNet(names)
+		if err != nil {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("partitions not run: %v", err))
+			net = nil
+		} else {
+			defer net.Close()
+			opts.Host, opts.Wrap = net.Host, net.Wrap
+			rep.Notes = append(rep.Notes, "partitions: network namespaces + blackhole routes")
+		}
+	}
+	c, err := cluster.Start(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+
+	w := &workload{cfg: cfg, c: c, rec: rec, runID: fmt.Sprintf("%s-%d-%d", cfg.Name, cfg.Seed, time.Now().UnixNano())}
+	for i := range cfg.LinTags {
+		w.linTags = append(w.linTags, fmt.Sprintf("lin-%d", i))
+	}
+	for i := range cfg.AllocTags {
+		w.allocTags = append(w.allocTags, fmt.Sprintf("ids-%d", i))
+	}
+	w.allocs = append(w.allocs, c.Allocs...)
+	if err := createTags(ctx, c, w.linTags, 1000); err != nil {
+		return nil, err
+	}
+	if err := createTags(ctx, c, w.allocTags, 50); err != nil {
+		return nil, err
+	}
+
+	faults, err := nemesis.Lookup(cfg.Faults)
+	if err != nil {
+		return nil, err
+	}
+	env := &nemesis.Env{C: c, Log: nlog, Net: net, ElectionTimeout: ElectionTimeout, LeaseTTL: cfg.LeaseTTL,
+		AddAlloc: w.addAlloc, RemoveAlloc: w.removeAlloc}
+	probeClient := cfg.StoreWorkers + cfg.AllocWorkers
+	var probeMu sync.Mutex
+	env.AfterResume = func(p *cluster.Proc) {
+		probeMu.Lock()
+		defer probeMu.Unlock()
+		w.probe(p, probeClient)
+	}
+
+	runCtx, stop := context.WithTimeout(ctx, cfg.Duration)
+	defer stop()
+	wg := w.run(runCtx, cfg.Seed)
+	var nemErr error
+	if len(faults) > 0 {
+		nemErr = nemesis.Schedule(runCtx, env, faults, cfg.Seed, cfg.Copies, cfg.GapLo, cfg.GapHi)
+	}
+	<-runCtx.Done()
+	wg.Wait()
+	if nemErr != nil {
+		rep.Notes = append(rep.Notes, "nemesis error: "+nemErr.Error())
+	}
+
+	// Heal everything, let the cluster settle, then learn the unknowns and
+	// the final state.
+	if net != nil {
+		_ = net.Heal()
+	}
+	for _, p := range c.All() {
+		if p.Paused() {
+			_ = p.Resume()
+		}
+		if !p.Running() {
+			_ = p.Start(ctx)
+		}
+	}
+	qctx, qcancel := context.WithTimeout(ctx, 60*time.Second)
+	defer qcancel()
+	for _, s := range c.Stores {
+		if err := c.WaitReady(qctx, s); err != nil {
+			rep.Notes = append(rep.Notes, "quiesce: "+err.Error())
+		}
+	}
+	ops := rec.Ops()
+	rctx, rcancel := context.WithTimeout(ctx, 60*time.Second)
+	defer rcancel()
+	rep.Resolved, rep.Unresolved = w.resolve(rctx, ops)
+	fctx, fcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer fcancel()
+	final := finalState(fctx, c, append(append([]string{}, w.linTags...), w.allocTags...))
+	layout := snowflakeLayout(fctx, c)
+
+	rep.Ops = len(ops)
+	rep.OpsByKind = map[string][2]int{}
+	for _, op := range ops {
+		v := rep.OpsByKind[op.Kind]
+		v[0]++
+		if op.OK {
+			v[1]++
+		}
+		rep.OpsByKind[op.Kind] = v
+	}
+	rep.Faults, rep.FaultTotal = nlog.Counts()
+
+	finalAgreed := map[string]int64{}
+	for _, m := range final {
+		for t, v := range m {
+			if v > finalAgreed[t] {
+				finalAgreed[t] = v
+			}
+		}
+	}
+	rep.Results = []checker.Result{
+		checker.Linearizable(ops, out, 2*time.Minute),
+		checker.SegmentsDisjoint(ops),
+		checker.FinalState(ops, final, append(append([]string{}, w.linTags...), w.allocTags...)),
+		checker.UniqueIDs(ops, history.NextIDs),
+		checker.MonotonicPerLifetime(ops, history.NextIDs),
+		checker.WithinReserved(ops, finalAgreed),
+		checker.UniqueIDs(ops, history.Snowflake),
+		checker.MonotonicPerLifetime(ops, history.Snowflake),
+		checker.WorkerTimeline(ops, layout),
+		checker.WorkerExclusive(ops, layout),
+	}
+	rep.OK = true
+	for _, r := range rep.Results {
+		rep.OK = rep.OK && r.OK
+	}
+	rep.Elapsed = time.Since(started)
+
+	c.Close()
+	if err := history.WriteJSONL(filepath.Join(out, "history.jsonl"), ops); err != nil {
+		return rep, err
+	}
+	if f, err := os.Create(filepath.Join(out, "nemesis.jsonl")); err == nil {
+		_ = nlog.WriteJSONL(f)
+		f.Close()
+	}
+	// The Raft data is large and useless once checked; the logs stay.
+	_ = os.RemoveAll(filepath.Join(out, "data"))
+	return rep, rep.write()
+}
+
+type logWriter struct{ logf func(string, ...any) }
+
+func (l logWriter) Write(b []byte) (int, error) {
+	l.logf("nemesis: %s", strings.TrimRight(string(b), "\n"))
+	return len(b), nil
+}
+
+func createTags(ctx context.Context, c *cluster.Cluster, tags []string, step int64) error {
+	cli := c.StoreClient(c.Stores[0])
+	for _, t := range tags {
+		var err error
+		for range 50 {
+			cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			_, err = cli.CreateTag(cctx, connect.NewRequest(&seqsvrv1.CreateTagRequest{Tag: t, Step: step}))
+			cancel()
+			if err == nil || connect.CodeOf(err) == connect.CodeAlreadyExists {
+				err = nil
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if err != nil {
+			return fmt.Errorf("create tag %s: %w", t, err)
+		}
+	}
+	return nil
+}
+
+// finalState asks every store for every tag (GetTag is linearizable, so
+// each answer is the leader's), after waiting for all members to apply
+// the same index.
+func finalState(ctx context.Context, c *cluster.Cluster, tags []string) map[string]map[string]int64 {
+	converge(ctx, c)
+	out := map[string]map[string]int64{}
+	for _, s := range c.Stores {
+		m := map[string]int64{}
+		for _, t := range tags {
+			for range 20 {
+				cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+				resp, err := c.StoreClient(s).GetTag(cctx, connect.NewRequest(&seqsvrv1.GetTagRequest{Tag: t}))
+				cancel()
+				if err == nil {
+					m[t] = resp.Msg.GetMaxId()
+					break
+				}
+				if ctx.Err() != nil {
+					break
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+		}
+		out[s.Name] = m
+	}
+	return out
+}
+
+// converge waits until every member reports the same applied index.
+func converge(ctx context.Context, c *cluster.Cluster) {
+	for ctx.Err() == nil {
+		var idx []uint64
+		for _, s := range c.Stores {
+			st, err := c.Status(ctx, s)
+			if err != nil {
+				break
+			}
+			idx = append(idx, st.GetAppliedIndex())
+		}
+		if len(idx) == len(c.Stores) {
+			same := true
+			for _, i := range idx {
+				same = same && i == idx[0]
+			}
+			if same {
+				return
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func snowflakeLayout(ctx context.Context, c *cluster.Cluster) checker.Layout {
+	l := checker.Layout{WorkerBits: 10, SequenceBits: 12}
+	for _, a := range c.Allocs {
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		resp, err := c.AllocClient(a).Status(cctx, connect.NewRequest(&seqsvrv1.StatusRequest{}))
+		cancel()
+		if err != nil {
+			continue
+		}
+		if ly := resp.Msg.GetSnowflake().GetLayout(); ly.GetWorkerBits() > 0 {
+			return checker.Layout{EpochMs: ly.GetEpochMs(), WorkerBits: int(ly.GetWorkerBits()), SequenceBits: int(ly.GetSequenceBits())}
+		}
+	}
+	return l
+}

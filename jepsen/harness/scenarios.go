@@ -1,0 +1,93 @@
+package harness
+
+import (
+	"time"
+
+	"github.com/seqsvr/seqsvr/internal/faults"
+)
+
+var (
+	storeKills  = []string{"kill-leader", "kill-follower", "kill-all-stores"}
+	storePauses = []string{"pause-leader", "pause-follower"}
+	partitions  = []string{"partition-leader", "partition-halves", "partition-ring", "partition-bridge", "partition-oneway"}
+	allocFaults = []string{"kill-alloc", "pause-alloc", "clock-jump-alloc", "clock-back-restart"}
+)
+
+func cat(lists ...[]string) []string {
+	var out []string
+	for _, l := range lists {
+		out = append(out, l...)
+	}
+	return out
+}
+
+// Smoke is the short run of `go test`: leader kills, pauses, clock jumps
+// and, as root, partitions, for about d.
+func Smoke(d time.Duration, withPartitions bool) Config {
+	f := cat(storeKills, storePauses, []string{"kill-alloc", "clock-jump-alloc"})
+	if withPartitions {
+		f = append(f, "partition-leader", "isolate-alloc")
+	}
+	return Config{Name: "smoke", Duration: d, Faults: f, Partitions: withPartitions}
+}
+
+// Full is the matrix of `make jepsen`: each scenario stresses one family
+// of faults, the last mixes all of them.
+func Full(d time.Duration, withPartitions bool) []Config {
+	out := []Config{
+		{Name: "kills", Faults: cat(storeKills, []string{"kill-alloc"}), GapLo: 50 * time.Millisecond, GapHi: 300 * time.Millisecond},
+		{Name: "pauses", Faults: cat(storePauses, []string{"pause-alloc"}), GapLo: 50 * time.Millisecond, GapHi: 300 * time.Millisecond},
+		{Name: "clock", Faults: []string{"clock-jump-alloc", "clock-back-restart", "kill-follower"}, GapLo: 20 * time.Millisecond, GapHi: 150 * time.Millisecond},
+		{Name: "membership", Faults: []string{"member-replace", "kill-follower", "pause-follower", "twin-takeover"}},
+	}
+	if withPartitions {
+		out = append(out, Config{Name: "partitions", Faults: cat(partitions, []string{"isolate-alloc"}), Partitions: true, GapLo: 50 * time.Millisecond, GapHi: 300 * time.Millisecond})
+	}
+	mixed := cat(storeKills, storePauses, allocFaults, []string{"member-replace", "twin-takeover"})
+	if withPartitions {
+		mixed = append(mixed, partitions...)
+		mixed = append(mixed, "isolate-alloc")
+	}
+	out = append(out, Config{Name: "mixed", Faults: mixed, Partitions: withPartitions, GapLo: 50 * time.Millisecond, GapHi: 300 * time.Millisecond})
+	for i := range out {
+		out[i].Duration = d
+		if out[i].Name != "membership" {
+			out[i].Copies = 2
+		}
+	}
+	return out
+}
+
+// PlantedBug is the run that must catch one bug of internal/faults.
+func PlantedBug(bug string, d time.Duration) Config {
+	c := Config{Name: "bug-" + bug, Duration: d, Bugs: []string{bug}}
+	switch bug {
+	case faults.BugReserveBeforeCommit:
+		// Concurrent reservations on a leader that answers from its
+		// uncommitted state collide; leader kills lose what was answered.
+		c.Faults = []string{"kill-leader"}
+		c.StoreWorkers = 6
+		c.LinTags = 1
+	case faults.BugStaleReads:
+		// Followers answer reads from their own, lagging state; paused
+		// ones lag by whole seconds.
+		c.Faults = []string{"pause-follower", "pause-leader"}
+	case faults.BugSnapshotDropsMaxID:
+		// Snapshot often, then restart every member: they come back from
+		// a snapshot that lost max_id and hand out used ranges again.
+		c.StoreArgs = []string{"--snapshot-threshold", "20", "--snapshot-interval", "300ms"}
+		c.Faults = []string{"kill-all-stores"}
+		c.GapLo, c.GapHi = 2*time.Second, 3*time.Second
+	case faults.BugNoSelfFence:
+		c.Faults = []string{"twin-takeover"}
+		c.Allocs = 1
+		c.AllocWorkers = 6
+		c.GapLo, c.GapHi = 200*time.Millisecond, 300*time.Millisecond
+	}
+	return c
+}
+
+// Bugs lists the planted bugs the harness must catch.
+func Bugs() []string {
+	return []string{faults.BugReserveBeforeCommit, faults.BugStaleReads, faults.BugSnapshotDropsMaxID, faults.BugNoSelfFence}
+}

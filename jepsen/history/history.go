@@ -1,0 +1,137 @@
+// Package history records every client operation of a fault-injection run:
+// what was asked, of which process (and which lifetime of it), when it was
+// called and when it returned on the run's monotonic clock, and what came
+// back. The checkers read nothing else, so a history file alone can be
+// re-checked.
+package history
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"sort"
+	"sync"
+	"time"
+)
+
+// Operation kinds.
+const (
+	Reserve   = "reserve"   // StoreService.ReserveSegment
+	GetTag    = "get"       // StoreService.GetTag
+	NextIDs   = "next"      // AllocService.NextIDs
+	Snowflake = "snowflake" // AllocService.NextSnowflakeIDs
+)
+
+// Op is one client call.
+type Op struct {
+	ID     int64  `json:"id"`
+	Client int    `json:"client"` // worker number; porcupine's ClientId
+	Kind   string `json:"kind"`
+	Target string `json:"target"` // process name, e.g. "s2" or "a1"
+	// Life numbers the target's process lifetime at call and at return
+	// (Proc.Starts); Pid is its pid at call.
+	Life       int `json:"life"`
+	LifeReturn int `json:"life_return"`
+	Pid        int `json:"pid"`
+
+	Tag       string `json:"tag,omitempty"`
+	Size      int64  `json:"size,omitempty"`
+	Count     int    `json:"count,omitempty"`
+	RequestID string `json:"request_id,omitempty"`
+
+	// Call and Return are nanoseconds since the run started (monotonic).
+	Call   int64 `json:"call"`
+	Return int64 `json:"return"`
+
+	OK   bool   `json:"ok"`
+	Code string `json:"code,omitempty"` // Connect code on error
+	Err  string `json:"err,omitempty"`
+
+	First int64   `json:"first,omitempty"`
+	Last  int64   `json:"last,omitempty"`
+	MaxID int64   `json:"max_id,omitempty"`
+	IDs   []int64 `json:"ids,omitempty"`
+
+	// Resolved marks a reservation whose outcome was unknown (error or
+	// timeout) and was learned after the run by re-issuing its request_id;
+	// Return is then the re-issue's return.
+	Resolved bool `json:"resolved,omitempty"`
+	// Unresolved marks one whose outcome stayed unknown.
+	Unresolved bool `json:"unresolved,omitempty"`
+}
+
+// Recorder collects operations from many goroutines.
+type Recorder struct {
+	start time.Time
+	mu    sync.Mutex
+	ops   []*Op
+	next  int64
+}
+
+// NewRecorder starts the run clock.
+func NewRecorder() *Recorder { return &Recorder{start: time.Now()} }
+
+// Start is the wall time the run clock started.
+func (r *Recorder) Start() time.Time { return r.start }
+
+// Now is the run clock: monotonic nanoseconds since NewRecorder.
+func (r *Recorder) Now() int64 { return int64(time.Since(r.start)) }
+
+// Add records op (its ID is assigned here) and returns it.
+func (r *Recorder) Add(op *Op) *Op {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.next++
+	op.ID = r.next
+	r.ops = append(r.ops, op)
+	return op
+}
+
+// Ops is a snapshot of the history ordered by call time.
+func (r *Recorder) Ops() []*Op {
+	r.mu.Lock()
+	out := append([]*Op{}, r.ops...)
+	r.mu.Unlock()
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Call < out[j].Call })
+	return out
+}
+
+// WriteJSONL writes one op per line.
+func WriteJSONL(path string, ops []*Op) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	enc := json.NewEncoder(w)
+	for _, op := range ops {
+		if err := enc.Encode(op); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// ReadJSONL reads a history written by WriteJSONL.
+func ReadJSONL(path string) ([]*Op, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var ops []*Op
+	dec := json.NewDecoder(bufio.NewReader(f))
+	for dec.More() {
+		op := &Op{}
+		if err := dec.Decode(op); err != nil {
+			return nil, err
+		}
+		ops = append(ops, op)
+	}
+	return ops, nil
+}

@@ -1,0 +1,120 @@
+package nemesis
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"net/http"
+	"sync"
+	"time"
+
+	"connectrpc.com/connect"
+
+	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/jepsen/cluster"
+)
+
+// Env is what faults act on.
+type Env struct {
+	C   *cluster.Cluster
+	Log *Log
+	// Net partitions the network; nil when not available (not root, no
+	// ip netns), and the partition faults then skip.
+	Net *Net
+	// ElectionTimeout sizes the pauses ("several election timeouts").
+	ElectionTimeout time.Duration
+	// LeaseTTL is the snowflake worker lease TTL the stores were given.
+	LeaseTTL time.Duration
+	// AfterResume runs right after a paused store is resumed, so the
+	// workload can aim reads at a member that may believe stale things.
+	AfterResume func(p *cluster.Proc)
+	// AddAlloc and RemoveAlloc tell the workload about extra allocsvrs
+	// (the twin of the takeover fault).
+	AddAlloc, RemoveAlloc func(p *cluster.Proc)
+
+	mu sync.Mutex // one structural change (member replace, twin) at a time
+}
+
+// Fault is one kind of injection. Run injects it, holds it, heals it and
+// returns; it must leave every original process running and unpaused.
+type Fault struct {
+	Name string
+	// Kind groups faults into lanes that may run concurrently.
+	Lane string // "store" or "alloc"
+	Run  func(ctx context.Context, e *Env, r *rand.Rand) error
+}
+
+func hold(ctx context.Context, r *rand.Rand, lo, hi time.Duration) time.Duration {
+	d := lo
+	if hi > lo {
+		d += time.Duration(r.Int63n(int64(hi - lo)))
+	}
+	sleep(ctx, d)
+	return d
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+func (e *Env) leader(ctx context.Context) (*cluster.Proc, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return e.C.Leader(ctx)
+}
+
+func (e *Env) follower(ctx context.Context, r *rand.Rand) (*cluster.Proc, *cluster.Proc, error) {
+	l, err := e.leader(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	var fs []*cluster.Proc
+	for _, s := range e.C.Stores {
+		if s != l && s.Running() {
+			fs = append(fs, s)
+		}
+	}
+	if len(fs) == 0 {
+		return nil, l, fmt.Errorf("no running follower")
+	}
+	return fs[r.Intn(len(fs))], l, nil
+}
+
+// SetClock sets an allocsvr's (or store's) injected clock offset through
+// the faults build's admin endpoint.
+func (e *Env) SetClock(ctx context.Context, p *cluster.Proc, offset time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	url := fmt.Sprintf("%s/debug/faults/clock?offset_ms=%d", p.URL(), offset.Milliseconds())
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := e.C.HTTPClient().Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("POST %s: %s (is the binary built with -tags faults?)", url, resp.Status)
+	}
+	return nil
+}
+
+func (e *Env) removeMember(ctx context.Context, via, m *cluster.Proc) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	_, err := e.C.StoreClient(via).RemoveMember(ctx, connect.NewRequest(&seqsvrv1.RemoveMemberRequest{Id: m.NodeID, RaftAddr: m.RaftAddr, HttpAddr: m.HTTPAddr}))
+	return err
+}
+
+func (e *Env) waitReady(ctx context.Context, p *cluster.Proc, d time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	return e.C.WaitReady(ctx, p)
+}

@@ -1,0 +1,247 @@
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand"
+	"time"
+
+	"github.com/seqsvr/seqsvr/jepsen/cluster"
+)
+
+// Catalogue lists every fault by name.
+func Catalogue() map[string]Fault {
+	m := map[string]Fault{}
+	for _, f := range []Fault{
+		{"kill-leader", "store", killLeader},
+		{"kill-follower", "store", killFollower},
+		{"kill-all-stores", "store", killAllStores},
+		{"pause-leader", "store", pauseLeader},
+		{"pause-follower", "store", pauseFollower},
+		{"member-replace", "store", memberReplace},
+		{"partition-leader", "store", partitionLeader},
+		{"partition-halves", "store", partitionHalves},
+		{"partition-ring", "store", partitionRing},
+		{"partition-bridge", "store", partitionBridge},
+		{"partition-oneway", "store", partitionOneWay},
+		{"kill-alloc", "alloc", killAlloc},
+		{"pause-alloc", "alloc", pauseAlloc},
+		{"clock-jump-alloc", "alloc", clockJump},
+		{"clock-back-restart", "alloc", clockBackRestart},
+		{"isolate-alloc", "alloc", isolateAlloc},
+		{"twin-takeover", "alloc", twinTakeover},
+	} {
+		m[f.Name] = f
+	}
+	return m
+}
+
+func killLeader(ctx context.Context, e *Env, r *rand.Rand) error {
+	l, err := e.leader(ctx)
+	if err != nil {
+		e.Log.Skip("kill-leader", "%v", err)
+		return nil
+	}
+	return killHoldRestart(ctx, e, r, "kill-leader", l)
+}
+
+func killFollower(ctx context.Context, e *Env, r *rand.Rand) error {
+	f, _, err := e.follower(ctx, r)
+	if err != nil {
+		e.Log.Skip("kill-follower", "%v", err)
+		return nil
+	}
+	return killHoldRestart(ctx, e, r, "kill-follower", f)
+}
+
+func killHoldRestart(ctx context.Context, e *Env, r *rand.Rand, name string, p *cluster.Proc) error {
+	if err := p.Kill(); err != nil {
+		return err
+	}
+	e.Log.Inject(name, p.Name, "SIGKILL")
+	d := hold(ctx, r, 100*time.Millisecond, 1500*time.Millisecond)
+	if err := p.Start(context.Background()); err != nil {
+		return err
+	}
+	e.Log.Heal(name, p.Name, "restarted after %s", d.Round(time.Millisecond))
+	return nil
+}
+
+func killAllStores(ctx context.Context, e *Env, r *rand.Rand) error {
+	for _, s := range e.C.Stores {
+		if err := s.Kill(); err != nil {
+			return err
+		}
+	}
+	e.Log.Inject("kill-all-stores", "stores", "SIGKILL all %d members", len(e.C.Stores))
+	d := hold(ctx, r, 200*time.Millisecond, 2*time.Second)
+	for _, s := range e.C.Stores {
+		if err := s.Start(context.Background()); err != nil {
+			return err
+		}
+	}
+	e.Log.Heal("kill-all-stores", "stores", "restarted after %s", d.Round(time.Millisecond))
+	// Let the cluster elect before the next fault, so faults do not just
+	// pile onto a cluster that never recovers.
+	if _, err := e.leader(ctx); err != nil {
+		e.Log.Error("kill-all-stores", "stores", err)
+	}
+	return nil
+}
+
+func pauseLeader(ctx context.Context, e *Env, r *rand.Rand) error {
+	l, err := e.leader(ctx)
+	if err != nil {
+		e.Log.Skip("pause-leader", "%v", err)
+		return nil
+	}
+	return pauseHold(ctx, e, r, "pause-leader", l, 2, 8)
+}
+
+func pauseFollower(ctx context.Context, e *Env, r *rand.Rand) error {
+	f, _, err := e.follower(ctx, r)
+	if err != nil {
+		e.Log.Skip("pause-follower", "%v", err)
+		return nil
+	}
+	return pauseHold(ctx, e, r, "pause-follower", f, 2, 8)
+}
+
+// pauseHold SIGSTOPs p for lo..hi election timeouts.
+func pauseHold(ctx context.Context, e *Env, r *rand.Rand, name string, p *cluster.Proc, lo, hi int) error {
+	if err := p.Pause(); errors.Is(err, cluster.ErrNotRunning) {
+		e.Log.Skip(name, "%s not running", p.Name)
+		return nil
+	} else if err != nil {
+		return err
+	}
+	e.Log.Inject(name, p.Name, "SIGSTOP")
+	d := hold(ctx, r, time.Duration(lo)*e.ElectionTimeout, time.Duration(hi)*e.ElectionTimeout)
+	if err := p.Resume(); err != nil && !errors.Is(err, cluster.ErrNotRunning) {
+		return err
+	}
+	e.Log.Heal(name, p.Name, "SIGCONT after %s", d.Round(time.Millisecond))
+	if e.AfterResume != nil && p.Kind == cluster.KindStore {
+		e.AfterResume(p)
+	}
+	return nil
+}
+
+// memberReplace removes a follower from the configuration, kills it, wipes
+// its data and adds it back with --join: it must catch up from a snapshot
+// or the log without disturbing anything.
+func memberReplace(ctx context.Context, e *Env, r *rand.Rand) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	f, l, err := e.follower(ctx, r)
+	if err != nil {
+		e.Log.Skip("member-replace", "%v", err)
+		return nil
+	}
+	if err := e.removeMember(ctx, l, f); err != nil {
+		e.Log.Skip("member-replace", "RemoveMember %s: %v", f.Name, err)
+		return nil
+	}
+	e.Log.Inject("member-replace", f.Name, "removed via %s", l.Name)
+	if err := f.Kill(); err != nil {
+		return err
+	}
+	if err := f.Wipe(); err != nil {
+		return err
+	}
+	f.Join = l.HTTPAddr
+	hold(ctx, r, 100*time.Millisecond, 500*time.Millisecond)
+	if err := f.Start(context.Background()); err != nil {
+		return err
+	}
+	if err := e.waitReady(context.Background(), f, 30*time.Second); err != nil {
+		e.Log.Error("member-replace", f.Name, fmt.Errorf("not ready after re-join: %w", err))
+		return nil
+	}
+	e.Log.Heal("member-replace", f.Name, "wiped and re-joined through %s", l.Name)
+	return nil
+}
+
+func randomAlloc(e *Env, r *rand.Rand) *cluster.Proc {
+	if len(e.C.Allocs) == 0 {
+		return nil
+	}
+	return e.C.Allocs[r.Intn(len(e.C.Allocs))]
+}
+
+func killAlloc(ctx context.Context, e *Env, r *rand.Rand) error {
+	a := randomAlloc(e, r)
+	if a == nil {
+		return nil
+	}
+	return killHoldRestart(ctx, e, r, "kill-alloc", a)
+}
+
+func pauseAlloc(ctx context.Context, e *Env, r *rand.Rand) error {
+	a := randomAlloc(e, r)
+	if a == nil {
+		return nil
+	}
+	return pauseHold(ctx, e, r, "pause-alloc", a, 2, 15)
+}
+
+// clockJump steps an allocsvr's clock back a little (within the 5 ms
+// tolerance, waited out), back a lot (refused with unavailable) or
+// forward, holds, and steps it back to true time (itself a backward step
+// after a forward jump).
+func clockJump(ctx context.Context, e *Env, r *rand.Rand) error {
+	a := randomAlloc(e, r)
+	if a == nil {
+		return nil
+	}
+	offsets := []time.Duration{-3 * time.Millisecond, -4 * time.Millisecond, -50 * time.Millisecond, -2 * time.Second, 20 * time.Millisecond, 1500 * time.Millisecond}
+	off := offsets[r.Intn(len(offsets))]
+	if err := e.SetClock(ctx, a, off); err != nil {
+		e.Log.Error("clock-jump-alloc", a.Name, err)
+		return nil
+	}
+	e.Log.Inject("clock-jump-alloc", a.Name, "clock offset %s", off)
+	d := hold(ctx, r, 200*time.Millisecond, 2*time.Second)
+	if err := e.SetClock(context.Background(), a, 0); err != nil {
+		e.Log.Error("clock-jump-alloc", a.Name, err)
+		return nil
+	}
+	e.Log.Heal("clock-jump-alloc", a.Name, "offset back to 0 after %s", d.Round(time.Millisecond))
+	return nil
+}
+
+// clockBackRestart restarts an allocsvr whose clock is behind the last
+// timestamp it issued: it must not issue anything at or below it.
+func clockBackRestart(ctx context.Context, e *Env, r *rand.Rand) error {
+	a := randomAlloc(e, r)
+	if a == nil {
+		return nil
+	}
+	off := -time.Duration(500+r.Intn(2500)) * time.Millisecond
+	if err := a.Kill(); err != nil {
+		return err
+	}
+	saved := a.Env
+	a.Env = append(append([]string{}, saved...), fmt.Sprintf("SEQSVR_FAULTS_CLOCK_OFFSET_MS=%d", off.Milliseconds()))
+	err := a.Start(context.Background())
+	a.Env = saved
+	if err != nil {
+		return err
+	}
+	e.Log.Inject("clock-back-restart", a.Name, "SIGKILL, restarted with clock offset %s", off)
+	d := hold(ctx, r, 500*time.Millisecond, 3*time.Second)
+	if a.Running() {
+		if err := e.SetClock(context.Background(), a, 0); err != nil {
+			// Not up yet (or refused to start): a plain restart heals it.
+			_ = a.Kill()
+		}
+	}
+	if !a.Running() {
+		if err := a.Start(context.Background()); err != nil {
+			return err
+		}
+	}
+	e.Log.Heal("clock-back-restart", a.Name, "clock back to true time after %s", d.Round(time.Millisecond))
+	return nil
+}

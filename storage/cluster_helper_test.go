@@ -1,0 +1,201 @@
+package storage
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
+)
+
+// testNode is one in-process member: raft over InmemTransport, state in
+// memory, and a real HTTP server (HTTP/1.1 + h2c) serving its Service so
+// forwarding goes through the generated Connect client.
+type testNode struct {
+	id      string
+	addr    raft.ServerAddress
+	trans   *raft.InmemTransport
+	store   *Store
+	srv     *httptest.Server
+	handler atomic.Pointer[http.Handler]
+	stopped atomic.Bool
+}
+
+func (n *testNode) httpAddr() string { return n.srv.Listener.Addr().String() }
+
+func (n *testNode) client() seqsvrv1connect.StoreServiceClient {
+	return seqsvrv1connect.NewStoreServiceClient(DefaultHTTPClient(), "http://"+n.httpAddr())
+}
+
+type testCluster struct {
+	t     testing.TB
+	nodes []*testNode
+}
+
+func testLogger() *slog.Logger {
+	if os.Getenv("STORAGE_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// testConfig has timeouts a bit above the LAN defaults: the race detector
+// on a shared 2-core box must not cause spurious elections.
+func testConfig(id, raftAddr, httpAddr string) Config {
+	return Config{
+		NodeID: id, RaftAddr: raftAddr, HTTPAddr: httpAddr, Logger: testLogger(),
+		HeartbeatTimeout: 300 * time.Millisecond, ElectionTimeout: 300 * time.Millisecond,
+		LeaderLeaseTimeout: 150 * time.Millisecond, CommitTimeout: 10 * time.Millisecond,
+	}
+}
+
+func newTestNode(t testing.TB) *testNode {
+	n := &testNode{}
+	n.addr, n.trans = raft.NewInmemTransportWithTimeout("", time.Second)
+	n.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h := n.handler.Load(); h != nil {
+			(*h).ServeHTTP(w, r)
+			return
+		}
+		http.Error(w, "not started", http.StatusServiceUnavailable)
+	}))
+	p := new(http.Protocols)
+	p.SetHTTP1(true)
+	p.SetUnencryptedHTTP2(true)
+	n.srv.Config.Protocols = p
+	n.srv.Start()
+	t.Cleanup(n.srv.Close)
+	return n
+}
+
+func (n *testNode) start(t testing.TB, cfg Config) {
+	t.Helper()
+	cfg.RaftAddr = string(n.addr)
+	cfg.HTTPAddr = n.httpAddr()
+	s, err := openWith(cfg, n.trans, raft.NewInmemStore(), raft.NewInmemStore(), raft.NewInmemSnapshotStore())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.store = s
+	_, h := seqsvrv1connect.NewStoreServiceHandler(s.Service())
+	n.handler.Store(&h)
+	t.Cleanup(func() { n.stop() })
+}
+
+func (n *testNode) stop() {
+	if n.store == nil || n.stopped.Swap(true) {
+		return
+	}
+	n.srv.CloseClientConnections()
+	_ = n.store.Close()
+}
+
+func connectAll(nodes []*testNode) {
+	for _, a := range nodes {
+		for _, b := range nodes {
+			if a != b {
+				a.trans.Connect(b.addr, b.trans)
+			}
+		}
+	}
+}
+
+// newTestCluster starts n members bootstrapped from the same peers list.
+func newTestCluster(t testing.TB, n int, tweak func(*Config)) *testCluster {
+	c := &testCluster{t: t}
+	for i := 0; i < n; i++ {
+		node := newTestNode(t)
+		node.id = "n" + itoa(i+1)
+		c.nodes = append(c.nodes, node)
+	}
+	connectAll(c.nodes)
+	var peers []Peer
+	for _, node := range c.nodes {
+		peers = append(peers, Peer{ID: node.id, RaftAddr: string(node.addr), HTTPAddr: node.httpAddr()})
+	}
+	for _, node := range c.nodes {
+		cfg := testConfig(node.id, "", "")
+		cfg.Peers = peers
+		if tweak != nil {
+			tweak(&cfg)
+		}
+		node.start(t, cfg)
+	}
+	return c
+}
+
+func (c *testCluster) live() []*testNode {
+	var out []*testNode
+	for _, n := range c.nodes {
+		if !n.stopped.Load() {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// waitForLeader polls until exactly one of the given members leads, all of
+// them agree on it, and it has finished its per-term setup (barrier and
+// member addresses), so it serves reads and forwarding works.
+func (c *testCluster) waitForLeader(among ...*testNode) *testNode {
+	c.t.Helper()
+	if len(among) == 0 {
+		among = c.live()
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		var leader *testNode
+		agree := true
+		for _, n := range among {
+			if n.store.raft.State() == raft.Leader {
+				if leader != nil {
+					agree = false
+				}
+				leader = n
+			}
+		}
+		if leader != nil && agree {
+			for _, n := range among {
+				if _, id := n.store.raft.LeaderWithID(); string(id) != leader.id {
+					agree = false
+				}
+			}
+			if agree && leader.store.Ready(context.Background()) == nil {
+				return leader
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	c.t.Fatal("no agreed leader within 15s")
+	return nil
+}
+
+func (c *testCluster) followers(leader *testNode) []*testNode {
+	var out []*testNode
+	for _, n := range c.live() {
+		if n != leader {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

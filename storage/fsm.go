@@ -1,0 +1,142 @@
+package storage
+
+import (
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/hashicorp/raft"
+	"google.golang.org/protobuf/proto"
+
+	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+)
+
+// applyResult is what Apply returns to the proposer. Business errors (tag
+// not found, lease held, ...) travel in err: they are deterministic outcomes
+// of a committed entry, identical on every member, and change nothing.
+// The pointers are copies the caller may keep.
+type applyResult struct {
+	tag    *seqsvrv1.TagState
+	seg    *seqsvrv1.RequestRecord
+	worker *workerAnswer
+	err    error
+}
+
+// workerAnswer is a worker's state plus what the Worker reply needs.
+type workerAnswer struct {
+	state       *seqsvrv1.WorkerState
+	layout      *seqsvrv1.SnowflakeLayout
+	leaderNowMs int64
+	leaseTTLMs  int64
+}
+
+// fsm is the replicated state machine. Apply is deterministic: it reads
+// time only from Command.now_ms and configuration only from the command.
+type fsm struct {
+	mu sync.RWMutex
+	st *fsmState
+	// defaultLayout is used for a fresh state and for snapshots without one.
+	defaultLayout *seqsvrv1.SnowflakeLayout
+}
+
+// fsmState is the whole replicated state; Restore swaps in a fresh one.
+type fsmState struct {
+	tags         map[string]*seqsvrv1.TagState
+	requests     map[string]*seqsvrv1.RequestRecord
+	order        []string // request IDs oldest first; order[head:] is live
+	head         int
+	workers      map[string]*seqsvrv1.WorkerState // by node_id
+	members      map[string]*seqsvrv1.MemberInfo
+	layout       *seqsvrv1.SnowflakeLayout
+	nextWorkerID int64
+}
+
+func newFSM(layout *seqsvrv1.SnowflakeLayout) *fsm {
+	if layout == nil {
+		layout = DefaultLayout()
+	}
+	return &fsm{st: newState(layout), defaultLayout: layout}
+}
+
+func newState(layout *seqsvrv1.SnowflakeLayout) *fsmState {
+	return &fsmState{
+		tags:     map[string]*seqsvrv1.TagState{},
+		requests: map[string]*seqsvrv1.RequestRecord{},
+		workers:  map[string]*seqsvrv1.WorkerState{},
+		members:  map[string]*seqsvrv1.MemberInfo{},
+		layout:   proto.Clone(layout).(*seqsvrv1.SnowflakeLayout),
+	}
+}
+
+// Apply implements raft.FSM. An entry that does not decode, or a command
+// this binary does not know, is a bug or a version mismatch: applying it
+// wrongly would silently fork the replicas, so it panics instead.
+func (f *fsm) Apply(l *raft.Log) interface{} {
+	var cmd seqsvrv1.Command
+	if err := proto.Unmarshal(l.Data, &cmd); err != nil {
+		panic(fmt.Sprintf("storage: undecodable raft entry at index %d: %v", l.Index, err))
+	}
+	return f.applyCommand(&cmd)
+}
+
+func (f *fsm) applyCommand(cmd *seqsvrv1.Command) applyResult {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := cmd.GetNowMs()
+	switch c := cmd.GetCmd().(type) {
+	case *seqsvrv1.Command_CreateTag:
+		return f.st.applyCreateTag(now, c.CreateTag)
+	case *seqsvrv1.Command_UpdateTag:
+		return f.st.applyUpdateTag(now, c.UpdateTag)
+	case *seqsvrv1.Command_DeleteTag:
+		return f.st.applyDeleteTag(c.DeleteTag)
+	case *seqsvrv1.Command_ReserveSegment:
+		return f.st.applyReserveSegment(now, c.ReserveSegment)
+	case *seqsvrv1.Command_RegisterWorker:
+		return f.st.applyRegisterWorker(now, c.RegisterWorker)
+	case *seqsvrv1.Command_RenewWorker:
+		return f.st.applyRenewWorker(now, c.RenewWorker)
+	case *seqsvrv1.Command_SetMember:
+		return f.st.applySetMember(c.SetMember)
+	case *seqsvrv1.Command_RemoveMember:
+		return f.st.applyRemoveMember(c.RemoveMember)
+	case *seqsvrv1.Command_Noop:
+		return applyResult{}
+	default:
+		panic(fmt.Sprintf("storage: unknown raft command %T", c))
+	}
+}
+
+// Snapshot implements raft.FSM: it copies the state under the lock so
+// Persist can run concurrently with Apply.
+func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return &fsmSnapshot{snap: f.st.toProto()}, nil
+}
+
+// Restore implements raft.FSM: it builds a fresh state from the snapshot and
+// swaps it in, discarding everything held before.
+func (f *fsm) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		return fmt.Errorf("storage: read snapshot: %w", err)
+	}
+	var snap seqsvrv1.FSMSnapshot
+	if err := proto.Unmarshal(b, &snap); err != nil {
+		return fmt.Errorf("storage: decode snapshot: %w", err)
+	}
+	st := stateFromProto(&snap, f.defaultLayout)
+	f.mu.Lock()
+	f.st = st
+	f.mu.Unlock()
+	return nil
+}
+
+// read runs fn with the state under the read lock.
+func (f *fsm) read(fn func(st *fsmState)) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	fn(f.st)
+}

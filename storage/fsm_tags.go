@@ -1,0 +1,124 @@
+package storage
+
+import (
+	"fmt"
+	"math"
+
+	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+)
+
+// DefaultRequestRecordLimit bounds the idempotency record when neither the
+// configuration nor the command says otherwise.
+const DefaultRequestRecordLimit = 100000
+
+func (st *fsmState) applyCreateTag(now int64, c *seqsvrv1.CreateTagCommand) applyResult {
+	if _, ok := st.tags[c.GetTag()]; ok {
+		return applyResult{err: fmt.Errorf("%w: tag %q", ErrAlreadyExists, c.GetTag())}
+	}
+	if c.GetStart() < 0 || c.GetStep() < 0 {
+		return applyResult{err: fmt.Errorf("%w: negative start or step", ErrInvalidArgument)}
+	}
+	step := c.GetStep()
+	if step == 0 {
+		step = DefaultStep
+	}
+	t := &seqsvrv1.TagState{Tag: c.GetTag(), MaxId: c.GetStart(), Step: step, Description: c.GetDescription(), UpdateTimeMs: now}
+	st.tags[t.Tag] = t
+	return applyResult{tag: cloneTag(t)}
+}
+
+// applyUpdateTag changes step and description only: max_id never moves
+// backwards because nothing here can touch it.
+func (st *fsmState) applyUpdateTag(now int64, c *seqsvrv1.UpdateTagCommand) applyResult {
+	t, ok := st.tags[c.GetTag()]
+	if !ok {
+		return applyResult{err: fmt.Errorf("%w: tag %q", ErrNotFound, c.GetTag())}
+	}
+	if c.GetStep() < 0 {
+		return applyResult{err: fmt.Errorf("%w: negative step", ErrInvalidArgument)}
+	}
+	if c.GetStep() > 0 {
+		t.Step = c.GetStep()
+	}
+	if c.Description != nil {
+		t.Description = c.GetDescription()
+	}
+	t.UpdateTimeMs = now
+	return applyResult{tag: cloneTag(t)}
+}
+
+func (st *fsmState) applyDeleteTag(c *seqsvrv1.DeleteTagCommand) applyResult {
+	if _, ok := st.tags[c.GetTag()]; !ok {
+		return applyResult{err: fmt.Errorf("%w: tag %q", ErrNotFound, c.GetTag())}
+	}
+	delete(st.tags, c.GetTag())
+	return applyResult{}
+}
+
+// applyReserveSegment does max_id += size here, in the log order, so two
+// leaders can never hand out the same range. A request_id already in the
+// record gets its recorded segment back and nothing changes.
+func (st *fsmState) applyReserveSegment(now int64, c *seqsvrv1.ReserveSegmentCommand) applyResult {
+	if id := c.GetRequestId(); id != "" {
+		if rec, ok := st.requests[id]; ok {
+			if rec.GetTag() != c.GetTag() {
+				return applyResult{err: fmt.Errorf("%w: request_id %q was already used for tag %q", ErrInvalidArgument, id, rec.GetTag())}
+			}
+			return applyResult{seg: cloneRecord(rec), tag: cloneTag(st.tags[rec.GetTag()])}
+		}
+	}
+	t, ok := st.tags[c.GetTag()]
+	if !ok {
+		return applyResult{err: fmt.Errorf("%w: tag %q", ErrNotFound, c.GetTag())}
+	}
+	size := c.GetSize()
+	if size == 0 {
+		size = t.GetStep()
+	}
+	if size <= 0 {
+		return applyResult{err: fmt.Errorf("%w: size must be positive, got %d", ErrInvalidArgument, size)}
+	}
+	if t.GetMaxId() > math.MaxInt64-size {
+		return applyResult{err: fmt.Errorf("%w: size %d would overflow tag %q (max_id %d)", ErrInvalidArgument, size, t.GetTag(), t.GetMaxId())}
+	}
+	rec := &seqsvrv1.RequestRecord{RequestId: c.GetRequestId(), Tag: t.GetTag(), First: t.GetMaxId() + 1, Last: t.GetMaxId() + size}
+	t.MaxId = rec.Last
+	t.UpdateTimeMs = now
+	if rec.RequestId != "" {
+		st.remember(rec, c.GetRecordLimit())
+	}
+	return applyResult{seg: cloneRecord(rec), tag: cloneTag(t)}
+}
+
+// remember appends to the FIFO idempotency record and evicts the oldest
+// entries beyond limit. The limit comes from the command, so every member
+// evicts exactly the same entries.
+func (st *fsmState) remember(rec *seqsvrv1.RequestRecord, limit int64) {
+	if limit <= 0 {
+		limit = DefaultRequestRecordLimit
+	}
+	st.requests[rec.RequestId] = rec
+	st.order = append(st.order, rec.RequestId)
+	for int64(len(st.order)-st.head) > limit {
+		delete(st.requests, st.order[st.head])
+		st.order[st.head] = ""
+		st.head++
+	}
+	// Compact once the dead prefix dominates, so the slice stays O(limit).
+	if st.head > 1024 && st.head*2 > len(st.order) {
+		st.order = append([]string(nil), st.order[st.head:]...)
+		st.head = 0
+	}
+}
+
+func cloneTag(t *seqsvrv1.TagState) *seqsvrv1.TagState {
+	if t == nil {
+		return nil
+	}
+	// Field copies: proto.Clone is reflective and this is the hot path.
+	return &seqsvrv1.TagState{Tag: t.GetTag(), MaxId: t.GetMaxId(), Step: t.GetStep(), Description: t.GetDescription(), UpdateTimeMs: t.GetUpdateTimeMs()}
+}
+
+func cloneRecord(r *seqsvrv1.RequestRecord) *seqsvrv1.RequestRecord {
+	return &seqsvrv1.RequestRecord{RequestId: r.GetRequestId(), Tag: r.GetTag(), First: r.GetFirst(), Last: r.GetLast()}
+}

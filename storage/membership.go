@@ -1,0 +1,186 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/hashicorp/raft"
+
+	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+)
+
+// addMember makes id a voter at raftAddr and records its HTTP address. It is
+// idempotent: a member already present at the same address is only
+// (re)recorded.
+func (s *Store) addMember(ctx context.Context, r *seqsvrv1.AddMemberRequest) (*seqsvrv1.ClusterStatusResponse, error) {
+	if err := validateMember(r.GetId(), r.GetRaftAddr(), r.GetHttpAddr()); err != nil {
+		return nil, err
+	}
+	if s.raft.State() != raft.Leader {
+		return nil, ErrNotLeader
+	}
+	cf := s.raft.GetConfiguration()
+	if err := cf.Error(); err != nil {
+		return nil, mapRaftErr(err)
+	}
+	present := false
+	for _, srv := range cf.Configuration().Servers {
+		switch {
+		case string(srv.ID) == r.GetId() && string(srv.Address) == r.GetRaftAddr():
+			present = srv.Suffrage == raft.Voter
+		case string(srv.ID) != r.GetId() && string(srv.Address) == r.GetRaftAddr():
+			return nil, fmt.Errorf("%w: Raft address %s is used by member %s; remove it first", ErrInvalidArgument, r.GetRaftAddr(), srv.ID)
+		}
+	}
+	if !present {
+		if err := s.raft.AddVoter(raft.ServerID(r.GetId()), raft.ServerAddress(r.GetRaftAddr()), 0, timeoutFrom(ctx)).Error(); err != nil {
+			return nil, mapRaftErr(err)
+		}
+		s.log.Info("added member", "id", r.GetId(), "raft_addr", r.GetRaftAddr(), "http_addr", r.GetHttpAddr())
+	}
+	if m := s.fsm.member(r.GetId()); m == nil || m.GetHttpAddr() != r.GetHttpAddr() || m.GetRaftAddr() != r.GetRaftAddr() {
+		cmd := &seqsvrv1.Command{Cmd: &seqsvrv1.Command_SetMember{SetMember: &seqsvrv1.SetMemberCommand{Id: r.GetId(), RaftAddr: r.GetRaftAddr(), HttpAddr: r.GetHttpAddr()}}}
+		if _, err := s.propose(ctx, cmd); err != nil {
+			return nil, err
+		}
+	}
+	return s.status()
+}
+
+// removeMember forgets the member's HTTP address, then removes it from the
+// Raft configuration (in this order so a leader removing itself still
+// commits the first step). Removing an absent member succeeds.
+func (s *Store) removeMember(ctx context.Context, r *seqsvrv1.RemoveMemberRequest) (*seqsvrv1.ClusterStatusResponse, error) {
+	if err := validateKey("id", r.GetId(), true); err != nil {
+		return nil, err
+	}
+	if s.raft.State() != raft.Leader {
+		return nil, ErrNotLeader
+	}
+	if s.fsm.member(r.GetId()) != nil {
+		cmd := &seqsvrv1.Command{Cmd: &seqsvrv1.Command_RemoveMember{RemoveMember: &seqsvrv1.RemoveMemberCommand{Id: r.GetId()}}}
+		if _, err := s.propose(ctx, cmd); err != nil {
+			return nil, err
+		}
+	}
+	cf := s.raft.GetConfiguration()
+	if err := cf.Error(); err != nil {
+		return nil, mapRaftErr(err)
+	}
+	for _, srv := range cf.Configuration().Servers {
+		if string(srv.ID) == r.GetId() {
+			if err := s.raft.RemoveServer(srv.ID, 0, timeoutFrom(ctx)).Error(); err != nil {
+				return nil, mapRaftErr(err)
+			}
+			s.log.Info("removed member", "id", r.GetId())
+		}
+	}
+	return s.status()
+}
+
+// status describes the cluster as this member sees it.
+func (s *Store) status() (*seqsvrv1.ClusterStatusResponse, error) {
+	cf := s.raft.GetConfiguration()
+	if err := cf.Error(); err != nil {
+		return nil, mapRaftErr(err)
+	}
+	_, leader := s.raft.LeaderWithID()
+	out := &seqsvrv1.ClusterStatusResponse{
+		LeaderId:     string(leader),
+		Term:         s.raft.CurrentTerm(),
+		CommitIndex:  s.raft.CommitIndex(),
+		AppliedIndex: s.raft.AppliedIndex(),
+		NodeId:       s.cfg.NodeID,
+		NowMs:        s.cfg.Now().UnixMilli(),
+	}
+	if leader != "" {
+		out.LeaderHttpAddr = s.httpAddrOf(string(leader))
+	}
+	for _, srv := range cf.Configuration().Servers {
+		id := string(srv.ID)
+		state := "unknown"
+		switch {
+		case id == s.cfg.NodeID:
+			state = stateName(s.raft.State())
+		case srv.ID == leader:
+			state = "leader"
+		case leader != "":
+			state = "follower"
+		}
+		out.Members = append(out.Members, &seqsvrv1.Member{
+			Id: id, RaftAddr: string(srv.Address), HttpAddr: s.httpAddrOf(id),
+			Suffrage: suffrageName(srv.Suffrage), State: state,
+		})
+	}
+	return out, nil
+}
+
+func stateName(st raft.RaftState) string {
+	switch st {
+	case raft.Leader:
+		return "leader"
+	case raft.Follower:
+		return "follower"
+	case raft.Candidate:
+		return "candidate"
+	case raft.Shutdown:
+		return "shutdown"
+	}
+	return "unknown"
+}
+
+func suffrageName(sf raft.ServerSuffrage) string {
+	switch sf {
+	case raft.Voter:
+		return "voter"
+	case raft.Nonvoter:
+		return "nonvoter"
+	case raft.Staging:
+		return "staging"
+	}
+	return "unknown"
+}
+
+// joinLoop asks the member at cfg.Join to add this one (the call follows
+// forwarding to the leader), with backoff, until it succeeds or this member
+// already sees itself in the configuration.
+func (s *Store) joinLoop() {
+	defer s.wg.Done()
+	backoff := 200 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		if s.inConfiguration() {
+			return
+		}
+		// Derived from stopCtx: Close must not wait for a slow join call.
+		ctx, cancel := context.WithTimeout(s.stopCtx, 10*time.Second)
+		_, err := s.client(s.cfg.Join).AddMember(ctx, connect.NewRequest(&seqsvrv1.AddMemberRequest{
+			Id: s.cfg.NodeID, RaftAddr: s.cfg.RaftAddr, HttpAddr: s.cfg.HTTPAddr}))
+		cancel()
+		if err == nil {
+			s.log.Info("joined cluster", "through", s.cfg.Join, "attempts", attempt)
+			return
+		}
+		s.log.Warn("join failed; retrying", "through", s.cfg.Join, "attempt", attempt, "err", err, "backoff", backoff)
+		select {
+		case <-s.stop:
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+func (s *Store) inConfiguration() bool {
+	cf := s.raft.GetConfiguration()
+	if cf.Error() != nil {
+		return false
+	}
+	for _, srv := range cf.Configuration().Servers {
+		if string(srv.ID) == s.cfg.NodeID {
+			return true
+		}
+	}
+	return false
+}

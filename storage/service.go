@@ -1,0 +1,273 @@
+package storage
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/hashicorp/raft"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
+	"github.com/seqsvr/seqsvr/internal/faults"
+)
+
+// service implements seqsvrv1connect.StoreServiceHandler on a Store.
+type service struct{ s *Store }
+
+// Service returns the Connect handler implementation, with leader
+// forwarding. Mount it with seqsvrv1connect.NewStoreServiceHandler.
+func (s *Store) Service() seqsvrv1connect.StoreServiceHandler { return &service{s: s} }
+
+type client = seqsvrv1connect.StoreServiceClient
+
+func (h *service) CreateTag(ctx context.Context, req *connect.Request[seqsvrv1.CreateTagRequest]) (*connect.Response[seqsvrv1.Tag], error) {
+	return serve(ctx, h.s, req, h.s.createTag, func(c client) func(context.Context, *connect.Request[seqsvrv1.CreateTagRequest]) (*connect.Response[seqsvrv1.Tag], error) {
+		return c.CreateTag
+	})
+}
+
+func (h *service) GetTag(ctx context.Context, req *connect.Request[seqsvrv1.GetTagRequest]) (*connect.Response[seqsvrv1.Tag], error) {
+	return serve(ctx, h.s, req, h.s.getTag, func(c client) func(context.Context, *connect.Request[seqsvrv1.GetTagRequest]) (*connect.Response[seqsvrv1.Tag], error) {
+		return c.GetTag
+	})
+}
+
+func (h *service) ListTags(ctx context.Context, req *connect.Request[seqsvrv1.ListTagsRequest]) (*connect.Response[seqsvrv1.ListTagsResponse], error) {
+	return serve(ctx, h.s, req, h.s.listTags, func(c client) func(context.Context, *connect.Request[seqsvrv1.ListTagsRequest]) (*connect.Response[seqsvrv1.ListTagsResponse], error) {
+		return c.ListTags
+	})
+}
+
+func (h *service) UpdateTag(ctx context.Context, req *connect.Request[seqsvrv1.UpdateTagRequest]) (*connect.Response[seqsvrv1.Tag], error) {
+	return serve(ctx, h.s, req, h.s.updateTag, func(c client) func(context.Context, *connect.Request[seqsvrv1.UpdateTagRequest]) (*connect.Response[seqsvrv1.Tag], error) {
+		return c.UpdateTag
+	})
+}
+
+func (h *service) DeleteTag(ctx context.Context, req *connect.Request[seqsvrv1.DeleteTagRequest]) (*connect.Response[seqsvrv1.DeleteTagResponse], error) {
+	return serve(ctx, h.s, req, h.s.deleteTag, func(c client) func(context.Context, *connect.Request[seqsvrv1.DeleteTagRequest]) (*connect.Response[seqsvrv1.DeleteTagResponse], error) {
+		return c.DeleteTag
+	})
+}
+
+func (h *service) ReserveSegment(ctx context.Context, req *connect.Request[seqsvrv1.ReserveSegmentRequest]) (*connect.Response[seqsvrv1.Segment], error) {
+	return serve(ctx, h.s, req, h.s.reserveSegment, func(c client) func(context.Context, *connect.Request[seqsvrv1.ReserveSegmentRequest]) (*connect.Response[seqsvrv1.Segment], error) {
+		return c.ReserveSegment
+	})
+}
+
+func (h *service) RegisterWorker(ctx context.Context, req *connect.Request[seqsvrv1.RegisterWorkerRequest]) (*connect.Response[seqsvrv1.Worker], error) {
+	return serve(ctx, h.s, req, h.s.registerWorker, func(c client) func(context.Context, *connect.Request[seqsvrv1.RegisterWorkerRequest]) (*connect.Response[seqsvrv1.Worker], error) {
+		return c.RegisterWorker
+	})
+}
+
+func (h *service) RenewWorker(ctx context.Context, req *connect.Request[seqsvrv1.RenewWorkerRequest]) (*connect.Response[seqsvrv1.Worker], error) {
+	return serve(ctx, h.s, req, h.s.renewWorker, func(c client) func(context.Context, *connect.Request[seqsvrv1.RenewWorkerRequest]) (*connect.Response[seqsvrv1.Worker], error) {
+		return c.RenewWorker
+	})
+}
+
+// ClusterStatus is answered by the member asked, never forwarded: it is
+// how clients find the leader.
+func (h *service) ClusterStatus(ctx context.Context, _ *connect.Request[seqsvrv1.ClusterStatusRequest]) (*connect.Response[seqsvrv1.ClusterStatusResponse], error) {
+	st, err := h.s.status()
+	if err != nil {
+		return nil, ConnectError(err)
+	}
+	return connect.NewResponse(st), nil
+}
+
+func (h *service) AddMember(ctx context.Context, req *connect.Request[seqsvrv1.AddMemberRequest]) (*connect.Response[seqsvrv1.ClusterStatusResponse], error) {
+	return serve(ctx, h.s, req, h.s.addMember, func(c client) func(context.Context, *connect.Request[seqsvrv1.AddMemberRequest]) (*connect.Response[seqsvrv1.ClusterStatusResponse], error) {
+		return c.AddMember
+	})
+}
+
+func (h *service) RemoveMember(ctx context.Context, req *connect.Request[seqsvrv1.RemoveMemberRequest]) (*connect.Response[seqsvrv1.ClusterStatusResponse], error) {
+	return serve(ctx, h.s, req, h.s.removeMember, func(c client) func(context.Context, *connect.Request[seqsvrv1.RemoveMemberRequest]) (*connect.Response[seqsvrv1.ClusterStatusResponse], error) {
+		return c.RemoveMember
+	})
+}
+
+// Local implementations: each returns ErrNotLeader when the caller should
+// forward.
+
+func (s *Store) createTag(ctx context.Context, r *seqsvrv1.CreateTagRequest) (*seqsvrv1.Tag, error) {
+	if err := validateCreateTag(r); err != nil {
+		return nil, err
+	}
+	res, err := s.propose(ctx, &seqsvrv1.Command{Cmd: &seqsvrv1.Command_CreateTag{CreateTag: &seqsvrv1.CreateTagCommand{
+		Tag: r.GetTag(), Start: r.GetStart(), Step: r.GetStep(), Description: r.GetDescription()}}})
+	if err != nil {
+		return nil, err
+	}
+	return apiTag(res.tag), nil
+}
+
+func (s *Store) getTag(ctx context.Context, r *seqsvrv1.GetTagRequest) (*seqsvrv1.Tag, error) {
+	if err := ValidateTag(r.GetTag()); err != nil {
+		return nil, err
+	}
+	if err := s.linearize(ctx); err != nil {
+		return nil, err
+	}
+	var t *seqsvrv1.TagState
+	s.fsm.read(func(st *fsmState) { t = cloneTag(st.tags[r.GetTag()]) })
+	if t == nil {
+		return nil, fmt.Errorf("%w: tag %q", ErrNotFound, r.GetTag())
+	}
+	return apiTag(t), nil
+}
+
+func (s *Store) listTags(ctx context.Context, r *seqsvrv1.ListTagsRequest) (*seqsvrv1.ListTagsResponse, error) {
+	size, after, err := pageParams(r)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.linearize(ctx); err != nil {
+		return nil, err
+	}
+	out := &seqsvrv1.ListTagsResponse{}
+	s.fsm.read(func(st *fsmState) {
+		names := make([]string, 0, len(st.tags))
+		for name := range st.tags {
+			if name > after {
+				names = append(names, name)
+			}
+		}
+		sort.Strings(names)
+		if len(names) > size {
+			names = names[:size]
+			out.NextPageToken = pageToken(names[size-1])
+		}
+		for _, name := range names {
+			out.Tags = append(out.Tags, apiTag(st.tags[name]))
+		}
+	})
+	return out, nil
+}
+
+func (s *Store) updateTag(ctx context.Context, r *seqsvrv1.UpdateTagRequest) (*seqsvrv1.Tag, error) {
+	if err := validateUpdateTag(r); err != nil {
+		return nil, err
+	}
+	res, err := s.propose(ctx, &seqsvrv1.Command{Cmd: &seqsvrv1.Command_UpdateTag{UpdateTag: &seqsvrv1.UpdateTagCommand{
+		Tag: r.GetTag(), Step: r.GetStep(), Description: r.Description}}})
+	if err != nil {
+		return nil, err
+	}
+	return apiTag(res.tag), nil
+}
+
+func (s *Store) deleteTag(ctx context.Context, r *seqsvrv1.DeleteTagRequest) (*seqsvrv1.DeleteTagResponse, error) {
+	if err := ValidateTag(r.GetTag()); err != nil {
+		return nil, err
+	}
+	if _, err := s.propose(ctx, &seqsvrv1.Command{Cmd: &seqsvrv1.Command_DeleteTag{DeleteTag: &seqsvrv1.DeleteTagCommand{Tag: r.GetTag()}}}); err != nil {
+		return nil, err
+	}
+	return &seqsvrv1.DeleteTagResponse{}, nil
+}
+
+func (s *Store) reserveSegment(ctx context.Context, r *seqsvrv1.ReserveSegmentRequest) (*seqsvrv1.Segment, error) {
+	if err := validateReserve(r); err != nil {
+		return nil, err
+	}
+	cmd := &seqsvrv1.Command{Cmd: &seqsvrv1.Command_ReserveSegment{ReserveSegment: &seqsvrv1.ReserveSegmentCommand{
+		Tag: r.GetTag(), Size: r.GetSize(), RequestId: r.GetRequestId(), RecordLimit: int64(s.cfg.RequestRecordLimit)}}}
+	if faults.Bug(faults.BugReserveBeforeCommit) {
+		if seg, ok := s.reserveUncommitted(cmd); ok {
+			return seg, nil
+		}
+	}
+	res, err := s.propose(ctx, cmd)
+	if err != nil {
+		return nil, err
+	}
+	return &seqsvrv1.Segment{Tag: res.seg.GetTag(), First: res.seg.GetFirst(), Last: res.seg.GetLast(), Step: res.tag.GetStep()}, nil
+}
+
+// reserveUncommitted is the planted reserve-before-commit bug: it answers
+// from the leader's current state and proposes in the background, so a
+// crash or a lost leadership can hand the same range out twice.
+func (s *Store) reserveUncommitted(cmd *seqsvrv1.Command) (*seqsvrv1.Segment, bool) {
+	if s.raft.State() != raft.Leader {
+		return nil, false
+	}
+	c := cmd.GetReserveSegment()
+	var seg *seqsvrv1.Segment
+	s.fsm.read(func(st *fsmState) {
+		t, ok := st.tags[c.GetTag()]
+		if !ok {
+			return
+		}
+		size := c.GetSize()
+		if size == 0 {
+			size = t.GetStep()
+		}
+		if t.GetMaxId() > int64(^uint64(0)>>1)-size {
+			return
+		}
+		seg = &seqsvrv1.Segment{Tag: t.GetTag(), First: t.GetMaxId() + 1, Last: t.GetMaxId() + size, Step: t.GetStep()}
+	})
+	if seg == nil {
+		return nil, false
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), defaultApplyTimeout)
+		defer cancel()
+		_, _ = s.propose(ctx, cmd)
+	}()
+	return seg, true
+}
+
+func (s *Store) registerWorker(ctx context.Context, r *seqsvrv1.RegisterWorkerRequest) (*seqsvrv1.Worker, error) {
+	if err := validateRegisterWorker(r); err != nil {
+		return nil, err
+	}
+	instance := r.GetInstanceId()
+	if instance == "" {
+		// The leader names the instance so the caller can renew with it.
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		instance = "auto-" + hex.EncodeToString(b[:])
+	}
+	res, err := s.propose(ctx, &seqsvrv1.Command{Cmd: &seqsvrv1.Command_RegisterWorker{RegisterWorker: &seqsvrv1.RegisterWorkerCommand{
+		NodeId: r.GetNodeId(), NowMs: r.GetNowMs(), InstanceId: instance,
+		LeaseTtlMs: s.cfg.WorkerLeaseTTL.Milliseconds(), RetentionMs: s.cfg.WorkerRetention.Milliseconds()}}})
+	if err != nil {
+		return nil, err
+	}
+	return apiWorker(res.worker), nil
+}
+
+func (s *Store) renewWorker(ctx context.Context, r *seqsvrv1.RenewWorkerRequest) (*seqsvrv1.Worker, error) {
+	if err := validateRenewWorker(r); err != nil {
+		return nil, err
+	}
+	res, err := s.propose(ctx, &seqsvrv1.Command{Cmd: &seqsvrv1.Command_RenewWorker{RenewWorker: &seqsvrv1.RenewWorkerCommand{
+		NodeId: r.GetNodeId(), WorkerId: r.GetWorkerId(), NowMs: r.GetNowMs(), InstanceId: r.GetInstanceId(),
+		LeaseTtlMs: s.cfg.WorkerLeaseTTL.Milliseconds()}}})
+	if err != nil {
+		return nil, err
+	}
+	return apiWorker(res.worker), nil
+}
+
+func apiTag(t *seqsvrv1.TagState) *seqsvrv1.Tag {
+	return &seqsvrv1.Tag{Tag: t.GetTag(), MaxId: t.GetMaxId(), Step: t.GetStep(), Description: t.GetDescription(),
+		UpdateTime: timestamppb.New(time.UnixMilli(t.GetUpdateTimeMs()))}
+}
+
+func apiWorker(w *workerAnswer) *seqsvrv1.Worker {
+	return &seqsvrv1.Worker{NodeId: w.state.GetNodeId(), WorkerId: w.state.GetWorkerId(), LastTimestampMs: w.state.GetLastTimestampMs(),
+		LeaseExpiresMs: w.state.GetLeaseExpiresMs(), InstanceId: w.state.GetInstanceId(), Layout: w.layout,
+		LeaderNowMs: w.leaderNowMs, LeaseTtlMs: w.leaseTTLMs}
+}

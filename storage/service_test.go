@@ -1,0 +1,118 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"testing"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/proto"
+
+	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+)
+
+// Bad input through the real handler on a one-member cluster: the right
+// code, and nothing changes or is burned.
+func TestServiceBadInputAndPaging(t *testing.T) {
+	c := newTestCluster(t, 1, nil)
+	leader := c.waitForLeader()
+	cl := leader.client()
+	ctx := context.Background()
+	for i := 0; i < 5; i++ {
+		if _, err := cl.CreateTag(ctx, connect.NewRequest(&seqsvrv1.CreateTagRequest{Tag: fmt.Sprintf("t%d", 4-i), Step: 10})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := cl.CreateTag(ctx, connect.NewRequest(&seqsvrv1.CreateTagRequest{Tag: "big", Start: math.MaxInt64 - 5, Step: 10})); err != nil {
+		t.Fatal(err)
+	}
+	before := stateOf(leader.store.fsm)
+
+	bad := map[string]func() error{
+		"empty tag": func() error {
+			_, err := cl.CreateTag(ctx, connect.NewRequest(&seqsvrv1.CreateTagRequest{}))
+			return err
+		},
+		"bad chars": func() error {
+			_, err := cl.GetTag(ctx, connect.NewRequest(&seqsvrv1.GetTagRequest{Tag: "a/b"}))
+			return err
+		},
+		"negative start": func() error {
+			_, err := cl.CreateTag(ctx, connect.NewRequest(&seqsvrv1.CreateTagRequest{Tag: "n", Start: -1}))
+			return err
+		},
+		"negative step update": func() error {
+			_, err := cl.UpdateTag(ctx, connect.NewRequest(&seqsvrv1.UpdateTagRequest{Tag: "t1", Step: -1}))
+			return err
+		},
+		"negative size": func() error {
+			_, err := cl.ReserveSegment(ctx, connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: "t1", Size: -1}))
+			return err
+		},
+		"overflowing size": func() error {
+			_, err := cl.ReserveSegment(ctx, connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: "big", Size: 6}))
+			return err
+		},
+		"page size": func() error {
+			_, err := cl.ListTags(ctx, connect.NewRequest(&seqsvrv1.ListTagsRequest{PageSize: 5000}))
+			return err
+		},
+		"page token": func() error {
+			_, err := cl.ListTags(ctx, connect.NewRequest(&seqsvrv1.ListTagsRequest{PageToken: "%%%"}))
+			return err
+		},
+		"empty node_id": func() error {
+			_, err := cl.RegisterWorker(ctx, connect.NewRequest(&seqsvrv1.RegisterWorkerRequest{NowMs: 1}))
+			return err
+		},
+	}
+	for name, call := range bad {
+		if got := connectCode(call()); got != "invalid_argument" {
+			t.Errorf("%s: code %s, want invalid_argument", name, got)
+		}
+	}
+	if _, err := cl.DeleteTag(ctx, connect.NewRequest(&seqsvrv1.DeleteTagRequest{Tag: "nope"})); connectCode(err) != "not_found" {
+		t.Errorf("delete unknown: %v", err)
+	}
+	if _, err := cl.ReserveSegment(ctx, connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: "nope"})); connectCode(err) != "not_found" {
+		t.Errorf("reserve unknown: %v", err)
+	}
+	if after := stateOf(leader.store.fsm); !proto.Equal(before, after) {
+		t.Fatalf("bad input changed state:\n%v\n%v", before, after)
+	}
+
+	// Paging: sorted by name, a token per full page, none after the last.
+	var names []string
+	token := ""
+	for pages := 0; ; pages++ {
+		res, err := cl.ListTags(ctx, connect.NewRequest(&seqsvrv1.ListTagsRequest{PageSize: 2, PageToken: token}))
+		if err != nil || pages > 5 {
+			t.Fatalf("list: %v (page %d)", err, pages)
+		}
+		for _, tg := range res.Msg.GetTags() {
+			names = append(names, tg.GetTag())
+		}
+		if token = res.Msg.GetNextPageToken(); token == "" {
+			break
+		}
+	}
+	if fmt.Sprint(names) != "[big t0 t1 t2 t3 t4]" {
+		t.Fatalf("listed %v", names)
+	}
+
+	// UpdateTag never moves max_id and keeps it in the answer.
+	seg, err := cl.ReserveSegment(ctx, connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: "t1"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	up, err := cl.UpdateTag(ctx, connect.NewRequest(&seqsvrv1.UpdateTagRequest{Tag: "t1", Step: 3, Description: proto.String("x")}))
+	if err != nil || up.Msg.GetMaxId() != seg.Msg.GetLast() || up.Msg.GetStep() != 3 || up.Msg.GetUpdateTime() == nil {
+		t.Fatalf("update: %v %v", up, err)
+	}
+}
+
+func stateOf(f *fsm) (snap *seqsvrv1.FSMSnapshot) {
+	f.read(func(st *fsmState) { snap = st.toProto() })
+	return snap
+}

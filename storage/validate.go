@@ -1,0 +1,163 @@
+package storage
+
+import (
+	"encoding/base64"
+	"fmt"
+	"math"
+
+	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+)
+
+// Limits on request fields. They keep one bad request from bloating the
+// Raft log or the snapshot.
+const (
+	MaxTagLen         = 128
+	MaxDescriptionLen = 1024
+	MaxKeyLen         = 256 // request_id, node_id, instance_id
+	DefaultStep       = 1000
+	DefaultPageSize   = 100
+	MaxPageSize       = 1000
+)
+
+// ValidateTag checks a tag name: 1..128 characters of [A-Za-z0-9_.:-].
+// It depends on nothing heavy so the allocsvr reuses it.
+func ValidateTag(tag string) error {
+	if tag == "" {
+		return fmt.Errorf("%w: tag must not be empty", ErrInvalidArgument)
+	}
+	if len(tag) > MaxTagLen {
+		return fmt.Errorf("%w: tag is %d bytes long, the limit is %d", ErrInvalidArgument, len(tag), MaxTagLen)
+	}
+	for i := 0; i < len(tag); i++ {
+		c := tag[i]
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+			c == '_' || c == '.' || c == ':' || c == '-'
+		if !ok {
+			return fmt.Errorf("%w: tag %q has the character %q at byte %d; allowed are A-Z a-z 0-9 _ . : -", ErrInvalidArgument, tag, c, i)
+		}
+	}
+	return nil
+}
+
+func validateKey(field, v string, required bool) error {
+	if required && v == "" {
+		return fmt.Errorf("%w: %s must not be empty", ErrInvalidArgument, field)
+	}
+	if len(v) > MaxKeyLen {
+		return fmt.Errorf("%w: %s is %d bytes long, the limit is %d", ErrInvalidArgument, field, len(v), MaxKeyLen)
+	}
+	return nil
+}
+
+func validateNonNegative(field string, v int64) error {
+	if v < 0 {
+		return fmt.Errorf("%w: %s must not be negative, got %d", ErrInvalidArgument, field, v)
+	}
+	return nil
+}
+
+func validateDescription(d string) error {
+	if len(d) > MaxDescriptionLen {
+		return fmt.Errorf("%w: description is %d bytes long, the limit is %d", ErrInvalidArgument, len(d), MaxDescriptionLen)
+	}
+	return nil
+}
+
+func validateCreateTag(r *seqsvrv1.CreateTagRequest) error {
+	if err := ValidateTag(r.GetTag()); err != nil {
+		return err
+	}
+	if err := validateNonNegative("start", r.GetStart()); err != nil {
+		return err
+	}
+	if err := validateNonNegative("step", r.GetStep()); err != nil {
+		return err
+	}
+	if r.GetStart() == math.MaxInt64 {
+		return fmt.Errorf("%w: start %d leaves no IDs to hand out", ErrInvalidArgument, r.GetStart())
+	}
+	return validateDescription(r.GetDescription())
+}
+
+func validateUpdateTag(r *seqsvrv1.UpdateTagRequest) error {
+	if err := ValidateTag(r.GetTag()); err != nil {
+		return err
+	}
+	if err := validateNonNegative("step", r.GetStep()); err != nil {
+		return err
+	}
+	return validateDescription(r.GetDescription())
+}
+
+func validateReserve(r *seqsvrv1.ReserveSegmentRequest) error {
+	if err := ValidateTag(r.GetTag()); err != nil {
+		return err
+	}
+	if err := validateNonNegative("size", r.GetSize()); err != nil {
+		return err
+	}
+	return validateKey("request_id", r.GetRequestId(), false)
+}
+
+func validateRegisterWorker(r *seqsvrv1.RegisterWorkerRequest) error {
+	if err := validateKey("node_id", r.GetNodeId(), true); err != nil {
+		return err
+	}
+	if err := validateKey("instance_id", r.GetInstanceId(), false); err != nil {
+		return err
+	}
+	if r.GetNowMs() <= 0 {
+		return fmt.Errorf("%w: now_ms must be the caller's clock in Unix milliseconds, got %d", ErrInvalidArgument, r.GetNowMs())
+	}
+	return nil
+}
+
+func validateRenewWorker(r *seqsvrv1.RenewWorkerRequest) error {
+	if err := validateKey("node_id", r.GetNodeId(), true); err != nil {
+		return err
+	}
+	if err := validateKey("instance_id", r.GetInstanceId(), false); err != nil {
+		return err
+	}
+	if err := validateNonNegative("worker_id", r.GetWorkerId()); err != nil {
+		return err
+	}
+	if r.GetNowMs() <= 0 {
+		return fmt.Errorf("%w: now_ms must be the caller's clock in Unix milliseconds, got %d", ErrInvalidArgument, r.GetNowMs())
+	}
+	return nil
+}
+
+func validateMember(id, raftAddr, httpAddr string) error {
+	if err := validateKey("id", id, true); err != nil {
+		return err
+	}
+	if err := validateKey("raft_addr", raftAddr, true); err != nil {
+		return err
+	}
+	return validateKey("http_addr", httpAddr, true)
+}
+
+// pageParams resolves ListTags paging: the size (default 100, at most 1000)
+// and the tag name to start after (the token is that name, base64url).
+func pageParams(r *seqsvrv1.ListTagsRequest) (size int, after string, err error) {
+	size = int(r.GetPageSize())
+	switch {
+	case size == 0:
+		size = DefaultPageSize
+	case size < 0 || size > MaxPageSize:
+		return 0, "", fmt.Errorf("%w: page_size must be 0..%d, got %d", ErrInvalidArgument, MaxPageSize, size)
+	}
+	if tok := r.GetPageToken(); tok != "" {
+		b, derr := base64.RawURLEncoding.DecodeString(tok)
+		if derr != nil || ValidateTag(string(b)) != nil {
+			return 0, "", fmt.Errorf("%w: malformed page_token", ErrInvalidArgument)
+		}
+		after = string(b)
+	}
+	return size, after, nil
+}
+
+func pageToken(lastTag string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(lastTag))
+}
