@@ -26,21 +26,21 @@ func newSegMetrics(a *SegmentAllocator, reg prometheus.Registerer, log *slog.Log
 	}
 	m := &segMetrics{
 		a: a,
-		served: prometheus.NewDesc("seqsvr_alloc_segment_ids_served_total",
+		served: prometheus.NewDesc("seqsvr_segment_ids_served_total",
 			"Segment IDs handed out, per tag.", []string{"tag"}, nil),
-		remaining: prometheus.NewDesc("seqsvr_alloc_segment_buffer_remaining",
+		remaining: prometheus.NewDesc("seqsvr_segment_buffer_remaining",
 			"IDs buffered (current and next segment), per tag.", []string{"tag"}, nil),
 		loads: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "seqsvr_alloc_segment_loads_total",
+			Name: "seqsvr_segment_loads_total",
 			Help: "Segment reservations from the store, by result (ok, not_found, error).",
 		}, []string{"result"}),
 		loadSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "seqsvr_alloc_segment_load_seconds",
+			Name:    "seqsvr_segment_load_seconds",
 			Help:    "Latency of segment reservations, store-client retries included.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 		}),
 		unavail: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "seqsvr_alloc_segment_unavailable_total",
+			Name: "seqsvr_segment_unavailable_total",
 			Help: "Segment requests answered unavailable (buffers empty, store unreachable).",
 		}),
 	}

@@ -56,19 +56,19 @@ func TestSegmentMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	segWaitFor(t, "loads to settle", func() bool { return !segTagStatus(a, "t").GetLoading() })
-	if v := segMetricValue(t, reg, "seqsvr_alloc_segment_ids_served_total", map[string]string{"tag": "t"}); v != 25 {
+	if v := segMetricValue(t, reg, "seqsvr_segment_ids_served_total", map[string]string{"tag": "t"}); v != 25 {
 		t.Fatalf("ids served %v, want 25", v)
 	}
 	st := segTagStatus(a, "t")
 	want := float64(st.GetCurrent().GetRemaining() + st.GetNext().GetRemaining())
-	if v := segMetricValue(t, reg, "seqsvr_alloc_segment_buffer_remaining", map[string]string{"tag": "t"}); v != want {
+	if v := segMetricValue(t, reg, "seqsvr_segment_buffer_remaining", map[string]string{"tag": "t"}); v != want {
 		t.Fatalf("remaining %v, want %v", v, want)
 	}
-	loads := segMetricValue(t, reg, "seqsvr_alloc_segment_loads_total", map[string]string{"result": "ok"})
+	loads := segMetricValue(t, reg, "seqsvr_segment_loads_total", map[string]string{"result": "ok"})
 	if loads != float64(f.reserves.Load()) || loads < 3 {
 		t.Fatalf("ok loads %v, store saw %d", loads, f.reserves.Load())
 	}
-	if v := segMetricValue(t, reg, "seqsvr_alloc_segment_load_seconds", nil); v != loads {
+	if v := segMetricValue(t, reg, "seqsvr_segment_load_seconds", nil); v != loads {
 		t.Fatalf("latency samples %v, want %v", v, loads)
 	}
 
@@ -82,10 +82,10 @@ func TestSegmentMetrics(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if v := segMetricValue(t, reg, "seqsvr_alloc_segment_unavailable_total", nil); v != 1 {
+	if v := segMetricValue(t, reg, "seqsvr_segment_unavailable_total", nil); v != 1 {
 		t.Fatalf("unavailable answers %v, want 1", v)
 	}
-	if v := segMetricValue(t, reg, "seqsvr_alloc_segment_loads_total", map[string]string{"result": "error"}); v != 1 {
+	if v := segMetricValue(t, reg, "seqsvr_segment_loads_total", map[string]string{"result": "error"}); v != 1 {
 		t.Fatalf("failed loads %v, want 1", v)
 	}
 }

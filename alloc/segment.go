@@ -48,7 +48,7 @@ type SegmentConfig struct {
 	// Now is the wall clock for the dynamic step and Status (default
 	// faults.Now). Waits and backoff use the monotonic clock.
 	Now func() time.Time
-	// Logger defaults to slog.Default().
+	// Logger defaults to slog.Default(); the caller names the component.
 	Logger *slog.Logger
 	// Registerer receives the allocator's metrics; nil means no metrics.
 	Registerer prometheus.Registerer
@@ -106,7 +106,7 @@ type SegmentAllocator struct {
 	tags  atomic.Pointer[map[string]*segTag]
 	cache segCache
 	mu    sync.Mutex
-	neg  segNegCache
+	neg   segNegCache
 
 	ctx    context.Context // cancelled by Close; parent of every load
 	cancel context.CancelFunc
@@ -120,7 +120,7 @@ func NewSegmentAllocator(store SegmentStore, cfg SegmentConfig) *SegmentAllocato
 	a := &SegmentAllocator{
 		store: store,
 		cfg:   cfg,
-		log:   cfg.Logger.With("component", "segment"),
+		log:   cfg.Logger,
 		epoch: time.Now(),
 		neg:   segNegCache{m: map[string]time.Time{}},
 	}

@@ -1,12 +1,13 @@
 package alloc
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/seqsvr/seqsvr/storage"
+)
 
 // MaxCount is the largest count one NextIDs or NextSnowflakeIDs call serves.
 const MaxCount = 10000
-
-// segMaxTagLen bounds tag names; the store enforces the same rule.
-const segMaxTagLen = 128
 
 // ValidateCount applies the contract's count rule: 0 means 1, anything
 // outside 1..MaxCount is ErrInvalidArgument.
@@ -20,21 +21,18 @@ func ValidateCount(count int32) (int, error) {
 	return int(count), nil
 }
 
-// validTag reports whether name is 1..128 characters of [A-Za-z0-9_.:-].
-// It is local because package storage did not export a validator when this
-// was written; the rule matches the store's.
+// validTag applies the store's tag rule (storage.ValidateTag: 1..128
+// characters of [A-Za-z0-9_.:-]) so a bad name never reaches the store.
 func validTag(name string) error {
-	if len(name) == 0 || len(name) > segMaxTagLen {
-		return fmt.Errorf("%w: tag must be 1..%d characters, got %d", ErrInvalidArgument, segMaxTagLen, len(name))
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9',
-			c == '_', c == '.', c == ':', c == '-':
-		default:
-			return fmt.Errorf("%w: tag %q: character %q not allowed (use [A-Za-z0-9_.:-])", ErrInvalidArgument, name, c)
-		}
+	if err := storage.ValidateTag(name); err != nil {
+		return &segInvalidTag{err: err}
 	}
 	return nil
 }
+
+// segInvalidTag carries the store's message and matches both packages'
+// ErrInvalidArgument.
+type segInvalidTag struct{ err error }
+
+func (e *segInvalidTag) Error() string   { return e.err.Error() }
+func (e *segInvalidTag) Unwrap() []error { return []error{ErrInvalidArgument, e.err} }

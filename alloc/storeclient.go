@@ -22,7 +22,7 @@ type StoreClientOptions struct {
 	// HTTPClient defaults to a pooled client without an overall timeout
 	// (deadlines come from the contexts).
 	HTTPClient *http.Client
-	// Logger defaults to slog.Default().
+	// Logger defaults to slog.Default(); the caller names the component.
 	Logger *slog.Logger
 	// RequestTimeout bounds one attempt against one member (default 2s), so
 	// a hung member costs one attempt, not the caller's whole deadline.
@@ -83,7 +83,7 @@ func NewStoreClient(urls []string, opts StoreClientOptions) (*StoreClient, error
 	if c.opts.Logger == nil {
 		c.opts.Logger = slog.Default()
 	}
-	c.log = c.opts.Logger.With("component", "storeclient")
+	c.log = c.opts.Logger
 	if c.opts.RequestTimeout <= 0 {
 		c.opts.RequestTimeout = 2 * time.Second
 	}

@@ -45,7 +45,7 @@ func TestSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: real-process fault run")
 	}
-	rep := runCfg(t, Smoke(40*time.Second, nemesis.NetAvailable() == nil))
+	rep := runCfg(t, Smoke(35*time.Second, nemesis.NetAvailable() == nil))
 	if rep.FaultTotal == 0 {
 		t.Fatal("no fault was injected")
 	}
@@ -62,7 +62,7 @@ func TestPlantedBugs(t *testing.T) {
 	}
 	for _, bug := range Bugs() {
 		t.Run(bug, func(t *testing.T) {
-			rep := runCfg(t, PlantedBug(bug, 20*time.Second))
+			rep := runCfg(t, PlantedBug(bug, 15*time.Second))
 			if rep.OK {
 				t.Fatalf("planted bug %s went unnoticed: every checker passed", bug)
 			}
