@@ -53,7 +53,10 @@ test: ## the whole suite: unit, in-process cluster, real-process integration, je
 
 .PHONY: bench
 bench: ## benchmarks with their same-run references (see README)
+	@command -v redis-server >/dev/null || { apt-get update -qq && apt-get install -y -qq redis-server; } \
+	  || echo "bench: redis-server could not be installed; the Redis INCR reference is skipped"
 	$(GO) test -tags $(TAGS) -run '^$$' -bench . -benchmem -timeout 30m ./...
+	cd alloc/peerbench && $(GO) test -run '^$$' -bench . -benchmem
 
 .PHONY: jepsen
 jepsen: ## the full fault-injection matrix (several minutes)

@@ -19,7 +19,8 @@ func segSlot(s string) uint {
 	return (n<<5 ^ uint(s[0])<<2 ^ uint(s[n-1])<<3 ^ uint(s[n>>1])) & (segCacheSlots - 1)
 }
 
-// find returns the loaded state of tag, or nil. Small enough to inline.
+// find returns the loaded state of tag, or nil. NextID has this probe
+// written out so it is inlined there.
 func (a *SegmentAllocator) find(tag string) *segTag {
 	if len(tag) > 0 {
 		if t := a.cache[segSlot(tag)].Load(); t != nil && t.name == tag {

@@ -131,6 +131,14 @@ func StartSnowflake(ctx context.Context, store WorkerStore, cfg SnowflakeConfig)
 			return nil, err
 		}
 		s.cache = c
+		// The data-dir lock proves the previous holder of this cache is dead,
+		// and its high-water mark bounds every timestamp it issued. Keeping
+		// its instance ID lets the store hand the lease straight back instead
+		// of raising the floor by a whole lease TTL for a restart on the same
+		// data dir. A twin elsewhere has its own data dir, so a new instance ID.
+		if d, ok := c.loaded(); ok && d.NodeID == cfg.NodeID && d.InstanceID != "" {
+			s.instanceID = d.InstanceID
+		}
 	}
 	if err := s.initialRegister(ctx); err != nil {
 		s.cache.close()

@@ -515,3 +515,38 @@ func sfPoll(t *testing.T, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// A crash and restart on the same data dir keeps the instance ID (the dir
+// lock proves the old process is gone), so the store hands the lease back
+// without raising the floor by a lease TTL: IDs flow again once the clock
+// passes the cached high-water mark, not ten seconds later. A twin with its
+// own data dir is still a different instance and is refused.
+func TestSnowflakeRestartSameDirKeepsInstance(t *testing.T) {
+	dir := t.TempDir()
+	clk := newSFFakeClock(sfT0)
+	store := newFakeWorkerStore(clk)
+	a := startSF(t, store, sfTestConfig("a", clk, dir), time.Second)
+	last := sfIDs(t, a, 20)[19]
+	inst := a.instanceID
+	sfCrash(a)
+	hwm := sfReadCache(t, dir).HighWaterMs
+
+	if _, err := store.RegisterWorker(context.Background(), &seqsvrv1.RegisterWorkerRequest{
+		NodeId: "a", NowMs: clk.Now().UnixMilli(), InstanceId: "someone-else",
+	}); !errors.Is(err, ErrFailedPrecondition) && connect.CodeOf(err) != connect.CodeFailedPrecondition {
+		t.Fatalf("a twin's registration while the lease is live: %v, want failed_precondition", err)
+	}
+
+	b := startSF(t, store, sfTestConfig("a", clk, dir), time.Second)
+	if b.instanceID != inst {
+		t.Fatalf("restart on the same dir took instance %q, want the cached %q", b.instanceID, inst)
+	}
+	clk.Add(time.Duration(hwm-clk.Now().UnixMilli()+1) * time.Millisecond)
+	first := sfIDs(t, b, 1)[0]
+	if first <= last || sfSplit(first).ts <= hwm {
+		t.Fatalf("restart issued %+v after %d (high-water %d)", sfSplit(first), last, hwm)
+	}
+	if wait := sfSplit(first).ts - sfSplit(last).ts; wait >= store.ttl.Milliseconds() {
+		t.Fatalf("restart waited %dms, a whole lease TTL", wait)
+	}
+}

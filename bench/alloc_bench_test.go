@@ -104,4 +104,3 @@ func BenchmarkAllocLeaderKill(b *testing.B) {
 	b.ReportMetric(float64(faulty.P999us), "kill-p999-us")
 	b.ReportMetric(float64(faulty.P999us)/float64(calm.P999us), "x-calm-p999")
 }
-

@@ -33,6 +33,14 @@ func (h *service) CreateTag(ctx context.Context, req *connect.Request[seqsvrv1.C
 }
 
 func (h *service) GetTag(ctx context.Context, req *connect.Request[seqsvrv1.GetTagRequest]) (*connect.Response[seqsvrv1.Tag], error) {
+	if req.Msg.GetLocal() {
+		// Never forwarded: the point is to see this member's own state.
+		t, err := h.s.getTagLocal(req.Msg)
+		if err != nil {
+			return nil, ConnectError(err)
+		}
+		return connect.NewResponse(t), nil
+	}
 	return serve(ctx, h.s, req, h.s.getTag, func(c client) func(context.Context, *connect.Request[seqsvrv1.GetTagRequest]) (*connect.Response[seqsvrv1.Tag], error) {
 		return c.GetTag
 	})
@@ -116,6 +124,17 @@ func (s *Store) getTag(ctx context.Context, r *seqsvrv1.GetTagRequest) (*seqsvrv
 		return nil, err
 	}
 	if err := s.linearize(ctx); err != nil {
+		return nil, err
+	}
+	return s.getTagLocal(r)
+}
+
+// getTagLocal answers from this member's applied state without checking
+// leadership: a follower may lag and a deposed leader may be stale, so the
+// answer is not linearizable. It is for diagnostics and for comparing
+// members once the cluster has quiesced.
+func (s *Store) getTagLocal(r *seqsvrv1.GetTagRequest) (*seqsvrv1.Tag, error) {
+	if err := ValidateTag(r.GetTag()); err != nil {
 		return nil, err
 	}
 	var t *seqsvrv1.TagState

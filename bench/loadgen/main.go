@@ -4,9 +4,17 @@
 // benchmarks measure a server, not a goroutine sharing its scheduler.
 //
 //	loadgen -target alloc-connect -url http://127.0.0.1:8080 -tag bench -count 1 -c 64 -d 5s
-//	loadgen -target http -url http://127.0.0.1:9000/id -c 64 -d 5s
+//	loadgen -target alloc-raw -url http://127.0.0.1:8080 -tag bench -count 1 -c 64 -d 5s
+//	loadgen -target http-raw -url http://127.0.0.1:9000/id -c 64 -d 5s
 //	loadgen -target redis -addr 127.0.0.1:6379 -c 64 -d 5s
 //	loadgen -serve 127.0.0.1:9000   (the bare net/http reference handler)
+//
+// Targets named *-raw use a hand-written HTTP/1.1 client (one kept-alive
+// connection per worker, request bytes built once, response parsed by
+// hand), the same shape as the RESP client of the redis target, so the
+// generator's own cost is alike for every target it compares. The Go-client
+// targets (net/http, connect-go) are kept to show what a typical client sees.
+// Only responses that parse and carry the asked number of IDs count.
 package main
 
 import (
@@ -48,7 +56,7 @@ type doer func(ctx context.Context) (int, error)
 
 func main() {
 	var (
-		target = flag.String("target", "", "alloc-connect | alloc-grpc | store-reserve | http | redis")
+		target = flag.String("target", "", "Go clients: alloc-connect | alloc-grpc | store-reserve | http; raw HTTP/1.1: alloc-raw | leaf-raw | store-raw | http-raw; redis")
 		url    = flag.String("url", "", "base URL (alloc-*, store-reserve) or full URL (http)")
 		addr   = flag.String("addr", "127.0.0.1:6379", "redis address")
 		tag    = flag.String("tag", "bench", "tag for alloc and store targets")
@@ -62,12 +70,16 @@ func main() {
 	if *serve != "" {
 		log.Fatal(serveBare(*serve))
 	}
-	do, err := newDoer(*target, *url, *addr, *tag, *count, *conc)
+	mk, err := newDoer(*target, *url, *addr, *tag, *count, *conc)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "loadgen:", err)
 		os.Exit(2)
 	}
-	res := run(do, *conc, *warm, *dur)
+	res, err := run(mk, *conc, *warm, *dur)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "loadgen:", err)
+		os.Exit(2)
+	}
 	res.Target, res.Count = *target, *count
 	_ = json.NewEncoder(os.Stdout).Encode(res)
 }
@@ -88,7 +100,15 @@ func serveBare(addr string) error {
 	return srv.ListenAndServe()
 }
 
-func run(do doer, conc int, warm, dur time.Duration) Result {
+func run(mk func() (doer, error), conc int, warm, dur time.Duration) (Result, error) {
+	doers := make([]doer, conc)
+	for i := range doers {
+		d, err := mk()
+		if err != nil {
+			return Result{}, err
+		}
+		doers[i] = d
+	}
 	var (
 		wg       sync.WaitGroup
 		mu       sync.Mutex
@@ -101,7 +121,7 @@ func run(do doer, conc int, warm, dur time.Duration) Result {
 	defer cancel()
 	start := time.Now()
 	measureFrom := start.Add(warm)
-	for i := 0; i < conc; i++ {
+	for _, do := range doers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -142,5 +162,5 @@ func run(do doer, conc int, warm, dur time.Duration) Result {
 	if s, ok := firstErr.Load().(string); ok {
 		r.FirstError = s
 	}
-	return r
+	return r, nil
 }

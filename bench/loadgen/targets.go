@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -9,38 +10,42 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 )
 
-func newDoer(target, url, addr, tag string, count, conc int) (doer, error) {
+// newDoer returns a factory that gives each worker its doer. Go-client
+// targets share one client (it pools connections itself); raw targets get
+// one connection per worker.
+func newDoer(target, base, addr, tag string, count, conc int) (func() (doer, error), error) {
+	shared := func(d doer) func() (doer, error) { return func() (doer, error) { return d, nil } }
 	switch target {
 	case "alloc-connect":
-		c := seqsvrv1connect.NewAllocServiceClient(http1Client(conc), url)
-		return allocDoer(c, tag, count), nil
+		c := seqsvrv1connect.NewAllocServiceClient(http1Client(conc), base)
+		return shared(allocDoer(c, tag, count)), nil
 	case "alloc-grpc":
-		c := seqsvrv1connect.NewAllocServiceClient(h2cClient(), url, connect.WithGRPC())
-		return allocDoer(c, tag, count), nil
+		c := seqsvrv1connect.NewAllocServiceClient(h2cClient(), base, connect.WithGRPC())
+		return shared(allocDoer(c, tag, count)), nil
 	case "store-reserve":
-		c := seqsvrv1connect.NewStoreServiceClient(http1Client(conc), url)
-		return func(ctx context.Context) (int, error) {
+		c := seqsvrv1connect.NewStoreServiceClient(http1Client(conc), base)
+		return shared(func(ctx context.Context) (int, error) {
 			res, err := c.ReserveSegment(ctx, connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: tag, Size: int64(count)}))
 			if err != nil {
 				return 0, err
 			}
 			return int(res.Msg.Last - res.Msg.First + 1), nil
-		}, nil
+		}), nil
 	case "http":
 		hc := http1Client(conc)
-		return func(ctx context.Context) (int, error) {
-			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		return shared(func(ctx context.Context) (int, error) {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base, nil)
 			resp, err := hc.Do(req)
 			if err != nil {
 				return 0, err
@@ -51,11 +56,146 @@ func newDoer(target, url, addr, tag string, count, conc int) (doer, error) {
 				return 0, fmt.Errorf("status %d", resp.StatusCode)
 			}
 			return 1, nil
-		}, nil
+		}), nil
 	case "redis":
-		return redisDoer(addr), nil
+		return func() (doer, error) { return redisDoer(addr), nil }, nil
+	case "http-raw":
+		return rawFactory(base, "GET", "", nil, nil, decimalIDs), nil
+	case "leaf-raw":
+		return rawFactory(base, "GET", "/api/segment/get/"+tag, nil, nil, decimalIDs), nil
+	case "alloc-raw":
+		body, err := proto.Marshal(&seqsvrv1.NextIDsRequest{Tag: tag, Count: int32(count)})
+		if err != nil {
+			return nil, err
+		}
+		return rawFactory(base, "POST", "/"+seqsvrv1connect.AllocServiceName+"/NextIDs", connectHeaders, body, protoIDs(count)), nil
+	case "store-raw":
+		body, err := proto.Marshal(&seqsvrv1.ReserveSegmentRequest{Tag: tag, Size: int64(count)})
+		if err != nil {
+			return nil, err
+		}
+		return rawFactory(base, "POST", "/"+seqsvrv1connect.StoreServiceName+"/ReserveSegment", connectHeaders, body, segmentIDs(count)), nil
 	}
 	return nil, fmt.Errorf("unknown -target %q", target)
+}
+
+// connectHeaders make a Connect-protocol unary call with the binary proto
+// codec. No Accept-Encoding: responses come back uncompressed, as they do
+// for the Redis and bare-HTTP references.
+var connectHeaders = map[string]string{
+	"Content-Type":             "application/proto",
+	"Connect-Protocol-Version": "1",
+}
+
+// rawFactory builds one raw connection per worker; check turns a 200 body
+// into the number of IDs it carries, or an error when it is malformed.
+func rawFactory(base, method, path string, headers map[string]string, body []byte, check func([]byte) (int, error)) func() (doer, error) {
+	return func() (doer, error) {
+		c, err := newRawClient(base, method, path, headers, body)
+		if err != nil {
+			return nil, err
+		}
+		return func(context.Context) (int, error) {
+			status, b, err := c.do()
+			if err != nil && !errors.Is(err, errServerClosed) {
+				return 0, err
+			}
+			if status != http.StatusOK {
+				return 0, fmt.Errorf("status %d: %.200s", status, b)
+			}
+			return check(b)
+		}, nil
+	}
+}
+
+// decimalIDs accepts a Leaf-style body: one positive decimal number.
+func decimalIDs(b []byte) (int, error) {
+	if len(b) == 0 {
+		return 0, errors.New("empty body")
+	}
+	var n int64
+	for _, ch := range b {
+		if ch < '0' || ch > '9' || n > (1<<63-1-9)/10 {
+			return 0, fmt.Errorf("body %.40q is not an ID", b)
+		}
+		n = n*10 + int64(ch-'0')
+	}
+	return 1, nil
+}
+
+// protoIDs decodes NextIDsResponse.ids (field 1, packed or not) and
+// accepts it only with exactly want strictly increasing IDs.
+func protoIDs(want int) func([]byte) (int, error) {
+	return func(b []byte) (int, error) {
+		n, prev := 0, int64(-1<<63)
+		add := func(v uint64) error {
+			id := int64(v)
+			if n > 0 && id <= prev {
+				return fmt.Errorf("ids not increasing: %d after %d", id, prev)
+			}
+			prev = id
+			n++
+			return nil
+		}
+		for len(b) > 0 {
+			num, typ, l := protowire.ConsumeTag(b)
+			if l < 0 {
+				return 0, protowire.ParseError(l)
+			}
+			b = b[l:]
+			switch {
+			case num == 1 && typ == protowire.BytesType:
+				packed, l := protowire.ConsumeBytes(b)
+				if l < 0 {
+					return 0, protowire.ParseError(l)
+				}
+				b = b[l:]
+				for len(packed) > 0 {
+					v, l := protowire.ConsumeVarint(packed)
+					if l < 0 {
+						return 0, protowire.ParseError(l)
+					}
+					packed = packed[l:]
+					if err := add(v); err != nil {
+						return 0, err
+					}
+				}
+			case num == 1 && typ == protowire.VarintType:
+				v, l := protowire.ConsumeVarint(b)
+				if l < 0 {
+					return 0, protowire.ParseError(l)
+				}
+				b = b[l:]
+				if err := add(v); err != nil {
+					return 0, err
+				}
+			default:
+				l := protowire.ConsumeFieldValue(num, typ, b)
+				if l < 0 {
+					return 0, protowire.ParseError(l)
+				}
+				b = b[l:]
+			}
+		}
+		if n != want {
+			return 0, fmt.Errorf("got %d ids, want %d", n, want)
+		}
+		return n, nil
+	}
+}
+
+// segmentIDs decodes a Segment and accepts it only when it spans want IDs.
+func segmentIDs(want int) func([]byte) (int, error) {
+	return func(b []byte) (int, error) {
+		var seg seqsvrv1.Segment
+		if err := proto.Unmarshal(b, &seg); err != nil {
+			return 0, err
+		}
+		if n := seg.GetLast() - seg.GetFirst() + 1; seg.GetFirst() <= 0 || n != int64(want) {
+			return 0, fmt.Errorf("segment [%d,%d] does not hold %d ids", seg.GetFirst(), seg.GetLast(), want)
+		}
+		return want, nil
+	}
 }
 
 func allocDoer(c seqsvrv1connect.AllocServiceClient, tag string, count int) doer {
@@ -87,42 +227,43 @@ func h2cClient() *http.Client {
 	return &http.Client{Transport: &http.Transport{Protocols: &p, TLSClientConfig: &tls.Config{}}}
 }
 
-// redisDoer sends INCR over RESP, one connection per worker, no pipelining:
-// the same one-request-one-answer shape as the ID service calls.
+// redisDoer sends INCR over RESP on its own connection (one per worker),
+// no pipelining: the same one-request-one-answer shape as the ID service
+// calls.
 func redisDoer(addr string) doer {
-	type conn struct {
+	var (
 		c net.Conn
 		r *bufio.Reader
-	}
-	pool := sync.Pool{}
+	)
 	cmd := []byte("*2\r\n$4\r\nINCR\r\n$5\r\nbench\r\n")
-	return func(ctx context.Context) (int, error) {
-		cn, _ := pool.Get().(*conn)
-		if cn == nil {
-			c, err := net.Dial("tcp", addr)
+	fail := func(err error) (int, error) {
+		if c != nil {
+			c.Close()
+			c = nil
+		}
+		return 0, err
+	}
+	return func(context.Context) (int, error) {
+		if c == nil {
+			conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
 			if err != nil {
 				return 0, err
 			}
-			cn = &conn{c: c, r: bufio.NewReader(c)}
+			c, r = conn, bufio.NewReader(conn)
 		}
-		if _, err := cn.c.Write(cmd); err != nil {
-			cn.c.Close()
-			return 0, err
+		if _, err := c.Write(cmd); err != nil {
+			return fail(err)
 		}
-		line, err := cn.r.ReadString('\n')
+		line, err := r.ReadSlice('\n')
 		if err != nil {
-			cn.c.Close()
-			return 0, err
+			return fail(err)
 		}
-		if !strings.HasPrefix(line, ":") {
-			cn.c.Close()
-			return 0, errors.New("redis: " + strings.TrimSpace(line))
+		if len(line) < 4 || line[0] != ':' {
+			return fail(errors.New("redis: " + strings.TrimSpace(string(line))))
 		}
-		if _, err := strconv.ParseInt(strings.TrimSpace(line[1:]), 10, 64); err != nil {
-			cn.c.Close()
-			return 0, err
+		if _, err := decimalIDs(bytes.TrimRight(line[1:], "\r\n")); err != nil {
+			return fail(err)
 		}
-		pool.Put(cn)
 		return 1, nil
 	}
 }

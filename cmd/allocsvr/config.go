@@ -35,7 +35,8 @@ type config struct {
 	MaxBodyBytes        int64
 	ShutdownGrace       time.Duration
 
-	Log serve.LogConfig
+	Log   serve.LogConfig
+	Debug serve.DebugConfig
 }
 
 const summary = `allocsvr hands out unique IDs over Connect, gRPC, gRPC-web and Meituan Leaf's HTTP API.
@@ -64,6 +65,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", serve.DefaultMaxBodyBytes, "largest request body accepted")
 	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", 5*time.Second, "how long in-flight requests may finish on SIGINT/SIGTERM")
 	c.Log.Register(fs)
+	c.Debug.Register(fs)
 	if err := serve.Parse(fs, args, getenv); err != nil {
 		return nil, err
 	}

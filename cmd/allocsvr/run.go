@@ -85,6 +85,7 @@ func serveAlloc(cfg *config, logger *slog.Logger) error {
 		Ready:        ready,
 		Gatherer:     reg,
 		MaxBodyBytes: cfg.MaxBodyBytes,
+		Pprof:        cfg.Debug.Pprof,
 	})
 	srv, err := serve.Listen(cfg.HTTPAddr, handler, logger)
 	if err != nil {

@@ -90,6 +90,7 @@ func serveStore(cfg *config, logger *slog.Logger) error {
 		Ready:        st.Ready,
 		Gatherer:     reg,
 		MaxBodyBytes: cfg.MaxBodyBytes,
+		Pprof:        cfg.Debug.Pprof,
 	}))
 	logger.Info("storesvr serving", "node_id", cfg.NodeID, "http_addr", srv.Addr(), "raft_addr", cfg.RaftAddr, "data_dir", cfg.DataDir)
 	serveErr := srv.Wait(ctx, cfg.ShutdownGrace)

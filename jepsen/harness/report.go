@@ -24,12 +24,14 @@ type Report struct {
 	OpsByKind  map[string][2]int `json:"ops_by_kind"` // kind -> [total, ok]
 	Resolved   int               `json:"resolved"`
 	Unresolved int               `json:"unresolved"`
-	Faults     map[string]int    `json:"faults"`
-	FaultTotal int               `json:"fault_total"`
-	Results    []checker.Result  `json:"results"`
-	OK         bool              `json:"ok"`
-	Notes      []string          `json:"notes,omitempty"`
-	Elapsed    time.Duration     `json:"elapsed"`
+	NotSent    int               `json:"not_sent"` // failed reservations that never left the client
+
+	Faults     map[string]int   `json:"faults"`
+	FaultTotal int              `json:"fault_total"`
+	Results    []checker.Result `json:"results"`
+	OK         bool             `json:"ok"`
+	Notes      []string         `json:"notes,omitempty"`
+	Elapsed    time.Duration    `json:"elapsed"`
 }
 
 // Failed lists the names of failing checkers.
@@ -66,7 +68,7 @@ func (r *Report) Table() string {
 		}
 		fmt.Fprintf(&b, "%s %d/%d ok", k, r.OpsByKind[k][1], r.OpsByKind[k][0])
 	}
-	fmt.Fprintf(&b, "); unknown reservations resolved %d, unresolved %d\n", r.Resolved, r.Unresolved)
+	fmt.Fprintf(&b, "); unknown reservations resolved %d, unresolved %d (%d more failed to connect: not sent)\n", r.Resolved, r.Unresolved, r.NotSent)
 	fmt.Fprintf(&b, "faults injected: %d (", r.FaultTotal)
 	for i, k := range nemesis.SortedFaults(r.Faults) {
 		if i > 0 {

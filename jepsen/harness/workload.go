@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"net"
 	"sync"
 	"time"
 
@@ -76,7 +77,12 @@ func (w *workload) run(ctx context.Context, seed int64) *sync.WaitGroup {
 		go func() {
 			defer wg.Done()
 			for ctx.Err() == nil {
-				w.storeOp(ctx, r, id, w.pickStore(r))
+				if !w.storeOp(ctx, r, id, w.pickStore(r)) {
+					// Back off a little: a refused connection fails in
+					// microseconds, and thousands of failed reservations
+					// only add unknowns to resolve, not coverage.
+					sleep(ctx, 10*time.Millisecond)
+				}
 			}
 		}()
 	}
@@ -106,6 +112,8 @@ func (w *workload) end(op *history.Op, p *cluster.Proc, err error) {
 		op.OK = false
 		op.Err = err.Error()
 		op.Code = connect.CodeOf(err).String()
+		var ne *net.OpError
+		op.NotSent = errors.As(err, &ne) && ne.Op == "dial"
 	} else {
 		op.OK = true
 	}
@@ -113,7 +121,8 @@ func (w *workload) end(op *history.Op, p *cluster.Proc, err error) {
 }
 
 // storeOp: a ReserveSegment (with a request_id) or a GetTag on a lin tag.
-func (w *workload) storeOp(ctx context.Context, r *rand.Rand, client int, p *cluster.Proc) {
+// It reports whether the call succeeded.
+func (w *workload) storeOp(ctx context.Context, r *rand.Rand, client int, p *cluster.Proc) bool {
 	tag := w.linTags[r.Intn(len(w.linTags))]
 	cli := w.c.StoreClient(p)
 	cctx, cancel := context.WithTimeout(ctx, w.cfg.OpTimeout)
@@ -127,12 +136,12 @@ func (w *workload) storeOp(ctx context.Context, r *rand.Rand, client int, p *clu
 			op.First, op.Last = resp.Msg.GetFirst(), resp.Msg.GetLast()
 		}
 		w.end(op, p, err)
-		return
+		return err == nil
 	}
-	w.get(cctx, client, p, tag)
+	return w.get(cctx, client, p, tag)
 }
 
-func (w *workload) get(ctx context.Context, client int, p *cluster.Proc, tag string) {
+func (w *workload) get(ctx context.Context, client int, p *cluster.Proc, tag string) bool {
 	op := w.begin(client, history.GetTag, p)
 	op.Tag = tag
 	resp, err := w.c.StoreClient(p).GetTag(ctx, connect.NewRequest(&seqsvrv1.GetTagRequest{Tag: tag}))
@@ -140,6 +149,7 @@ func (w *workload) get(ctx context.Context, client int, p *cluster.Proc, tag str
 		op.MaxID = resp.Msg.GetMaxId()
 	}
 	w.end(op, p, err)
+	return err == nil
 }
 
 // probe aims a burst of reads at a member just resumed from a pause: if
@@ -185,39 +195,69 @@ func (w *workload) allocOp(ctx context.Context, r *rand.Rand, client int, p *clu
 	}
 }
 
+// resolveParallel bounds the concurrent re-issues of resolve: enough to
+// learn thousands of outcomes in seconds, few enough not to overload a
+// 2-core box's three members.
+const resolveParallel = 16
+
 // resolve learns the outcome of every reservation that failed or timed
 // out by re-issuing it with the same request_id: the store answers a
 // retried request_id with the segment it reserved the first time, or
 // reserves it now; either way the operation took effect between its call
-// and the re-issue's return.
-func (w *workload) resolve(ctx context.Context, ops []*history.Op) (resolved, unresolved int) {
-	r := rand.New(rand.NewSource(1))
+// and the re-issue's return. Re-issues run resolveParallel at a time.
+// Calls that never left the client (NotSent) are only counted.
+func (w *workload) resolve(ctx context.Context, ops []*history.Op) (resolved, unresolved, notSent int) {
+	todo := make(chan *history.Op)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i := range resolveParallel {
+		r := rand.New(rand.NewSource(int64(i) + 1))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for op := range todo {
+				ok := w.resolveOne(ctx, r, op)
+				mu.Lock()
+				if ok {
+					resolved++
+				} else {
+					unresolved++
+				}
+				mu.Unlock()
+			}
+		}()
+	}
 	for _, op := range ops {
-		if op.Kind != history.Reserve || op.OK {
-			continue
-		}
-		var err error
-		for attempt := 0; ; attempt++ {
-			p := w.pickStore(r)
-			cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			var resp *connect.Response[seqsvrv1.Segment]
-			resp, err = w.c.StoreClient(p).ReserveSegment(cctx, connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: op.Tag, Size: op.Size, RequestId: op.RequestID}))
-			cancel()
-			if err == nil {
-				op.OK, op.Resolved = true, true
-				op.First, op.Last = resp.Msg.GetFirst(), resp.Msg.GetLast()
-				op.Return = w.rec.Now()
-				resolved++
-				break
-			}
-			if attempt >= 20 || ctx.Err() != nil || errors.Is(err, context.Canceled) {
-				op.Unresolved = true
-				op.Err += "; resolve: " + err.Error()
-				unresolved++
-				break
-			}
-			time.Sleep(200 * time.Millisecond)
+		switch {
+		case op.Kind != history.Reserve || op.OK:
+		case op.NotSent:
+			notSent++
+		default:
+			todo <- op
 		}
 	}
-	return resolved, unresolved
+	close(todo)
+	wg.Wait()
+	return resolved, unresolved, notSent
+}
+
+func (w *workload) resolveOne(ctx context.Context, r *rand.Rand, op *history.Op) bool {
+	for attempt := 0; ; attempt++ {
+		p := w.pickStore(r)
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		resp, err := w.c.StoreClient(p).ReserveSegment(cctx, connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: op.Tag, Size: op.Size, RequestId: op.RequestID}))
+		cancel()
+		if err == nil {
+			op.OK, op.Resolved = true, true
+			op.First, op.Last = resp.Msg.GetFirst(), resp.Msg.GetLast()
+			op.Return = w.rec.Now()
+			return true
+		}
+		if attempt >= 20 || ctx.Err() != nil || errors.Is(err, context.Canceled) {
+			op.Unresolved = true
+			op.Err += "; resolve: " + err.Error()
+			return false
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }

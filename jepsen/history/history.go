@@ -58,6 +58,10 @@ type Op struct {
 	Resolved bool `json:"resolved,omitempty"`
 	// Unresolved marks one whose outcome stayed unknown.
 	Unresolved bool `json:"unresolved,omitempty"`
+	// NotSent marks a call that failed to connect (a dial error in this
+	// process): no byte of it left the client, so it cannot have taken
+	// effect and needs no resolving.
+	NotSent bool `json:"not_sent,omitempty"`
 }
 
 // Recorder collects operations from many goroutines.

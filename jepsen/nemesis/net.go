@@ -20,6 +20,7 @@ import (
 // required. Close removes every namespace and link it made; stale ones of
 // dead harness processes are removed by NewNet.
 type Net struct {
+	guard  *guard
 	prefix string
 	subnet string // "10.B.C."
 	names  []string
@@ -59,7 +60,19 @@ func NewNet(names []string) (*Net, error) {
 		blocks: map[[2]string]bool{},
 	}
 	br := n.prefix + "b"
+	// The guard is armed before anything exists, so even a crash half way
+	// through leaves nothing behind.
+	objs := []string{"link:" + br}
+	for _, name := range names {
+		objs = append(objs, "netns:"+n.prefix+name, "link:"+n.prefix+name+"h")
+	}
+	g, err := startGuard(objs)
+	if err != nil {
+		return nil, err
+	}
+	n.guard = g
 	if err := n.run("ip", "link", "add", br, "type", "bridge"); err != nil {
+		n.Close()
 		return nil, err
 	}
 	steps := [][]string{
@@ -165,6 +178,9 @@ func (n *Net) Close() {
 		_ = exec.Command("ip", "link", "del", n.prefix+name+"h").Run()
 	}
 	_ = exec.Command("ip", "link", "del", n.prefix+"b").Run()
+	if n.guard != nil {
+		n.guard.disarm()
+	}
 }
 
 // cleanStale removes namespaces and bridges left by harness processes that

@@ -59,6 +59,8 @@ type Options struct {
 	// Gatherer backs /metrics; nil means prometheus.DefaultGatherer.
 	Gatherer     prometheus.Gatherer
 	MaxBodyBytes int64
+	// Pprof mounts /debug/pprof/ (opt-in, --pprof).
+	Pprof bool
 }
 
 // NewHandler builds the mux with every endpoint and wraps it in CORS.
@@ -100,6 +102,9 @@ func NewHandler(o Options) http.Handler {
 		fmt.Fprintln(w, "ok")
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{}))
+	if o.Pprof {
+		mountPprof(mux)
+	}
 	if h := faults.AdminHandler(); h != nil {
 		mux.Handle("/debug/faults/", limitBody(h, o.MaxBodyBytes))
 	}

@@ -170,8 +170,13 @@ func (x *CreateTagRequest) GetDescription() string {
 }
 
 type GetTagRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Tag           string                 `protobuf:"bytes,1,opt,name=tag,proto3" json:"tag,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Tag   string                 `protobuf:"bytes,1,opt,name=tag,proto3" json:"tag,omitempty"`
+	// Served from this member's own applied state, never forwarded, not
+	// linearizable (a follower may lag, a deposed leader may be stale). For
+	// diagnostics and the fault harness, which compares members after the
+	// cluster has quiesced.
+	Local         bool `protobuf:"varint,2,opt,name=local,proto3" json:"local,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -211,6 +216,13 @@ func (x *GetTagRequest) GetTag() string {
 		return x.Tag
 	}
 	return ""
+}
+
+func (x *GetTagRequest) GetLocal() bool {
+	if x != nil {
+		return x.Local
+	}
+	return false
 }
 
 type ListTagsRequest struct {
@@ -1247,9 +1259,10 @@ const file_seqsvr_v1_store_proto_rawDesc = "" +
 	"\x03tag\x18\x01 \x01(\tR\x03tag\x12\x14\n" +
 	"\x05start\x18\x02 \x01(\x03R\x05start\x12\x12\n" +
 	"\x04step\x18\x03 \x01(\x03R\x04step\x12 \n" +
-	"\vdescription\x18\x04 \x01(\tR\vdescription\"!\n" +
+	"\vdescription\x18\x04 \x01(\tR\vdescription\"7\n" +
 	"\rGetTagRequest\x12\x10\n" +
-	"\x03tag\x18\x01 \x01(\tR\x03tag\"M\n" +
+	"\x03tag\x18\x01 \x01(\tR\x03tag\x12\x14\n" +
+	"\x05local\x18\x02 \x01(\bR\x05local\"M\n" +
 	"\x0fListTagsRequest\x12\x1b\n" +
 	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
