@@ -23,6 +23,7 @@ type Result struct {
 	Target      string  `json:"target"`
 	Concurrency int     `json:"concurrency"`
 	Count       int     `json:"count"`
+	Seconds     float64 `json:"seconds"`
 	Ops         int64   `json:"ops"`
 	IDs         int64   `json:"ids"`
 	Errors      int64   `json:"errors"`

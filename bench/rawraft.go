@@ -13,13 +13,17 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+
+	"github.com/seqsvr/seqsvr/storage"
 )
 
 // RawRaft is the reference the store is measured against: three
-// hashicorp/raft nodes in one process on loopback TCP, raft-boltdb on disk,
-// the same timeouts as storesvr, and an FSM that only counts. Whatever the
-// store costs beyond this is seqsvr's own overhead.
+// hashicorp/raft nodes in one process on loopback TCP, raft-boltdb on disk
+// opened by storage.OpenBolt (the store's bolt options) with the same log
+// cache, raft configured by storage.TuneRaftConfig (the
+// store's own timeouts, batching and snapshot cadence) and the same
+// transport pool, and an FSM that only counts. Whatever the store costs
+// beyond this is seqsvr's own overhead.
 type RawRaft struct {
 	nodes []*raft.Raft
 	close []func()
@@ -36,7 +40,8 @@ type countSnap struct{}
 func (countSnap) Persist(s raft.SnapshotSink) error { return s.Close() }
 func (countSnap) Release()                          {}
 
-// StartRawRaft starts the reference cluster under dir and waits for a leader.
+// StartRawRaft starts the reference cluster under dir and waits for a
+// leader. tune, when not nil, runs after storage.TuneRaftConfig.
 func StartRawRaft(dir string, tune func(*raft.Config)) (*RawRaft, error) {
 	rr := &RawRaft{}
 	var servers []raft.Server
@@ -48,7 +53,7 @@ func StartRawRaft(dir string, tune func(*raft.Config)) (*RawRaft, error) {
 		}
 		addr := ln.Addr().String()
 		ln.Close()
-		tr, err := raft.NewTCPTransport(addr, nil, 8, 5*time.Second, io.Discard)
+		tr, err := raft.NewTCPTransport(addr, nil, storage.RaftTransportPool, storage.RaftTransportTimeout, io.Discard)
 		if err != nil {
 			rr.Close()
 			return nil, err
@@ -61,7 +66,12 @@ func StartRawRaft(dir string, tune func(*raft.Config)) (*RawRaft, error) {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, err
 		}
-		store, err := raftboltdb.NewBoltStore(filepath.Join(d, "raft.db"))
+		store, err := storage.OpenBolt(filepath.Join(d, "raft.db"))
+		if err != nil {
+			rr.Close()
+			return nil, err
+		}
+		logs, err := raft.NewLogCache(1024, store)
 		if err != nil {
 			rr.Close()
 			return nil, err
@@ -72,12 +82,13 @@ func StartRawRaft(dir string, tune func(*raft.Config)) (*RawRaft, error) {
 			return nil, err
 		}
 		cfg := raft.DefaultConfig()
+		storage.TuneRaftConfig(cfg)
 		cfg.LocalID = servers[i].ID
 		cfg.Logger = hclog.NewNullLogger()
 		if tune != nil {
 			tune(cfg)
 		}
-		r, err := raft.NewRaft(cfg, &countFSM{}, store, store, snaps, tr)
+		r, err := raft.NewRaft(cfg, &countFSM{}, logs, store, snaps, tr)
 		if err != nil {
 			rr.Close()
 			return nil, err

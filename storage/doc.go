@@ -28,7 +28,9 @@
 //     Raft's ErrLeadershipLost means the write may have committed: it answers
 //     unavailable, and the retry with the same request_id is safe.
 //   - GetTag and ListTags are linearizable: served by the leader after a
-//     barrier in its term and a VerifyLeader round.
+//     barrier in its term and a VerifyLeader round. The exception is
+//     GetTag with local=true: this member's own applied state, never
+//     forwarded, not linearizable (for diagnostics and the fault harness).
 //   - A call that reaches a follower is forwarded once to the leader (HTTP
 //     address from the FSM's member list, recorded by each new leader from
 //     its bootstrap list and by AddMember), marked with ForwardedHeader so it

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"google.golang.org/protobuf/proto"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
@@ -57,7 +56,7 @@ func Open(cfg Config) (*Store, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return nil, fmt.Errorf("storage: create data dir: %w", err)
 	}
-	bolt, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(cfg.DataDir, "raft.db")})
+	bolt, err := OpenBolt(filepath.Join(cfg.DataDir, "raft.db"))
 	if err != nil {
 		return nil, fmt.Errorf("storage: open raft.db: %w", err)
 	}
@@ -77,7 +76,7 @@ func Open(cfg Config) (*Store, error) {
 		bolt.Close()
 		return nil, fmt.Errorf("storage: raft address %q: %w", cfg.RaftAddr, err)
 	}
-	trans, err := raft.NewTCPTransportWithLogger(cfg.RaftAddr, adv, 5, 10*time.Second, hl)
+	trans, err := raft.NewTCPTransportWithLogger(cfg.RaftAddr, adv, RaftTransportPool, RaftTransportTimeout, hl)
 	if err != nil {
 		bolt.Close()
 		return nil, fmt.Errorf("storage: raft transport on %s: %w", cfg.RaftAddr, err)
@@ -100,6 +99,7 @@ func openWith(cfg Config, trans raft.Transport, logs raft.LogStore, stable raft.
 		return nil, err
 	}
 	rc := raft.DefaultConfig()
+	TuneRaftConfig(rc)
 	rc.LocalID = raft.ServerID(cfg.NodeID)
 	rc.Logger = newHclog(cfg.Logger, "raft")
 	rc.HeartbeatTimeout = cfg.HeartbeatTimeout
@@ -108,7 +108,6 @@ func openWith(cfg Config, trans raft.Transport, logs raft.LogStore, stable raft.
 	rc.CommitTimeout = cfg.CommitTimeout
 	rc.SnapshotThreshold = cfg.SnapshotThreshold
 	rc.SnapshotInterval = cfg.SnapshotInterval
-	rc.MaxAppendEntries = 256
 	if err := raft.ValidateConfig(rc); err != nil {
 		return nil, fmt.Errorf("storage: raft config: %w", err)
 	}

@@ -61,6 +61,12 @@ func (c *rawClient) do() (int, []byte, error) {
 		}
 		c.conn, c.r = conn, bufio.NewReaderSize(conn, 16<<10)
 	}
+	// A hung server must not hang the worker past the run.
+	if err := c.conn.SetDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		c.conn.Close()
+		c.conn = nil
+		return 0, nil, err
+	}
 	status, body, err := c.roundTrip()
 	if err != nil {
 		c.conn.Close()

@@ -78,6 +78,7 @@ func serveAlloc(cfg *config, logger *slog.Logger) error {
 	}
 
 	path, h := seqsvrv1connect.NewAllocServiceHandler(svc, serve.ConnectOptions(cfg.MaxBodyBytes)...)
+	h = svc.NextIDsFastPath(h, cfg.MaxBodyBytes, logger)
 	handler := serve.NewHandler(serve.Options{
 		Logger:       logger,
 		Services:     []serve.Service{{Name: seqsvrv1connect.AllocServiceName, Path: path, Handler: h}},

@@ -4,8 +4,11 @@ package main
 
 import (
 	"os"
+
+	"github.com/seqsvr/seqsvr/cmd/internal/serve"
 )
 
 func main() {
+	serve.TuneRuntime()
 	os.Exit(run(os.Args[1:], os.Getenv, os.Stderr))
 }

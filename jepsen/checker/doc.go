@@ -6,13 +6,31 @@ package checker
 
 import "fmt"
 
+// Checker names, as they appear in Result.Name and the summary table.
+const (
+	Linearizability       = "store linearizable (porcupine)"
+	SegmentsDisjointName  = "reserved segments disjoint"
+	FinalMaxID            = "final max_id agreed and durable"
+	SegmentUnique         = "segment IDs unique"
+	SegmentMonotonic      = "segment IDs increasing per allocsvr lifetime"
+	SegmentWithinReserved = "segment IDs within reserved range"
+	SnowflakeUnique       = "snowflake IDs unique"
+	SnowflakeMonotonic    = "snowflake IDs increasing per allocsvr lifetime"
+	SnowflakeTimeline     = "snowflake per-worker timestamps increasing"
+	SnowflakeExclusive    = "snowflake worker IDs held by one live process"
+)
+
 // Result is one checker's verdict.
 type Result struct {
-	Name     string `json:"name"`
-	OK       bool   `json:"ok"`
-	Checked  int    `json:"checked"` // operations or IDs examined
-	Detail   string `json:"detail"`
-	Artifact string `json:"artifact,omitempty"` // e.g. the porcupine HTML file
+	Name string `json:"name"`
+	OK   bool   `json:"ok"`
+	// Undecided marks a failure because the check could not decide (an
+	// unresolved operation, porcupine's time limit), as opposed to a
+	// violation it found.
+	Undecided bool   `json:"undecided,omitempty"`
+	Checked   int    `json:"checked"` // operations or IDs examined
+	Detail    string `json:"detail"`
+	Artifact  string `json:"artifact,omitempty"` // e.g. the porcupine HTML file
 }
 
 func pass(name string, n int, format string, args ...any) Result {

@@ -73,7 +73,7 @@ func StoreModel() porcupine.Model {
 // outcome stayed unknown fails the check, since it might have taken effect
 // anywhere. On a violation the HTML visualization is written to outDir.
 func Linearizable(ops []*history.Op, outDir string, timeout time.Duration) Result {
-	const name = "store linearizable (porcupine)"
+	const name = Linearizability
 	var h []porcupine.Operation
 	unresolved := 0
 	maxClient := 0
@@ -107,7 +107,9 @@ func Linearizable(ops []*history.Op, outDir string, timeout time.Duration) Resul
 		})
 	}
 	if unresolved > 0 {
-		return fail(name, len(h), "%d reservation(s) with unknown outcome could not be resolved; verdict Unknown", unresolved)
+		r := fail(name, len(h), "%d reservation(s) with unknown outcome could not be resolved; verdict Unknown", unresolved)
+		r.Undecided = true
+		return r
 	}
 	if len(h) == 0 {
 		return fail(name, 0, "no store operations succeeded")
@@ -118,7 +120,9 @@ func Linearizable(ops []*history.Op, outDir string, timeout time.Duration) Resul
 	case porcupine.Ok:
 		return pass(name, len(h), "%d operations linearizable", len(h))
 	case porcupine.Unknown:
-		return fail(name, len(h), "porcupine timed out after %s: verdict Unknown", timeout)
+		r := fail(name, len(h), "porcupine timed out after %s: verdict Unknown", timeout)
+		r.Undecided = true
+		return r
 	}
 	r := fail(name, len(h), "history of %d operations is NOT linearizable", len(h))
 	if outDir != "" {

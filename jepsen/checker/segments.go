@@ -15,9 +15,9 @@ type owner struct {
 // UniqueIDs checks that no ID of the given kind (NextIDs or Snowflake)
 // was returned twice, by any process, per tag for segment IDs.
 func UniqueIDs(ops []*history.Op, kind string) Result {
-	name := "segment IDs unique"
+	name := SegmentUnique
 	if kind == history.Snowflake {
-		name = "snowflake IDs unique"
+		name = SnowflakeUnique
 	}
 	seen := map[string]map[int64]owner{}
 	var p problems
@@ -50,9 +50,13 @@ func UniqueIDs(ops []*history.Op, kind string) Result {
 	return pass(name, n, "%d IDs, no duplicate", n)
 }
 
+// lifeKey names one process lifetime (and a tag). The pid is part of it:
+// a process name and start count do not identify a lifetime when the
+// harness makes a fresh process under a reused name (the takeover twin).
 type lifeKey struct {
 	target string
 	life   int
+	pid    int
 	tag    string
 }
 
@@ -61,9 +65,9 @@ type lifeKey struct {
 // responses in real-time order (a response that returned before another
 // was called holds only smaller IDs). Snowflake ops use the tag "".
 func MonotonicPerLifetime(ops []*history.Op, kind string) Result {
-	name := "segment IDs increasing per allocsvr lifetime"
+	name := SegmentMonotonic
 	if kind == history.Snowflake {
-		name = "snowflake IDs increasing per allocsvr lifetime"
+		name = SnowflakeMonotonic
 	}
 	groups := map[lifeKey][]*history.Op{}
 	n := 0
@@ -78,7 +82,7 @@ func MonotonicPerLifetime(ops []*history.Op, kind string) Result {
 				break
 			}
 		}
-		k := lifeKey{op.Target, op.Life, op.Tag}
+		k := lifeKey{op.Target, op.Life, op.Pid, op.Tag}
 		if kind == history.Snowflake {
 			k.tag = ""
 		}
@@ -122,7 +126,7 @@ func realTimeIncreasing(g []*history.Op, bad func(prev, cur *history.Op)) {
 // WithinReserved checks that every segment ID lies in (start, final
 // max_id] of its tag: an ID above max_id was never durably reserved.
 func WithinReserved(ops []*history.Op, finalMax map[string]int64) Result {
-	const name = "segment IDs within reserved range"
+	const name = SegmentWithinReserved
 	var p problems
 	n := 0
 	for _, op := range ops {
@@ -149,7 +153,7 @@ func WithinReserved(ops []*history.Op, finalMax map[string]int64) Result {
 
 // SegmentsDisjoint checks that no two acknowledged reservations overlap.
 func SegmentsDisjoint(ops []*history.Op) Result {
-	const name = "reserved segments disjoint"
+	const name = SegmentsDisjointName
 	by := map[string][]*history.Op{}
 	n := 0
 	for _, op := range ops {
@@ -178,7 +182,7 @@ func SegmentsDisjoint(ops []*history.Op) Result {
 // after the run, and that it is at least the end of every acknowledged
 // reservation. final maps member -> tag -> max_id (absent: no answer).
 func FinalState(ops []*history.Op, final map[string]map[string]int64, tags []string) Result {
-	const name = "final max_id agreed and durable"
+	const name = FinalMaxID
 	var p problems
 	want := map[string]int64{}
 	for _, op := range ops {

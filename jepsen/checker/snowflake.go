@@ -2,6 +2,7 @@ package checker
 
 import (
 	"sort"
+	"time"
 
 	"github.com/seqsvr/seqsvr/jepsen/history"
 )
@@ -47,7 +48,7 @@ func byWorker(ops []*history.Op, l Layout, bad func(*history.Op)) map[int64][]*h
 // only larger IDs: so a snowflake timestamp never goes backwards for a
 // worker, whoever holds it.
 func WorkerTimeline(ops []*history.Op, l Layout) Result {
-	const name = "snowflake per-worker timestamps increasing"
+	const name = SnowflakeTimeline
 	var p problems
 	groups := byWorker(ops, l, func(op *history.Op) { p.add("op %d on %s mixes worker IDs", op.ID, op.Target) })
 	n := 0
@@ -64,48 +65,44 @@ func WorkerTimeline(ops []*history.Op, l Layout) Result {
 	return pass(name, n, "%d responses over %d worker IDs", n, len(groups))
 }
 
-type span struct {
-	key             lifeKey
-	minRet, maxCall int64
-}
-
 // WorkerExclusive checks that no two process lifetimes served the same
-// worker ID at the same time. Process B provably served during
-// [B.firstReturn, B.lastCall]; an op of A lying entirely inside that window
-// proves an overlap.
-func WorkerExclusive(ops []*history.Op, l Layout) Result {
-	const name = "snowflake worker IDs held by one live process"
+// worker ID at the same time. A lifetime may legitimately serve a worker
+// ID, lose it (self-fenced), and serve it again after another holder came
+// and went; but a hand-over to another holder and back takes at least a
+// lease TTL (the other holder's lease must expire). So two successful
+// responses of one lifetime less than maxGap (below the lease TTL) apart
+// prove it held the worker ID throughout [first return, second call]: a
+// response of another lifetime lying entirely inside such a window is an
+// overlap.
+func WorkerExclusive(ops []*history.Op, l Layout, maxGap time.Duration) Result {
+	const name = SnowflakeExclusive
 	var p problems
 	groups := byWorker(ops, l, func(*history.Op) {})
 	n := 0
 	for w, g := range groups {
-		spans := map[lifeKey]*span{}
+		byLife := map[lifeKey][]*history.Op{}
 		for _, op := range g {
 			n++
-			k := lifeKey{target: op.Target, life: op.Life}
-			s := spans[k]
-			if s == nil {
-				s = &span{key: k, minRet: op.Return, maxCall: op.Call}
-				spans[k] = s
-			}
-			s.minRet = min(s.minRet, op.Return)
-			s.maxCall = max(s.maxCall, op.Call)
+			k := lifeKey{target: op.Target, life: op.Life, pid: op.Pid}
+			byLife[k] = append(byLife[k], op)
 		}
-		if len(spans) < 2 {
+		if len(byLife) < 2 {
 			continue
 		}
-		list := make([]*span, 0, len(spans))
-		for _, s := range spans {
-			list = append(list, s)
+		var wins []window
+		for k, lops := range byLife {
+			wins = append(wins, holdWindows(k, lops, int64(maxGap))...)
 		}
-		sort.Slice(list, func(i, j int) bool { return list[i].minRet < list[j].minRet })
+		sort.Slice(wins, func(i, j int) bool { return wins[i].from < wins[j].from })
 		for _, op := range g {
-			for _, s := range list {
-				if s.key.target == op.Target && s.key.life == op.Life {
-					continue
+			k := lifeKey{target: op.Target, life: op.Life, pid: op.Pid}
+			for _, win := range wins {
+				if win.from > op.Call {
+					break
 				}
-				if op.Call >= s.minRet && op.Return <= s.maxCall {
-					p.add("worker %d: %s life %d served op %d while %s life %d was serving it", w, op.Target, op.Life, op.ID, s.key.target, s.key.life)
+				if win.key != k && op.Return <= win.to {
+					p.add("worker %d: %s life %d (pid %d) served op %d while %s life %d (pid %d) held it from %.3fs to %.3fs",
+						w, op.Target, op.Life, op.Pid, op.ID, win.key.target, win.key.life, win.key.pid, float64(win.from)/1e9, float64(win.to)/1e9)
 					break
 				}
 			}
@@ -115,4 +112,39 @@ func WorkerExclusive(ops []*history.Op, l Layout) Result {
 		return fail(name, n, "%s", p.String())
 	}
 	return pass(name, n, "%d responses, no worker ID served by two live processes", n)
+}
+
+// window is a span of the run clock during which one lifetime provably
+// held a worker ID.
+type window struct {
+	key      lifeKey
+	from, to int64
+}
+
+// holdWindows returns the windows [a.Return, b.Call] for responses a, b
+// of one lifetime where a returned before b was called and b.Return -
+// a.Call is below maxGap: a served at some instant in [a.Call, a.Return],
+// b at some instant in [b.Call, b.Return], less than maxGap apart, so the
+// lifetime held the worker ID between them. a is the response with the
+// latest return among those called before b. Windows chained through
+// one response (its serving instant ends one and starts the next) merge.
+func holdWindows(k lifeKey, ops []*history.Op, maxGap int64) []window {
+	sorted := append([]*history.Op{}, ops...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Call < sorted[j].Call })
+	var out []window
+	var a, lastB *history.Op
+	for _, b := range sorted {
+		if a != nil && b.Call > a.Return && b.Return-a.Call < maxGap {
+			if a == lastB {
+				out[len(out)-1].to = b.Call
+			} else {
+				out = append(out, window{key: k, from: a.Return, to: b.Call})
+			}
+			lastB = b
+		}
+		if a == nil || b.Return > a.Return {
+			a = b
+		}
+	}
+	return out
 }

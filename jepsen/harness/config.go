@@ -5,8 +5,16 @@
 // cluster, resolves operations whose outcome was unknown, reads the final
 // state, runs every checker and writes a results folder.
 //
+// Unknown outcomes: a reservation that failed or timed out is re-issued
+// with its request_id after the run (many at a time); one that failed to
+// connect (a dial error in this process) was never sent and is not. The
+// final state is each member's own applied state (GetTag local=true),
+// read after the allocsvrs are stopped, at a point where every member
+// reports the same applied index before and after the reads.
+//
 // A run passes only if every checker passes; a checker that cannot decide
-// fails.
+// fails, and so does a run in which some kind of operation never
+// succeeded.
 package harness
 
 import "time"

@@ -1,9 +1,13 @@
 package harness
 
 import (
+	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/seqsvr/seqsvr/internal/faults"
+	"github.com/seqsvr/seqsvr/jepsen/checker"
 )
 
 var (
@@ -38,7 +42,7 @@ func Full(d time.Duration, withPartitions bool) []Config {
 		{Name: "kills", Faults: cat(storeKills, []string{"kill-alloc"}), GapLo: 50 * time.Millisecond, GapHi: 300 * time.Millisecond},
 		{Name: "pauses", Faults: cat(storePauses, []string{"pause-alloc"}), GapLo: 50 * time.Millisecond, GapHi: 300 * time.Millisecond},
 		{Name: "clock", Faults: []string{"clock-jump-alloc", "clock-back-restart", "kill-follower"}, GapLo: 20 * time.Millisecond, GapHi: 150 * time.Millisecond},
-		{Name: "membership", Faults: []string{"member-replace", "kill-follower", "pause-follower", "twin-takeover"}},
+		{Name: "membership", Faults: []string{"member-replace", "kill-follower", "pause-follower", "twin-takeover"}, Partitions: withPartitions},
 	}
 	if withPartitions {
 		out = append(out, Config{Name: "partitions", Faults: cat(partitions, []string{"isolate-alloc"}), Partitions: true, GapLo: 50 * time.Millisecond, GapHi: 300 * time.Millisecond})
@@ -90,4 +94,38 @@ func PlantedBug(bug string, d time.Duration) Config {
 // Bugs lists the planted bugs the harness must catch.
 func Bugs() []string {
 	return []string{faults.BugReserveBeforeCommit, faults.BugStaleReads, faults.BugSnapshotDropsMaxID, faults.BugNoSelfFence}
+}
+
+// Catchers are the checkers that must report a found violation (not an
+// undecided verdict) when bug is planted: the direct symptom of the bug.
+func Catchers(bug string) []string {
+	switch bug {
+	case faults.BugReserveBeforeCommit:
+		return []string{checker.Linearizability, checker.SegmentsDisjointName}
+	case faults.BugStaleReads:
+		return []string{checker.Linearizability}
+	case faults.BugSnapshotDropsMaxID:
+		return []string{checker.Linearizability, checker.SegmentsDisjointName, checker.SegmentWithinReserved, checker.SegmentUnique}
+	case faults.BugNoSelfFence:
+		return []string{checker.SnowflakeUnique, checker.SnowflakeExclusive, checker.SnowflakeTimeline}
+	}
+	return nil
+}
+
+// Caught reports whether a planted-bug run was caught for the right
+// reason: one of the bug's Catchers found a violation. It explains why
+// not otherwise.
+func Caught(rep *Report, bug string) (bool, string) {
+	want := Catchers(bug)
+	var failed []string
+	for _, r := range rep.Results {
+		if r.OK {
+			continue
+		}
+		if slices.Contains(want, r.Name) && !r.Undecided {
+			return true, r.Name
+		}
+		failed = append(failed, r.Name)
+	}
+	return false, fmt.Sprintf("none of %q found a violation (failed: %q)", strings.Join(want, "; "), failed)
 }

@@ -158,10 +158,9 @@ func (w *workload) probe(p *cluster.Proc, client int) {
 	ctx, cancel := context.WithTimeout(context.Background(), w.cfg.OpTimeout)
 	defer cancel()
 	var wg sync.WaitGroup
-	for _, tag := range w.linTags {
+	for i, tag := range w.linTags {
 		wg.Add(1)
-		go func() { defer wg.Done(); w.get(ctx, client, p, tag) }()
-		client++
+		go func() { defer wg.Done(); w.get(ctx, client+i, p, tag) }()
 	}
 	wg.Wait()
 }

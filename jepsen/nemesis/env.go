@@ -32,7 +32,9 @@ type Env struct {
 	// (the twin of the takeover fault).
 	AddAlloc, RemoveAlloc func(p *cluster.Proc)
 
-	mu sync.Mutex // one structural change (member replace, twin) at a time
+	// One membership change at a time, and one twin at a time (a twin
+	// has a fixed port in namespaces); the two may overlap.
+	memberMu, twinMu sync.Mutex
 }
 
 // Fault is one kind of injection. Run injects it, holds it, heals it and

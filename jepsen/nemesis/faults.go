@@ -96,7 +96,7 @@ func pauseLeader(ctx context.Context, e *Env, r *rand.Rand) error {
 		e.Log.Skip("pause-leader", "%v", err)
 		return nil
 	}
-	return pauseHold(ctx, e, r, "pause-leader", l, 2, 8)
+	return pauseHold(ctx, e, r, "pause-leader", l, 2, 6)
 }
 
 func pauseFollower(ctx context.Context, e *Env, r *rand.Rand) error {
@@ -105,7 +105,7 @@ func pauseFollower(ctx context.Context, e *Env, r *rand.Rand) error {
 		e.Log.Skip("pause-follower", "%v", err)
 		return nil
 	}
-	return pauseHold(ctx, e, r, "pause-follower", f, 2, 8)
+	return pauseHold(ctx, e, r, "pause-follower", f, 2, 6)
 }
 
 // pauseHold SIGSTOPs p for lo..hi election timeouts.
@@ -132,8 +132,8 @@ func pauseHold(ctx context.Context, e *Env, r *rand.Rand, name string, p *cluste
 // its data and adds it back with --join: it must catch up from a snapshot
 // or the log without disturbing anything.
 func memberReplace(ctx context.Context, e *Env, r *rand.Rand) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	e.memberMu.Lock()
+	defer e.memberMu.Unlock()
 	f, l, err := e.follower(ctx, r)
 	if err != nil {
 		e.Log.Skip("member-replace", "%v", err)
@@ -183,7 +183,7 @@ func pauseAlloc(ctx context.Context, e *Env, r *rand.Rand) error {
 	if a == nil {
 		return nil
 	}
-	return pauseHold(ctx, e, r, "pause-alloc", a, 2, 15)
+	return pauseHold(ctx, e, r, "pause-alloc", a, 1, 8)
 }
 
 // clockJump steps an allocsvr's clock back a little (within the 5 ms

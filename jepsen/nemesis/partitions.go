@@ -17,7 +17,8 @@ func names(ps []*cluster.Proc) []string {
 	return out
 }
 
-// partition injects cut (which calls e.Net), holds 1-4 s, heals.
+// partition injects cut (which calls e.Net), holds 1-3 s (2-6 election
+// timeouts), heals.
 func partition(ctx context.Context, e *Env, r *rand.Rand, name string, cut func() (string, error)) error {
 	if e.Net == nil {
 		e.Log.Skip(name, "network partitions unavailable (needs root and ip netns)")
@@ -29,7 +30,7 @@ func partition(ctx context.Context, e *Env, r *rand.Rand, name string, cut func(
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	e.Log.Inject(name, "net", "%s", what)
-	d := hold(ctx, r, time.Second, 4*time.Second)
+	d := hold(ctx, r, time.Second, 3*time.Second)
 	if err := e.Net.Heal(); err != nil {
 		return err
 	}

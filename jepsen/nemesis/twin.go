@@ -16,8 +16,8 @@ import (
 // Then the first is reconnected while the twin serves: the first must have
 // fenced itself, so no two live processes serve one worker ID.
 func twinTakeover(ctx context.Context, e *Env, r *rand.Rand) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	e.twinMu.Lock()
+	defer e.twinMu.Unlock()
 	a := randomAlloc(e, r)
 	if a == nil {
 		return nil
