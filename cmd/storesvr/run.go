@@ -84,6 +84,7 @@ func serveStore(cfg *config, logger *slog.Logger) error {
 		return fmt.Errorf("open store: %w", err)
 	}
 	path, h := seqsvrv1connect.NewStoreServiceHandler(st.Service(), serve.ConnectOptions(cfg.MaxBodyBytes)...)
+	h = st.ReserveFastPath(h, cfg.MaxBodyBytes, logger)
 	srvHandler.set(serve.NewHandler(serve.Options{
 		Logger:       logger,
 		Services:     []serve.Service{{Name: seqsvrv1connect.StoreServiceName, Path: path, Handler: h}},

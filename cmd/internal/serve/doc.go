@@ -12,6 +12,7 @@
 //     resource_exhausted, plain endpoints 413. Nothing reads an unbounded body.
 //   - /healthz answers 200 while the process is up; /readyz and the
 //     grpc.health.v1 service answer from the Ready function.
+//   - Go's profiler (/debug/pprof/) is served only when asked (--pprof).
 //   - Shutdown stops accepting, lets in-flight requests finish within the
 //     given context, then returns; the caller closes its store/allocator after.
 package serve
