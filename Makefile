@@ -50,6 +50,7 @@ run: build ## a local 3-member store cluster and an allocsvr, in the foreground 
 test: ## the whole suite: unit, in-process cluster, real-process integration, jepsen smoke
 	$(GO) vet -tags $(TAGS) ./...
 	$(GO) test -tags $(TAGS) -race -count=1 -timeout 20m ./...
+	$(GO) test -tags faults -count=1 ./internal/faults/
 
 .PHONY: bench
 bench: ## benchmarks with their same-run references (see README)

@@ -1,103 +1,41 @@
 package alloc
 
 import (
-	"errors"
-	"fmt"
-	"io"
+	"context"
 	"log/slog"
 	"math/bits"
 	"net/http"
 	"slices"
-	"strconv"
-	"sync"
 
-	"connectrpc.com/connect"
 	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
+	"github.com/seqsvr/seqsvr/internal/connectfast"
 )
 
 // NextIDsFastPath serves the commonest call, a Connect-protocol unary
-// NextIDs with the binary proto codec, without connect-go's generic
-// machinery, and hands every other request to next (the connect-go handler
-// of the same Service). Under load connect-go's per-call work (codec and
-// compression negotiation, header building, interceptor chain) was about a
-// fifth of the allocsvr's CPU (pprof), as much as the rest of the HTTP
-// stack.
+// NextIDs with the binary proto codec, through package connectfast, and
+// hands every other request to next (the connect-go handler of the same
+// Service). Under load connect-go's per-call work was about a fifth of the
+// allocsvr's CPU (pprof), as much as the rest of the HTTP stack.
 //
-// Only a request connect-go would answer exactly the same way takes the
-// fast path: POST, Content-Type application/proto, no Content-Encoding, no
-// Connect-Timeout-Ms (connect-go turns it into a deadline), protocol
-// version absent or 1, and a known Content-Length within maxBodyBytes.
 // Answers are the same bytes a connect-go server sends (the packed ids, or
 // the Connect JSON error with the contract's code), so clients cannot tell
 // the two apart; the tests check that with connect-go clients.
 func (s *Service) NextIDsFastPath(next http.Handler, maxBodyBytes int64, logger *slog.Logger) http.Handler {
-	if logger == nil {
-		logger = slog.Default()
-	}
-	errw := connect.NewErrorWriter()
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != seqsvrv1connect.AllocServiceNextIDsProcedure || !fastEligible(r, maxBodyBytes) {
-			next.ServeHTTP(w, r)
-			return
-		}
-		defer func() {
-			if p := recover(); p != nil {
-				logger.ErrorContext(r.Context(), "panic in handler", "procedure", r.URL.Path, "panic", fmt.Sprint(p))
-				_ = errw.Write(w, r, connect.NewError(connect.CodeInternal, errors.New("internal error")))
+	return connectfast.Handler(seqsvrv1connect.AllocServiceNextIDsProcedure, next, maxBodyBytes, logger,
+		func(ctx context.Context, body []byte) ([]byte, error) {
+			var req seqsvrv1.NextIDsRequest
+			if err := connectfast.Decode(body, &req); err != nil {
+				return nil, err
 			}
-		}()
-		bp := fastBufs.Get().(*[]byte)
-		defer fastBufs.Put(bp)
-		buf := (*bp)[:0]
-		n := int(r.ContentLength)
-		if cap(buf) < n {
-			buf = make([]byte, n)
-		}
-		buf = buf[:n]
-		if _, err := io.ReadFull(r.Body, buf); err != nil {
-			_ = errw.Write(w, r, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("read message: %w", err)))
-			return
-		}
-		var req seqsvrv1.NextIDsRequest
-		if err := proto.Unmarshal(buf, &req); err != nil {
-			_ = errw.Write(w, r, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("unmarshal message: %w", err)))
-			return
-		}
-		ids, err := s.segmentIDs(r.Context(), req.GetTag(), req.GetCount())
-		if err != nil {
-			_ = errw.Write(w, r, ConnectError(err))
-			return
-		}
-		buf = appendIDs(buf[:0], ids)
-		*bp = buf
-		h := w.Header()
-		h["Content-Type"] = protoContentType
-		h["Content-Length"] = []string{strconv.Itoa(len(buf))}
-		_, _ = w.Write(buf)
-	})
-}
-
-var (
-	protoContentType = []string{"application/proto"}
-	fastBufs         = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
-)
-
-func fastEligible(r *http.Request, maxBodyBytes int64) bool {
-	h := r.Header
-	if r.Method != http.MethodPost || r.ContentLength < 0 || r.ContentLength > maxBodyBytes {
-		return false
-	}
-	if ct := h["Content-Type"]; len(ct) != 1 || ct[0] != "application/proto" {
-		return false
-	}
-	if v := h["Connect-Protocol-Version"]; len(v) > 1 || len(v) == 1 && v[0] != "1" {
-		return false
-	}
-	return len(h["Content-Encoding"]) == 0 && len(h["Connect-Timeout-Ms"]) == 0
+			ids, err := s.segmentIDs(ctx, req.GetTag(), req.GetCount())
+			if err != nil {
+				return nil, ConnectError(err)
+			}
+			return appendIDs(body[:0], ids), nil
+		})
 }
 
 // appendIDs is NextIDsResponse{Ids: ids} in the proto wire format: field 1,

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"net/http"
-	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 
@@ -13,27 +12,15 @@ import (
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
+	"github.com/seqsvr/seqsvr/internal/connectfast/connectfasttest"
 )
 
 // fastServer serves svc with the fast path in front of connect-go and
 // counts the requests that fell through to connect-go.
 func fastServer(t *testing.T, seg SegmentSource) (string, *atomic.Int64) {
-	t.Helper()
 	svc := NewService("n1", seg)
 	_, h := seqsvrv1connect.NewAllocServiceHandler(svc)
-	var slow atomic.Int64
-	counted := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		slow.Add(1)
-		h.ServeHTTP(w, r)
-	})
-	srv := httptest.NewUnstartedServer(svc.NextIDsFastPath(counted, 1<<20, nil))
-	var p http.Protocols
-	p.SetHTTP1(true)
-	p.SetUnencryptedHTTP2(true)
-	srv.Config.Protocols = &p
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return srv.URL, &slow
+	return connectfasttest.Serve(t, h, func(next http.Handler) http.Handler { return svc.NextIDsFastPath(next, 1<<20, nil) })
 }
 
 func TestNextIDsFastPathAnswersLikeConnect(t *testing.T) {

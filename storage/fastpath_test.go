@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"net/http"
-	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 
@@ -13,22 +12,16 @@ import (
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
+	"github.com/seqsvr/seqsvr/internal/connectfast/connectfasttest"
 )
 
 // fastServer serves n's store with the fast path in front of connect-go
 // and counts the requests that reached connect-go.
 func fastServer(t *testing.T, n *testNode) (seqsvrv1connect.StoreServiceClient, string, *atomic.Int64) {
-	t.Helper()
 	_, h := seqsvrv1connect.NewStoreServiceHandler(n.store.Service())
-	var slow atomic.Int64
-	counted := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		slow.Add(1)
-		h.ServeHTTP(w, r)
-	})
-	srv := httptest.NewServer(n.store.ReserveFastPath(counted, 1<<20, testLogger()))
-	t.Cleanup(srv.Close)
+	url, slow := connectfasttest.Serve(t, h, func(next http.Handler) http.Handler { return n.store.ReserveFastPath(next, 1<<20, testLogger()) })
 	// HTTP/1.1, binary proto, no deadline: what takes the fast path.
-	return seqsvrv1connect.NewStoreServiceClient(http.DefaultClient, srv.URL), srv.URL, &slow
+	return seqsvrv1connect.NewStoreServiceClient(http.DefaultClient, url), url, slow
 }
 
 func TestReserveFastPathOnLeader(t *testing.T) {

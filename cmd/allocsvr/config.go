@@ -32,11 +32,8 @@ type config struct {
 	SnowflakeMaxBackward    time.Duration
 
 	StoreRequestTimeout time.Duration
-	MaxBodyBytes        int64
-	ShutdownGrace       time.Duration
 
-	Log   serve.LogConfig
-	Debug serve.DebugConfig
+	serve.Common
 }
 
 const summary = `allocsvr hands out unique IDs over Connect, gRPC, gRPC-web and Meituan Leaf's HTTP API.
@@ -62,10 +59,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	fs.DurationVar(&c.SnowflakeFenceMargin, "snowflake-fence-margin", 0, "stop serving snowflake IDs this long before an unrenewed lease expires (0: alloc default)")
 	fs.DurationVar(&c.SnowflakeMaxBackward, "snowflake-max-backward-wait", 0, "clock steps back up to this are waited out; larger ones answer unavailable (0: 5ms)")
 	fs.DurationVar(&c.StoreRequestTimeout, "store-request-timeout", 0, "bound of one attempt against one store member (0: 2s)")
-	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", serve.DefaultMaxBodyBytes, "largest request body accepted")
-	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", 5*time.Second, "how long in-flight requests may finish on SIGINT/SIGTERM")
-	c.Log.Register(fs)
-	c.Debug.Register(fs)
+	c.Common.Register(fs)
 	if err := serve.Parse(fs, args, getenv); err != nil {
 		return nil, err
 	}
@@ -84,9 +78,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 		}
 		c.NodeID = id
 	}
-	if c.MaxBodyBytes <= 0 {
-		errs = append(errs, fmt.Errorf("--max-body-bytes must be positive, got %d", c.MaxBodyBytes))
-	}
+	errs = append(errs, c.Common.Check()...)
 	if c.PrefetchRatio < 0 || c.PrefetchRatio >= 1 {
 		errs = append(errs, fmt.Errorf("--prefetch-ratio must be in [0,1), got %v", c.PrefetchRatio))
 	}

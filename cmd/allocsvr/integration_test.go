@@ -16,6 +16,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/seqsvr/seqsvr/cmd/internal/proctest"
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 	"github.com/seqsvr/seqsvr/jepsen/cluster"
@@ -114,7 +115,7 @@ func (u *uniq) add(t *testing.T, who string, ids []int64) {
 // SIGKILLed and restarted: every ID unique, each client's IDs strictly
 // increasing, and no error at all since the buffers outlast the failover.
 func TestStoreLeaderKillTwoAllocsvrs(t *testing.T) {
-	c := startCluster(t, 3, 2, nil, nil)
+	c := proctest.StartCluster(t, 3, 2, nil, nil)
 	createTag(t, c, "ord", 5000)
 	ctx := ctxT(t, 60*time.Second)
 
@@ -198,7 +199,7 @@ func TestStoreLeaderKillTwoAllocsvrs(t *testing.T) {
 // TTL (failed_precondition); after the store restarts both recover.
 func TestWholeStoreDownThenRecover(t *testing.T) {
 	allocArgs := append([]string{"--max-step", "100", "--empty-wait", "200ms", "--load-timeout", "1s"}, allocLeaseArgs...)
-	c := startCluster(t, 3, 1, storeLeaseArgs, allocArgs)
+	c := proctest.StartCluster(t, 3, 1, storeLeaseArgs, allocArgs)
 	createTag(t, c, "t", 100)
 	a := c.Allocs[0]
 	ac := c.AllocClient(a)
@@ -295,7 +296,7 @@ func TestWholeStoreDownThenRecover(t *testing.T) {
 // One test calls NextIDs over every protocol the port speaks, plus Leaf's
 // plain-number API; IDs keep increasing across all of them.
 func TestEveryProtocolAndLeafAPI(t *testing.T) {
-	c := startCluster(t, 3, 1, nil, nil)
+	c := proctest.StartCluster(t, 3, 1, nil, nil)
 	createTag(t, c, "proto", 1000)
 	a := c.Allocs[0]
 	ctx := ctxT(t, 30*time.Second)
@@ -379,7 +380,7 @@ func TestEveryProtocolAndLeafAPI(t *testing.T) {
 // ID while the holder lives, and all processes stop serving within the
 // lease TTL when every store member is frozen (SIGSTOP).
 func TestSnowflakeWorkerIDs(t *testing.T) {
-	c := startCluster(t, 3, 2, storeLeaseArgs, allocLeaseArgs)
+	c := proctest.StartCluster(t, 3, 2, storeLeaseArgs, allocLeaseArgs)
 	a1, a2 := c.Allocs[0], c.Allocs[1]
 	var all uniq
 	id1, id2 := waitSnowflake(t, c, a1), waitSnowflake(t, c, a2)
@@ -413,7 +414,7 @@ func TestSnowflakeWorkerIDs(t *testing.T) {
 		Name: "twin", Kind: cluster.KindAlloc, NodeID: a1.NodeID,
 		HTTPAddr: fmt.Sprintf("127.0.0.1:%d", port),
 		DataDir:  filepath.Join(dir, "data"), LogPath: filepath.Join(dir, "twin.log"),
-		Binary: filepath.Join(binDir, "allocsvr"), Stores: c.StoreURLs(),
+		Binary: filepath.Join(proctest.BinDir(), "allocsvr"), Stores: c.StoreURLs(),
 		ExtraArgs: allocLeaseArgs,
 	}
 	t.Cleanup(func() { _ = twin.Kill() })
@@ -477,7 +478,7 @@ func TestSnowflakeWorkerIDs(t *testing.T) {
 // start snowflake and exits non-zero with a log line saying why. The skew
 // comes from a -tags faults build (SEQSVR_FAULTS_CLOCK_OFFSET_MS).
 func TestClockCheckFailureExits(t *testing.T) {
-	c := startCluster(t, 3, 0, nil, nil)
+	c := proctest.StartCluster(t, 3, 0, nil, nil)
 	ctx := ctxT(t, 120*time.Second)
 	faultsBin := t.TempDir()
 	if err := cluster.Build(ctx, faultsBin, "faults"); err != nil {

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"time"
 
@@ -21,11 +20,8 @@ type config struct {
 	SnapshotInterval                                                     time.Duration
 	RequestRecordLimit                                                   int
 	WorkerLeaseTTL, WorkerRetention                                      time.Duration
-	MaxBodyBytes                                                         int64
-	ShutdownGrace                                                        time.Duration
 
-	Log   serve.LogConfig
-	Debug serve.DebugConfig
+	serve.Common
 }
 
 const summary = `storesvr is one member of seqsvr's Raft-replicated tag store.
@@ -52,10 +48,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	fs.IntVar(&c.RequestRecordLimit, "request-record-limit", 0, "request_ids remembered for idempotent retries (0: storage default)")
 	fs.DurationVar(&c.WorkerLeaseTTL, "worker-lease-ttl", 0, "snowflake worker lease TTL (0: storage default, about 10s)")
 	fs.DurationVar(&c.WorkerRetention, "worker-retention", 0, "how long an expired worker ID is kept before it may be reclaimed (0: storage default)")
-	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", serve.DefaultMaxBodyBytes, "largest request body accepted")
-	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", 5*time.Second, "how long in-flight requests may finish on SIGINT/SIGTERM")
-	c.Log.Register(fs)
-	c.Debug.Register(fs)
+	c.Common.Register(fs)
 	if err := serve.Parse(fs, args, getenv); err != nil {
 		return nil, err
 	}
@@ -69,9 +62,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	if c.Peers != "" && c.Join != "" {
 		errs = append(errs, errors.New("--peers and --join are exclusive: --peers bootstraps a new cluster, --join adds to a running one"))
 	}
-	if c.MaxBodyBytes <= 0 {
-		errs = append(errs, fmt.Errorf("--max-body-bytes must be positive, got %d", c.MaxBodyBytes))
-	}
+	errs = append(errs, c.Common.Check()...)
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}

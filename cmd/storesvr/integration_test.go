@@ -17,6 +17,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/seqsvr/seqsvr/cmd/internal/proctest"
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 	"github.com/seqsvr/seqsvr/jepsen/cluster"
@@ -34,6 +35,21 @@ func createTag(t *testing.T, c *cluster.Cluster, p *cluster.Proc, tag string, st
 	if err != nil {
 		t.Fatalf("CreateTag %s: %v", tag, err)
 	}
+}
+
+// leaderAndFollower waits for the leader and picks a store that is not it.
+func leaderAndFollower(ctx context.Context, t *testing.T, c *cluster.Cluster) (leader, follower *cluster.Proc) {
+	t.Helper()
+	leader, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range c.Stores {
+		if s != leader {
+			follower = s
+		}
+	}
+	return leader, follower
 }
 
 // maxID reads max_id through the current leader (a linearizable read).
@@ -75,7 +91,7 @@ func checkNoOverlap(t *testing.T, segs []*seqsvrv1.Segment) {
 // reservations go on after the kill. Then the whole cluster is killed and
 // restarted from disk: max_id is kept.
 func TestLeaderKillDuringReservationsAndRestartFromDisk(t *testing.T) {
-	c := startCluster(t, 3, 0, nil, nil)
+	c := proctest.StartCluster(t, 3, 0, nil, nil)
 	ctx := ctxT(t, 90*time.Second)
 	leader, err := c.Leader(ctx)
 	if err != nil {
@@ -206,18 +222,9 @@ func TestLeaderKillDuringReservationsAndRestartFromDisk(t *testing.T) {
 
 // A member joins with --join, serves (forwarding writes), and is removed.
 func TestJoinForwardAndRemoveMember(t *testing.T) {
-	c := startCluster(t, 3, 0, nil, nil)
+	c := proctest.StartCluster(t, 3, 0, nil, nil)
 	ctx := ctxT(t, 60*time.Second)
-	leader, err := c.Leader(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var follower *cluster.Proc
-	for _, s := range c.Stores {
-		if s != leader {
-			follower = s
-		}
-	}
+	leader, follower := leaderAndFollower(ctx, t, c)
 	createTag(t, c, follower, "fwd", 100) // a write to a follower is forwarded
 	res, err := c.StoreClient(follower).ReserveSegment(ctx, connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: "fwd", Size: 5}))
 	if err != nil || res.Msg.GetFirst() != 1 || res.Msg.GetLast() != 5 {
@@ -240,7 +247,7 @@ func TestJoinForwardAndRemoveMember(t *testing.T) {
 		Name: "s4", Kind: cluster.KindStore, NodeID: "s4",
 		HTTPAddr: fmt.Sprintf("127.0.0.1:%d", hp), RaftAddr: fmt.Sprintf("127.0.0.1:%d", rp),
 		DataDir: filepath.Join(dir, "data"), LogPath: filepath.Join(dir, "s4.log"),
-		Binary: filepath.Join(binDir, "storesvr"), Join: follower.HTTPAddr,
+		Binary: filepath.Join(proctest.BinDir(), "storesvr"), Join: follower.HTTPAddr,
 	}
 	t.Cleanup(func() { _ = s4.Kill() })
 	if err := s4.Start(ctx); err != nil {
@@ -292,18 +299,9 @@ func TestJoinForwardAndRemoveMember(t *testing.T) {
 // Every kind of bad input answers its contract code, does not crash the
 // process, and changes nothing.
 func TestBadInputCodes(t *testing.T) {
-	c := startCluster(t, 3, 0, nil, nil)
+	c := proctest.StartCluster(t, 3, 0, nil, nil)
 	ctx := ctxT(t, 60*time.Second)
-	leader, err := c.Leader(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var follower *cluster.Proc
-	for _, s := range c.Stores {
-		if s != leader {
-			follower = s
-		}
-	}
+	leader, follower := leaderAndFollower(ctx, t, c)
 	sc := c.StoreClient(follower)
 	createTag(t, c, leader, "ok", 10)
 	if _, err := c.StoreClient(leader).CreateTag(ctx, connect.NewRequest(&seqsvrv1.CreateTagRequest{Tag: "edge", Start: math.MaxInt64 - 5})); err != nil {
@@ -321,7 +319,7 @@ func TestBadInputCodes(t *testing.T) {
 		_, err = sc.CreateTag(ctx, connect.NewRequest(&seqsvrv1.CreateTagRequest{Tag: tag}))
 		want(fmt.Sprintf("create tag %q", tag), err, connect.CodeInvalidArgument)
 	}
-	_, err = sc.ReserveSegment(ctx, connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: "ok", Size: -1}))
+	_, err := sc.ReserveSegment(ctx, connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: "ok", Size: -1}))
 	want("negative size", err, connect.CodeInvalidArgument)
 	_, err = sc.CreateTag(ctx, connect.NewRequest(&seqsvrv1.CreateTagRequest{Tag: "neg", Step: -5}))
 	want("negative step", err, connect.CodeInvalidArgument)
@@ -379,7 +377,7 @@ func TestBadInputCodes(t *testing.T) {
 // /metrics carries hashicorp/raft's own metrics (go-metrics Prometheus sink,
 // -tags hashicorpmetrics), plus health, reflection-free gRPC and h2c.
 func TestMetricsHealthAndProtocols(t *testing.T) {
-	c := startCluster(t, 3, 0, nil, nil)
+	c := proctest.StartCluster(t, 3, 0, nil, nil)
 	ctx := ctxT(t, 30*time.Second)
 	leader, err := c.Leader(ctx)
 	if err != nil {
@@ -424,7 +422,7 @@ func TestAnyStartOrder(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real-process test")
 	}
-	c, err := cluster.New(cluster.Options{BinDir: binDir, Dir: t.TempDir(), Stores: 3, Logf: t.Logf})
+	c, err := cluster.New(cluster.Options{BinDir: proctest.BinDir(), Dir: t.TempDir(), Stores: 3, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}

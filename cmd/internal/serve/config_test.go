@@ -106,3 +106,29 @@ func TestLogConfig(t *testing.T) {
 		t.Fatalf("SplitList = %q", got)
 	}
 }
+
+func TestCommon(t *testing.T) {
+	var c Common
+	fs := NewFlagSet("allocsvr", "test binary", io.Discard)
+	c.Register(fs)
+	if err := Parse(fs, nil, envOf(map[string]string{"SEQSVR_PPROF": "true"})); err != nil {
+		t.Fatal(err)
+	}
+	if c.MaxBodyBytes != DefaultMaxBodyBytes || c.ShutdownGrace != 5*time.Second || c.Log.Level != "info" || !c.Debug.Pprof {
+		t.Fatalf("defaults and environment: %+v", c)
+	}
+	if errs := c.Check(); errs != nil {
+		t.Fatalf("defaults rejected: %v", errs)
+	}
+	for _, v := range []string{"0", "-1"} {
+		c = Common{}
+		fs = NewFlagSet("allocsvr", "test binary", io.Discard)
+		c.Register(fs)
+		if err := Parse(fs, []string{"--max-body-bytes", v}, envOf(nil)); err != nil {
+			t.Fatal(err)
+		}
+		if errs := c.Check(); len(errs) != 1 || !strings.Contains(errs[0].Error(), "--max-body-bytes must be positive") {
+			t.Fatalf("--max-body-bytes %s: %v", v, errs)
+		}
+	}
+}

@@ -1,0 +1,35 @@
+package serve
+
+import (
+	"flag"
+	"fmt"
+	"time"
+)
+
+// Common holds the flags both binaries take besides their own: the body
+// bound, the shutdown grace, logging and diagnostics. Embedded in a
+// binary's config, its fields read as the config's own.
+type Common struct {
+	MaxBodyBytes  int64
+	ShutdownGrace time.Duration
+	Log           LogConfig
+	Debug         DebugConfig
+}
+
+// Register adds --max-body-bytes, --shutdown-grace, the logging flags and
+// --pprof to fs.
+func (c *Common) Register(fs *flag.FlagSet) {
+	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", DefaultMaxBodyBytes, "largest request body accepted")
+	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", 5*time.Second, "how long in-flight requests may finish on SIGINT/SIGTERM")
+	c.Log.Register(fs)
+	c.Debug.Register(fs)
+}
+
+// Check returns the problems with the parsed values, none when they are
+// usable. Log settings are checked when the logger is built.
+func (c *Common) Check() []error {
+	if c.MaxBodyBytes <= 0 {
+		return []error{fmt.Errorf("--max-body-bytes must be positive, got %d", c.MaxBodyBytes)}
+	}
+	return nil
+}
