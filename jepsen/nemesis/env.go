@@ -108,11 +108,57 @@ func (e *Env) SetClock(ctx context.Context, p *cluster.Proc, offset time.Duratio
 	return nil
 }
 
+// removeMember removes m from the configuration and settles an ambiguous
+// answer. "unavailable: leadership lost ... may have committed" can mean the
+// member is already gone; treating that as "not removed" once left a member
+// out of the cluster for good while the harness still counted it. Removing
+// an absent member succeeds, so retrying turns any ambiguity into a definite
+// answer; if the retries run out, the configuration itself decides.
 func (e *Env) removeMember(ctx context.Context, via, m *cluster.Proc) error {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	_, err := e.C.StoreClient(via).RemoveMember(ctx, connect.NewRequest(&seqsvrv1.RemoveMemberRequest{Id: m.NodeID, RaftAddr: m.RaftAddr, HttpAddr: m.HTTPAddr}))
-	return err
+	req := &seqsvrv1.RemoveMemberRequest{Id: m.NodeID, RaftAddr: m.RaftAddr, HttpAddr: m.HTTPAddr}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err := e.C.StoreClient(via).RemoveMember(cctx, connect.NewRequest(req))
+		cancel()
+		if err == nil {
+			return nil
+		}
+		code := connect.CodeOf(err)
+		retryable := code == connect.CodeUnavailable || code == connect.CodeDeadlineExceeded
+		if !retryable || ctx.Err() != nil || time.Now().After(deadline) {
+			if member, known := e.isMember(ctx, m); known && !member {
+				return nil
+			}
+			return err
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// isMember asks the current leader (never m) whether m is in the Raft
+// configuration: a lagging follower may not have seen the latest change yet.
+// known is false when no leader answered.
+func (e *Env) isMember(ctx context.Context, m *cluster.Proc) (member, known bool) {
+	for _, p := range e.C.Stores {
+		if p == m || !p.Running() {
+			continue
+		}
+		st, err := e.C.Status(ctx, p)
+		if err != nil || st.GetLeaderId() != st.GetNodeId() {
+			continue
+		}
+		for _, mb := range st.GetMembers() {
+			if mb.GetId() == m.NodeID {
+				return true, true
+			}
+		}
+		return false, true
+	}
+	return false, false
 }
 
 func (e *Env) waitReady(ctx context.Context, p *cluster.Proc, d time.Duration) error {
