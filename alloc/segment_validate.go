@@ -3,7 +3,7 @@ package alloc
 import (
 	"fmt"
 
-	"github.com/seqsvr/seqsvr/storage"
+	"github.com/seqsvr/seqsvr/storage/tagname"
 )
 
 // MaxCount is the largest count one NextIDs or NextSnowflakeIDs call serves.
@@ -21,18 +21,11 @@ func ValidateCount(count int32) (int, error) {
 	return int(count), nil
 }
 
-// validTag applies the store's tag rule (storage.ValidateTag: 1..128
+// validTag applies the store's tag rule (package tagname: 1..128
 // characters of [A-Za-z0-9_.:-]) so a bad name never reaches the store.
 func validTag(name string) error {
-	if err := storage.ValidateTag(name); err != nil {
-		return &segInvalidTag{err: err}
+	if err := tagname.Check(name); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidArgument, err)
 	}
 	return nil
 }
-
-// segInvalidTag carries the store's message and matches both packages'
-// ErrInvalidArgument.
-type segInvalidTag struct{ err error }
-
-func (e *segInvalidTag) Error() string   { return e.err.Error() }
-func (e *segInvalidTag) Unwrap() []error { return []error{ErrInvalidArgument, e.err} }

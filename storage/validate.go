@@ -3,6 +3,7 @@ package storage
 import (
 	"encoding/base64"
 	"fmt"
+	"github.com/seqsvr/seqsvr/storage/tagname"
 	"math"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
@@ -11,7 +12,7 @@ import (
 // Limits on request fields. They keep one bad request from bloating the
 // Raft log or the snapshot.
 const (
-	MaxTagLen         = 128
+	MaxTagLen         = tagname.MaxLen
 	MaxDescriptionLen = 1024
 	MaxKeyLen         = 256 // request_id, node_id, instance_id
 	DefaultStep       = 1000
@@ -19,22 +20,11 @@ const (
 	MaxPageSize       = 1000
 )
 
-// ValidateTag checks a tag name: 1..128 characters of [A-Za-z0-9_.:-].
-// It depends on nothing heavy so the allocsvr reuses it.
+// ValidateTag checks a tag name with the rule in package tagname, shared
+// with the allocsvr.
 func ValidateTag(tag string) error {
-	if tag == "" {
-		return fmt.Errorf("%w: tag must not be empty", ErrInvalidArgument)
-	}
-	if len(tag) > MaxTagLen {
-		return fmt.Errorf("%w: tag is %d bytes long, the limit is %d", ErrInvalidArgument, len(tag), MaxTagLen)
-	}
-	for i := 0; i < len(tag); i++ {
-		c := tag[i]
-		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
-			c == '_' || c == '.' || c == ':' || c == '-'
-		if !ok {
-			return fmt.Errorf("%w: tag %q has the character %q at byte %d; allowed are A-Z a-z 0-9 _ . : -", ErrInvalidArgument, tag, c, i)
-		}
+	if err := tagname.Check(tag); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidArgument, err)
 	}
 	return nil
 }
