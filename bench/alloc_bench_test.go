@@ -43,7 +43,7 @@ func BenchmarkAllocNetwork(b *testing.B) {
 	alloc := c.Allocs[0].URL()
 	conc := fmt.Sprint(allocConc)
 
-	bareAddr := freeAddr(b)
+	bareAddr := "127.0.0.1:" + freePort(b)
 	startProc(b, filepath.Join(bins(b), "loadgen"), "-serve", bareAddr)
 	waitHTTP(b, "http://"+bareAddr+"/id")
 	bareTarget := map[string]string{"raw": "http-raw", "go": "http"}
@@ -53,8 +53,8 @@ func BenchmarkAllocNetwork(b *testing.B) {
 
 	redisAddr := ""
 	if path, err := exec.LookPath("redis-server"); err == nil {
-		redisAddr = freeAddr(b)
-		_, port, _ := splitHostPort(redisAddr)
+		port := freePort(b)
+		redisAddr = "127.0.0.1:" + port
 		startProc(b, path, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
 		waitTCP(b, redisAddr)
 	} else {

@@ -3,21 +3,24 @@ package bench
 import (
 	"net"
 	"net/http"
+	"strconv"
 	"testing"
 	"time"
+
+	"github.com/seqsvr/seqsvr/jepsen/cluster"
 )
 
-func freeAddr(tb testing.TB) string {
+// freePort is a loopback port for a reference server (bare handler,
+// Redis), picked by the same allocator as the cluster's own processes so
+// the two never collide.
+func freePort(tb testing.TB) string {
 	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := cluster.FreePort("127.0.0.1")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return strconv.Itoa(port)
 }
-
-func splitHostPort(addr string) (string, string, error) { return net.SplitHostPort(addr) }
 
 func waitTCP(tb testing.TB, addr string) {
 	tb.Helper()
