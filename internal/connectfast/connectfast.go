@@ -28,6 +28,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"time"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/proto"
@@ -70,7 +71,16 @@ func Handler(procedure string, next http.Handler, maxBodyBytes int64, logger *sl
 			_ = errw.Write(w, r, err)
 			return
 		}
-		out, err := serve(r.Context(), body)
+		ctx := r.Context()
+		if d, ok := timeout(r.Header); ok {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, d)
+			defer cancel()
+		}
+		out, err := serve(ctx, body)
+		if err != nil {
+			err = contextCode(err)
+		}
 		if errors.Is(err, ErrFallThrough) {
 			r.Body = io.NopCloser(bytes.NewReader(bytes.Clone(body)))
 			next.ServeHTTP(w, r)
@@ -98,9 +108,12 @@ func Decode(body []byte, m proto.Message) error {
 }
 
 // Eligible reports whether connect-go would answer r exactly as Handler
-// does: POST, Content-Type application/proto, no Content-Encoding, no
-// Connect-Timeout-Ms (connect-go turns it into a deadline), protocol
-// version absent or 1, and a known Content-Length within maxBodyBytes.
+// does: POST, Content-Type application/proto, no Content-Encoding, a
+// Connect-Timeout-Ms that is absent or well-formed (Handler applies it as
+// connect-go does; connect-go's own clients send it on every call with a
+// deadline, so refusing it would keep the fast path from real callers),
+// protocol version absent or 1, and a known Content-Length within
+// maxBodyBytes.
 func Eligible(r *http.Request, maxBodyBytes int64) bool {
 	h := r.Header
 	if r.Method != http.MethodPost || r.ContentLength < 0 || r.ContentLength > maxBodyBytes {
@@ -112,7 +125,45 @@ func Eligible(r *http.Request, maxBodyBytes int64) bool {
 	if v := h["Connect-Protocol-Version"]; len(v) > 1 || len(v) == 1 && v[0] != "1" {
 		return false
 	}
-	return len(h["Content-Encoding"]) == 0 && len(h["Connect-Timeout-Ms"]) == 0
+	if v := h["Connect-Timeout-Ms"]; len(v) > 0 {
+		if _, ok := timeout(h); !ok {
+			return false // malformed: connect-go answers it with its own error
+		}
+	}
+	return len(h["Content-Encoding"]) == 0
+}
+
+// timeout parses Connect-Timeout-Ms by the Connect protocol's rule: one
+// value of 1 to 10 ASCII digits.
+func timeout(h http.Header) (time.Duration, bool) {
+	v := h["Connect-Timeout-Ms"]
+	if len(v) != 1 || len(v[0]) == 0 || len(v[0]) > 10 {
+		return 0, false
+	}
+	var ms int64
+	for i := 0; i < len(v[0]); i++ {
+		c := v[0][i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		ms = ms*10 + int64(c-'0')
+	}
+	return time.Duration(ms) * time.Millisecond, true
+}
+
+// contextCode gives a deadline or cancellation the code connect-go gives
+// it, for an RPC that returned the bare context error.
+func contextCode(err error) error {
+	var ce *connect.Error
+	switch {
+	case errors.As(err, &ce), errors.Is(err, ErrFallThrough):
+		return err
+	case errors.Is(err, context.DeadlineExceeded):
+		return connect.NewError(connect.CodeDeadlineExceeded, err)
+	case errors.Is(err, context.Canceled):
+		return connect.NewError(connect.CodeCanceled, err)
+	}
+	return err
 }
 
 // readBody reads exactly r.ContentLength bytes into the pooled buffer *bp,

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/proto"
@@ -31,19 +32,27 @@ func TestEligible(t *testing.T) {
 		edit func(*http.Request)
 		want bool
 	}{
-		"binary unary":         {func(*http.Request) {}, true},
-		"no protocol version":  {func(r *http.Request) { r.Header.Del("Connect-Protocol-Version") }, true},
-		"body at the limit":    {func(r *http.Request) { r.ContentLength = 64 }, true},
-		"body over the limit":  {func(r *http.Request) { r.ContentLength = 65 }, false},
-		"unknown length":       {func(r *http.Request) { r.ContentLength = -1 }, false},
-		"GET":                  {func(r *http.Request) { r.Method = http.MethodGet }, false},
-		"json":                 {func(r *http.Request) { r.Header.Set("Content-Type", "application/json") }, false},
-		"grpc":                 {func(r *http.Request) { r.Header.Set("Content-Type", "application/grpc") }, false},
-		"two content types":    {func(r *http.Request) { r.Header.Add("Content-Type", "application/proto") }, false},
-		"protocol version 2":   {func(r *http.Request) { r.Header.Set("Connect-Protocol-Version", "2") }, false},
-		"two versions":         {func(r *http.Request) { r.Header.Add("Connect-Protocol-Version", "1") }, false},
-		"compressed":           {func(r *http.Request) { r.Header.Set("Content-Encoding", "gzip") }, false},
-		"deadline":             {func(r *http.Request) { r.Header.Set("Connect-Timeout-Ms", "100") }, false},
+		"binary unary":          {func(*http.Request) {}, true},
+		"no protocol version":   {func(r *http.Request) { r.Header.Del("Connect-Protocol-Version") }, true},
+		"body at the limit":     {func(r *http.Request) { r.ContentLength = 64 }, true},
+		"body over the limit":   {func(r *http.Request) { r.ContentLength = 65 }, false},
+		"unknown length":        {func(r *http.Request) { r.ContentLength = -1 }, false},
+		"GET":                   {func(r *http.Request) { r.Method = http.MethodGet }, false},
+		"json":                  {func(r *http.Request) { r.Header.Set("Content-Type", "application/json") }, false},
+		"grpc":                  {func(r *http.Request) { r.Header.Set("Content-Type", "application/grpc") }, false},
+		"two content types":     {func(r *http.Request) { r.Header.Add("Content-Type", "application/proto") }, false},
+		"protocol version 2":    {func(r *http.Request) { r.Header.Set("Connect-Protocol-Version", "2") }, false},
+		"two versions":          {func(r *http.Request) { r.Header.Add("Connect-Protocol-Version", "1") }, false},
+		"compressed":            {func(r *http.Request) { r.Header.Set("Content-Encoding", "gzip") }, false},
+		"deadline":              {func(r *http.Request) { r.Header.Set("Connect-Timeout-Ms", "100") }, true},
+		"deadline of 10 digits": {func(r *http.Request) { r.Header.Set("Connect-Timeout-Ms", "9999999999") }, true},
+		"deadline of 11 digits": {func(r *http.Request) { r.Header.Set("Connect-Timeout-Ms", "99999999999") }, false},
+		"malformed deadline":    {func(r *http.Request) { r.Header.Set("Connect-Timeout-Ms", "1s") }, false},
+		"empty deadline":        {func(r *http.Request) { r.Header.Set("Connect-Timeout-Ms", "") }, false},
+		"two deadlines": {func(r *http.Request) {
+			r.Header.Add("Connect-Timeout-Ms", "1")
+			r.Header.Add("Connect-Timeout-Ms", "2")
+		}, false},
 		"empty content type":   {func(r *http.Request) { r.Header.Del("Content-Type") }, false},
 		"empty body, no limit": {func(r *http.Request) { r.ContentLength = 0 }, true},
 	} {
@@ -197,5 +206,33 @@ func TestPanicIsInternal(t *testing.T) {
 	sameAnswer(t, "panic", rec, want)
 	if !strings.Contains(logged.String(), "boom") {
 		t.Fatalf("panic not logged: %q", logged.String())
+	}
+}
+
+// Connect-Timeout-Ms becomes the RPC's deadline, and running out of it
+// answers deadline_exceeded, as connect-go does.
+func TestHandlerAppliesTimeout(t *testing.T) {
+	in, _ := proto.Marshal(wrapperspb.String("hello"))
+	r := binaryRequest(in)
+	r.Header.Set("Connect-Timeout-Ms", "20")
+	var left time.Duration
+	waitOut := func(ctx context.Context, _ []byte) ([]byte, error) {
+		dl, ok := ctx.Deadline()
+		if !ok {
+			return nil, errors.New("no deadline")
+		}
+		left = time.Until(dl)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	rec, called, _ := serveOnce(t, r, waitOut)
+	if called {
+		t.Fatal("a request with a well-formed timeout reached next")
+	}
+	if left <= 0 || left > 20*time.Millisecond {
+		t.Fatalf("deadline %v away, want within 20ms", left)
+	}
+	if rec.Code != http.StatusGatewayTimeout || !strings.Contains(rec.Body.String(), `"deadline_exceeded"`) {
+		t.Fatalf("status %d body %s, want 504 deadline_exceeded", rec.Code, rec.Body.String())
 	}
 }
