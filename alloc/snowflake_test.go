@@ -550,3 +550,4 @@ func TestSnowflakeRestartSameDirKeepsInstance(t *testing.T) {
 		t.Fatalf("restart waited %dms, a whole lease TTL", wait)
 	}
 }
+

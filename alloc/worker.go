@@ -127,7 +127,9 @@ func (s *Snowflake) registerWorker(ctx context.Context) error {
 		if err := s.cache.update(func(c *sfCacheData) {
 			c.NodeID, c.WorkerID, c.InstanceID = s.cfg.NodeID, w.GetWorkerId(), s.instanceID
 			c.EpochMs, c.TimestampBits, c.WorkerBits, c.SequenceBits = lay.epochMs, int32(lay.tsBits), int32(lay.workerBits), int32(lay.seqBits)
-			c.HighWaterMs = hwm
+			// The generator may Reserve past hwm between loaded() and this
+			// update; the durable mark must never move down under it.
+			c.HighWaterMs = max(c.HighWaterMs, hwm)
 			c.LeaseValidUntilMs, c.LeaseExpiresMs = ceiling, w.GetLeaseExpiresMs()
 		}); err != nil {
 			s.metrics.registers.WithLabelValues("error").Inc()
