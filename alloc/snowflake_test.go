@@ -550,4 +550,3 @@ func TestSnowflakeRestartSameDirKeepsInstance(t *testing.T) {
 		t.Fatalf("restart waited %dms, a whole lease TTL", wait)
 	}
 }
-
