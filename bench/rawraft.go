@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -47,19 +46,15 @@ func StartRawRaft(dir string, tune func(*raft.Config)) (*RawRaft, error) {
 	var servers []raft.Server
 	var transports []*raft.NetworkTransport
 	for i := 0; i < 3; i++ {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		addr := ln.Addr().String()
-		ln.Close()
-		tr, err := raft.NewTCPTransport(addr, nil, storage.RaftTransportPool, storage.RaftTransportTimeout, io.Discard)
+		// Bind :0 in the transport itself: no window for another process
+		// to take the port between picking and binding it.
+		tr, err := raft.NewTCPTransport("127.0.0.1:0", nil, storage.RaftTransportPool, storage.RaftTransportTimeout, io.Discard)
 		if err != nil {
 			rr.Close()
 			return nil, err
 		}
 		transports = append(transports, tr)
-		servers = append(servers, raft.Server{ID: raft.ServerID(fmt.Sprint("raw", i)), Address: raft.ServerAddress(addr)})
+		servers = append(servers, raft.Server{ID: raft.ServerID(fmt.Sprint("raw", i)), Address: tr.LocalAddr()})
 	}
 	for i, tr := range transports {
 		d := filepath.Join(dir, fmt.Sprint("raw", i))

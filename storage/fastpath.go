@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hashicorp/raft"
 	"log/slog"
 	"net/http"
 
@@ -29,6 +30,10 @@ import (
 func (s *Store) ReserveFastPath(next http.Handler, maxBodyBytes int64, logger *slog.Logger) http.Handler {
 	return connectfast.Handler(seqsvrv1connect.StoreServiceReserveSegmentProcedure, next, maxBodyBytes, logger,
 		func(ctx context.Context, body []byte) ([]byte, error) {
+			if s.raft.State() != raft.Leader {
+				// connect-go decodes, validates and forwards it anyway.
+				return nil, connectfast.ErrFallThrough
+			}
 			var req seqsvrv1.ReserveSegmentRequest
 			if err := connectfast.Decode(body, &req); err != nil {
 				return nil, err

@@ -42,14 +42,17 @@ func (st *fsmState) toProto() *seqsvrv1.FSMSnapshot {
 		}
 		snap.Tags = append(snap.Tags, t)
 	}
+	// Records and members are never changed after they are stored (eviction
+	// and SetMember replace map entries), so the snapshot may share them;
+	// copying up to RequestRecordLimit records here would hold up Apply.
 	for _, id := range st.order[st.head:] {
-		snap.Requests = append(snap.Requests, cloneRecord(st.requests[id]))
+		snap.Requests = append(snap.Requests, st.requests[id])
 	}
 	for _, k := range sortedKeys(st.workers) {
 		snap.Workers = append(snap.Workers, proto.Clone(st.workers[k]).(*seqsvrv1.WorkerState))
 	}
 	for _, k := range sortedKeys(st.members) {
-		snap.Members = append(snap.Members, proto.Clone(st.members[k]).(*seqsvrv1.MemberInfo))
+		snap.Members = append(snap.Members, st.members[k])
 	}
 	return snap
 }

@@ -77,7 +77,7 @@ func serveAlloc(cfg *config, logger *slog.Logger) error {
 		return nil
 	}
 
-	path, h := seqsvrv1connect.NewAllocServiceHandler(svc, serve.ConnectOptions(cfg.MaxBodyBytes)...)
+	path, h := seqsvrv1connect.NewAllocServiceHandler(svc, serve.ConnectOptions(cfg.MaxBodyBytes, logger)...)
 	h = svc.NextIDsFastPath(h, cfg.MaxBodyBytes, logger)
 	handler := serve.NewHandler(serve.Options{
 		Logger:       logger,

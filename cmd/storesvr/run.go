@@ -83,7 +83,7 @@ func serveStore(cfg *config, logger *slog.Logger) error {
 		_ = srv.Wait(cancelled, 0)
 		return fmt.Errorf("open store: %w", err)
 	}
-	path, h := seqsvrv1connect.NewStoreServiceHandler(st.Service(), serve.ConnectOptions(cfg.MaxBodyBytes)...)
+	path, h := seqsvrv1connect.NewStoreServiceHandler(st.Service(), serve.ConnectOptions(cfg.MaxBodyBytes, logger)...)
 	h = st.ReserveFastPath(h, cfg.MaxBodyBytes, logger)
 	srvHandler.set(serve.NewHandler(serve.Options{
 		Logger:       logger,

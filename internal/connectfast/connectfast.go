@@ -82,7 +82,9 @@ func Handler(procedure string, next http.Handler, maxBodyBytes int64, logger *sl
 			err = contextCode(err)
 		}
 		if errors.Is(err, ErrFallThrough) {
-			r.Body = io.NopCloser(bytes.NewReader(bytes.Clone(body)))
+			// next runs to completion before the deferred Put returns the
+			// buffer to the pool, so it can read body in place.
+			r.Body = io.NopCloser(bytes.NewReader(body))
 			next.ServeHTTP(w, r)
 			return
 		}

@@ -36,7 +36,10 @@ const CompressMinBytes = 32 << 10
 // process must be built with: the body limit, panic recovery (so a bug in
 // one request answers internal instead of killing the process) and the
 // compression threshold.
-func ConnectOptions(maxBodyBytes int64) []connect.HandlerOption {
+func ConnectOptions(maxBodyBytes int64, logger *slog.Logger) []connect.HandlerOption {
+	if logger == nil {
+		logger = slog.Default()
+	}
 	if maxBodyBytes <= 0 {
 		maxBodyBytes = DefaultMaxBodyBytes
 	}
@@ -44,7 +47,7 @@ func ConnectOptions(maxBodyBytes int64) []connect.HandlerOption {
 		connect.WithReadMaxBytes(int(maxBodyBytes)),
 		connect.WithCompressMinBytes(CompressMinBytes),
 		connect.WithRecover(func(ctx context.Context, spec connect.Spec, _ http.Header, p any) error {
-			slog.Default().ErrorContext(ctx, "panic in handler", "procedure", spec.Procedure, "panic", fmt.Sprint(p))
+			logger.ErrorContext(ctx, "panic in handler", "procedure", spec.Procedure, "panic", fmt.Sprint(p))
 			return connect.NewError(connect.CodeInternal, errors.New("internal error"))
 		}),
 	}
@@ -85,7 +88,7 @@ func NewHandler(o Options) http.Handler {
 	if o.Gatherer == nil {
 		o.Gatherer = prometheus.DefaultGatherer
 	}
-	copts := ConnectOptions(o.MaxBodyBytes)
+	copts := ConnectOptions(o.MaxBodyBytes, o.Logger)
 	mux := http.NewServeMux()
 	names := make([]string, 0, len(o.Services))
 	rt := &router{services: map[string]http.Handler{}, mux: mux}
