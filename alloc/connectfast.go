@@ -12,6 +12,7 @@ import (
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 	"github.com/seqsvr/seqsvr/internal/connectfast"
+	"github.com/seqsvr/seqsvr/internal/h1"
 )
 
 // NextIDsFastPath serves the commonest call, a Connect-protocol unary
@@ -24,18 +25,29 @@ import (
 // the Connect JSON error with the contract's code), so clients cannot tell
 // the two apart; the tests check that with connect-go clients.
 func (s *Service) NextIDsFastPath(next http.Handler, maxBodyBytes int64, logger *slog.Logger) http.Handler {
-	return connectfast.Handler(seqsvrv1connect.AllocServiceNextIDsProcedure, next, maxBodyBytes, logger,
-		func(ctx context.Context, body []byte) ([]byte, error) {
-			var req seqsvrv1.NextIDsRequest
-			if err := connectfast.Decode(body, &req); err != nil {
-				return nil, err
-			}
-			ids, err := s.segmentIDs(ctx, req.GetTag(), req.GetCount())
-			if err != nil {
-				return nil, ConnectError(err)
-			}
-			return appendIDs(body[:0], ids), nil
-		})
+	return connectfast.Handler(seqsvrv1connect.AllocServiceNextIDsProcedure, next, maxBodyBytes, logger, s.nextIDsFast)
+}
+
+// FastRoutes are the routes the HTTP/1.1 front (package h1) answers without
+// net/http: NextIDs as NextIDsFastPath serves it, and the Leaf API's
+// segment GET. What they decline goes to net/http and the full handlers.
+func (s *Service) FastRoutes(maxBodyBytes int64, logger *slog.Logger) h1.Handler {
+	var m h1.Mux
+	m.Handle(seqsvrv1connect.AllocServiceNextIDsProcedure, connectfast.H1(maxBodyBytes, logger, s.nextIDsFast))
+	m.Handle(leafSegmentPrefix, h1.HandlerFunc(s.leafSegmentH1))
+	return &m
+}
+
+func (s *Service) nextIDsFast(ctx context.Context, body []byte) ([]byte, error) {
+	var req seqsvrv1.NextIDsRequest
+	if err := connectfast.Decode(body, &req); err != nil {
+		return nil, err
+	}
+	ids, err := s.segmentIDs(ctx, req.GetTag(), req.GetCount())
+	if err != nil {
+		return nil, ConnectError(err)
+	}
+	return appendIDs(body[:0], ids), nil
 }
 
 // appendIDs is NextIDsResponse{Ids: ids} in the proto wire format: field 1,

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"connectrpc.com/connect"
+
+	"github.com/seqsvr/seqsvr/internal/h1"
 )
 
 // LeafRoutes returns Meituan Leaf's HTTP API as ServeMux patterns:
@@ -30,6 +32,48 @@ func (s *Service) LeafRoutes() map[string]http.Handler {
 			writeLeaf(w, ids, err)
 		}),
 	}
+}
+
+const leafSegmentPrefix = "/api/segment/get/"
+
+// leafSegmentH1 is GET /api/segment/get/{tag} for the HTTP/1.1 front. A
+// tag with anything but unreserved characters (percent-escapes, slashes,
+// dot segments) is declined: net/http's mux decodes and cleans those, and
+// its answer is the reference.
+func (s *Service) leafSegmentH1(req *h1.Request, resp *h1.Response) bool {
+	if string(req.Method) != http.MethodGet {
+		return false
+	}
+	tag := req.Path[len(leafSegmentPrefix):]
+	if !unreservedSegment(tag) {
+		return false
+	}
+	ids, err := s.segmentIDs(req.Context, string(tag), 1)
+	if err != nil || len(ids) != 1 {
+		writeLeaf(resp.Writer(), ids, err)
+		return true
+	}
+	resp.SetHeader("Cache-Control", "no-store")
+	resp.SetHeader("Content-Type", "text/plain; charset=utf-8")
+	resp.Body = strconv.AppendInt(resp.Buf[:0], ids[0], 10)
+	return true
+}
+
+// unreservedSegment reports whether b is one path segment of RFC 3986
+// unreserved characters, other than "." and "..".
+func unreservedSegment(b []byte) bool {
+	if len(b) == 0 || string(b) == "." || string(b) == ".." {
+		return false
+	}
+	for _, c := range b {
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case c == '-', c == '.', c == '_', c == '~':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 func writeLeaf(w http.ResponseWriter, ids []int64, err error) {

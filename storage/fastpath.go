@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/hashicorp/raft"
 	"log/slog"
 	"net/http"
+
+	"github.com/hashicorp/raft"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/proto"
@@ -14,6 +15,7 @@ import (
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 	"github.com/seqsvr/seqsvr/internal/connectfast"
+	"github.com/seqsvr/seqsvr/internal/h1"
 )
 
 // ReserveFastPath serves the store's hot call, a Connect-protocol unary
@@ -28,28 +30,38 @@ import (
 // nothing has been proposed (ErrNotLeader), and the request goes to next
 // with its body restored, which forwards it as usual.
 func (s *Store) ReserveFastPath(next http.Handler, maxBodyBytes int64, logger *slog.Logger) http.Handler {
-	return connectfast.Handler(seqsvrv1connect.StoreServiceReserveSegmentProcedure, next, maxBodyBytes, logger,
-		func(ctx context.Context, body []byte) ([]byte, error) {
-			if s.raft.State() != raft.Leader {
-				// connect-go decodes, validates and forwards it anyway.
-				return nil, connectfast.ErrFallThrough
-			}
-			var req seqsvrv1.ReserveSegmentRequest
-			if err := connectfast.Decode(body, &req); err != nil {
-				return nil, err
-			}
-			seg, err := s.reserveSegment(ctx, &req)
-			if errors.Is(err, ErrNotLeader) {
-				// Nothing was proposed: let the service forward it.
-				return nil, connectfast.ErrFallThrough
-			}
-			if err != nil {
-				return nil, ConnectError(err)
-			}
-			out, err := proto.MarshalOptions{}.MarshalAppend(body[:0], seg)
-			if err != nil {
-				return nil, connect.NewError(connect.CodeInternal, fmt.Errorf("marshal message: %w", err))
-			}
-			return out, nil
-		})
+	return connectfast.Handler(seqsvrv1connect.StoreServiceReserveSegmentProcedure, next, maxBodyBytes, logger, s.reserveFast)
+}
+
+// FastRoutes are the routes the HTTP/1.1 front (package h1) answers without
+// net/http: ReserveSegment on the leader, as ReserveFastPath serves it. A
+// follower declines, and net/http's handlers forward the call.
+func (s *Store) FastRoutes(maxBodyBytes int64, logger *slog.Logger) h1.Handler {
+	var m h1.Mux
+	m.Handle(seqsvrv1connect.StoreServiceReserveSegmentProcedure, connectfast.H1(maxBodyBytes, logger, s.reserveFast))
+	return &m
+}
+
+func (s *Store) reserveFast(ctx context.Context, body []byte) ([]byte, error) {
+	if s.raft.State() != raft.Leader {
+		// connect-go decodes, validates and forwards it anyway.
+		return nil, connectfast.ErrFallThrough
+	}
+	var req seqsvrv1.ReserveSegmentRequest
+	if err := connectfast.Decode(body, &req); err != nil {
+		return nil, err
+	}
+	seg, err := s.reserveSegment(ctx, &req)
+	if errors.Is(err, ErrNotLeader) {
+		// Nothing was proposed: let the service forward it.
+		return nil, connectfast.ErrFallThrough
+	}
+	if err != nil {
+		return nil, ConnectError(err)
+	}
+	out, err := proto.MarshalOptions{}.MarshalAppend(body[:0], seg)
+	if err != nil {
+		return nil, connect.NewError(connect.CodeInternal, fmt.Errorf("marshal message: %w", err))
+	}
+	return out, nil
 }

@@ -92,6 +92,10 @@ func serveAlloc(cfg *config, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	srv.SetFast(svc.FastRoutes(cfg.MaxBodyBytes, logger))
+	if err := srv.RegisterMetrics(reg); err != nil {
+		return err
+	}
 
 	sfDone := make(chan func(), 1)
 	if cfg.Snowflake {

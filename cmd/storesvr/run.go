@@ -58,6 +58,9 @@ func serveStore(cfg *config, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	if err := srv.RegisterMetrics(reg); err != nil {
+		return err
+	}
 	srv.Start()
 	st, err := storage.Open(storage.Config{
 		NodeID:             cfg.NodeID,
@@ -85,6 +88,7 @@ func serveStore(cfg *config, logger *slog.Logger) error {
 	}
 	path, h := seqsvrv1connect.NewStoreServiceHandler(st.Service(), serve.ConnectOptions(cfg.MaxBodyBytes, logger)...)
 	h = st.ReserveFastPath(h, cfg.MaxBodyBytes, logger)
+	srv.SetFast(st.FastRoutes(cfg.MaxBodyBytes, logger))
 	srvHandler.set(serve.NewHandler(serve.Options{
 		Logger:       logger,
 		Services:     []serve.Service{{Name: seqsvrv1connect.StoreServiceName, Path: path, Handler: h}},

@@ -58,12 +58,6 @@ func Handler(procedure string, next http.Handler, maxBodyBytes int64, logger *sl
 			next.ServeHTTP(w, r)
 			return
 		}
-		defer func() {
-			if p := recover(); p != nil {
-				logger.ErrorContext(r.Context(), "panic in handler", "procedure", r.URL.Path, "panic", fmt.Sprint(p))
-				_ = errw.Write(w, r, connect.NewError(connect.CodeInternal, errors.New("internal error")))
-			}
-		}()
 		bp := bufs.Get().(*[]byte)
 		defer bufs.Put(bp)
 		body, err := readBody(r, bp)
@@ -77,10 +71,7 @@ func Handler(procedure string, next http.Handler, maxBodyBytes int64, logger *sl
 			ctx, cancel = context.WithTimeout(ctx, d)
 			defer cancel()
 		}
-		out, err := serve(ctx, body)
-		if err != nil {
-			err = contextCode(err)
-		}
+		out, err := call(ctx, logger, r.URL.Path, serve, body)
 		if errors.Is(err, ErrFallThrough) {
 			// next runs to completion before the deferred Put returns the
 			// buffer to the pool, so it can read body in place.
@@ -139,12 +130,19 @@ func Eligible(r *http.Request, maxBodyBytes int64) bool {
 // value of 1 to 10 ASCII digits.
 func timeout(h http.Header) (time.Duration, bool) {
 	v := h["Connect-Timeout-Ms"]
-	if len(v) != 1 || len(v[0]) == 0 || len(v[0]) > 10 {
+	if len(v) == 0 {
+		return 0, false
+	}
+	return parseTimeout([]byte(v[0]), len(v))
+}
+
+// parseTimeout is timeout for the first of n values v.
+func parseTimeout(v []byte, n int) (time.Duration, bool) {
+	if n != 1 || len(v) == 0 || len(v) > 10 {
 		return 0, false
 	}
 	var ms int64
-	for i := 0; i < len(v[0]); i++ {
-		c := v[0][i]
+	for _, c := range v {
 		if c < '0' || c > '9' {
 			return 0, false
 		}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"connectrpc.com/connect"
@@ -17,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/seqsvr/seqsvr/internal/faults"
+	"github.com/seqsvr/seqsvr/internal/h1"
 )
 
 // DefaultMaxBodyBytes bounds every request body. The largest legitimate
@@ -182,12 +184,15 @@ func (c *readyChecker) Check(ctx context.Context, req *grpchealth.CheckRequest) 
 }
 
 // Server is the process's single HTTP server: HTTP/1.1 and h2c on one
-// listener.
+// listener. An HTTP/1.1 front (package h1) answers the hot routes set with
+// SetFast and hands every other connection to net/http.
 type Server struct {
-	srv  *http.Server
-	ln   net.Listener
-	log  *slog.Logger
-	errc chan error
+	front *h1.Server
+	srv   *http.Server
+	ln    net.Listener
+	log   *slog.Logger
+	errc  chan error
+	fast  atomic.Pointer[h1.Handler]
 }
 
 // Listen binds addr (use 127.0.0.1:0 in tests) and prepares h.
@@ -210,7 +215,42 @@ func Listen(addr string, h http.Handler, logger *slog.Logger) (*Server, error) {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelDebug),
 	}
-	return &Server{srv: srv, ln: ln, log: logger}, nil
+	s := &Server{srv: srv, ln: ln, log: logger}
+	s.front = &h1.Server{HTTP: srv, Fast: h1.HandlerFunc(s.serveFast), Logger: logger}
+	return s, nil
+}
+
+// SetFast sets the routes the HTTP/1.1 front answers itself; until it is
+// called (and for what it declines) everything goes to net/http. It may be
+// called while serving: the storesvr binds before its store is open.
+func (s *Server) SetFast(h h1.Handler) { s.fast.Store(&h) }
+
+func (s *Server) serveFast(req *h1.Request, resp *h1.Response) bool {
+	h := s.fast.Load()
+	return h != nil && (*h).ServeH1(req, resp)
+}
+
+// RegisterMetrics exports the front's counters: requests it answered and
+// connections it handed to net/http, by reason.
+func (s *Server) RegisterMetrics(reg prometheus.Registerer) error {
+	served := prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "seqsvr_http_fast_requests_total",
+		Help: "Requests answered by the HTTP/1.1 front without net/http.",
+	}, func() float64 { return float64(s.front.Stats().Served) })
+	if err := reg.Register(served); err != nil {
+		return err
+	}
+	for reason := range s.front.Stats().HandOffs {
+		c := prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name:        "seqsvr_http_handoffs_total",
+			Help:        "Connections the HTTP/1.1 front handed to net/http, by reason.",
+			ConstLabels: prometheus.Labels{"reason": reason},
+		}, func() float64 { return float64(s.front.Stats().HandOffs[reason]) })
+		if err := reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Addr is the bound address (with the real port when :0 was asked).
@@ -218,7 +258,7 @@ func (s *Server) Addr() string { return s.ln.Addr().String() }
 
 // Serve blocks until Shutdown; it returns nil after a clean shutdown.
 func (s *Server) Serve() error {
-	err := s.srv.Serve(s.ln)
+	err := s.front.Serve(s.ln)
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}
@@ -227,7 +267,7 @@ func (s *Server) Serve() error {
 
 // Shutdown stops accepting and waits for in-flight requests until ctx ends.
 func (s *Server) Shutdown(ctx context.Context) error {
-	return s.srv.Shutdown(ctx)
+	return s.front.Shutdown(ctx)
 }
 
 // Start begins serving in the background; Wait ends it.
