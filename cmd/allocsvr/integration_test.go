@@ -333,6 +333,19 @@ func TestEveryProtocolAndLeafAPI(t *testing.T) {
 			t.Fatalf("%s: count -1 answered %v", cl.name, err)
 		}
 	}
+	// A client whose connections carry only binary NextIDs calls is served
+	// by the HTTP/1.1 front; /metrics counts those answers.
+	plain := seqsvrv1connect.NewAllocServiceClient(&http.Client{Transport: &http.Transport{}}, a.URL())
+	for i := 0; i < 5; i++ {
+		ids, err := nextIDs(ctx, plain, "proto", 2)
+		if err != nil || len(ids) != 2 || ids[0] <= last {
+			t.Fatalf("plain connect client: %v %v", ids, err)
+		}
+		last = ids[1]
+	}
+	if n := metricValue(t, a.URL(), "seqsvr_http_fast_requests_total"); n < 5 {
+		t.Fatalf("seqsvr_http_fast_requests_total = %v after 5 plain calls", n)
+	}
 	res, err := http.Get(a.URL() + "/api/segment/get/proto")
 	if err != nil {
 		t.Fatal(err)
@@ -516,4 +529,26 @@ func TestClockCheckFailureExits(t *testing.T) {
 	if !strings.Contains(string(b), "clock check failed") {
 		t.Fatalf("no clear log line about the clock:\n%s", b)
 	}
+}
+
+// metricValue reads one unlabelled series from the process's /metrics.
+func metricValue(t *testing.T, base, name string) float64 {
+	t.Helper()
+	res, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("%s: %q", name, line)
+			}
+			return f
+		}
+	}
+	t.Fatalf("/metrics has no %s", name)
+	return 0
 }

@@ -79,6 +79,11 @@ func call(ctx context.Context, logger *slog.Logger, procedure string, serve Func
 			out, err = nil, connect.NewError(connect.CodeInternal, errors.New("internal error"))
 		}
 	}()
+	// connect-go answers a deadline that is already over without calling
+	// the RPC (Connect-Timeout-Ms: 0, say); so does the fast path.
+	if err := ctx.Err(); err != nil {
+		return nil, contextCode(err)
+	}
 	out, err = serve(ctx, body)
 	if err != nil {
 		return nil, contextCode(err)

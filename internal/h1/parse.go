@@ -17,6 +17,9 @@ const (
 
 var reasonNames = [numReasons]string{"served", "incomplete", "too_large", "unsupported", "malformed", "declined"}
 
+// handOffReasons are the reasons a connection is handed to net/http.
+var handOffReasons = []reason{tooLarge, unsupported, malformed, declined}
+
 func (r reason) String() string { return reasonNames[r] }
 
 // maxFields bounds the header lines the front keeps per request.

@@ -33,7 +33,7 @@ type Server struct {
 	handoff  *chanListener
 	conns    map[*conn]struct{}
 	shutting atomic.Bool
-	httpDone chan error
+	httpDone chan struct{} // closed when the net/http server's Serve returns
 	ctx      context.Context
 	cancel   context.CancelFunc
 
@@ -50,7 +50,7 @@ type Stats struct {
 // Stats returns the counters.
 func (s *Server) Stats() Stats {
 	st := Stats{Served: s.served.Load(), HandOffs: map[string]uint64{}}
-	for r := served + 1; r < numReasons; r++ {
+	for _, r := range handOffReasons {
 		st.HandOffs[r.String()] = s.handoffs[r].Load()
 	}
 	return st
@@ -82,8 +82,11 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.handoff = newChanListener(ln.Addr())
 	s.conns = map[*conn]struct{}{}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.httpDone = make(chan error, 1)
-	go func() { s.httpDone <- s.HTTP.Serve(s.handoff) }()
+	s.httpDone = make(chan struct{})
+	go func() {
+		defer close(s.httpDone)
+		_ = s.HTTP.Serve(s.handoff) // ErrServerClosed once Shutdown or Close ran
+	}()
 	s.mu.Unlock()
 
 	var delay time.Duration
@@ -240,18 +243,20 @@ func (c *conn) serve() {
 	}()
 	c.br = bufio.NewReaderSize(c.nc, BufferSize)
 	c.req.Context = s.ctx
+	c.tick(time.Now())
 	for {
-		c.refreshDeadline()
 		if _, err := c.br.Peek(1); err != nil {
 			return // closed, idle timeout or a hang-up
 		}
 		if !c.state.CompareAndSwap(stateIdle, stateActive) {
 			return // Shutdown closed it while idle
 		}
-		buf, _ := c.br.Peek(c.br.Buffered())
-		r := parse(buf, BufferSize, &c.req)
-		if r == incomplete && len(buf) >= BufferSize {
-			r = tooLarge
+		// After an idle spell the request gets a fresh deadline for its
+		// answer, and the Date is current.
+		c.tick(time.Now())
+		r := c.readRequest()
+		if r == incomplete {
+			return // the client went quiet or away mid-request
 		}
 		if r == served {
 			c.resp.reset(c.scratch)
@@ -279,16 +284,35 @@ func (c *conn) serve() {
 	}
 }
 
-// refreshDeadline pushes the connection's deadline IdleTimeout ahead, at
-// most once a second: setting it per request would cost a timer update on
-// every call.
-func (c *conn) refreshDeadline() {
-	now := time.Now()
-	if now.Sub(c.deadline) < time.Second {
-		return
+// readRequest parses the next request, reading more while it is
+// incomplete and could still fit the buffer: Go's http.Transport, and so
+// connect-go, writes the head and the body of a request separately. A
+// client that stops halfway waits out the connection deadline, as an idle
+// one does, and is then dropped (incomplete).
+func (c *conn) readRequest() reason {
+	for {
+		buf, _ := c.br.Peek(c.br.Buffered())
+		r := parse(buf, BufferSize, &c.req)
+		if r != incomplete {
+			return r
+		}
+		if len(buf) >= BufferSize {
+			return tooLarge
+		}
+		if _, err := c.br.Peek(len(buf) + 1); err != nil {
+			return incomplete
+		}
 	}
-	c.deadline = now
-	_ = c.nc.SetDeadline(now.Add(c.srv.IdleTimeout))
+}
+
+// tick pushes the connection's deadline IdleTimeout ahead, at most once a
+// second (per request it would cost a timer update on every call), and
+// keeps the Date header current.
+func (c *conn) tick(now time.Time) {
+	if now.Sub(c.deadline) >= time.Second {
+		c.deadline = now
+		_ = c.nc.SetDeadline(now.Add(c.srv.IdleTimeout))
+	}
 	if sec := now.Unix(); sec != c.dateSec {
 		c.dateSec = sec
 		c.date = append(append(append(c.date[:0], "Date: "...), now.UTC().Format(http.TimeFormat)...), "\r\n"...)
