@@ -237,3 +237,21 @@ func TestFastRoutesLeafDeclinesEscapes(t *testing.T) {
 		})
 	}
 }
+
+// A GET with a body is left to net/http, whose route applies
+// --max-body-bytes; the front would otherwise burn an ID for it.
+func TestFastRoutesLeafDeclinesBody(t *testing.T) {
+	f := newFronted(t)
+	req, err := http.NewRequest(http.MethodGet, f.url+"/api/segment/get/order", strings.NewReader("a body"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := connectfasttest.H1Client(t).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if st := f.front.Stats(); st.Served != 0 || st.HandOffs["declined"] != 1 || f.slow.Load() != 1 {
+		t.Fatalf("front served %d, declined %d, net/http got %d; want 0, 1, 1", st.Served, st.HandOffs["declined"], f.slow.Load())
+	}
+}

@@ -41,8 +41,8 @@ const leafSegmentPrefix = "/api/segment/get/"
 // dot segments) is declined: net/http's mux decodes and cleans those, and
 // its answer is the reference.
 func (s *Service) leafSegmentH1(req *h1.Request, resp *h1.Response) bool {
-	if string(req.Method) != http.MethodGet {
-		return false
+	if string(req.Method) != http.MethodGet || len(req.Body) != 0 {
+		return false // a GET with a body gets net/http's body limit
 	}
 	tag := req.Path[len(leafSegmentPrefix):]
 	if !unreservedSegment(tag) {

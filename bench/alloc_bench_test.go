@@ -19,21 +19,23 @@ func storeClient(url string) seqsvrv1connect.StoreServiceClient {
 }
 
 // BenchmarkAllocNetwork drives one allocsvr (3 real storesvrs behind it)
-// from the separate loadgen process, and drives a bare net/http handler
-// (the floor of the HTTP stack) and Redis INCR with the same generator and
-// concurrency. Each case alternates short runs of itself and of its
-// references (see rounds), so a change in the shared box's load moves both
-// sides of a ratio alike. The x- metrics are the results.
+// from the separate loadgen process, and drives with the same generator
+// and concurrency three references: a bare net/http handler (the floor of
+// the standard HTTP stack), the same handler behind the services' HTTP/1.1
+// front (the floor of the stack the allocsvr runs on), and Redis INCR. Each
+// case alternates short runs of itself and of its references (see rounds),
+// so a change in the shared box's load moves both sides of a ratio alike.
+// The x- metrics are the results.
 //
-// Two client families, each compared with its own floor:
+// Two client families, each compared with floors driven by that family:
 //   - raw: loadgen's hand-written HTTP/1.1 client, one kept-alive
 //     connection per worker, the same shape and about the same cost as its
 //     RESP client for Redis. alloc-raw is a Connect unary POST with a binary
-//     proto body, leaf-raw the Leaf API GET; x-bare-http is against the
-//     bare handler driven by the same raw client.
+//     proto body, leaf-raw the Leaf API GET.
 //   - go: connect-go's client over HTTP/1.1 (alloc-connect, binary proto)
-//     and over h2c (alloc-grpc); x-bare-http is against the bare handler
-//     driven by net/http's client.
+//     and over h2c (alloc-grpc); the floors are driven by net/http's client
+//     (over HTTP/1.1, which is what the front serves; gRPC needs HTTP/2 and
+//     always reaches net/http).
 //
 // x-redis-incr (single-ID cases) compares calls per second with Redis INCR
 // driven by loadgen's RESP client.
@@ -43,12 +45,14 @@ func BenchmarkAllocNetwork(b *testing.B) {
 	alloc := c.Allocs[0].URL()
 	conc := fmt.Sprint(allocConc)
 
-	bareAddr := "127.0.0.1:" + freePort(b)
+	bareAddr, frontAddr := "127.0.0.1:"+freePort(b), "127.0.0.1:"+freePort(b)
 	startProc(b, filepath.Join(bins(b), "loadgen"), "-serve", bareAddr)
+	startProc(b, filepath.Join(bins(b), "loadgen"), "-serve-front", frontAddr)
 	waitHTTP(b, "http://"+bareAddr+"/id")
+	waitHTTP(b, "http://"+frontAddr+"/id")
 	bareTarget := map[string]string{"raw": "http-raw", "go": "http"}
-	bare := func(family string) Result {
-		return loadgen(b, "-target", bareTarget[family], "-url", "http://"+bareAddr+"/id", "-c", conc, "-d", roundLoad.String(), "-warmup", warmup)
+	floor := func(addr, family string) Result {
+		return loadgen(b, "-target", bareTarget[family], "-url", "http://"+addr+"/id", "-c", conc, "-d", roundLoad.String(), "-warmup", warmup)
 	}
 
 	redisAddr := ""
@@ -69,21 +73,17 @@ func BenchmarkAllocNetwork(b *testing.B) {
 		b.Run(tc.target+"/count="+tc.count, func(b *testing.B) {
 			// Warm the buffers so the measured run does not include the first load.
 			loadgen(b, "-target", tc.target, "-url", alloc, "-tag", "bench", "-count", tc.count, "-c", "4", "-d", "300ms", "-warmup", "0s")
-			var refs, rediss, rs []Result
+			var bares, fronts, rediss, rs []Result
 			for i := 0; i < rounds; i++ {
-				refs = append(refs, bare(tc.family))
+				bares = append(bares, floor(bareAddr, tc.family))
+				fronts = append(fronts, floor(frontAddr, tc.family))
 				if redisAddr != "" && tc.count == "1" {
 					rediss = append(rediss, loadgen(b, "-target", "redis", "-addr", redisAddr, "-c", conc, "-d", roundLoad.String(), "-warmup", warmup))
 				}
 				rs = append(rs, loadgen(b, "-target", tc.target, "-url", alloc, "-tag", "bench", "-count", tc.count,
 					"-c", conc, "-d", roundLoad.String(), "-warmup", warmup))
 			}
-			ref, r := merge(refs), merge(rs)
-			var redis *Result
-			if len(rediss) > 0 {
-				m := merge(rediss)
-				redis = &m
-			}
+			bare, front, r := merge(bares), merge(fronts), merge(rs)
 			if r.Errors > 0 {
 				b.Errorf("%d errors, first: %s", r.Errors, r.FirstError)
 			}
@@ -92,9 +92,12 @@ func BenchmarkAllocNetwork(b *testing.B) {
 			b.ReportMetric(float64(r.P50us), "p50-us")
 			b.ReportMetric(float64(r.P99us), "p99-us")
 			b.ReportMetric(float64(r.P999us), "p999-us")
-			b.ReportMetric(ref.OpsPerSec, "bare-req/s")
-			b.ReportMetric(r.OpsPerSec/ref.OpsPerSec, "x-bare-http")
-			if redis != nil {
+			b.ReportMetric(bare.OpsPerSec, "bare-req/s")
+			b.ReportMetric(r.OpsPerSec/bare.OpsPerSec, "x-bare-http")
+			b.ReportMetric(front.OpsPerSec, "front-req/s")
+			b.ReportMetric(r.OpsPerSec/front.OpsPerSec, "x-bare-front")
+			if len(rediss) > 0 {
+				redis := merge(rediss)
 				b.ReportMetric(redis.OpsPerSec, "redis-ops/s")
 				b.ReportMetric(r.OpsPerSec/redis.OpsPerSec, "x-redis-incr")
 			}

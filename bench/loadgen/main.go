@@ -8,6 +8,7 @@
 //	loadgen -target http-raw -url http://127.0.0.1:9000/id -c 64 -d 5s
 //	loadgen -target redis -addr 127.0.0.1:6379 -c 64 -d 5s
 //	loadgen -serve 127.0.0.1:9000   (the bare net/http reference handler)
+//	loadgen -serve-front 127.0.0.1:9001   (the same handler on the HTTP/1.1 front)
 //
 // Targets named *-raw use a hand-written HTTP/1.1 client (one kept-alive
 // connection per worker, request bytes built once, response parsed by
@@ -23,6 +24,7 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"net"
 	"net/http"
 	"os"
 	"strconv"
@@ -31,6 +33,8 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/seqsvr/seqsvr/internal/h1"
 )
 
 // Result is what one run prints.
@@ -65,10 +69,14 @@ func main() {
 		dur    = flag.Duration("d", 5*time.Second, "duration of the measured run")
 		warm   = flag.Duration("warmup", 500*time.Millisecond, "unmeasured warm-up")
 		serve  = flag.String("serve", "", "serve the bare net/http reference handler on this address instead")
+		front  = flag.String("serve-front", "", "serve the bare handler behind the services' HTTP/1.1 front (package h1) on this address instead")
 	)
 	flag.Parse()
 	if *serve != "" {
-		log.Fatal(serveBare(*serve))
+		log.Fatal(serveBare(*serve, false))
+	}
+	if *front != "" {
+		log.Fatal(serveBare(*front, true))
 	}
 	mk, err := newDoer(*target, *url, *addr, *tag, *count, *conc)
 	if err != nil {
@@ -85,8 +93,11 @@ func main() {
 }
 
 // serveBare is the floor of the HTTP stack: the same listener setup as the
-// services (HTTP/1.1 + h2c) and a handler that does nothing but an atomic add.
-func serveBare(addr string) error {
+// services (HTTP/1.1 + h2c) and a handler that does nothing but an atomic
+// add. With front, GET /id is answered by the services' HTTP/1.1 front
+// (package h1) as their hot routes are, and net/http serves the rest: the
+// floor of the stack the services run on.
+func serveBare(addr string, front bool) error {
 	var n atomic.Int64
 	mux := http.NewServeMux()
 	mux.HandleFunc("/id", func(w http.ResponseWriter, r *http.Request) {
@@ -97,7 +108,23 @@ func serveBare(addr string) error {
 	p.SetHTTP1(true)
 	p.SetUnencryptedHTTP2(true)
 	srv := &http.Server{Addr: addr, Handler: mux, Protocols: &p}
-	return srv.ListenAndServe()
+	if !front {
+		return srv.ListenAndServe()
+	}
+	var routes h1.Mux
+	routes.Handle("/id", h1.HandlerFunc(func(req *h1.Request, resp *h1.Response) bool {
+		if string(req.Method) != http.MethodGet {
+			return false
+		}
+		resp.SetHeader("Content-Type", "text/plain")
+		resp.Body = strconv.AppendInt(resp.Buf[:0], n.Add(1), 10)
+		return true
+	}))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	return (&h1.Server{HTTP: srv, Fast: &routes}).Serve(ln)
 }
 
 func run(mk func() (doer, error), conc int, warm, dur time.Duration) (Result, error) {

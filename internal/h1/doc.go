@@ -11,23 +11,34 @@
 // buffer, calls the route and writes the whole answer with one write.
 //
 // Guarantees:
-//   - The front answers only requests it fully understands: HTTP/1.1, an
-//     origin-form target without a query, well-formed header lines, one
-//     Host, framing by at most one Content-Length (no Transfer-Encoding),
-//     no Upgrade, Expect or Origin (CORS is net/http's), Connection absent,
-//     keep-alive or close, and the whole request already in the buffer.
-//     A fuzz test checks that net/http parses every such request to the
-//     same method, path, Host, body and Close.
+//   - The front answers only requests it fully understands: HTTP/1.1, not
+//     HEAD, an origin-form target without a query and with well-formed
+//     escapes, well-formed header lines, one Host, framing by at most one
+//     Content-Length (no Transfer-Encoding), no Upgrade, Expect or Origin
+//     (CORS is net/http's), Connection absent, keep-alive or close, and the
+//     whole request within BufferSize. A fuzz test checks that net/http
+//     parses every such request to the same method, target, Host, header
+//     values, body and Close.
 //   - Everything else is handed off: the connection, with every byte read
 //     so far replayed, goes to the net/http server, which serves it from
-//     then on (HTTP/2 prior knowledge, h2c upgrade, gRPC, browsers, slow or
-//     large requests all land there). A route may decline a request too,
-//     as long as it has done nothing yet. A hand-off never loses or
-//     reorders a byte, so a client cannot tell which server answered.
-//   - Idle connections are closed after IdleTimeout (refreshed at most once
-//     a second, so within a second of it). Shutdown stops accepting, closes
-//     idle connections, lets in-flight requests finish and answers them
-//     with Connection: close, as net/http's Shutdown does.
+//     then on (HTTP/2 prior knowledge, h2c upgrade, gRPC, browsers, large
+//     requests all land there). A route may decline a request too, as long
+//     as it has done nothing yet. A hand-off never loses or reorders a
+//     byte, so a client cannot tell which server answered.
+//   - A request may arrive in pieces (Go's http.Transport writes head and
+//     body apart); the front waits for the rest within the connection's
+//     deadline.
+//   - Deadlines follow net/http's: a new connection has ReadHeaderTimeout
+//     for its first head; after that a connection that sends nothing for
+//     IdleTimeout is closed (within a second of it: the deadline is moved
+//     at most once a second). Each request gets a fresh IdleTimeout for its
+//     answer.
+//   - Framing headers (Content-Length, Date, Connection) are the front's
+//     own; line breaks in a route's header values become spaces.
+//   - Shutdown stops accepting, closes idle connections, lets in-flight
+//     requests finish with Connection: close (a request handed off in
+//     flight is still served by net/http, shut down only after the front's
+//     own connections are done), then shuts net/http down.
 //   - A panic in a route closes that connection and is logged; the process
 //     lives on.
 package h1

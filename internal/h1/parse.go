@@ -43,6 +43,9 @@ func parse(b []byte, bufSize int, req *Request) reason {
 		return malformed
 	}
 	req.Method = line[:sp]
+	if string(req.Method) == "HEAD" {
+		return unsupported // an answer without a body; routes need not know
+	}
 	line = line[sp+1:]
 	sp = bytes.IndexByte(line, ' ')
 	if sp <= 0 {
@@ -55,12 +58,15 @@ func parse(b []byte, bufSize int, req *Request) reason {
 	if target[0] != '/' {
 		return unsupported // absolute-form, authority-form, asterisk-form
 	}
-	for _, c := range target {
+	for i, c := range target {
 		if c <= ' ' || c >= 0x7f {
 			return malformed
 		}
 		if c == '?' || c == '#' {
 			return unsupported
+		}
+		if c == '%' && (i+2 >= len(target) || !isHex(target[i+1]) || !isHex(target[i+2])) {
+			return malformed // net/http rejects a bad escape
 		}
 	}
 	req.Path = target
@@ -174,6 +180,10 @@ func parseLength(b []byte) (int, bool) {
 		n = n*10 + int(c-'0')
 	}
 	return n, true
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
 // isToken reports whether b is a non-empty RFC 9110 token.

@@ -59,6 +59,10 @@ func TestParse(t *testing.T) {
 		"control in value":         {withHeader("X-A: b\x01c"), malformed},
 		"space in target":          {"GET /a b HTTP/1.1\r\nHost: x\r\n\r\n", unsupported},
 		"method not a token":       {"GE(T / HTTP/1.1\r\nHost: x\r\n\r\n", malformed},
+		"bad escape":               {"GET /%zz HTTP/1.1\r\nHost: x\r\n\r\n", malformed},
+		"short escape":             {"GET /a%2 HTTP/1.1\r\nHost: x\r\n\r\n", malformed},
+		"good escape":              {"GET /a%2Fb HTTP/1.1\r\nHost: x\r\n\r\n", served},
+		"HEAD":                     {"HEAD / HTTP/1.1\r\nHost: x\r\n\r\n", unsupported},
 		"too many fields":          {"GET / HTTP/1.1\r\nHost: x\r\n" + strings.Repeat("X-A: b\r\n", maxFields) + "\r\n", tooLarge},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -105,6 +109,9 @@ func FuzzParse(f *testing.F) {
 		"GET / HTTP/1.1\r\nHost: x\r\nX-A: \t b \t\r\n\r\n",
 		"GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nContent-Length: 0\r\n\r\n",
 		"GET / HTTP/1.1\r\nHost: x\r\nX-A: \x80\xff\r\n\r\n",
+		"GET /%zz HTTP/1.1\r\nHost: x\r\n\r\n",
+		"GET /a%2 HTTP/1.1\r\nHost: x\r\n\r\n",
+		"GET /a%2F%c3%A9 HTTP/1.1\r\nHost: x\r\n\r\n",
 	} {
 		f.Add([]byte(s))
 	}

@@ -129,7 +129,7 @@ func (w *responseWriter) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-func equalFold(b []byte, s string) bool {
+func equalFold[T string | []byte](b T, s string) bool {
 	if len(b) != len(s) {
 		return false
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -141,27 +142,24 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	ln.Close()
-	httpErr := make(chan error, 1)
-	go func() { httpErr <- s.HTTP.Shutdown(ctx) }()
-
+	// The front's connections first: one in flight may still hand its
+	// request to net/http, which must be serving to answer it.
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	var err error
-	for {
-		if s.closeIdle() == 0 {
-			break
-		}
+	for s.closeIdle() > 0 && err == nil {
 		select {
 		case <-ctx.Done():
 			err = ctx.Err()
 			s.closeAll()
 		case <-tick.C:
-			continue
 		}
-		break
 	}
-	if herr := <-httpErr; err == nil {
+	if herr := s.HTTP.Shutdown(ctx); err == nil {
 		err = herr
+	}
+	if err != nil {
+		_ = s.HTTP.Close() // out of time: what net/http still holds goes too
 	}
 	s.cancel()
 	<-s.httpDone
@@ -224,7 +222,7 @@ type conn struct {
 	resp     Response
 	out      []byte
 	scratch  []byte
-	deadline time.Time // when the idle deadline was last pushed out
+	deadline time.Time // the connection's read and write deadline
 	dateSec  int64
 	date     []byte // "Date: ...\r\n" for dateSec
 }
@@ -243,17 +241,21 @@ func (c *conn) serve() {
 	}()
 	c.br = bufio.NewReaderSize(c.nc, BufferSize)
 	c.req.Context = s.ctx
-	c.tick(time.Now())
-	for {
+	// A new connection must send its first request head within
+	// ReadHeaderTimeout, as net/http asks; later the idle timeout applies.
+	now := time.Now()
+	c.deadline = now.Add(s.firstTimeout())
+	_ = c.nc.SetDeadline(c.deadline)
+	for first := true; ; first = false {
 		if _, err := c.br.Peek(1); err != nil {
 			return // closed, idle timeout or a hang-up
 		}
 		if !c.state.CompareAndSwap(stateIdle, stateActive) {
 			return // Shutdown closed it while idle
 		}
-		// After an idle spell the request gets a fresh deadline for its
-		// answer, and the Date is current.
-		c.tick(time.Now())
+		if !first {
+			c.tick(time.Now())
+		}
 		r := c.readRequest()
 		if r == incomplete {
 			return // the client went quiet or away mid-request
@@ -271,17 +273,33 @@ func (c *conn) serve() {
 		s.served.Add(1)
 		closing := c.req.Close || s.shutting.Load()
 		_, _ = c.br.Discard(c.req.size)
+		c.tick(time.Now()) // a slow route still gets to answer; Date is current
 		c.writeResponse(closing)
-		if cap(c.resp.Buf) > cap(c.scratch) && cap(c.resp.Buf) <= 64<<10 {
+		if cap(c.resp.Buf) > cap(c.scratch) && cap(c.resp.Buf) <= keepBytes {
 			c.scratch = c.resp.Buf[:0] // keep a grown scratch buffer, within reason
 		}
 		if _, err := c.nc.Write(c.out); err != nil || closing {
 			return
 		}
+		if cap(c.out) > keepBytes {
+			c.out = nil // an idle connection does not hold a large answer's buffer
+		}
 		if !c.state.CompareAndSwap(stateActive, stateIdle) {
 			return
 		}
 	}
+}
+
+// keepBytes bounds the buffers an idle connection keeps between requests.
+const keepBytes = 8 << 10
+
+// firstTimeout is how long a new connection may take to send its first
+// request head.
+func (s *Server) firstTimeout() time.Duration {
+	if t := s.HTTP.ReadHeaderTimeout; t > 0 && t < s.IdleTimeout {
+		return t
+	}
+	return s.IdleTimeout
 }
 
 // readRequest parses the next request, reading more while it is
@@ -305,13 +323,16 @@ func (c *conn) readRequest() reason {
 	}
 }
 
-// tick pushes the connection's deadline IdleTimeout ahead, at most once a
-// second (per request it would cost a timer update on every call), and
-// keeps the Date header current.
+// tick keeps the connection's deadline at least IdleTimeout-1s ahead of
+// now (IdleTimeout/2 for short timeouts), moving it to now+IdleTimeout when
+// it falls behind: so it is set at most about once a second (per request it would cost a timer update on
+// every call), and a request that arrives late in an idle spell, or a slow
+// route, still gets a full timeout. It also keeps the Date header current.
 func (c *conn) tick(now time.Time) {
-	if now.Sub(c.deadline) >= time.Second {
-		c.deadline = now
-		_ = c.nc.SetDeadline(now.Add(c.srv.IdleTimeout))
+	idle := c.srv.IdleTimeout
+	if c.deadline.Sub(now) < idle-min(time.Second, idle/2) {
+		c.deadline = now.Add(idle)
+		_ = c.nc.SetDeadline(c.deadline)
 	}
 	if sec := now.Unix(); sec != c.dateSec {
 		c.dateSec = sec
@@ -320,15 +341,32 @@ func (c *conn) tick(now time.Time) {
 }
 
 // handOff gives the connection, with what was read so far, to net/http.
+// When net/http has already shut down, the request it would have served is
+// answered 503 instead of dropped.
 func (c *conn) handOff(r reason) bool {
 	c.srv.handoffs[r].Add(1)
 	// net/http manages its own deadlines; it must not inherit ours.
 	_ = c.nc.SetDeadline(time.Time{})
 	hc := &handoffConn{Conn: c.nc, br: c.br}
-	if !c.srv.handoff.push(hc) {
-		return false // shutting down: the deferred close ends it
+	if c.srv.handoff.push(hc) {
+		return true
 	}
-	return true
+	_ = c.nc.SetDeadline(time.Now().Add(5 * time.Second))
+	_, _ = io.WriteString(c.nc, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"+
+		"Content-Length: 14\r\nConnection: close\r\n\r\nshutting down\n")
+	return false
+}
+
+// frontOwned reports the framing headers only the front writes.
+func frontOwned(name string) bool {
+	switch {
+	case len(name) > 20:
+		return false
+	case equalFold(name, "Content-Length"), equalFold(name, "Date"),
+		equalFold(name, "Connection"), equalFold(name, "Transfer-Encoding"):
+		return true
+	}
+	return false
 }
 
 func (c *conn) writeResponse(closing bool) {
@@ -343,7 +381,17 @@ func (c *conn) writeResponse(closing bool) {
 	b = append(b, http.StatusText(status)...)
 	b = append(b, "\r\n"...)
 	for _, h := range resp.headers() {
-		b = append(append(append(append(b, h.name...), ": "...), h.value...), "\r\n"...)
+		if frontOwned(h.name) {
+			continue
+		}
+		b = append(append(append(b, h.name...), ": "...), h.value...)
+		// net/http's rule for values: no line breaks inside a header.
+		for i := len(b) - len(h.value); i < len(b); i++ {
+			if b[i] == '\r' || b[i] == '\n' {
+				b[i] = ' '
+			}
+		}
+		b = append(b, "\r\n"...)
 	}
 	b = append(b, "Content-Length: "...)
 	b = strconv.AppendInt(b, int64(len(resp.Body)), 10)

@@ -33,6 +33,10 @@ type testServer struct {
 }
 
 func startServer(t *testing.T, idle time.Duration) *testServer {
+	return startServerWith(t, idle, 0)
+}
+
+func startServerWith(t *testing.T, idle, readHeader time.Duration) *testServer {
 	t.Helper()
 	ts := &testServer{release: make(chan struct{}), blocked: make(chan struct{}, 1), done: make(chan error, 1)}
 	var m Mux
@@ -49,6 +53,23 @@ func startServer(t *testing.T, idle time.Duration) *testServer {
 		resp.Body = []byte("released")
 		return true
 	}))
+	m.Handle("/block-decline", HandlerFunc(func(*Request, *Response) bool {
+		ts.blocked <- struct{}{}
+		<-ts.release
+		return false
+	}))
+	m.Handle("/sleep", HandlerFunc(func(_ *Request, resp *Response) bool {
+		time.Sleep(400 * time.Millisecond)
+		resp.Body = []byte("slept")
+		return true
+	}))
+	m.Handle("/headers", HandlerFunc(func(_ *Request, resp *Response) bool {
+		resp.SetHeader("X-Err", "a\r\nSet-Cookie: injected=1")
+		resp.SetHeader("Content-Length", "999")
+		resp.SetHeader("Connection", "keep-alive")
+		resp.Body = []byte("h")
+		return true
+	}))
 	slow := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ts.slow.Add(1)
 		body, _ := io.ReadAll(r.Body)
@@ -57,7 +78,7 @@ func startServer(t *testing.T, idle time.Duration) *testServer {
 	var p http.Protocols
 	p.SetHTTP1(true)
 	p.SetUnencryptedHTTP2(true)
-	ts.Server = &Server{HTTP: &http.Server{Handler: slow, Protocols: &p}, Fast: &m, IdleTimeout: idle}
+	ts.Server = &Server{HTTP: &http.Server{Handler: slow, Protocols: &p, ReadHeaderTimeout: readHeader}, Fast: &m, IdleTimeout: idle}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -346,4 +367,81 @@ func TestShutdownDeadlineClosesBusyConnections(t *testing.T) {
 		t.Fatal("busy connection answered after a forced shutdown")
 	}
 	close(ts.release)
+}
+
+// A request in flight when Shutdown starts that the route then declines is
+// answered by net/http, which must still be serving.
+func TestShutdownAnswersAnInFlightHandOff(t *testing.T) {
+	ts := startServer(t, 0)
+	c := dial(t, ts.addr)
+	c.send(post("/block-decline", "late"))
+	<-ts.blocked
+	shut := make(chan error, 1)
+	go func() { shut <- ts.Shutdown(context.Background()) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for !ts.shutting.Load() {
+		if time.Now().After(deadline) {
+			t.Fatal("Shutdown did not start")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(ts.release)
+	if _, body := c.read(); body != "slow:POST /block-decline late HTTP/1.1" {
+		t.Fatalf("got %q", body)
+	}
+	if err := <-shut; err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+}
+
+// A new connection has ReadHeaderTimeout to send its first head, as with
+// net/http, not the idle timeout.
+func TestNewConnectionGetsReadHeaderTimeout(t *testing.T) {
+	ts := startServerWith(t, time.Minute, 50*time.Millisecond)
+	for _, partial := range []string{"", "GET /fast HTTP/1.1\r\nHost: a\r\n"} {
+		c := dial(t, ts.addr)
+		c.send(partial)
+		if _, err := c.br.ReadByte(); err != io.EOF {
+			t.Fatalf("after %q: connection not closed at ReadHeaderTimeout (%v)", partial, err)
+		}
+	}
+}
+
+// The deadline is pushed out before the answer is written, so a route
+// slower than the idle timeout still answers.
+func TestSlowRouteStillAnswers(t *testing.T) {
+	ts := startServer(t, 200*time.Millisecond)
+	c := dial(t, ts.addr)
+	c.send(post("/sleep", ""))
+	if _, body := c.read(); body != "slept" {
+		t.Fatalf("got %q", body)
+	}
+}
+
+func TestHEADGoesToNetHTTP(t *testing.T) {
+	ts := startServer(t, 0)
+	c := dial(t, ts.addr)
+	c.send("HEAD /fast HTTP/1.1\r\nHost: t\r\n\r\n" + post("/fast", "after"))
+	resp, err := http.ReadResponse(c.br, &http.Request{Method: http.MethodHead})
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("HEAD: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	if _, body := c.read(); body != "slow:POST /fast after HTTP/1.1" {
+		t.Fatalf("request after HEAD: %q", body)
+	}
+}
+
+// Framing headers are the front's; a value cannot break a header line.
+func TestRouteHeadersCannotBreakFraming(t *testing.T) {
+	ts := startServer(t, 0)
+	c := dial(t, ts.addr)
+	c.send(post("/headers", "") + post("/fast", "next"))
+	resp, body := c.read()
+	if body != "h" || resp.ContentLength != 1 || resp.Header.Get("Set-Cookie") != "" || resp.Header.Get("X-Err") != "a  Set-Cookie: injected=1" {
+		t.Fatalf("got %q, length %d, headers %v", body, resp.ContentLength, resp.Header)
+	}
+	if _, body := c.read(); body != "fast:next" {
+		t.Fatalf("next answer: %q", body)
+	}
 }
