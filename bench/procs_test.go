@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"connectrpc.com/connect"
-
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/jepsen/cluster"
 )
@@ -118,15 +116,8 @@ func createTag(tb testing.TB, c *cluster.Cluster, tag string, step int64) {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	for {
-		_, err := c.StoreClient(c.Stores[0]).CreateTag(ctx, connect.NewRequest(&seqsvrv1.CreateTagRequest{Tag: tag, Step: step}))
-		if err == nil || connect.CodeOf(err) == connect.CodeAlreadyExists {
-			return
-		}
-		if ctx.Err() != nil {
-			tb.Fatalf("create tag %s: %v", tag, err)
-		}
-		time.Sleep(100 * time.Millisecond)
+	if err := c.CreateTag(ctx, &seqsvrv1.CreateTagRequest{Tag: tag, Step: step}); err != nil {
+		tb.Fatal(err)
 	}
 }
 

@@ -22,7 +22,7 @@ const ForwardedHeader = "Seqsvr-Forwarded"
 func serve[Req, Resp any](
 	ctx context.Context, s *Store, req *connect.Request[Req],
 	local func(context.Context, *Req) (*Resp, error),
-	remote func(seqsvrv1connect.StoreServiceClient) func(context.Context, *connect.Request[Req]) (*connect.Response[Resp], error),
+	remote func(seqsvrv1connect.StoreServiceClient, context.Context, *connect.Request[Req]) (*connect.Response[Resp], error),
 ) (*connect.Response[Resp], error) {
 	resp, err := local(ctx, req.Msg)
 	if err == nil {
@@ -40,7 +40,7 @@ func serve[Req, Resp any](
 	}
 	fwd := connect.NewRequest(req.Msg)
 	fwd.Header().Set(ForwardedHeader, "1")
-	out, err := remote(client)(ctx, fwd)
+	out, err := remote(client, ctx, fwd)
 	if err != nil {
 		return nil, err
 	}

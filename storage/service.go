@@ -27,9 +27,7 @@ func (s *Store) Service() seqsvrv1connect.StoreServiceHandler { return &service{
 type client = seqsvrv1connect.StoreServiceClient
 
 func (h *service) CreateTag(ctx context.Context, req *connect.Request[seqsvrv1.CreateTagRequest]) (*connect.Response[seqsvrv1.Tag], error) {
-	return serve(ctx, h.s, req, h.s.createTag, func(c client) func(context.Context, *connect.Request[seqsvrv1.CreateTagRequest]) (*connect.Response[seqsvrv1.Tag], error) {
-		return c.CreateTag
-	})
+	return serve(ctx, h.s, req, h.s.createTag, client.CreateTag)
 }
 
 func (h *service) GetTag(ctx context.Context, req *connect.Request[seqsvrv1.GetTagRequest]) (*connect.Response[seqsvrv1.Tag], error) {
@@ -41,45 +39,31 @@ func (h *service) GetTag(ctx context.Context, req *connect.Request[seqsvrv1.GetT
 		}
 		return connect.NewResponse(t), nil
 	}
-	return serve(ctx, h.s, req, h.s.getTag, func(c client) func(context.Context, *connect.Request[seqsvrv1.GetTagRequest]) (*connect.Response[seqsvrv1.Tag], error) {
-		return c.GetTag
-	})
+	return serve(ctx, h.s, req, h.s.getTag, client.GetTag)
 }
 
 func (h *service) ListTags(ctx context.Context, req *connect.Request[seqsvrv1.ListTagsRequest]) (*connect.Response[seqsvrv1.ListTagsResponse], error) {
-	return serve(ctx, h.s, req, h.s.listTags, func(c client) func(context.Context, *connect.Request[seqsvrv1.ListTagsRequest]) (*connect.Response[seqsvrv1.ListTagsResponse], error) {
-		return c.ListTags
-	})
+	return serve(ctx, h.s, req, h.s.listTags, client.ListTags)
 }
 
 func (h *service) UpdateTag(ctx context.Context, req *connect.Request[seqsvrv1.UpdateTagRequest]) (*connect.Response[seqsvrv1.Tag], error) {
-	return serve(ctx, h.s, req, h.s.updateTag, func(c client) func(context.Context, *connect.Request[seqsvrv1.UpdateTagRequest]) (*connect.Response[seqsvrv1.Tag], error) {
-		return c.UpdateTag
-	})
+	return serve(ctx, h.s, req, h.s.updateTag, client.UpdateTag)
 }
 
 func (h *service) DeleteTag(ctx context.Context, req *connect.Request[seqsvrv1.DeleteTagRequest]) (*connect.Response[seqsvrv1.DeleteTagResponse], error) {
-	return serve(ctx, h.s, req, h.s.deleteTag, func(c client) func(context.Context, *connect.Request[seqsvrv1.DeleteTagRequest]) (*connect.Response[seqsvrv1.DeleteTagResponse], error) {
-		return c.DeleteTag
-	})
+	return serve(ctx, h.s, req, h.s.deleteTag, client.DeleteTag)
 }
 
 func (h *service) ReserveSegment(ctx context.Context, req *connect.Request[seqsvrv1.ReserveSegmentRequest]) (*connect.Response[seqsvrv1.Segment], error) {
-	return serve(ctx, h.s, req, h.s.reserveSegment, func(c client) func(context.Context, *connect.Request[seqsvrv1.ReserveSegmentRequest]) (*connect.Response[seqsvrv1.Segment], error) {
-		return c.ReserveSegment
-	})
+	return serve(ctx, h.s, req, h.s.reserveSegment, client.ReserveSegment)
 }
 
 func (h *service) RegisterWorker(ctx context.Context, req *connect.Request[seqsvrv1.RegisterWorkerRequest]) (*connect.Response[seqsvrv1.Worker], error) {
-	return serve(ctx, h.s, req, h.s.registerWorker, func(c client) func(context.Context, *connect.Request[seqsvrv1.RegisterWorkerRequest]) (*connect.Response[seqsvrv1.Worker], error) {
-		return c.RegisterWorker
-	})
+	return serve(ctx, h.s, req, h.s.registerWorker, client.RegisterWorker)
 }
 
 func (h *service) RenewWorker(ctx context.Context, req *connect.Request[seqsvrv1.RenewWorkerRequest]) (*connect.Response[seqsvrv1.Worker], error) {
-	return serve(ctx, h.s, req, h.s.renewWorker, func(c client) func(context.Context, *connect.Request[seqsvrv1.RenewWorkerRequest]) (*connect.Response[seqsvrv1.Worker], error) {
-		return c.RenewWorker
-	})
+	return serve(ctx, h.s, req, h.s.renewWorker, client.RenewWorker)
 }
 
 // ClusterStatus is answered by the member asked, never forwarded: it is
@@ -93,15 +77,11 @@ func (h *service) ClusterStatus(ctx context.Context, _ *connect.Request[seqsvrv1
 }
 
 func (h *service) AddMember(ctx context.Context, req *connect.Request[seqsvrv1.AddMemberRequest]) (*connect.Response[seqsvrv1.ClusterStatusResponse], error) {
-	return serve(ctx, h.s, req, h.s.addMember, func(c client) func(context.Context, *connect.Request[seqsvrv1.AddMemberRequest]) (*connect.Response[seqsvrv1.ClusterStatusResponse], error) {
-		return c.AddMember
-	})
+	return serve(ctx, h.s, req, h.s.addMember, client.AddMember)
 }
 
 func (h *service) RemoveMember(ctx context.Context, req *connect.Request[seqsvrv1.RemoveMemberRequest]) (*connect.Response[seqsvrv1.ClusterStatusResponse], error) {
-	return serve(ctx, h.s, req, h.s.removeMember, func(c client) func(context.Context, *connect.Request[seqsvrv1.RemoveMemberRequest]) (*connect.Response[seqsvrv1.ClusterStatusResponse], error) {
-		return c.RemoveMember
-	})
+	return serve(ctx, h.s, req, h.s.removeMember, client.RemoveMember)
 }
 
 // Local implementations: each returns ErrNotLeader when the caller should

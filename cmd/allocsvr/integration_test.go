@@ -39,13 +39,8 @@ func ctxT(t *testing.T, d time.Duration) context.Context {
 
 func createTag(t *testing.T, c *cluster.Cluster, tag string, step int64) {
 	t.Helper()
-	ctx := ctxT(t, 10*time.Second)
-	l, err := c.Leader(ctx)
-	if err != nil {
+	if err := c.CreateTag(ctxT(t, 30*time.Second), &seqsvrv1.CreateTagRequest{Tag: tag, Step: step}); err != nil {
 		t.Fatal(err)
-	}
-	if _, err := c.StoreClient(l).CreateTag(ctx, connect.NewRequest(&seqsvrv1.CreateTagRequest{Tag: tag, Step: step})); err != nil {
-		t.Fatalf("CreateTag %s: %v", tag, err)
 	}
 }
 

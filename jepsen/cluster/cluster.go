@@ -221,6 +221,27 @@ func (c *Cluster) Status(ctx context.Context, p *Proc) (*seqsvrv1.ClusterStatusR
 	return resp.Msg, nil
 }
 
+// CreateTag creates tag through the first store (followers forward),
+// retrying until ctx ends while the cluster elects a leader or comes up; a
+// tag that already exists counts as created, so a retry after an ambiguous
+// failure is safe.
+func (c *Cluster) CreateTag(ctx context.Context, req *seqsvrv1.CreateTagRequest) error {
+	cli := c.StoreClient(c.Stores[0])
+	for {
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := cli.CreateTag(cctx, connect.NewRequest(req))
+		cancel()
+		if err == nil || connect.CodeOf(err) == connect.CodeAlreadyExists {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("create tag %s: %w", req.GetTag(), err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
 // Leader polls the running, unpaused stores until one of them names a
 // leader that is one of ours, running, and itself claims leadership.
 func (c *Cluster) Leader(ctx context.Context) (*Proc, error) {

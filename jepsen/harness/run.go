@@ -234,21 +234,11 @@ func (l logWriter) Write(b []byte) (int, error) {
 }
 
 func createTags(ctx context.Context, c *cluster.Cluster, tags []string, step int64) error {
-	cli := c.StoreClient(c.Stores[0])
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
 	for _, t := range tags {
-		var err error
-		for range 50 {
-			cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			_, err = cli.CreateTag(cctx, connect.NewRequest(&seqsvrv1.CreateTagRequest{Tag: t, Step: step}))
-			cancel()
-			if err == nil || connect.CodeOf(err) == connect.CodeAlreadyExists {
-				err = nil
-				break
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		if err != nil {
-			return fmt.Errorf("create tag %s: %w", t, err)
+		if err := c.CreateTag(ctx, &seqsvrv1.CreateTagRequest{Tag: t, Step: step}); err != nil {
+			return err
 		}
 	}
 	return nil

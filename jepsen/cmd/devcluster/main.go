@@ -17,8 +17,6 @@ import (
 	"syscall"
 	"time"
 
-	"connectrpc.com/connect"
-
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/jepsen/cluster"
 )
@@ -58,11 +56,10 @@ func run() error {
 	}
 	defer stopAll(c)
 
-	leader, err := c.Leader(ctx)
-	if err != nil {
+	if _, err := c.Leader(ctx); err != nil {
 		return err
 	}
-	if err := createTag(ctx, c, leader, *tag); err != nil {
+	if err := createTag(ctx, c, *tag); err != nil {
 		return err
 	}
 	printHelp(c, *tag, *dir)
@@ -85,17 +82,11 @@ func ensureBinaries(ctx context.Context, bin string) error {
 	return nil
 }
 
-func createTag(ctx context.Context, c *cluster.Cluster, leader *cluster.Proc, tag string) error {
+func createTag(ctx context.Context, c *cluster.Cluster, tag string) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	_, err := c.StoreClient(leader).CreateTag(ctx, connect.NewRequest(&seqsvrv1.CreateTagRequest{
-		Tag: tag, Step: 1000, Description: "demo tag created by make run",
-	}))
-	if connect.CodeOf(err) == connect.CodeAlreadyExists {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("create demo tag %q: %w", tag, err)
+	if err := c.CreateTag(ctx, &seqsvrv1.CreateTagRequest{Tag: tag, Step: 1000, Description: "demo tag created by make run"}); err != nil {
+		return fmt.Errorf("demo tag: %w", err)
 	}
 	return nil
 }
