@@ -159,12 +159,11 @@ func (a *SegmentAllocator) NextID(ctx context.Context, tag string) (int64, error
 	}
 	if t != nil {
 		b := t.cur.Load()
-		for {
-			p := b.pos.Load()
-			if p > b.last {
-				break
-			}
-			if b.pos.CompareAndSwap(p, p+1) {
+		if b.pos.Load() <= b.last {
+			// One add, no retry loop: an add that lands past last (a race
+			// for the final IDs) only moves an exhausted buffer further
+			// past its end, which every reader treats as exhausted.
+			if p := b.pos.Add(1) - 1; p <= b.last {
 				if p+1 >= b.prefetchAt && t.needLoad.Load() {
 					a.kick(t)
 				}

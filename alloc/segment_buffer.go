@@ -8,10 +8,11 @@ import (
 )
 
 // segBuf is one reserved segment [first, last]. Only pos changes, and only
-// forwards by compare-and-swap, so each ID is taken exactly once without a
-// lock.
+// forwards (NextID adds one, take compares and swaps), so each ID is taken
+// exactly once without a lock. pos may pass last+1 when NextIDs race for
+// the final IDs; every reader treats any pos past last as exhausted.
 type segBuf struct {
-	pos        atomic.Int64 // next ID to hand out; last+1 once exhausted
+	pos        atomic.Int64 // next ID to hand out; past last once exhausted
 	first      int64
 	last       int64
 	prefetchAt int64 // pos at which the next segment is reserved

@@ -178,8 +178,18 @@ func TestSegmentOneLoaderPerTagAndUnique(t *testing.T) {
 			var mine []int64
 			last := int64(-1)
 			for range 150 {
+				// NextID and NextIDs share the buffers; mix them.
 				n := 1 + rand.IntN(12)
-				ids, err := a.NextIDs(ctx, tag, n)
+				var ids []int64
+				var err error
+				if rand.IntN(3) == 0 {
+					n = 1
+					var id int64
+					id, err = a.NextID(ctx, tag)
+					ids = []int64{id}
+				} else {
+					ids, err = a.NextIDs(ctx, tag, n)
+				}
 				if err != nil {
 					t.Errorf("NextIDs(%s, %d): %v", tag, n, err)
 					return
@@ -208,6 +218,25 @@ func TestSegmentOneLoaderPerTagAndUnique(t *testing.T) {
 			t.Errorf("tag %s: %d concurrent reservations, want 1", tag, m)
 		}
 		segCheckUnique(t, tag, got[tag], f.segments(tag))
+		segCheckNoneBurned(t, tag, got[tag], f.segments(tag))
+	}
+}
+
+// segCheckNoneBurned checks that ids are exactly the first len(ids) IDs of
+// the reserved segments in the order they were reserved: no ID was skipped
+// (segments are used up in order, so only the newest ones have IDs left).
+func segCheckNoneBurned(t *testing.T, tag string, ids []int64, segs []*seqsvrv1.Segment) {
+	t.Helper()
+	sorted := slices.Clone(ids)
+	slices.Sort(sorted)
+	i := 0
+	for _, s := range segs {
+		for v := s.GetFirst(); v <= s.GetLast() && i < len(sorted); v++ {
+			if sorted[i] != v {
+				t.Fatalf("tag %s: id %d never handed out (next handed out: %d)", tag, v, sorted[i])
+			}
+			i++
+		}
 	}
 }
 
