@@ -16,7 +16,6 @@ import (
 // SegmentStore is the part of the store the segment allocator needs.
 // *StoreClient satisfies it.
 type SegmentStore interface {
-	GetTag(ctx context.Context, tag string) (*seqsvrv1.Tag, error)
 	ReserveSegment(ctx context.Context, tag string, size int64, requestID string) (*seqsvrv1.Segment, error)
 }
 

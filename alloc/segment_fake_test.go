@@ -24,7 +24,6 @@ type segFakeStore struct {
 	maxIn    map[string]int
 
 	reserves atomic.Int64
-	gets     atomic.Int64
 	down     atomic.Bool
 	// loseReply makes the next commit answer a transient error, as if the
 	// reply was lost after the store committed.
@@ -69,17 +68,6 @@ func (f *segFakeStore) maxInflight(tag string) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.maxIn[tag]
-}
-
-func (f *segFakeStore) GetTag(_ context.Context, tag string) (*seqsvrv1.Tag, error) {
-	f.gets.Add(1)
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	t, ok := f.tags[tag]
-	if !ok {
-		return nil, fmt.Errorf("%w: fake: tag %q", ErrNotFound, tag)
-	}
-	return &seqsvrv1.Tag{Tag: t.Tag, MaxId: t.MaxId, Step: t.Step}, nil
 }
 
 func (f *segFakeStore) ReserveSegment(ctx context.Context, tag string, size int64, reqID string) (*seqsvrv1.Segment, error) {
