@@ -98,6 +98,9 @@ func (s *Server) Serve(ln net.Listener) error {
 				return http.ErrServerClosed
 			}
 			if errors.Is(err, net.ErrClosed) {
+				// Closed under us, not by Shutdown: stop what Serve
+				// started, so nothing serves on without a listener.
+				_ = s.Close()
 				return err
 			}
 			// EMFILE and the like: back off as net/http does.

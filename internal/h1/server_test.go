@@ -25,11 +25,13 @@ import (
 // body + protocol, so every answer tells which server gave it.
 type testServer struct {
 	*Server
-	addr    string
-	release chan struct{}
-	blocked chan struct{}
-	slow    atomic.Int64
-	done    chan error
+	addr     string
+	release  chan struct{}
+	blocked  chan struct{}
+	slow     atomic.Int64
+	done     chan error
+	ln       net.Listener
+	lnClosed bool // the test closed the listener itself
 }
 
 func startServer(t *testing.T, idle time.Duration) *testServer {
@@ -83,11 +85,11 @@ func startServerWith(t *testing.T, idle, readHeader time.Duration) *testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts.addr = ln.Addr().String()
+	ts.addr, ts.ln = ln.Addr().String(), ln
 	go func() { ts.done <- ts.Serve(ln) }()
 	t.Cleanup(func() {
 		_ = ts.Close()
-		if err := <-ts.done; !errors.Is(err, http.ErrServerClosed) {
+		if err := <-ts.done; !errors.Is(err, http.ErrServerClosed) && !ts.lnClosed {
 			t.Errorf("Serve returned %v, want http.ErrServerClosed", err)
 		}
 	})
@@ -443,5 +445,23 @@ func TestRouteHeadersCannotBreakFraming(t *testing.T) {
 	}
 	if _, body := c.read(); body != "fast:next" {
 		t.Fatalf("next answer: %q", body)
+	}
+}
+
+// A listener closed from outside ends Serve with its error and stops the
+// connections Serve started; nothing keeps serving without a listener.
+func TestListenerClosedUnderServe(t *testing.T) {
+	ts := startServer(t, 0)
+	c := dial(t, ts.addr)
+	c.send(post("/fast", "1"))
+	c.read()
+	ts.lnClosed = true
+	ts.ln.Close()
+	if err := <-ts.done; !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("Serve returned %v, want net.ErrClosed", err)
+	}
+	ts.done <- nil // for the cleanup
+	if _, err := c.br.ReadByte(); err != io.EOF {
+		t.Fatalf("a front connection outlived Serve (%v)", err)
 	}
 }
