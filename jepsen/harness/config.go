@@ -15,6 +15,10 @@
 // A run passes only if every checker passes; a checker that cannot decide
 // fails, and so does a run in which some kind of operation never
 // succeeded.
+//
+// Everything the checkers read is saved before they run (history.jsonl,
+// final.json), so Recheck can run them again on a results folder, through
+// the same Check.
 package harness
 
 import "time"
@@ -24,8 +28,9 @@ type Config struct {
 	Name     string
 	Seed     int64
 	Duration time.Duration
-	// OutDir receives the results folder (history.jsonl, nemesis.log,
-	// logs/, summary.txt, summary.json, linearizability.html on failure).
+	// OutDir receives the results folder (history.jsonl, final.json,
+	// nemesis.log, nemesis.jsonl, logs/, summary.txt, summary.json,
+	// linearizability.html on failure).
 	OutDir string
 	// BinDir caches the faults build; shared by runs of one process.
 	BinDir string

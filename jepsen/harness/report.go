@@ -10,7 +10,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/seqsvr/seqsvr/jepsen/checker"
 	"github.com/seqsvr/seqsvr/jepsen/nemesis"
 )
 
@@ -26,19 +25,19 @@ type Report struct {
 	Unresolved int               `json:"unresolved"`
 	NotSent    int               `json:"not_sent"` // failed reservations that never left the client
 
-	Faults     map[string]int   `json:"faults"`
-	FaultTotal int              `json:"fault_total"`
-	Results    []checker.Result `json:"results"`
-	OK         bool             `json:"ok"`
-	Notes      []string         `json:"notes,omitempty"`
-	Elapsed    time.Duration    `json:"elapsed"`
+	Faults     map[string]int `json:"faults"`
+	FaultTotal int            `json:"fault_total"`
+	Results    []Verdict      `json:"results"`
+	OK         bool           `json:"ok"`
+	Notes      []string       `json:"notes,omitempty"`
+	Elapsed    time.Duration  `json:"elapsed"`
 }
 
-// Failed lists the names of failing checkers.
+// Failed lists the names of failing checkers (not the skipped ones).
 func (r *Report) Failed() []string {
 	var out []string
 	for _, c := range r.Results {
-		if !c.OK {
+		if !c.OK && c.Skipped == "" {
 			out = append(out, c.Name)
 		}
 	}
@@ -51,6 +50,9 @@ func (r *Report) Table() string {
 	verdict := "PASS"
 	if !r.OK {
 		verdict = "FAIL"
+	}
+	if n := r.Skipped(); n > 0 {
+		verdict += fmt.Sprintf(" (%d checker(s) skipped)", n)
 	}
 	fmt.Fprintf(&b, "== %s (seed %d) %s in %s; results: %s\n", r.Name, r.Seed, verdict, r.Elapsed.Round(time.Second), r.OutDir)
 	if len(r.Bugs) > 0 {
@@ -84,10 +86,16 @@ func (r *Report) Table() string {
 	fmt.Fprintln(tw, "checker\tverdict\tchecked\tdetail")
 	for _, c := range r.Results {
 		v := "pass"
-		if !c.OK {
+		switch {
+		case c.Skipped != "":
+			v = "skipped"
+		case !c.OK:
 			v = "FAIL"
 		}
 		d := c.Detail
+		if c.Skipped != "" {
+			d = c.Skipped
+		}
 		if len(d) > 300 {
 			d = d[:300] + "..."
 		}

@@ -14,7 +14,6 @@ import (
 	"connectrpc.com/connect"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
-	"github.com/seqsvr/seqsvr/jepsen/checker"
 	"github.com/seqsvr/seqsvr/jepsen/cluster"
 	"github.com/seqsvr/seqsvr/jepsen/history"
 	"github.com/seqsvr/seqsvr/jepsen/nemesis"
@@ -160,7 +159,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	ops := rec.Ops()
 	rctx, rcancel := context.WithTimeout(ctx, 60*time.Second)
 	defer rcancel()
-	rep.Resolved, rep.Unresolved, rep.NotSent = w.resolve(rctx, ops)
+	w.resolve(rctx, ops)
 	fctx, fcancel := context.WithTimeout(ctx, 30*time.Second)
 	defer fcancel()
 	layout := snowflakeLayout(fctx, c)
@@ -169,58 +168,26 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	for _, a := range c.Allocs {
 		_ = a.Kill()
 	}
-	final, note := finalState(fctx, c, append(append([]string{}, w.linTags...), w.allocTags...))
+	tags := append(append([]string{}, w.linTags...), w.allocTags...)
+	final, note := finalState(fctx, c, tags)
 	if note != "" {
 		rep.Notes = append(rep.Notes, note)
 	}
-
-	rep.Ops = len(ops)
-	rep.OpsByKind = map[string][2]int{}
-	for _, op := range ops {
-		v := rep.OpsByKind[op.Kind]
-		v[0]++
-		if op.OK {
-			v[1]++
-		}
-		rep.OpsByKind[op.Kind] = v
-	}
+	c.Close()
 	rep.Faults, rep.FaultTotal = nlog.Counts()
 
-	finalAgreed := map[string]int64{}
-	for _, m := range final {
-		for t, v := range m {
-			if cur, ok := finalAgreed[t]; !ok || v > cur {
-				finalAgreed[t] = v
-			}
-		}
+	// Save before checking, so that a run whose checking is cut short can
+	// still be checked offline (Recheck) from the same inputs.
+	in := Inputs{Ops: ops, Final: &Final{Tags: tags, MaxID: final, Snowflake: layout, LeaseTTL: cfg.LeaseTTL}}
+	if err := SaveInputs(out, in); err != nil {
+		return nil, err
 	}
-	rep.Results = []checker.Result{
-		checker.Progress(ops),
-		checker.Linearizable(ops, out, 2*time.Minute),
-		checker.SegmentsDisjoint(ops),
-		checker.FinalState(ops, final, append(append([]string{}, w.linTags...), w.allocTags...)),
-		checker.UniqueIDs(ops, history.NextIDs),
-		checker.MonotonicPerLifetime(ops, history.NextIDs),
-		checker.WithinReserved(ops, finalAgreed),
-		checker.UniqueIDs(ops, history.Snowflake),
-		checker.MonotonicPerLifetime(ops, history.Snowflake),
-		checker.WorkerTimeline(ops, layout),
-		checker.WorkerExclusive(ops, layout, cfg.LeaseTTL*2/3),
+	if err := saveNemesis(out, nlog); err != nil {
+		return nil, err
 	}
-	rep.OK = true
-	for _, r := range rep.Results {
-		rep.OK = rep.OK && r.OK
-	}
+	rep.check(in)
 	rep.Elapsed = time.Since(started)
 
-	c.Close()
-	if err := history.WriteJSONL(filepath.Join(out, "history.jsonl"), ops); err != nil {
-		return rep, err
-	}
-	if f, err := os.Create(filepath.Join(out, "nemesis.jsonl")); err == nil {
-		_ = nlog.WriteJSONL(f)
-		f.Close()
-	}
 	// The Raft data is large and useless once checked; the logs stay.
 	_ = os.RemoveAll(filepath.Join(out, "data"))
 	return rep, rep.write()
@@ -244,8 +211,9 @@ func createTags(ctx context.Context, c *cluster.Cluster, tags []string, step int
 	return nil
 }
 
-func snowflakeLayout(ctx context.Context, c *cluster.Cluster) checker.Layout {
-	l := checker.Layout{WorkerBits: 10, SequenceBits: 12}
+// snowflakeLayout asks the allocsvrs for the layout their IDs use,
+// assuming the default when none answers.
+func snowflakeLayout(ctx context.Context, c *cluster.Cluster) Layout {
 	for _, a := range c.Allocs {
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		resp, err := c.AllocClient(a).Status(cctx, connect.NewRequest(&seqsvrv1.StatusRequest{}))
@@ -254,8 +222,8 @@ func snowflakeLayout(ctx context.Context, c *cluster.Cluster) checker.Layout {
 			continue
 		}
 		if ly := resp.Msg.GetSnowflake().GetLayout(); ly.GetWorkerBits() > 0 {
-			return checker.Layout{EpochMs: ly.GetEpochMs(), WorkerBits: int(ly.GetWorkerBits()), SequenceBits: int(ly.GetSequenceBits())}
+			return Layout{EpochMs: ly.GetEpochMs(), WorkerBits: int(ly.GetWorkerBits()), SequenceBits: int(ly.GetSequenceBits()), From: a.Name}
 		}
 	}
-	return l
+	return Layout{WorkerBits: 10, SequenceBits: 12}
 }

@@ -119,7 +119,7 @@ func Caught(rep *Report, bug string) (bool, string) {
 	want := Catchers(bug)
 	var failed []string
 	for _, r := range rep.Results {
-		if r.OK {
+		if r.OK || r.Skipped != "" {
 			continue
 		}
 		if slices.Contains(want, r.Name) && !r.Undecided {

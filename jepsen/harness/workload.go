@@ -204,10 +204,10 @@ const resolveParallel = 16
 // retried request_id with the segment it reserved the first time, or
 // reserves it now; either way the operation took effect between its call
 // and the re-issue's return. Re-issues run resolveParallel at a time.
-// Calls that never left the client (NotSent) are only counted.
-func (w *workload) resolve(ctx context.Context, ops []*history.Op) (resolved, unresolved, notSent int) {
+// Calls that never left the client (NotSent) are left alone. Each op
+// re-issued ends Resolved or Unresolved, which is what the report counts.
+func (w *workload) resolve(ctx context.Context, ops []*history.Op) {
 	todo := make(chan *history.Op)
-	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for i := range resolveParallel {
 		r := rand.New(rand.NewSource(int64(i) + 1))
@@ -215,32 +215,20 @@ func (w *workload) resolve(ctx context.Context, ops []*history.Op) (resolved, un
 		go func() {
 			defer wg.Done()
 			for op := range todo {
-				ok := w.resolveOne(ctx, r, op)
-				mu.Lock()
-				if ok {
-					resolved++
-				} else {
-					unresolved++
-				}
-				mu.Unlock()
+				w.resolveOne(ctx, r, op)
 			}
 		}()
 	}
 	for _, op := range ops {
-		switch {
-		case op.Kind != history.Reserve || op.OK:
-		case op.NotSent:
-			notSent++
-		default:
+		if op.Kind == history.Reserve && !op.OK && !op.NotSent {
 			todo <- op
 		}
 	}
 	close(todo)
 	wg.Wait()
-	return resolved, unresolved, notSent
 }
 
-func (w *workload) resolveOne(ctx context.Context, r *rand.Rand, op *history.Op) bool {
+func (w *workload) resolveOne(ctx context.Context, r *rand.Rand, op *history.Op) {
 	for attempt := 0; ; attempt++ {
 		p := w.pickStore(r)
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -250,12 +238,12 @@ func (w *workload) resolveOne(ctx context.Context, r *rand.Rand, op *history.Op)
 			op.OK, op.Resolved = true, true
 			op.First, op.Last = resp.Msg.GetFirst(), resp.Msg.GetLast()
 			op.Return = w.rec.Now()
-			return true
+			return
 		}
 		if attempt >= 20 || ctx.Err() != nil || errors.Is(err, context.Canceled) {
 			op.Unresolved = true
 			op.Err += "; resolve: " + err.Error()
-			return false
+			return
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

@@ -1,8 +1,10 @@
 // Package history records every client operation of a fault-injection run:
 // what was asked, of which process (and which lifetime of it), when it was
 // called and when it returned on the run's monotonic clock, and what came
-// back. The checkers read nothing else, so a history file alone can be
-// re-checked.
+// back. The checkers read this and the run's final state (the harness's
+// final.json: each member's final max_id, the tags, the snowflake layout,
+// the lease TTL), so a saved run can be re-checked offline
+// (jepsen -check DIR).
 package history
 
 import (

@@ -3,12 +3,18 @@
 // folder. It exits 1 when any checker fails.
 //
 //	go run -tags hashicorpmetrics ./jepsen/cmd/jepsen -mode full
+//
+// With -check it runs nothing: it re-checks what a run saved, in one
+// scenario's results folder or in each scenario folder of a run's.
+//
+//	go run -tags hashicorpmetrics ./jepsen/cmd/jepsen -check jepsen/results/<time>/mixed
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -27,7 +33,11 @@ func main() {
 	out := flag.String("out", "", "results folder (default jepsen/results/<time>)")
 	duration := flag.Duration("duration", 0, "per-run duration (default 60s smoke, 100s per full scenario, 25s per bug)")
 	verbose := flag.Bool("v", false, "log process starts and nemesis events")
+	check := flag.String("check", "", "re-check a saved results folder (a scenario's, or a run's holding several) instead of running")
 	flag.Parse()
+	if *check != "" {
+		os.Exit(recheck(os.Stdout, *check))
+	}
 	os.Exit(run(*mode, *seed, *out, *duration, *verbose))
 }
 
@@ -94,14 +104,7 @@ func run(mode string, seed int64, out string, d time.Duration, verbose bool) int
 			break
 		}
 	}
-	fmt.Println("== summary")
-	for _, r := range reports {
-		v := "PASS"
-		if !r.OK {
-			v = "FAIL: " + strings.Join(r.Failed(), "; ")
-		}
-		fmt.Printf("  %-14s ops %6d  faults %5d  %s\n", r.Name, r.Ops, r.FaultTotal, v)
-	}
+	summary(os.Stdout, reports)
 	fmt.Printf("  total faults injected: %d\n  results: %s\n", total, out)
 	if mode == "full" && ctx.Err() == nil && total < fullFaultTarget {
 		fmt.Printf("  FAIL: the full matrix must inject at least %d faults\n", fullFaultTarget)
@@ -111,6 +114,20 @@ func run(mode string, seed int64, out string, d time.Duration, verbose bool) int
 		fmt.Println("  (bugs mode: every run is expected to FAIL, through the checker that the bug's symptom trips; exit status 1 means a planted bug went unnoticed)")
 	}
 	return code
+}
+
+func summary(w io.Writer, reports []*harness.Report) {
+	fmt.Fprintln(w, "== summary")
+	for _, r := range reports {
+		v := "PASS"
+		if !r.OK {
+			v = "FAIL: " + strings.Join(r.Failed(), "; ")
+		}
+		if n := r.Skipped(); n > 0 {
+			v += fmt.Sprintf(" (%d checker(s) skipped)", n)
+		}
+		fmt.Fprintf(w, "  %-14s ops %6d  faults %5d  %s\n", r.Name, r.Ops, r.FaultTotal, v)
+	}
 }
 
 // fullFaultTarget is the fewest faults a full matrix must inject to count
