@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -75,14 +74,8 @@ func front(t *testing.T, serve Func) (string, *bodyRecorder, *h1.Server, func() 
 // reference serves procedure with connect-go alone, answering with impl.
 func reference(t *testing.T, impl func(context.Context, *connect.Request[wrapperspb.StringValue]) (*connect.Response[wrapperspb.StringValue], error)) string {
 	t.Helper()
-	srv := httptest.NewUnstartedServer(connect.NewUnaryHandler(procedure, impl, recoverInternal))
-	var p http.Protocols
-	p.SetHTTP1(true)
-	p.SetUnencryptedHTTP2(true)
-	srv.Config.Protocols = &p
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return srv.URL
+	url, _ := connectfasttest.Serve(t, connect.NewUnaryHandler(procedure, impl, recoverInternal), func(next http.Handler) http.Handler { return next })
+	return url
 }
 
 func echoClient(hc connect.HTTPClient, url string, opts ...connect.ClientOption) *connect.Client[wrapperspb.StringValue, wrapperspb.StringValue] {
