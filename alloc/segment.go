@@ -158,16 +158,14 @@ func (a *SegmentAllocator) NextID(ctx context.Context, tag string) (int64, error
 	}
 	if t != nil {
 		b := t.cur.Load()
-		if b.pos.Load() <= b.last {
-			// One add, no retry loop: an add that lands past last (a race
-			// for the final IDs) only moves an exhausted buffer further
-			// past its end, which every reader treats as exhausted.
-			if p := b.pos.Add(1) - 1; p <= b.last {
-				if p+1 >= b.prefetchAt && t.needLoad.Load() {
-					a.kick(t)
-				}
-				return p, nil
+		// One add, no check first and no retry loop: an add on an
+		// exhausted buffer only moves it further past its end, which holds
+		// reads as exhausted (see segBuf).
+		if p := b.pos.Add(1) - 1; b.holds(p) {
+			if p >= b.prefetchAt-1 && t.needLoad.Load() {
+				a.kick(t)
 			}
+			return p, nil
 		}
 	}
 	var one [1]int64
@@ -189,11 +187,11 @@ func (a *SegmentAllocator) NextIDs(ctx context.Context, tag string, count int) (
 		b := t.cur.Load()
 		for {
 			p := b.pos.Load()
-			if p+n-1 > b.last {
+			if !b.holds(p) || b.last-p < n-1 { // no overflow, as in take
 				break
 			}
 			if b.pos.CompareAndSwap(p, p+n) {
-				if p+n >= b.prefetchAt && t.needLoad.Load() {
+				if p >= b.prefetchAt-n && t.needLoad.Load() {
 					a.kick(t)
 				}
 				out := make([]int64, count)

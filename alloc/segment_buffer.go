@@ -7,22 +7,26 @@ import (
 	"time"
 )
 
-// segBuf is one reserved segment [first, last]. Only pos changes, and only
-// forwards (NextID adds one, take compares and swaps), so each ID is taken
-// exactly once without a lock. pos may pass last+1 when NextIDs race for
-// the final IDs; every reader treats any pos past last as exhausted.
+// segBuf is one reserved segment [first, last], first >= 1 (checkSegLocked
+// refuses others). Only pos changes, and only forwards (NextID adds one,
+// take and NextIDs compare and swap), so each ID is taken exactly once
+// without a lock. pos runs past last when NextID adds on an exhausted
+// buffer (it does not check first), and past MaxInt64 (wrapping negative)
+// when last is near it; every reader goes through holds or used, which
+// read either as exhausted.
 type segBuf struct {
-	pos        atomic.Int64 // next ID to hand out; past last once exhausted
+	pos        atomic.Int64 // next ID to hand out
 	first      int64
 	last       int64
 	prefetchAt int64 // pos at which the next segment is reserved
 }
 
-// segEmpty is the buffer of a tag that has not loaded yet: always exhausted,
-// never written (the fast path checks before it swaps).
+// segEmpty is the buffer of a tag that has not loaded yet: always exhausted
+// (first > last, so holds is false for any pos; NextID's adds on it are
+// harmless).
 var segEmpty = func() *segBuf {
-	b := &segBuf{first: 0, last: -1}
-	b.pos.Store(0)
+	b := &segBuf{first: 1, last: 0}
+	b.pos.Store(1)
 	return b
 }()
 
@@ -32,27 +36,33 @@ func newSegBuf(first, last int64, ratio float64) *segBuf {
 	if pre < 1 {
 		pre = 1
 	}
-	b := &segBuf{first: first, last: last, prefetchAt: first + pre}
+	b := &segBuf{first: first, last: last, prefetchAt: first + min(pre, size-1)}
 	b.pos.Store(first)
 	return b
 }
 
-func (b *segBuf) remaining() int64 {
-	if r := b.last - b.pos.Load() + 1; r > 0 {
-		return r
+// holds reports whether p, a value of pos, is an ID of b still to hand out.
+func (b *segBuf) holds(p int64) bool { return p >= b.first && p <= b.last }
+
+// used is how many IDs of b have been handed out.
+func (b *segBuf) used() int64 {
+	p := b.pos.Load()
+	if p < b.first { // wrapped past MaxInt64: all of them
+		return b.last - b.first + 1
 	}
-	return 0
+	return min(p-b.first, b.last-b.first+1)
 }
+
+func (b *segBuf) remaining() int64 { return b.last - b.first + 1 - b.used() }
 
 // take hands out up to n IDs from b into out and returns how many it took.
 func (b *segBuf) take(n int64, out []int64) ([]int64, int64) {
 	for {
 		p := b.pos.Load()
-		avail := b.last - p + 1
-		if avail <= 0 {
+		if !b.holds(p) {
 			return out, 0
 		}
-		k := min(n, avail)
+		k := min(n, b.last-p+1) // no overflow: first <= p <= last, first >= 1
 		if b.pos.CompareAndSwap(p, p+k) {
 			for i := int64(0); i < k; i++ {
 				out = append(out, p+i)

@@ -3,6 +3,7 @@ package alloc
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -109,6 +110,9 @@ func (f *segFakeStore) ReserveSegment(ctx context.Context, tag string, size int6
 	f.sizes[tag] = append(f.sizes[tag], size)
 	if size == 0 {
 		size = t.Step
+	}
+	if t.MaxId > math.MaxInt64-size { // as the store refuses it
+		return nil, fmt.Errorf("%w: fake: size %d would overflow", ErrInvalidArgument, size)
 	}
 	s := &seqsvrv1.Segment{Tag: tag, First: t.MaxId + 1, Last: t.MaxId + size, Step: t.Step}
 	t.MaxId = s.Last

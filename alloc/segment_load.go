@@ -110,6 +110,10 @@ func (t *segTag) checkSegLocked(seg *seqsvrv1.Segment) error {
 	switch {
 	case seg == nil:
 		return fmt.Errorf("%w: none returned", segErrBadSegment)
+	case seg.GetFirst() < 1:
+		// IDs are positive (a tag starts at 0 or above); this also keeps
+		// every count within a segment clear of int64 overflow.
+		return fmt.Errorf("%w: [%d, %d] starts below 1", segErrBadSegment, seg.GetFirst(), seg.GetLast())
 	case seg.GetFirst() > seg.GetLast():
 		return fmt.Errorf("%w: empty [%d, %d]", segErrBadSegment, seg.GetFirst(), seg.GetLast())
 	case t.loaded && seg.GetFirst() <= t.high:

@@ -30,7 +30,7 @@ func (a *SegmentAllocator) nextSlow(ctx context.Context, name string, count int,
 		t.mu.Lock()
 		res, ok := a.takeLocked(t, int64(count), out)
 		if ok {
-			if b := t.cur.Load(); b.pos.Load() >= b.prefetchAt {
+			if b := t.cur.Load(); b.used() >= b.prefetchAt-b.first {
 				a.startLoadLocked(t)
 			}
 			t.mu.Unlock()

@@ -42,7 +42,7 @@ func (t *segTag) status() *seqsvrv1.TagStatus {
 	}
 	if b := t.cur.Load(); b != segEmpty {
 		st.Current = segStatus(b)
-		st.Position = min(b.pos.Load(), b.last+1)
+		st.Position = b.first + b.used() // last+1 once exhausted
 	}
 	if t.next != nil {
 		st.Next = segStatus(t.next)
@@ -73,7 +73,7 @@ func (t *segTag) remainingLocked() int64 {
 func (t *segTag) servedLocked() int64 {
 	s := t.servedDone - int64(len(t.carry))
 	if b := t.cur.Load(); b != segEmpty {
-		s += min(b.pos.Load(), b.last+1) - b.first
+		s += b.used()
 	}
 	return s
 }

@@ -3,6 +3,7 @@ package alloc
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -510,5 +511,75 @@ func TestSegmentCloseStopsLoaders(t *testing.T) {
 	a.Close()                 // must not wait for the hour
 	if _, err := a.NextID(ctx, "t"); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("after Close: %v", err)
+	}
+}
+
+// Segments at the top of the int64 range: concurrent callers racing for
+// the final IDs must never see pos wrap past MaxInt64 into negative IDs,
+// whether the last segment ends at MaxInt64 or just below it.
+func TestSegmentNearMaxInt64(t *testing.T) {
+	ctx := segCtx(t)
+	for _, start := range []int64{math.MaxInt64 - 8, math.MaxInt64 - 9} {
+		for round := 0; round < 20; round++ {
+			f := newSegFakeStore()
+			f.create("edge", start, 4)
+			a := segNew(t, f, SegmentConfig{MaxStep: 4, EmptyWait: 50 * time.Millisecond})
+			var mu sync.Mutex
+			var got []int64
+			var wg sync.WaitGroup
+			for w := 0; w < 8; w++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := 0; i < 4; i++ {
+						var ids []int64
+						if (w+i)%2 == 0 {
+							if id, err := a.NextID(ctx, "edge"); err == nil {
+								ids = []int64{id}
+							}
+						} else if out, err := a.NextIDs(ctx, "edge", 2); err == nil {
+							ids = out
+						}
+						mu.Lock()
+						got = append(got, ids...)
+						mu.Unlock()
+					}
+				}()
+			}
+			wg.Wait()
+			segCheckUnique(t, "edge", got, f.segments("edge"))
+			for _, id := range got {
+				if id <= start {
+					t.Fatalf("start %d: id %d handed out, below the tag's start", start, id)
+				}
+			}
+			if len(got) != 8 {
+				t.Fatalf("start %d: %d IDs handed out, want all 8 below MaxInt64 (%v)", start, len(got), got)
+			}
+		}
+	}
+}
+
+// The allocator hands out only segments it can trust: non-empty, above
+// everything it served, of its own tag, and of positive IDs.
+func TestSegmentRefusesUnusableSegments(t *testing.T) {
+	st := newSegTag("t")
+	for name, seg := range map[string]*seqsvrv1.Segment{
+		"none":          nil,
+		"empty":         {First: 5, Last: 4},
+		"zero first":    {First: 0, Last: 10},
+		"negative":      {First: -3, Last: 10},
+		"other tag":     {Tag: "u", First: 1, Last: 10},
+		"usable":        {Tag: "t", First: 1, Last: 10},
+		"usable no tag": {First: 1, Last: math.MaxInt64},
+	} {
+		err := st.checkSegLocked(seg)
+		if want := strings.HasPrefix(name, "usable"); (err == nil) != want {
+			t.Errorf("%s: checkSegLocked = %v, want usable %v", name, err, want)
+		}
+	}
+	st.loaded, st.high = true, 10
+	if err := st.checkSegLocked(&seqsvrv1.Segment{First: 10, Last: 20}); err == nil {
+		t.Error("a segment overlapping what was served was accepted")
 	}
 }

@@ -16,6 +16,10 @@
 //     invalid_argument; a panic in the RPC is logged and answered internal.
 //   - An RPC that returns ErrFallThrough before acting has its request
 //     handed to the connect-go handler with the body as it arrived.
+//   - One known difference: a request whose deadline is already over
+//     (Connect-Timeout-Ms: 0) is answered deadline_exceeded before its
+//     body is decoded; connect-go decodes first, so if that body is also
+//     malformed connect-go answers invalid_argument. Both refuse it.
 package connectfast
 
 import (

@@ -29,7 +29,8 @@
 //     body apart); the front waits for the rest within the connection's
 //     deadline.
 //   - Deadlines follow net/http's: a new connection has ReadHeaderTimeout
-//     for its first head; after that a connection that sends nothing for
+//     for its first request (head and body: net/http times only the head,
+//     but clients send a small body with it); after that a connection that sends nothing for
 //     IdleTimeout is closed (within a second of it: the deadline is moved
 //     at most once a second). Each request gets a fresh IdleTimeout for its
 //     answer.

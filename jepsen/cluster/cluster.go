@@ -224,14 +224,21 @@ func (c *Cluster) Status(ctx context.Context, p *Proc) (*seqsvrv1.ClusterStatusR
 // CreateTag creates tag through the first store (followers forward),
 // retrying until ctx ends while the cluster elects a leader or comes up; a
 // tag that already exists counts as created, so a retry after an ambiguous
-// failure is safe.
+// failure is safe. A request the store rejects (a bad name, say) fails at
+// once.
 func (c *Cluster) CreateTag(ctx context.Context, req *seqsvrv1.CreateTagRequest) error {
 	cli := c.StoreClient(c.Stores[0])
 	for {
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		_, err := cli.CreateTag(cctx, connect.NewRequest(req))
 		cancel()
-		if err == nil || connect.CodeOf(err) == connect.CodeAlreadyExists {
+		switch connect.CodeOf(err) {
+		case connect.CodeAlreadyExists:
+			return nil
+		case connect.CodeInvalidArgument, connect.CodeFailedPrecondition, connect.CodePermissionDenied:
+			return fmt.Errorf("create tag %s: %w", req.GetTag(), err) // retrying cannot help
+		}
+		if err == nil {
 			return nil
 		}
 		select {

@@ -294,3 +294,29 @@ func TestScenarioDirs(t *testing.T) {
 		t.Fatal("a folder without histories accepted")
 	}
 }
+
+// TestRecheckKeepsSavedFailure: a checker that failed in the run and
+// cannot run again offline (no final.json) keeps its failure; the
+// re-check never turns a failed run into a pass.
+func TestRecheckKeepsSavedFailure(t *testing.T) {
+	in := validInputs()
+	dir := saved(t, in)
+	live := &Report{Name: "mixed", OutDir: dir}
+	live.check(in)
+	for i, v := range live.Results {
+		if v.Name == checker.FinalMaxID {
+			live.Results[i].OK = false
+			live.Results[i].Detail = "lin-0: s1=10 s2=9"
+		}
+	}
+	if err := live.write(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, finalFile)); err != nil {
+		t.Fatal(err)
+	}
+	rep := recheck(t, dir)
+	if rep.OK || !slices.Equal(rep.Failed(), []string{checker.FinalMaxID}) {
+		t.Fatalf("ok=%v failed=%q; want the saved failure of %q to stand", rep.OK, rep.Failed(), checker.FinalMaxID)
+	}
+}

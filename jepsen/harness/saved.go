@@ -160,6 +160,10 @@ func Recheck(dir string) (*Report, error) {
 	rep.check(in)
 	if saved != nil {
 		rep.Notes = append(rep.Notes, changedVerdicts(saved.Results, rep.Results)...)
+		rep.Notes = append(rep.Notes, carrySavedFailures(saved.Results, rep.Results)...)
+		for _, v := range rep.Results {
+			rep.OK = rep.OK && (v.OK || v.Skipped != "")
+		}
 	}
 	rep.Elapsed = time.Since(started)
 	return rep, nil
@@ -182,6 +186,28 @@ func changedVerdicts(saved, now []Verdict) []string {
 		}
 	}
 	return out
+}
+
+// carrySavedFailures keeps a failure the run recorded for a checker that
+// cannot run again now (skipped for want of saved data): the re-check must
+// not turn a failed run into a pass. It replaces such verdicts in now and
+// returns a note for each.
+func carrySavedFailures(saved, now []Verdict) []string {
+	failed := map[string]Verdict{}
+	for _, v := range saved {
+		if v.Skipped == "" && !v.OK {
+			failed[v.Name] = v
+		}
+	}
+	var notes []string
+	for i, v := range now {
+		if f, ok := failed[v.Name]; ok && v.Skipped != "" {
+			f.Detail = "as saved (cannot re-run: " + v.Skipped + "): " + f.Detail
+			now[i] = f
+			notes = append(notes, v.Name+": failed in the saved run and cannot be re-checked; the failure stands")
+		}
+	}
+	return notes
 }
 
 func word(ok bool) string {
