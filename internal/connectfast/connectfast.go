@@ -137,16 +137,19 @@ func timeout(h http.Header) (time.Duration, bool) {
 	if len(v) == 0 {
 		return 0, false
 	}
-	return parseTimeout([]byte(v[0]), len(v))
+	return parseTimeout(v[0], len(v))
 }
 
-// parseTimeout is timeout for the first of n values v.
-func parseTimeout(v []byte, n int) (time.Duration, bool) {
+// parseTimeout is timeout for the first of n values v: a string from
+// net/http's header map or bytes from the HTTP/1.1 front's buffer, read in
+// place either way.
+func parseTimeout[T string | []byte](v T, n int) (time.Duration, bool) {
 	if n != 1 || len(v) == 0 || len(v) > 10 {
 		return 0, false
 	}
 	var ms int64
-	for _, c := range v {
+	for i := 0; i < len(v); i++ {
+		c := v[i]
 		if c < '0' || c > '9' {
 			return 0, false
 		}
