@@ -3,7 +3,7 @@ package alloc
 import (
 	"fmt"
 
-	"github.com/seqsvr/seqsvr/storage/tagname"
+	"github.com/seqsvr/seqsvr/internal/spec"
 )
 
 // MaxCount is the largest count one NextIDs or NextSnowflakeIDs call serves.
@@ -24,7 +24,7 @@ func ValidateCount(count int32) (int, error) {
 // validTag applies the store's tag rule (package tagname: 1..128
 // characters of [A-Za-z0-9_.:-]) so a bad name never reaches the store.
 func validTag(name string) error {
-	if err := tagname.Check(name); err != nil {
+	if err := spec.CheckTag(name); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalidArgument, err)
 	}
 	return nil

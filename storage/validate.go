@@ -3,7 +3,7 @@ package storage
 import (
 	"encoding/base64"
 	"fmt"
-	"github.com/seqsvr/seqsvr/storage/tagname"
+	"github.com/seqsvr/seqsvr/internal/spec"
 	"math"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
@@ -12,7 +12,7 @@ import (
 // Limits on request fields. They keep one bad request from bloating the
 // Raft log or the snapshot.
 const (
-	MaxTagLen         = tagname.MaxLen
+	MaxTagLen         = spec.MaxTagLen
 	MaxDescriptionLen = 1024
 	MaxKeyLen         = 256 // request_id, node_id, instance_id
 	DefaultStep       = 1000
@@ -23,7 +23,7 @@ const (
 // ValidateTag checks a tag name with the rule in package tagname, shared
 // with the allocsvr.
 func ValidateTag(tag string) error {
-	if err := tagname.Check(tag); err != nil {
+	if err := spec.CheckTag(tag); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalidArgument, err)
 	}
 	return nil

@@ -1,0 +1,84 @@
+package errs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"testing"
+
+	"connectrpc.com/connect"
+)
+
+var errTestNotLeader = New(Unavailable, "not the raft leader")
+
+func TestCodeAndStatus(t *testing.T) {
+	remoteInternal := FromConnect("ReserveSegment", connect.NewError(connect.CodeInternal, errors.New("boom")))
+	for _, tc := range []struct {
+		name   string
+		err    error
+		code   connect.Code
+		status int
+	}{
+		{"nil", nil, 0, http.StatusOK},
+		{"kind", InvalidArgument, connect.CodeInvalidArgument, http.StatusBadRequest},
+		{"wrapped kind", fmt.Errorf("%w: count 0", InvalidArgument), connect.CodeInvalidArgument, http.StatusBadRequest},
+		{"sentinel", fmt.Errorf("propose: %w", errTestNotLeader), connect.CodeUnavailable, http.StatusServiceUnavailable},
+		{"outermost kind wins", fmt.Errorf("%w: %w", NotFound, Unavailable), connect.CodeNotFound, http.StatusNotFound},
+		{"deadline", fmt.Errorf("x: %w", context.DeadlineExceeded), connect.CodeDeadlineExceeded, http.StatusGatewayTimeout},
+		{"kind beats context", fmt.Errorf("%w: %w", Unavailable, context.DeadlineExceeded), connect.CodeUnavailable, http.StatusServiceUnavailable},
+		{"canceled", context.Canceled, connect.CodeCanceled, http.StatusServiceUnavailable},
+		{"unclassified", errors.New("disk on fire"), connect.CodeInternal, http.StatusInternalServerError},
+		{"remote aborted", FromConnect("ReserveSegment", connect.NewError(connect.CodeAborted, errors.New("x"))), connect.CodeUnavailable, http.StatusServiceUnavailable},
+		{"remote not found", FromConnect("GetTag", connect.NewError(connect.CodeNotFound, errors.New("x"))), connect.CodeNotFound, http.StatusNotFound},
+		{"remote internal keeps its code", remoteInternal, connect.CodeInternal, http.StatusInternalServerError},
+		{"exhausted", ResourceExhausted, connect.CodeResourceExhausted, http.StatusTooManyRequests},
+		{"unauthenticated", Unauthenticated, connect.CodeUnauthenticated, http.StatusUnauthorized},
+		{"denied", PermissionDenied, connect.CodePermissionDenied, http.StatusForbidden},
+		{"precondition", FailedPrecondition, connect.CodeFailedPrecondition, http.StatusPreconditionFailed},
+	} {
+		if got := Code(tc.err); got != tc.code {
+			t.Errorf("%s: Code = %v, want %v", tc.name, got, tc.code)
+		}
+		if got := HTTPStatus(tc.err); got != tc.status {
+			t.Errorf("%s: HTTPStatus = %d, want %d", tc.name, got, tc.status)
+		}
+		if tc.err != nil && connect.CodeOf(Connect(tc.err)) != tc.code {
+			t.Errorf("%s: Connect code = %v, want %v", tc.name, connect.CodeOf(Connect(tc.err)), tc.code)
+		}
+	}
+}
+
+func TestSentinelMatchesKind(t *testing.T) {
+	err := fmt.Errorf("apply: %w", errTestNotLeader)
+	if !errors.Is(err, errTestNotLeader) || !errors.Is(err, Unavailable) || errors.Is(err, NotFound) {
+		t.Fatalf("errors.Is on %v does not follow sentinel -> kind", err)
+	}
+}
+
+func TestConnectMessages(t *testing.T) {
+	if got := Connect(nil); got != nil {
+		t.Fatalf("Connect(nil) = %v", got)
+	}
+	ce := new(connect.Error)
+	if !errors.As(Connect(errors.New("secret path /var/x")), &ce) || ce.Message() != "internal error" {
+		t.Fatalf("internal detail reached the client: %v", ce)
+	}
+	if got := Message(fmt.Errorf("%w: count 0", InvalidArgument)); got != "invalid argument: count 0" {
+		t.Fatalf("Message = %q", got)
+	}
+	leader := connect.NewError(connect.CodeAlreadyExists, errors.New("tag order exists"))
+	if got := Connect(leader); got != leader {
+		t.Fatalf("a *connect.Error did not pass through: %v", got)
+	}
+	if !errors.Is(Connect(fmt.Errorf("%w: x", NotFound)), NotFound) {
+		t.Fatal("Connect lost the kind for errors.Is")
+	}
+	remote := FromConnect("GetTag", connect.NewError(connect.CodeNotFound, errors.New("tag x")))
+	if !errors.Is(remote, NotFound) || !errors.As(remote, &ce) || ce.Code() != connect.CodeNotFound {
+		t.Fatalf("Remote does not expose kind and connect error: %v", remote)
+	}
+	if got := Message(remote); got != "GetTag: not_found: tag x" {
+		t.Fatalf("Message(remote) = %q", got)
+	}
+}

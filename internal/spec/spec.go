@@ -1,0 +1,83 @@
+// Package spec holds the rules the store and the allocsvr must agree on,
+// defined once: the tag-name rule, the count limit of one call, the
+// snowflake layout and the worker lease. It imports nothing heavy, so the
+// allocsvr checks a request before it reaches the store without linking
+// Raft. Every error it returns wraps errs.InvalidArgument.
+package spec
+
+import (
+	"fmt"
+	"time"
+
+	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/internal/errs"
+)
+
+// MaxTagLen is the longest tag (and space) name in bytes.
+const MaxTagLen = 128
+
+// CheckTag reports why tag is not a valid name: 1..MaxTagLen bytes of
+// [A-Za-z0-9_.:-].
+func CheckTag(tag string) error {
+	if tag == "" {
+		return fmt.Errorf("%w: tag must not be empty", errs.InvalidArgument)
+	}
+	if len(tag) > MaxTagLen {
+		return fmt.Errorf("%w: tag is %d bytes long, the limit is %d", errs.InvalidArgument, len(tag), MaxTagLen)
+	}
+	for i := 0; i < len(tag); i++ {
+		c := tag[i]
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+			c == '_' || c == '.' || c == ':' || c == '-'
+		if !ok {
+			return fmt.Errorf("%w: tag %q has the character %q at byte %d; allowed are A-Z a-z 0-9 _ . : -",
+				errs.InvalidArgument, tag, c, i)
+		}
+	}
+	return nil
+}
+
+// MaxCount is the largest count one NextIDs or NextSnowflakeIDs call serves.
+const MaxCount = 10000
+
+// CheckCount applies the contract's count rule: 0 means 1, anything
+// outside 1..MaxCount is invalid.
+func CheckCount(count int32) (int, error) {
+	switch {
+	case count == 0:
+		return 1, nil
+	case count < 0 || count > MaxCount:
+		return 0, fmt.Errorf("%w: count %d out of range 1..%d", errs.InvalidArgument, count, MaxCount)
+	}
+	return int(count), nil
+}
+
+// The default snowflake layout, fixed in the store's FSM so every allocsvr
+// encodes and decodes with the same one: 1 sign bit, 41 bits of
+// milliseconds since 2024-01-01T00:00:00Z, 10 worker bits, 12 sequence bits.
+const (
+	DefaultEpochMs       = 1704067200000
+	DefaultTimestampBits = 41
+	DefaultWorkerBits    = 10
+	DefaultSequenceBits  = 12
+)
+
+// DefaultLayout returns a fresh copy of the default snowflake layout.
+func DefaultLayout() *seqsvrv1.SnowflakeLayout {
+	return &seqsvrv1.SnowflakeLayout{
+		EpochMs:       DefaultEpochMs,
+		TimestampBits: DefaultTimestampBits,
+		WorkerBits:    DefaultWorkerBits,
+		SequenceBits:  DefaultSequenceBits,
+	}
+}
+
+const (
+	// DefaultWorkerLeaseTTL is the snowflake worker lease the store grants
+	// unless configured otherwise; an allocsvr uses it for a store answer
+	// that names no TTL.
+	DefaultWorkerLeaseTTL = 10 * time.Second
+	// DefaultWorkerRetention: an expired worker ID may be reclaimed by a
+	// new node once its lease expired this long ago.
+	DefaultWorkerRetention = 24 * time.Hour
+)
