@@ -80,7 +80,9 @@ func (n *testNode) start(t testing.TB, cfg Config) {
 	t.Helper()
 	cfg.RaftAddr = string(n.addr)
 	cfg.HTTPAddr = n.httpAddr()
-	s, err := openWith(cfg, n.trans, raft.NewInmemStore(), raft.NewInmemStore(), raft.NewInmemSnapshotStore())
+	s, err := open(cfg, func(Config) (raftParts, error) {
+		return raftParts{trans: n.trans, logs: raft.NewInmemStore(), stable: raft.NewInmemStore(), snaps: raft.NewInmemSnapshotStore()}, nil
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

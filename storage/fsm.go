@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/internal/spec"
 )
 
 // applyResult is what Apply returns to the proposer. Business errors (tag
@@ -51,9 +52,11 @@ type fsmState struct {
 	nextWorkerID int64
 }
 
+// newFSM makes an empty state machine. A nil layout is the store's,
+// spec.DefaultLayout(); the tests pass smaller ones to run out of worker IDs.
 func newFSM(layout *seqsvrv1.SnowflakeLayout) *fsm {
 	if layout == nil {
-		layout = DefaultLayout()
+		layout = spec.DefaultLayout()
 	}
 	return &fsm{st: newState(layout), defaultLayout: layout}
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/internal/spec"
 )
 
 const (
@@ -13,7 +14,7 @@ const (
 )
 
 func smallLayout() *seqsvrv1.SnowflakeLayout {
-	return &seqsvrv1.SnowflakeLayout{EpochMs: DefaultEpochMs, TimestampBits: 41, WorkerBits: 2, SequenceBits: 12}
+	return &seqsvrv1.SnowflakeLayout{EpochMs: spec.DefaultEpochMs, TimestampBits: 41, WorkerBits: 2, SequenceBits: 12}
 }
 
 func mustWorker(t *testing.T, r applyResult) *seqsvrv1.WorkerState {
@@ -31,8 +32,8 @@ func TestWorkerRegisterAndReturn(t *testing.T) {
 	if w.GetWorkerId() != 0 || w.GetLastTimestampMs() != 9_990 || w.GetLeaseExpiresMs() != 10_000+ttl {
 		t.Fatalf("first worker %v", w)
 	}
-	if r.worker.leaderNowMs != 10_000 || r.worker.leaseTTLMs != ttl || r.worker.layout.GetWorkerBits() != DefaultWorkerBits ||
-		r.worker.layout.GetEpochMs() != DefaultEpochMs {
+	if r.worker.leaderNowMs != 10_000 || r.worker.leaseTTLMs != ttl || r.worker.layout.GetWorkerBits() != spec.DefaultWorkerBits ||
+		r.worker.layout.GetEpochMs() != spec.DefaultEpochMs {
 		t.Fatalf("answer %+v", r.worker)
 	}
 	if w2 := mustWorker(t, applyAt(t, f, 10_001, registerCmd("n2", "j1", 10_001, ttl, retention))); w2.GetWorkerId() != 1 {
@@ -154,7 +155,7 @@ func TestWorkerExhaustionAndReclaim(t *testing.T) {
 }
 
 func TestWorkerReclaimFloorAboveOldHolder(t *testing.T) {
-	f := newFSM(&seqsvrv1.SnowflakeLayout{EpochMs: DefaultEpochMs, TimestampBits: 41, WorkerBits: 0, SequenceBits: 12})
+	f := newFSM(&seqsvrv1.SnowflakeLayout{EpochMs: spec.DefaultEpochMs, TimestampBits: 41, WorkerBits: 0, SequenceBits: 12})
 	mustWorker(t, applyAt(t, f, 1_000, registerCmd("a", "i", 1_000, ttl, retention)))
 	// a's clock reported far ahead of the leader's.
 	mustWorker(t, applyAt(t, f, 1_010, renewCmd("a", 0, "i", 50_000, ttl)))

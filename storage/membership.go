@@ -93,7 +93,7 @@ func (s *Store) status() (*seqsvrv1.ClusterStatusResponse, error) {
 		CommitIndex:  s.raft.CommitIndex(),
 		AppliedIndex: s.raft.AppliedIndex(),
 		NodeId:       s.cfg.NodeID,
-		NowMs:        s.cfg.Now().UnixMilli(),
+		NowMs:        s.cfg.Clock.Now().UnixMilli(),
 	}
 	if leader != "" {
 		out.LeaderHttpAddr = s.httpAddrOf(string(leader))

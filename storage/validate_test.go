@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/internal/spec"
 )
 
 func TestValidateTag(t *testing.T) {
@@ -82,8 +83,8 @@ func TestParsePeers(t *testing.T) {
 
 func TestConfigDefaultsAndChecks(t *testing.T) {
 	c, err := Config{NodeID: "a", RaftAddr: "r", HTTPAddr: "h"}.withDefaults()
-	if err != nil || c.HeartbeatTimeout != DefaultHeartbeatTimeout || c.WorkerLeaseTTL != DefaultWorkerLeaseTTL ||
-		c.RequestRecordLimit != DefaultRequestRecordLimit || c.Now == nil || c.HTTPClient == nil {
+	if err != nil || c.WorkerLeaseTTL != spec.DefaultWorkerLeaseTTL || c.WorkerRetention != spec.DefaultWorkerRetention ||
+		c.RequestRecordLimit != DefaultRequestRecordLimit || c.Clock == nil || c.HTTPClient == nil || c.Logger == nil {
 		t.Fatalf("defaults: %+v %v", c, err)
 	}
 	for name, bad := range map[string]Config{
