@@ -7,14 +7,14 @@ import (
 	"log/slog"
 	"net/http"
 
-	"github.com/hashicorp/raft"
-
 	"connectrpc.com/connect"
+	"github.com/hashicorp/raft"
 	"google.golang.org/protobuf/proto"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 	"github.com/seqsvr/seqsvr/internal/connectfast"
+	"github.com/seqsvr/seqsvr/internal/errs"
 	"github.com/seqsvr/seqsvr/internal/h1"
 )
 
@@ -57,7 +57,7 @@ func (s *Store) reserveFast(ctx context.Context, body []byte) ([]byte, error) {
 		return nil, connectfast.ErrFallThrough
 	}
 	if err != nil {
-		return nil, ConnectError(err)
+		return nil, errs.Connect(err)
 	}
 	out, err := proto.MarshalOptions{}.MarshalAppend(body[:0], seg)
 	if err != nil {

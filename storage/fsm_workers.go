@@ -7,6 +7,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/internal/errs"
 	"github.com/seqsvr/seqsvr/internal/spec"
 )
 
@@ -19,7 +20,7 @@ import (
 func (st *fsmState) applyRegisterWorker(now int64, c *seqsvrv1.RegisterWorkerCommand) applyResult {
 	ttl, retention := orDefault(c.GetLeaseTtlMs(), spec.DefaultWorkerLeaseTTL), orDefault(c.GetRetentionMs(), spec.DefaultWorkerRetention)
 	if c.GetNodeId() == "" {
-		return applyResult{err: fmt.Errorf("%w: node_id must not be empty", ErrInvalidArgument)}
+		return applyResult{err: fmt.Errorf("%w: node_id must not be empty", errs.InvalidArgument)}
 	}
 	if w, ok := st.workers[c.GetNodeId()]; ok {
 		if w.GetInstanceId() != c.GetInstanceId() && w.GetLeaseExpiresMs() > now {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/internal/errs"
 	"github.com/seqsvr/seqsvr/internal/spec"
 )
 
@@ -55,7 +56,7 @@ func TestWorkerLeaseConflictAndTakeover(t *testing.T) {
 	if !errors.Is(r.err, ErrLeaseHeld) {
 		t.Fatalf("live lease: err %v, want ErrLeaseHeld", r.err)
 	}
-	if c := ConnectError(r.err); c.Error() == "" || codeOf(c) != "failed_precondition" {
+	if c := errs.Connect(r.err); c.Error() == "" || connectCode(c) != "failed_precondition" {
 		t.Fatalf("code %v", c)
 	}
 	// After expiry (1_050+ttl) the restarted node gets its old ID back, with
@@ -81,7 +82,7 @@ func TestWorkerRefusesClockBehind(t *testing.T) {
 	if !errors.Is(r.err, ErrClockBehind) {
 		t.Fatalf("err %v, want ErrClockBehind", r.err)
 	}
-	if codeOf(ConnectError(r.err)) != "unavailable" {
+	if connectCode(errs.Connect(r.err)) != "unavailable" {
 		t.Fatalf("code of %v", r.err)
 	}
 	var w *seqsvrv1.WorkerState
@@ -124,7 +125,7 @@ func TestWorkerExhaustionAndReclaim(t *testing.T) {
 	}
 	// All leases live: exhausted.
 	r := applyAt(t, f, 1_010, registerCmd("e", "i", 1_010, ttl, retention))
-	if !errors.Is(r.err, ErrWorkersExhausted) || codeOf(ConnectError(r.err)) != "resource_exhausted" {
+	if !errors.Is(r.err, ErrWorkersExhausted) || connectCode(errs.Connect(r.err)) != "resource_exhausted" {
 		t.Fatalf("err %v", r.err)
 	}
 	// Keep b alive; the others expire at 1_100, 1_102, 1_103.
@@ -168,5 +169,3 @@ func TestWorkerReclaimFloorAboveOldHolder(t *testing.T) {
 		t.Fatalf("floor %d, want %d", w.GetLastTimestampMs(), 50_000+ttl)
 	}
 }
-
-func codeOf(err error) string { return connectCode(err) }

@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/internal/errs"
 )
 
 // addMember makes id a voter at raftAddr and records its HTTP address. It is
@@ -31,7 +32,7 @@ func (s *Store) addMember(ctx context.Context, r *seqsvrv1.AddMemberRequest) (*s
 		case string(srv.ID) == r.GetId() && string(srv.Address) == r.GetRaftAddr():
 			present = srv.Suffrage == raft.Voter
 		case string(srv.ID) != r.GetId() && string(srv.Address) == r.GetRaftAddr():
-			return nil, fmt.Errorf("%w: Raft address %s is used by member %s; remove it first", ErrInvalidArgument, r.GetRaftAddr(), srv.ID)
+			return nil, fmt.Errorf("%w: Raft address %s is used by member %s; remove it first", errs.InvalidArgument, r.GetRaftAddr(), srv.ID)
 		}
 	}
 	if !present {

@@ -14,7 +14,9 @@ import (
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
+	"github.com/seqsvr/seqsvr/internal/errs"
 	"github.com/seqsvr/seqsvr/internal/faults"
+	"github.com/seqsvr/seqsvr/internal/spec"
 )
 
 // service implements seqsvrv1connect.StoreServiceHandler on a Store.
@@ -35,7 +37,7 @@ func (h *service) GetTag(ctx context.Context, req *connect.Request[seqsvrv1.GetT
 		// Never forwarded: the point is to see this member's own state.
 		t, err := h.s.getTagLocal(req.Msg)
 		if err != nil {
-			return nil, ConnectError(err)
+			return nil, errs.Connect(err)
 		}
 		return connect.NewResponse(t), nil
 	}
@@ -71,7 +73,7 @@ func (h *service) RenewWorker(ctx context.Context, req *connect.Request[seqsvrv1
 func (h *service) ClusterStatus(ctx context.Context, _ *connect.Request[seqsvrv1.ClusterStatusRequest]) (*connect.Response[seqsvrv1.ClusterStatusResponse], error) {
 	st, err := h.s.status()
 	if err != nil {
-		return nil, ConnectError(err)
+		return nil, errs.Connect(err)
 	}
 	return connect.NewResponse(st), nil
 }
@@ -100,7 +102,7 @@ func (s *Store) createTag(ctx context.Context, r *seqsvrv1.CreateTagRequest) (*s
 }
 
 func (s *Store) getTag(ctx context.Context, r *seqsvrv1.GetTagRequest) (*seqsvrv1.Tag, error) {
-	if err := ValidateTag(r.GetTag()); err != nil {
+	if err := spec.CheckTag(r.GetTag()); err != nil {
 		return nil, err
 	}
 	if err := s.linearize(ctx); err != nil {
@@ -114,13 +116,13 @@ func (s *Store) getTag(ctx context.Context, r *seqsvrv1.GetTagRequest) (*seqsvrv
 // answer is not linearizable. It is for diagnostics and for comparing
 // members once the cluster has quiesced.
 func (s *Store) getTagLocal(r *seqsvrv1.GetTagRequest) (*seqsvrv1.Tag, error) {
-	if err := ValidateTag(r.GetTag()); err != nil {
+	if err := spec.CheckTag(r.GetTag()); err != nil {
 		return nil, err
 	}
 	var t *seqsvrv1.TagState
 	s.fsm.read(func(st *fsmState) { t = cloneTag(st.tags[r.GetTag()]) })
 	if t == nil {
-		return nil, fmt.Errorf("%w: tag %q", ErrNotFound, r.GetTag())
+		return nil, fmt.Errorf("%w: tag %q", errs.NotFound, r.GetTag())
 	}
 	return apiTag(t), nil
 }
@@ -166,7 +168,7 @@ func (s *Store) updateTag(ctx context.Context, r *seqsvrv1.UpdateTagRequest) (*s
 }
 
 func (s *Store) deleteTag(ctx context.Context, r *seqsvrv1.DeleteTagRequest) (*seqsvrv1.DeleteTagResponse, error) {
-	if err := ValidateTag(r.GetTag()); err != nil {
+	if err := spec.CheckTag(r.GetTag()); err != nil {
 		return nil, err
 	}
 	if _, err := s.propose(ctx, &seqsvrv1.Command{Cmd: &seqsvrv1.Command_DeleteTag{DeleteTag: &seqsvrv1.DeleteTagCommand{Tag: r.GetTag()}}}); err != nil {

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/internal/errs"
 	"github.com/seqsvr/seqsvr/internal/raftconf"
 )
 
@@ -188,7 +189,7 @@ func (s *Store) Raft() *raft.Raft { return s.raft }
 func (s *Store) Ready(ctx context.Context) error {
 	state := s.raft.State()
 	if state == raft.Shutdown {
-		return fmt.Errorf("%w: raft is shut down", ErrUnavailable)
+		return fmt.Errorf("%w: raft is shut down", errs.Unavailable)
 	}
 	_, leader := s.raft.LeaderWithID()
 	if leader == "" {
@@ -196,20 +197,20 @@ func (s *Store) Ready(ctx context.Context) error {
 	}
 	cf := s.raft.GetConfiguration()
 	if err := cf.Error(); err != nil {
-		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return fmt.Errorf("%w: %v", errs.Unavailable, err)
 	}
 	member := false
 	for _, srv := range cf.Configuration().Servers {
 		member = member || srv.ID == raft.ServerID(s.cfg.NodeID)
 	}
 	if !member {
-		return fmt.Errorf("%w: not a member of the cluster yet", ErrUnavailable)
+		return fmt.Errorf("%w: not a member of the cluster yet", errs.Unavailable)
 	}
 	if applied, commit := s.raft.AppliedIndex(), s.raft.CommitIndex(); applied < commit {
-		return fmt.Errorf("%w: catching up: applied %d of %d committed", ErrUnavailable, applied, commit)
+		return fmt.Errorf("%w: catching up: applied %d of %d committed", errs.Unavailable, applied, commit)
 	}
 	if state == raft.Leader && s.barrierTerm.Load() != s.raft.CurrentTerm() {
-		return fmt.Errorf("%w: new leader still applying earlier entries", ErrUnavailable)
+		return fmt.Errorf("%w: new leader still applying earlier entries", errs.Unavailable)
 	}
 	return ctx.Err()
 }
@@ -245,15 +246,15 @@ func mapRaftErr(err error) error {
 	case errors.Is(err, raft.ErrNotLeader):
 		return ErrNotLeader
 	case errors.Is(err, raft.ErrLeadershipLost):
-		return fmt.Errorf("%w: leadership lost while committing; the write may have committed; retry with the same request_id", ErrUnavailable)
+		return fmt.Errorf("%w: leadership lost while committing; the write may have committed; retry with the same request_id", errs.Unavailable)
 	case errors.Is(err, raft.ErrRaftShutdown):
-		return fmt.Errorf("%w: raft is shutting down", ErrUnavailable)
+		return fmt.Errorf("%w: raft is shutting down", errs.Unavailable)
 	case errors.Is(err, raft.ErrEnqueueTimeout):
-		return fmt.Errorf("%w: timed out waiting for raft; the write may have committed; retry with the same request_id", ErrUnavailable)
+		return fmt.Errorf("%w: timed out waiting for raft; the write may have committed; retry with the same request_id", errs.Unavailable)
 	case errors.Is(err, raft.ErrLeadershipTransferInProgress):
-		return fmt.Errorf("%w: leadership transfer in progress", ErrUnavailable)
+		return fmt.Errorf("%w: leadership transfer in progress", errs.Unavailable)
 	}
-	return fmt.Errorf("%w: raft: %v", ErrUnavailable, err)
+	return fmt.Errorf("%w: raft: %v", errs.Unavailable, err)
 }
 
 func timeoutFrom(ctx context.Context) time.Duration {
