@@ -115,7 +115,9 @@ func (f *fsm) applyCommand(cmd *seqsvrv1.Command) applyResult {
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	return &fsmSnapshot{snap: f.st.toProto()}, nil
+	snap := f.st.toProto()
+	plantedSnapshotDropsMaxID(snap)
+	return &fsmSnapshot{snap: snap}, nil
 }
 
 // Restore implements raft.FSM: it builds a fresh state from the snapshot and

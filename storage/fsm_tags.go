@@ -72,23 +72,32 @@ func (st *fsmState) applyReserveSegment(now int64, c *seqsvrv1.ReserveSegmentCom
 	if !ok {
 		return applyResult{err: fmt.Errorf("%w: tag %q", errs.NotFound, c.GetTag())}
 	}
-	size := c.GetSize()
-	if size == 0 {
-		size = t.GetStep()
+	first, last, err := nextRange(t, c.GetSize())
+	if err != nil {
+		return applyResult{err: err}
 	}
-	if size <= 0 {
-		return applyResult{err: fmt.Errorf("%w: size must be positive, got %d", errs.InvalidArgument, size)}
-	}
-	if t.GetMaxId() > math.MaxInt64-size {
-		return applyResult{err: fmt.Errorf("%w: size %d would overflow tag %q (max_id %d)", errs.InvalidArgument, size, t.GetTag(), t.GetMaxId())}
-	}
-	rec := &seqsvrv1.RequestRecord{RequestId: c.GetRequestId(), Tag: t.GetTag(), First: t.GetMaxId() + 1, Last: t.GetMaxId() + size}
+	rec := &seqsvrv1.RequestRecord{RequestId: c.GetRequestId(), Tag: t.GetTag(), First: first, Last: last}
 	t.MaxId = rec.Last
 	t.UpdateTimeMs = now
 	if rec.RequestId != "" {
 		st.remember(rec, c.GetRecordLimit())
 	}
 	return applyResult{seg: cloneRecord(rec), tag: cloneTag(t)}
+}
+
+// nextRange is the range a reservation of size (0: the tag's step) takes
+// next from t: the IDs just above max_id. It changes nothing.
+func nextRange(t *seqsvrv1.TagState, size int64) (first, last int64, err error) {
+	if size == 0 {
+		size = t.GetStep()
+	}
+	if size <= 0 {
+		return 0, 0, fmt.Errorf("%w: size must be positive, got %d", errs.InvalidArgument, size)
+	}
+	if t.GetMaxId() > math.MaxInt64-size {
+		return 0, 0, fmt.Errorf("%w: size %d would overflow tag %q (max_id %d)", errs.InvalidArgument, size, t.GetTag(), t.GetMaxId())
+	}
+	return t.GetMaxId() + 1, t.GetMaxId() + size, nil
 }
 
 // remember appends to the FIFO idempotency record and evicts the oldest

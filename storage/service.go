@@ -9,13 +9,11 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
-	"github.com/hashicorp/raft"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 	"github.com/seqsvr/seqsvr/internal/errs"
-	"github.com/seqsvr/seqsvr/internal/faults"
 	"github.com/seqsvr/seqsvr/internal/spec"
 )
 
@@ -183,50 +181,14 @@ func (s *Store) reserveSegment(ctx context.Context, r *seqsvrv1.ReserveSegmentRe
 	}
 	cmd := &seqsvrv1.Command{Cmd: &seqsvrv1.Command_ReserveSegment{ReserveSegment: &seqsvrv1.ReserveSegmentCommand{
 		Tag: r.GetTag(), Size: r.GetSize(), RequestId: r.GetRequestId(), RecordLimit: int64(s.cfg.RequestRecordLimit)}}}
-	if faults.Bug(faults.BugReserveBeforeCommit) {
-		if seg, ok := s.reserveUncommitted(cmd); ok {
-			return seg, nil
-		}
+	if seg, ok := s.plantedReserveBeforeCommit(cmd); ok {
+		return seg, nil
 	}
 	res, err := s.propose(ctx, cmd)
 	if err != nil {
 		return nil, err
 	}
 	return &seqsvrv1.Segment{Tag: res.seg.GetTag(), First: res.seg.GetFirst(), Last: res.seg.GetLast(), Step: res.tag.GetStep()}, nil
-}
-
-// reserveUncommitted is the planted reserve-before-commit bug: it answers
-// from the leader's current state and proposes in the background, so a
-// crash or a lost leadership can hand the same range out twice.
-func (s *Store) reserveUncommitted(cmd *seqsvrv1.Command) (*seqsvrv1.Segment, bool) {
-	if s.raft.State() != raft.Leader {
-		return nil, false
-	}
-	c := cmd.GetReserveSegment()
-	var seg *seqsvrv1.Segment
-	s.fsm.read(func(st *fsmState) {
-		t, ok := st.tags[c.GetTag()]
-		if !ok {
-			return
-		}
-		size := c.GetSize()
-		if size == 0 {
-			size = t.GetStep()
-		}
-		if t.GetMaxId() > int64(^uint64(0)>>1)-size {
-			return
-		}
-		seg = &seqsvrv1.Segment{Tag: t.GetTag(), First: t.GetMaxId() + 1, Last: t.GetMaxId() + size, Step: t.GetStep()}
-	})
-	if seg == nil {
-		return nil, false
-	}
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), defaultApplyTimeout)
-		defer cancel()
-		_, _ = s.propose(ctx, cmd)
-	}()
-	return seg, true
 }
 
 func (s *Store) registerWorker(ctx context.Context, r *seqsvrv1.RegisterWorkerRequest) (*seqsvrv1.Worker, error) {
