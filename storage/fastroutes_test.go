@@ -36,9 +36,6 @@ func createTestTag(t *testing.T, leader *testNode) {
 }
 
 func TestFastRoutesReserveOnLeader(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a raft member")
-	}
 	c := newTestCluster(t, 1, nil)
 	leader := c.waitForLeader()
 	createTestTag(t, leader)
@@ -131,9 +128,6 @@ func TestFastRoutesReserveOnLeader(t *testing.T) {
 // goes to net/http, whose handlers forward the call to the leader, and it
 // stays there.
 func TestFastRoutesReserveOnFollowerHandsOff(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a 3-member raft cluster")
-	}
 	c := newTestCluster(t, 3, nil)
 	leader := c.waitForLeader()
 	createTestTag(t, leader)

@@ -91,9 +91,6 @@ func TestPlantedBugsWhenNamed(t *testing.T) {
 // reserveUncommitted answers the range the FSM would reserve next and
 // commits it in the background; it declines what the FSM would refuse.
 func TestReserveUncommitted(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a raft member")
-	}
 	c := newTestCluster(t, 1, nil)
 	leader := c.waitForLeader().store
 	if _, err := leader.createTag(context.Background(), &seqsvrv1.CreateTagRequest{Tag: "r", Start: 100, Step: 10}); err != nil {
