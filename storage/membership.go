@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"connectrpc.com/connect"
@@ -104,7 +105,8 @@ func (s *Store) status() (*seqsvrv1.ClusterStatusResponse, error) {
 		state := "unknown"
 		switch {
 		case id == s.cfg.NodeID:
-			state = stateName(s.raft.State())
+			// raft's names, lowercased as the contract spells them.
+			state = strings.ToLower(s.raft.State().String())
 		case srv.ID == leader:
 			state = "leader"
 		case leader != "":
@@ -112,36 +114,10 @@ func (s *Store) status() (*seqsvrv1.ClusterStatusResponse, error) {
 		}
 		out.Members = append(out.Members, &seqsvrv1.Member{
 			Id: id, RaftAddr: string(srv.Address), HttpAddr: s.httpAddrOf(id),
-			Suffrage: suffrageName(srv.Suffrage), State: state,
+			Suffrage: strings.ToLower(srv.Suffrage.String()), State: state,
 		})
 	}
 	return out, nil
-}
-
-func stateName(st raft.RaftState) string {
-	switch st {
-	case raft.Leader:
-		return "leader"
-	case raft.Follower:
-		return "follower"
-	case raft.Candidate:
-		return "candidate"
-	case raft.Shutdown:
-		return "shutdown"
-	}
-	return "unknown"
-}
-
-func suffrageName(sf raft.ServerSuffrage) string {
-	switch sf {
-	case raft.Voter:
-		return "voter"
-	case raft.Nonvoter:
-		return "nonvoter"
-	case raft.Staging:
-		return "staging"
-	}
-	return "unknown"
 }
 
 // joinLoop asks the member at cfg.Join to add this one (the call follows
