@@ -53,7 +53,8 @@ func Open(cfg Config) (*Store, error) {
 }
 
 // raftParts are the transport and stores a member runs raft on; closers
-// are closed after raft shuts down.
+// are closed after raft shuts down (raft closes a transport itself on
+// shutdown; closing it again is a no-op).
 type raftParts struct {
 	trans   raft.Transport
 	logs    raft.LogStore
@@ -117,6 +118,8 @@ func open(cfg Config, parts func(Config) (raftParts, error)) (*Store, error) {
 	return s, nil
 }
 
+// start runs raft on p and, for a member without state, bootstraps or
+// joins; then it starts the per-term leader chores.
 func start(cfg Config, rc *raft.Config, p raftParts) (*Store, error) {
 	existing, err := raft.HasExistingState(p.logs, p.stable, p.snaps)
 	if err != nil {
