@@ -13,16 +13,16 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
-	"github.com/seqsvr/seqsvr/storage"
+	"github.com/seqsvr/seqsvr/internal/raftconf"
 )
 
 // RawRaft is the reference the store is measured against: three
-// hashicorp/raft nodes in one process on loopback TCP, raft-boltdb on disk
-// opened by storage.OpenBolt (the store's bolt options) with the same log
-// cache, raft configured by storage.TuneRaftConfig (the
-// store's own timeouts, batching and snapshot cadence) and the same
-// transport pool, and an FSM that only counts. Whatever the store costs
-// beyond this is seqsvr's own overhead.
+// hashicorp/raft nodes in one process on loopback TCP, with the raft
+// configuration, transport, raft-boltdb stores and snapshot store built by
+// package raftconf exactly as the store builds its own (timeouts at their
+// defaults, batching, snapshot cadence, transport pool, log cache), and an
+// FSM that only counts. Whatever the store costs beyond this is seqsvr's
+// own overhead.
 type RawRaft struct {
 	nodes []*raft.Raft
 	close []func()
@@ -40,7 +40,7 @@ func (countSnap) Persist(s raft.SnapshotSink) error { return s.Close() }
 func (countSnap) Release()                          {}
 
 // StartRawRaft starts the reference cluster under dir and waits for a
-// leader. tune, when not nil, runs after storage.TuneRaftConfig.
+// leader. tune, when not nil, runs on each raftconf.New configuration.
 func StartRawRaft(dir string, tune func(*raft.Config)) (*RawRaft, error) {
 	rr := &RawRaft{}
 	var servers []raft.Server
@@ -48,53 +48,48 @@ func StartRawRaft(dir string, tune func(*raft.Config)) (*RawRaft, error) {
 	for i := 0; i < 3; i++ {
 		// Bind :0 in the transport itself: no window for another process
 		// to take the port between picking and binding it.
-		tr, err := raft.NewTCPTransport("127.0.0.1:0", nil, storage.RaftTransportPool, storage.RaftTransportTimeout, io.Discard)
+		tr, err := raftconf.NewTransport("127.0.0.1:0", nil, hclog.NewNullLogger())
 		if err != nil {
 			rr.Close()
 			return nil, err
 		}
 		transports = append(transports, tr)
+		rr.close = append(rr.close, func() { _ = tr.Close() })
 		servers = append(servers, raft.Server{ID: raft.ServerID(fmt.Sprint("raw", i)), Address: tr.LocalAddr()})
 	}
 	for i, tr := range transports {
 		d := filepath.Join(dir, fmt.Sprint("raw", i))
 		if err := os.MkdirAll(d, 0o755); err != nil {
+			rr.Close()
 			return nil, err
 		}
-		store, err := storage.OpenBolt(filepath.Join(d, "raft.db"))
+		stores, err := raftconf.OpenStores(filepath.Join(d, "raft.db"))
 		if err != nil {
 			rr.Close()
 			return nil, err
 		}
-		logs, err := raft.NewLogCache(1024, store)
+		store := stores.Bolt
+		rr.close = append(rr.close, func() { _ = store.Close() })
+		snaps, err := raftconf.NewSnapshots(d, hclog.NewNullLogger())
 		if err != nil {
 			rr.Close()
 			return nil, err
 		}
-		snaps, err := raft.NewFileSnapshotStore(d, 1, io.Discard)
+		cfg, err := raftconf.New(servers[i].ID, raftconf.Timing{}, hclog.NewNullLogger())
 		if err != nil {
 			rr.Close()
 			return nil, err
 		}
-		cfg := raft.DefaultConfig()
-		storage.TuneRaftConfig(cfg)
-		cfg.LocalID = servers[i].ID
-		cfg.Logger = hclog.NewNullLogger()
 		if tune != nil {
 			tune(cfg)
 		}
-		r, err := raft.NewRaft(cfg, &countFSM{}, logs, store, snaps, tr)
+		r, err := raft.NewRaft(cfg, &countFSM{}, stores.Logs, store, snaps, tr)
 		if err != nil {
 			rr.Close()
 			return nil, err
 		}
 		rr.nodes = append(rr.nodes, r)
-		tr := tr
-		rr.close = append(rr.close, func() {
-			_ = r.Shutdown().Error()
-			_ = tr.Close()
-			_ = store.Close()
-		})
+		rr.close = append(rr.close, func() { _ = r.Shutdown().Error() })
 	}
 	if err := rr.nodes[0].BootstrapCluster(raft.Configuration{Servers: servers}).Error(); err != nil {
 		rr.Close()
@@ -156,9 +151,11 @@ func (rr *RawRaft) ApplyLoop(ctx context.Context, conc int, dur time.Duration) (
 	return float64(n.Load()) / time.Since(start).Seconds(), nil
 }
 
-// Close shuts every node down.
+// Close shuts every node down, undoing StartRawRaft last step first, so
+// each raft stops before its store closes.
 func (rr *RawRaft) Close() {
-	for _, c := range rr.close {
-		c()
+	for i := len(rr.close) - 1; i >= 0; i-- {
+		rr.close[i]()
 	}
+	rr.close = nil
 }

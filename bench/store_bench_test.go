@@ -10,13 +10,13 @@ import (
 	"connectrpc.com/connect"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
-	"github.com/seqsvr/seqsvr/storage"
+	"github.com/seqsvr/seqsvr/internal/raftconf"
 )
 
 // BenchmarkStoreReserve measures ReserveSegment against 3 real storesvr
 // processes on loopback, driven by the separate loadgen process, beside a
-// raw 3-node hashicorp/raft apply loop (raft configured by
-// storage.TuneRaftConfig, raft-boltdb on disk) measured in the same run.
+// raw 3-node hashicorp/raft apply loop (raft, transport and raft-boltdb
+// stores built by package raftconf, as the store's) measured in the same run.
 // x-raw-raft is the result: 1.0 means the store adds nothing over raft
 // itself. The primary figure uses loadgen's raw HTTP/1.1 client (Connect
 // protocol, binary proto), whose own cost is close to nothing, as the raw
@@ -94,7 +94,7 @@ func BenchmarkStoreFailover(b *testing.B) {
 	med := gaps[len(gaps)/2]
 	b.Logf("failover gaps: %v", gaps)
 	b.ReportMetric(float64(med.Milliseconds()), "median-failover-ms")
-	b.ReportMetric(float64(med)/float64(storage.DefaultElectionTimeout), "x-election-timeout")
+	b.ReportMetric(float64(med)/float64(raftconf.DefaultElectionTimeout), "x-election-timeout")
 }
 
 // firstSuccessAfter tries the surviving members in turn until one commits a

@@ -1,12 +1,11 @@
 package storage
 
 import (
+	"context"
+	"testing"
 	"time"
 
 	"connectrpc.com/connect"
-	"context"
-	"testing"
-
 	"google.golang.org/protobuf/proto"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"

@@ -80,7 +80,9 @@ func (n *testNode) start(t testing.TB, cfg Config) {
 	t.Helper()
 	cfg.RaftAddr = string(n.addr)
 	cfg.HTTPAddr = n.httpAddr()
-	s, err := openWith(cfg, n.trans, raft.NewInmemStore(), raft.NewInmemStore(), raft.NewInmemSnapshotStore())
+	s, err := open(cfg, func(Config) (raftParts, error) {
+		return raftParts{trans: n.trans, logs: raft.NewInmemStore(), stable: raft.NewInmemStore(), snaps: raft.NewInmemSnapshotStore()}, nil
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +111,10 @@ func connectAll(nodes []*testNode) {
 }
 
 // newTestCluster starts n members bootstrapped from the same peers list.
+// A test on a cluster takes from half a second to a few: it is skipped
+// with -short (make test-unit).
 func newTestCluster(t testing.TB, n int, tweak func(*Config)) *testCluster {
+	skipShort(t)
 	c := &testCluster{t: t}
 	for i := 0; i < n; i++ {
 		node := newTestNode(t)
@@ -186,6 +191,14 @@ func (c *testCluster) followers(leader *testNode) []*testNode {
 		}
 	}
 	return out
+}
+
+// skipShort skips a test that runs raft members under -short.
+func skipShort(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts raft members; skipped with -short")
+	}
 }
 
 // eventually polls cond until it holds or the deadline passes.

@@ -13,6 +13,7 @@ import (
 	"connectrpc.com/connect"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/internal/spec"
 )
 
 func TestClusterForwarding(t *testing.T) {
@@ -44,7 +45,7 @@ func TestClusterForwarding(t *testing.T) {
 		t.Fatalf("list through follower: %v %v", list, err)
 	}
 	w, err := f.RegisterWorker(ctx, connect.NewRequest(&seqsvrv1.RegisterWorkerRequest{NodeId: "alloc-1", NowMs: time.Now().UnixMilli()}))
-	if err != nil || w.Msg.GetInstanceId() == "" || w.Msg.GetLayout().GetWorkerBits() != DefaultWorkerBits || w.Msg.GetLeaseTtlMs() != DefaultWorkerLeaseTTL.Milliseconds() {
+	if err != nil || w.Msg.GetInstanceId() == "" || w.Msg.GetLayout().GetWorkerBits() != spec.DefaultWorkerBits || w.Msg.GetLeaseTtlMs() != spec.DefaultWorkerLeaseTTL.Milliseconds() {
 		t.Fatalf("register through follower: %v %v", w, err)
 	}
 	if _, err := f.RenewWorker(ctx, connect.NewRequest(&seqsvrv1.RenewWorkerRequest{NodeId: "alloc-1", WorkerId: w.Msg.GetWorkerId(),

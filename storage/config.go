@@ -8,11 +8,13 @@ import (
 	"net/http"
 	"time"
 
-	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
-	"github.com/seqsvr/seqsvr/internal/faults"
+	"github.com/seqsvr/seqsvr/internal/clock"
+	"github.com/seqsvr/seqsvr/internal/raftconf"
+	"github.com/seqsvr/seqsvr/internal/spec"
 )
 
-// Config configures one store member. Zero values take the defaults below.
+// Config configures one store member. Zero values take the defaults;
+// Open applies them once, so a Config holds only what its caller set.
 type Config struct {
 	NodeID, RaftAddr, HTTPAddr, DataDir string
 	// Peers is the bootstrap list, the same on every initial member. It is
@@ -24,45 +26,35 @@ type Config struct {
 	Join   string
 	Logger *slog.Logger
 
-	// Raft timing; defaults suit a LAN (see DefaultHeartbeatTimeout...).
+	// Raft timing; zero values take package raftconf's LAN defaults
+	// (raftconf.DefaultHeartbeatTimeout...).
 	HeartbeatTimeout, ElectionTimeout, LeaderLeaseTimeout, CommitTimeout time.Duration
 	SnapshotThreshold                                                    uint64
 	SnapshotInterval                                                     time.Duration
 
-	// RequestRecordLimit bounds the ReserveSegment request_id record.
+	// RequestRecordLimit bounds the ReserveSegment request_id record
+	// (default DefaultRequestRecordLimit).
 	RequestRecordLimit int
-	// WorkerLeaseTTL is the snowflake worker lease length (default 10s).
+	// WorkerLeaseTTL is the snowflake worker lease length (default
+	// spec.DefaultWorkerLeaseTTL).
 	WorkerLeaseTTL time.Duration
 	// WorkerRetention: an expired worker ID may be reclaimed by a new node
-	// once its lease expired this long ago (default 24h).
+	// once its lease expired this long ago (default
+	// spec.DefaultWorkerRetention).
 	WorkerRetention time.Duration
-	// Now is the clock put into every command (default faults.Now).
-	Now func() time.Time
+	// Clock is read for the time put into every command and into
+	// ClusterStatus (default clock.System()).
+	Clock clock.Clock
 	// HTTPClient is used for forwarding and joining; default speaks h2c.
 	HTTPClient *http.Client
-
-	// layout overrides the snowflake layout of a fresh FSM (tests only).
-	layout    *seqsvrv1.SnowflakeLayout
-	defaulted bool
 }
 
-// LAN defaults. A follower notices a dead leader after 1-2 heartbeat
-// timeouts and an election takes 1-2 election timeouts, so failover is
-// well under a second on loopback.
-const (
-	DefaultHeartbeatTimeout   = 200 * time.Millisecond
-	DefaultElectionTimeout    = 200 * time.Millisecond
-	DefaultLeaderLeaseTimeout = 100 * time.Millisecond
-	DefaultCommitTimeout      = 20 * time.Millisecond
-	DefaultSnapshotThreshold  = 8192
-	DefaultSnapshotInterval   = 30 * time.Second
-	defaultApplyTimeout       = 10 * time.Second
-)
+// defaultApplyTimeout bounds a proposal whose context has no deadline.
+const defaultApplyTimeout = 10 * time.Second
 
+// withDefaults checks c and fills in its defaults. Raft timing is left to
+// raftconf.New, which defaults it where it builds the raft.Config.
 func (c Config) withDefaults() (Config, error) {
-	if c.defaulted {
-		return c, nil
-	}
 	if c.NodeID == "" {
 		return c, errors.New("storage: NodeID is required")
 	}
@@ -90,27 +82,24 @@ func (c Config) withDefaults() (Config, error) {
 		c.Logger = slog.Default()
 	}
 	c.Logger = c.Logger.With("node_id", c.NodeID)
-	setDur(&c.HeartbeatTimeout, DefaultHeartbeatTimeout)
-	setDur(&c.ElectionTimeout, DefaultElectionTimeout)
-	setDur(&c.LeaderLeaseTimeout, DefaultLeaderLeaseTimeout)
-	setDur(&c.CommitTimeout, DefaultCommitTimeout)
-	setDur(&c.SnapshotInterval, DefaultSnapshotInterval)
-	setDur(&c.WorkerLeaseTTL, DefaultWorkerLeaseTTL)
-	setDur(&c.WorkerRetention, DefaultWorkerRetention)
-	if c.SnapshotThreshold == 0 {
-		c.SnapshotThreshold = DefaultSnapshotThreshold
-	}
+	setDur(&c.WorkerLeaseTTL, spec.DefaultWorkerLeaseTTL)
+	setDur(&c.WorkerRetention, spec.DefaultWorkerRetention)
 	if c.RequestRecordLimit <= 0 {
 		c.RequestRecordLimit = DefaultRequestRecordLimit
 	}
-	if c.Now == nil {
-		c.Now = faults.Now
-	}
+	c.Clock = clock.Or(c.Clock)
 	if c.HTTPClient == nil {
 		c.HTTPClient = DefaultHTTPClient()
 	}
-	c.defaulted = true
 	return c, nil
+}
+
+func (c Config) raftTiming() raftconf.Timing {
+	return raftconf.Timing{
+		HeartbeatTimeout: c.HeartbeatTimeout, ElectionTimeout: c.ElectionTimeout,
+		LeaderLeaseTimeout: c.LeaderLeaseTimeout, CommitTimeout: c.CommitTimeout,
+		SnapshotThreshold: c.SnapshotThreshold, SnapshotInterval: c.SnapshotInterval,
+	}
 }
 
 func setDur(d *time.Duration, def time.Duration) {

@@ -37,6 +37,7 @@ func openDisk(t *testing.T, cfg Config) *Store {
 // max_id, the idempotency record and worker IDs across close and reopen,
 // both from the log and from a snapshot plus the log after it.
 func TestDiskReopenKeepsState(t *testing.T) {
+	skipShort(t)
 	dir := t.TempDir()
 	cfg := testConfig("d1", freeAddr(t), "127.0.0.1:1")
 	cfg.DataDir = dir

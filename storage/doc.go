@@ -9,8 +9,13 @@
 //	path, h := seqsvrv1connect.NewStoreServiceHandler(st.Service())
 //	st.Ready(ctx)   // for /readyz
 //	st.Raft()       // metrics, admin
+//	st.FastRoutes(maxBody, logger) // ReserveSegment on the HTTP/1.1 front
 //	st.Close()      // clean raft shutdown
-//	storage.ConnectError(err), storage.ValidateTag(tag)
+//
+// Errors: every business error wraps an internal/errs kind (the sentinels
+// in errors.go are of a kind too); anything else is an internal failure.
+// The handlers answer errs.Connect(err), so the Connect codes are package
+// errs' and the leader's answer to a forwarded call passes through.
 //
 // Guarantees:
 //

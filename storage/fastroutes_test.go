@@ -1,8 +1,10 @@
 package storage
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"net/http"
 	"sync/atomic"
 	"testing"
 
@@ -16,22 +18,29 @@ import (
 )
 
 // frontServer serves n's store as the storesvr does: the HTTP/1.1 front
-// with FastRoutes, and behind it net/http with ReserveFastPath in front of
-// connect-go, counted.
-func frontServer(t *testing.T, n *testNode) (seqsvrv1connect.StoreServiceClient, *atomic.Int64, *h1.Server) {
+// with FastRoutes, and behind it net/http with connect-go, counted. It
+// returns a binary-proto client on its own HTTP/1.1 connections (what the
+// front serves) and the URL.
+func frontServer(t *testing.T, n *testNode) (seqsvrv1connect.StoreServiceClient, string, *atomic.Int64, *h1.Server) {
 	_, h := seqsvrv1connect.NewStoreServiceHandler(n.store.Service())
-	url, slow, front := connectfasttest.ServeH1(t, n.store.ReserveFastPath(h, 1<<20, testLogger()), n.store.FastRoutes(1<<20, testLogger()))
-	return seqsvrv1connect.NewStoreServiceClient(connectfasttest.H1Client(t), url), slow, front
+	url, slow, front := connectfasttest.ServeH1(t, h, n.store.FastRoutes(1<<20, testLogger()))
+	return seqsvrv1connect.NewStoreServiceClient(connectfasttest.H1Client(t), url), url, slow, front
+}
+
+// createTestTag makes tag t (step 10) through the leader.
+func createTestTag(t *testing.T, leader *testNode) {
+	t.Helper()
+	if _, err := leader.client().CreateTag(context.Background(), connect.NewRequest(&seqsvrv1.CreateTagRequest{Tag: "t", Step: 10})); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func TestFastRoutesReserveOnLeader(t *testing.T) {
 	c := newTestCluster(t, 1, nil)
 	leader := c.waitForLeader()
+	createTestTag(t, leader)
+	cl, url, slow, front := frontServer(t, leader)
 	ctx := context.Background()
-	if _, err := leader.client().CreateTag(ctx, connect.NewRequest(&seqsvrv1.CreateTagRequest{Tag: "t", Step: 10})); err != nil {
-		t.Fatal(err)
-	}
-	cl, slow, front := frontServer(t, leader)
 
 	dctx, cancel := context.WithTimeout(ctx, 1<<40)
 	defer cancel()
@@ -46,6 +55,15 @@ func TestFastRoutesReserveOnLeader(t *testing.T) {
 			t.Fatalf("segment %v after %d", res.Msg, last)
 		}
 		last = res.Msg.GetLast()
+	}
+	// A retried request_id gets the same segment back.
+	a, err := cl.ReserveSegment(ctx, connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: "t", RequestId: "r1"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := cl.ReserveSegment(ctx, connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: "t", RequestId: "r1"}))
+	if err != nil || a.Msg.GetFirst() != b.Msg.GetFirst() || a.Msg.GetLast() != b.Msg.GetLast() {
+		t.Fatalf("retry: %v / %v, %v", a.Msg, b.Msg, err)
 	}
 
 	// Rejections are connect-go's, code and message, and change nothing.
@@ -71,8 +89,20 @@ func TestFastRoutesReserveOnLeader(t *testing.T) {
 		t.Fatal("a rejected reservation changed the state")
 	}
 
+	// A malformed body is invalid_argument (HTTP 400), answered by the front.
+	req, _ := http.NewRequest(http.MethodPost, url+seqsvrv1connect.StoreServiceReserveSegmentProcedure, bytes.NewReader([]byte{0x0a, 0x09, 't'}))
+	req.Header.Set("Content-Type", "application/proto")
+	res, err := connectfasttest.H1Client(t).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusBadRequest {
+		t.Fatalf("truncated body: status %d, want 400", res.StatusCode)
+	}
+
 	st := front.Stats()
-	if want := uint64(3 + len(cases)); st.Served != want || slow.Load() != 0 {
+	if want := uint64(3 + 2 + len(cases) + 1); st.Served != want || slow.Load() != 0 {
 		t.Fatalf("front served %d, net/http %d; want %d on the front", st.Served, slow.Load(), want)
 	}
 	for reason, n := range st.HandOffs {
@@ -80,20 +110,30 @@ func TestFastRoutesReserveOnLeader(t *testing.T) {
 			t.Fatalf("%d connections handed off for %s; want none", n, reason)
 		}
 	}
+
+	// Other codecs and other RPCs go to connect-go behind the front.
+	js := seqsvrv1connect.NewStoreServiceClient(connectfasttest.H1Client(t), url, connect.WithProtoJSON())
+	if _, err := js.ReserveSegment(ctx, connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: "t"})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := seqsvrv1connect.NewStoreServiceClient(connectfasttest.H1Client(t), url).GetTag(ctx, connect.NewRequest(&seqsvrv1.GetTagRequest{Tag: "t"})); err != nil {
+		t.Fatal(err)
+	}
+	if got := slow.Load(); got != 2 {
+		t.Fatalf("%d calls reached connect-go, want the JSON one and GetTag", got)
+	}
 }
 
-// A follower's front declines: the connection goes to net/http, whose
-// handlers forward the call to the leader, and it stays there.
+// A follower's front declines before proposing anything: the connection
+// goes to net/http, whose handlers forward the call to the leader, and it
+// stays there.
 func TestFastRoutesReserveOnFollowerHandsOff(t *testing.T) {
 	c := newTestCluster(t, 3, nil)
 	leader := c.waitForLeader()
-	ctx := context.Background()
-	if _, err := leader.client().CreateTag(ctx, connect.NewRequest(&seqsvrv1.CreateTagRequest{Tag: "t", Step: 10})); err != nil {
-		t.Fatal(err)
-	}
-	cl, slow, front := frontServer(t, c.followers(leader)[0])
+	createTestTag(t, leader)
+	cl, _, slow, front := frontServer(t, c.followers(leader)[0])
 	for i, want := range [][2]int64{{1, 3}, {4, 6}} {
-		res, err := cl.ReserveSegment(ctx, connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: "t", Size: 3}))
+		res, err := cl.ReserveSegment(context.Background(), connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: "t", Size: 3}))
 		if err != nil {
 			t.Fatalf("call %d: %v", i, err)
 		}

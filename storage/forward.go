@@ -9,6 +9,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
+	"github.com/seqsvr/seqsvr/internal/errs"
 )
 
 // ForwardedHeader marks a call a follower passed on to the leader. A
@@ -16,27 +17,45 @@ import (
 // cannot bounce a call around the cluster.
 const ForwardedHeader = "Seqsvr-Forwarded"
 
+// localCall serves a request on this member; it returns ErrNotLeader when
+// the call should go to the leader. remoteCall is the generated client's
+// method for the same RPC.
+type (
+	localCall[Req, Resp any]  func(context.Context, *Req) (*Resp, error)
+	remoteCall[Req, Resp any] func(seqsvrv1connect.StoreServiceClient, context.Context, *connect.Request[Req]) (*connect.Response[Resp], error)
+)
+
 // serve runs local; if this member is not the leader and the call was not
 // already forwarded, it calls the leader once and answers with the leader's
-// response or error (Connect code unchanged).
+// response or error (a *connect.Error, which errs.Connect passes through
+// with its code unchanged).
 func serve[Req, Resp any](
 	ctx context.Context, s *Store, req *connect.Request[Req],
-	local func(context.Context, *Req) (*Resp, error),
-	remote func(seqsvrv1connect.StoreServiceClient, context.Context, *connect.Request[Req]) (*connect.Response[Resp], error),
+	local localCall[Req, Resp],
+	remote remoteCall[Req, Resp],
 ) (*connect.Response[Resp], error) {
-	resp, err := local(ctx, req.Msg)
-	if err == nil {
-		return connect.NewResponse(resp), nil
+	resp, err := route(ctx, s, req, local, remote)
+	if err != nil {
+		return nil, errs.Connect(err)
 	}
+	return connect.NewResponse(resp), nil
+}
+
+func route[Req, Resp any](
+	ctx context.Context, s *Store, req *connect.Request[Req],
+	local localCall[Req, Resp],
+	remote remoteCall[Req, Resp],
+) (*Resp, error) {
+	resp, err := local(ctx, req.Msg)
 	if !errors.Is(err, ErrNotLeader) {
-		return nil, ConnectError(err)
+		return resp, err
 	}
 	if req.Header().Get(ForwardedHeader) != "" {
-		return nil, ConnectError(fmt.Errorf("%w: forwarded here, but this member no longer leads; retry", ErrNotLeader))
+		return nil, fmt.Errorf("%w: forwarded here, but this member no longer leads; retry", ErrNotLeader)
 	}
 	client, err := s.leaderClient()
 	if err != nil {
-		return nil, ConnectError(err)
+		return nil, err
 	}
 	fwd := connect.NewRequest(req.Msg)
 	fwd.Header().Set(ForwardedHeader, "1")
@@ -44,7 +63,7 @@ func serve[Req, Resp any](
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(out.Msg), nil
+	return out.Msg, nil
 }
 
 // leaderClient returns a client for the current leader's HTTP address.
@@ -54,11 +73,11 @@ func (s *Store) leaderClient() (seqsvrv1connect.StoreServiceClient, error) {
 		return nil, fmt.Errorf("%w: no leader is known to %s; retry", ErrNoLeader, s.cfg.NodeID)
 	}
 	if string(id) == s.cfg.NodeID {
-		return nil, fmt.Errorf("%w: leadership is changing; retry", ErrUnavailable)
+		return nil, fmt.Errorf("%w: leadership is changing; retry", errs.Unavailable)
 	}
 	addr := s.httpAddrOf(string(id))
 	if addr == "" {
-		return nil, fmt.Errorf("%w: the HTTP address of leader %s is not known yet; retry", ErrUnavailable, id)
+		return nil, fmt.Errorf("%w: the HTTP address of leader %s is not known yet; retry", errs.Unavailable, id)
 	}
 	return s.client(addr), nil
 }

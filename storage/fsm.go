@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/internal/spec"
 )
 
 // applyResult is what Apply returns to the proposer. Business errors (tag
@@ -51,9 +52,11 @@ type fsmState struct {
 	nextWorkerID int64
 }
 
+// newFSM makes an empty state machine. A nil layout is the store's,
+// spec.DefaultLayout(); the tests pass smaller ones to run out of worker IDs.
 func newFSM(layout *seqsvrv1.SnowflakeLayout) *fsm {
 	if layout == nil {
-		layout = DefaultLayout()
+		layout = spec.DefaultLayout()
 	}
 	return &fsm{st: newState(layout), defaultLayout: layout}
 }
@@ -112,7 +115,9 @@ func (f *fsm) applyCommand(cmd *seqsvrv1.Command) applyResult {
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	return &fsmSnapshot{snap: f.st.toProto()}, nil
+	snap := f.st.toProto()
+	plantedSnapshotDropsMaxID(snap)
+	return &fsmSnapshot{snap: snap}, nil
 }
 
 // Restore implements raft.FSM: it builds a fresh state from the snapshot and

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/internal/errs"
 )
 
 // DefaultRequestRecordLimit bounds the idempotency record when neither the
@@ -13,10 +14,10 @@ const DefaultRequestRecordLimit = 100000
 
 func (st *fsmState) applyCreateTag(now int64, c *seqsvrv1.CreateTagCommand) applyResult {
 	if _, ok := st.tags[c.GetTag()]; ok {
-		return applyResult{err: fmt.Errorf("%w: tag %q", ErrAlreadyExists, c.GetTag())}
+		return applyResult{err: fmt.Errorf("%w: tag %q", errs.AlreadyExists, c.GetTag())}
 	}
 	if c.GetStart() < 0 || c.GetStep() < 0 {
-		return applyResult{err: fmt.Errorf("%w: negative start or step", ErrInvalidArgument)}
+		return applyResult{err: fmt.Errorf("%w: negative start or step", errs.InvalidArgument)}
 	}
 	step := c.GetStep()
 	if step == 0 {
@@ -32,10 +33,10 @@ func (st *fsmState) applyCreateTag(now int64, c *seqsvrv1.CreateTagCommand) appl
 func (st *fsmState) applyUpdateTag(now int64, c *seqsvrv1.UpdateTagCommand) applyResult {
 	t, ok := st.tags[c.GetTag()]
 	if !ok {
-		return applyResult{err: fmt.Errorf("%w: tag %q", ErrNotFound, c.GetTag())}
+		return applyResult{err: fmt.Errorf("%w: tag %q", errs.NotFound, c.GetTag())}
 	}
 	if c.GetStep() < 0 {
-		return applyResult{err: fmt.Errorf("%w: negative step", ErrInvalidArgument)}
+		return applyResult{err: fmt.Errorf("%w: negative step", errs.InvalidArgument)}
 	}
 	if c.GetStep() > 0 {
 		t.Step = c.GetStep()
@@ -49,7 +50,7 @@ func (st *fsmState) applyUpdateTag(now int64, c *seqsvrv1.UpdateTagCommand) appl
 
 func (st *fsmState) applyDeleteTag(c *seqsvrv1.DeleteTagCommand) applyResult {
 	if _, ok := st.tags[c.GetTag()]; !ok {
-		return applyResult{err: fmt.Errorf("%w: tag %q", ErrNotFound, c.GetTag())}
+		return applyResult{err: fmt.Errorf("%w: tag %q", errs.NotFound, c.GetTag())}
 	}
 	delete(st.tags, c.GetTag())
 	return applyResult{}
@@ -62,32 +63,41 @@ func (st *fsmState) applyReserveSegment(now int64, c *seqsvrv1.ReserveSegmentCom
 	if id := c.GetRequestId(); id != "" {
 		if rec, ok := st.requests[id]; ok {
 			if rec.GetTag() != c.GetTag() {
-				return applyResult{err: fmt.Errorf("%w: request_id %q was already used for tag %q", ErrInvalidArgument, id, rec.GetTag())}
+				return applyResult{err: fmt.Errorf("%w: request_id %q was already used for tag %q", errs.InvalidArgument, id, rec.GetTag())}
 			}
 			return applyResult{seg: cloneRecord(rec), tag: cloneTag(st.tags[rec.GetTag()])}
 		}
 	}
 	t, ok := st.tags[c.GetTag()]
 	if !ok {
-		return applyResult{err: fmt.Errorf("%w: tag %q", ErrNotFound, c.GetTag())}
+		return applyResult{err: fmt.Errorf("%w: tag %q", errs.NotFound, c.GetTag())}
 	}
-	size := c.GetSize()
-	if size == 0 {
-		size = t.GetStep()
+	first, last, err := nextRange(t, c.GetSize())
+	if err != nil {
+		return applyResult{err: err}
 	}
-	if size <= 0 {
-		return applyResult{err: fmt.Errorf("%w: size must be positive, got %d", ErrInvalidArgument, size)}
-	}
-	if t.GetMaxId() > math.MaxInt64-size {
-		return applyResult{err: fmt.Errorf("%w: size %d would overflow tag %q (max_id %d)", ErrInvalidArgument, size, t.GetTag(), t.GetMaxId())}
-	}
-	rec := &seqsvrv1.RequestRecord{RequestId: c.GetRequestId(), Tag: t.GetTag(), First: t.GetMaxId() + 1, Last: t.GetMaxId() + size}
+	rec := &seqsvrv1.RequestRecord{RequestId: c.GetRequestId(), Tag: t.GetTag(), First: first, Last: last}
 	t.MaxId = rec.Last
 	t.UpdateTimeMs = now
 	if rec.RequestId != "" {
 		st.remember(rec, c.GetRecordLimit())
 	}
 	return applyResult{seg: cloneRecord(rec), tag: cloneTag(t)}
+}
+
+// nextRange is the range a reservation of size (0: the tag's step) takes
+// next from t: the IDs just above max_id. It changes nothing.
+func nextRange(t *seqsvrv1.TagState, size int64) (first, last int64, err error) {
+	if size == 0 {
+		size = t.GetStep()
+	}
+	if size <= 0 {
+		return 0, 0, fmt.Errorf("%w: size must be positive, got %d", errs.InvalidArgument, size)
+	}
+	if t.GetMaxId() > math.MaxInt64-size {
+		return 0, 0, fmt.Errorf("%w: size %d would overflow tag %q (max_id %d)", errs.InvalidArgument, size, t.GetTag(), t.GetMaxId())
+	}
+	return t.GetMaxId() + 1, t.GetMaxId() + size, nil
 }
 
 // remember appends to the FIFO idempotency record and evicts the oldest

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/internal/errs"
 )
 
 // cmds builds Commands tersely for the table tests.
@@ -71,8 +72,8 @@ func TestFSMTags(t *testing.T) {
 				t.Fatalf("step %d, want %d", r.tag.GetStep(), DefaultStep)
 			}
 		}},
-		{"create duplicate", createCmd("a", 0, 5), ErrAlreadyExists, nil},
-		{"create negative step", createCmd("c", 0, -1), ErrInvalidArgument, nil},
+		{"create duplicate", createCmd("a", 0, 5), errs.AlreadyExists, nil},
+		{"create negative step", createCmd("c", 0, -1), errs.InvalidArgument, nil},
 		{"reserve first segment", reserveCmd("a", 0, "", 0), nil, func(t *testing.T, r applyResult) {
 			if r.seg.GetFirst() != 101 || r.seg.GetLast() != 110 {
 				t.Fatalf("segment [%d,%d], want [101,110]", r.seg.GetFirst(), r.seg.GetLast())
@@ -83,8 +84,8 @@ func TestFSMTags(t *testing.T) {
 				t.Fatalf("segment %v tag %v", r.seg, r.tag)
 			}
 		}},
-		{"reserve unknown tag", reserveCmd("nope", 1, "", 0), ErrNotFound, nil},
-		{"reserve negative size", reserveCmd("a", -1, "", 0), ErrInvalidArgument, nil},
+		{"reserve unknown tag", reserveCmd("nope", 1, "", 0), errs.NotFound, nil},
+		{"reserve negative size", reserveCmd("a", -1, "", 0), errs.InvalidArgument, nil},
 		{"update step and description", &seqsvrv1.Command{Cmd: &seqsvrv1.Command_UpdateTag{UpdateTag: &seqsvrv1.UpdateTagCommand{Tag: "a", Step: 20, Description: proto.String("d")}}}, nil,
 			func(t *testing.T, r applyResult) {
 				if r.tag.GetStep() != 20 || r.tag.GetDescription() != "d" || r.tag.GetMaxId() != 115 {
@@ -97,14 +98,14 @@ func TestFSMTags(t *testing.T) {
 					t.Fatalf("updated %v", r.tag)
 				}
 			}},
-		{"update unknown", &seqsvrv1.Command{Cmd: &seqsvrv1.Command_UpdateTag{UpdateTag: &seqsvrv1.UpdateTagCommand{Tag: "zz", Step: 1}}}, ErrNotFound, nil},
+		{"update unknown", &seqsvrv1.Command{Cmd: &seqsvrv1.Command_UpdateTag{UpdateTag: &seqsvrv1.UpdateTagCommand{Tag: "zz", Step: 1}}}, errs.NotFound, nil},
 		{"reserve uses new step", reserveCmd("a", 0, "", 0), nil, func(t *testing.T, r applyResult) {
 			if r.seg.GetFirst() != 116 || r.seg.GetLast() != 135 {
 				t.Fatalf("segment %v", r.seg)
 			}
 		}},
 		{"delete", &seqsvrv1.Command{Cmd: &seqsvrv1.Command_DeleteTag{DeleteTag: &seqsvrv1.DeleteTagCommand{Tag: "b"}}}, nil, nil},
-		{"delete again", &seqsvrv1.Command{Cmd: &seqsvrv1.Command_DeleteTag{DeleteTag: &seqsvrv1.DeleteTagCommand{Tag: "b"}}}, ErrNotFound, nil},
+		{"delete again", &seqsvrv1.Command{Cmd: &seqsvrv1.Command_DeleteTag{DeleteTag: &seqsvrv1.DeleteTagCommand{Tag: "b"}}}, errs.NotFound, nil},
 		{"noop", &seqsvrv1.Command{Cmd: &seqsvrv1.Command_Noop{Noop: &seqsvrv1.NoopCommand{}}}, nil, nil},
 	}
 	for _, s := range steps {
@@ -129,7 +130,7 @@ func TestFSMReserveOverflowChangesNothing(t *testing.T) {
 	if r := applyAt(t, f, 2, reserveCmd("o", 10, "x", 0)); r.err != nil || r.seg.GetLast() != math.MaxInt64 {
 		t.Fatalf("last exact segment: %v %v", r.seg, r.err)
 	}
-	if r := applyAt(t, f, 3, reserveCmd("o", 1, "y", 0)); !errors.Is(r.err, ErrInvalidArgument) {
+	if r := applyAt(t, f, 3, reserveCmd("o", 1, "y", 0)); !errors.Is(r.err, errs.InvalidArgument) {
 		t.Fatalf("overflow: err %v, want invalid argument", r.err)
 	}
 	if got := maxID(f, "o"); got != math.MaxInt64 {
@@ -154,7 +155,7 @@ func TestFSMIdempotency(t *testing.T) {
 	if got := maxID(f, "a"); got != 10 {
 		t.Fatalf("max_id %d after a retried request, want 10", got)
 	}
-	if r := applyAt(t, f, 4, reserveCmd("b", 0, "r1", 0)); !errors.Is(r.err, ErrInvalidArgument) {
+	if r := applyAt(t, f, 4, reserveCmd("b", 0, "r1", 0)); !errors.Is(r.err, errs.InvalidArgument) {
 		t.Fatalf("request_id reused for another tag: err %v", r.err)
 	}
 	if got := maxID(f, "b"); got != 0 {

@@ -7,30 +7,9 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/internal/errs"
+	"github.com/seqsvr/seqsvr/internal/spec"
 )
-
-// The default snowflake layout, fixed in the FSM so every allocsvr encodes
-// and decodes with the same one: 1 sign bit, 41 bits of milliseconds since
-// 2024-01-01T00:00:00Z, 10 worker bits, 12 sequence bits.
-const (
-	DefaultEpochMs       = 1704067200000
-	DefaultTimestampBits = 41
-	DefaultWorkerBits    = 10
-	DefaultSequenceBits  = 12
-
-	DefaultWorkerLeaseTTL  = 10 * time.Second
-	DefaultWorkerRetention = 24 * time.Hour
-)
-
-// DefaultLayout returns a fresh copy of the default snowflake layout.
-func DefaultLayout() *seqsvrv1.SnowflakeLayout {
-	return &seqsvrv1.SnowflakeLayout{
-		EpochMs:       DefaultEpochMs,
-		TimestampBits: DefaultTimestampBits,
-		WorkerBits:    DefaultWorkerBits,
-		SequenceBits:  DefaultSequenceBits,
-	}
-}
 
 // applyRegisterWorker hands node_id its worker ID under a lease measured on
 // the leader's clock (now). The caller's clock (c.now_ms) is checked against
@@ -39,9 +18,9 @@ func DefaultLayout() *seqsvrv1.SnowflakeLayout {
 // timestamp plus one lease TTL before fencing itself, so the new holder's
 // floor starts there.
 func (st *fsmState) applyRegisterWorker(now int64, c *seqsvrv1.RegisterWorkerCommand) applyResult {
-	ttl, retention := orDefault(c.GetLeaseTtlMs(), DefaultWorkerLeaseTTL), orDefault(c.GetRetentionMs(), DefaultWorkerRetention)
+	ttl, retention := orDefault(c.GetLeaseTtlMs(), spec.DefaultWorkerLeaseTTL), orDefault(c.GetRetentionMs(), spec.DefaultWorkerRetention)
 	if c.GetNodeId() == "" {
-		return applyResult{err: fmt.Errorf("%w: node_id must not be empty", ErrInvalidArgument)}
+		return applyResult{err: fmt.Errorf("%w: node_id must not be empty", errs.InvalidArgument)}
 	}
 	if w, ok := st.workers[c.GetNodeId()]; ok {
 		if w.GetInstanceId() != c.GetInstanceId() && w.GetLeaseExpiresMs() > now {
@@ -103,7 +82,7 @@ func (st *fsmState) reclaimable(now, retention int64) *seqsvrv1.WorkerState {
 
 // applyRenewWorker extends the lease of the current holder only.
 func (st *fsmState) applyRenewWorker(now int64, c *seqsvrv1.RenewWorkerCommand) applyResult {
-	ttl := orDefault(c.GetLeaseTtlMs(), DefaultWorkerLeaseTTL)
+	ttl := orDefault(c.GetLeaseTtlMs(), spec.DefaultWorkerLeaseTTL)
 	w, ok := st.workers[c.GetNodeId()]
 	switch {
 	case !ok:

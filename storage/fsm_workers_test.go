@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/internal/errs"
+	"github.com/seqsvr/seqsvr/internal/spec"
 )
 
 const (
@@ -13,7 +15,7 @@ const (
 )
 
 func smallLayout() *seqsvrv1.SnowflakeLayout {
-	return &seqsvrv1.SnowflakeLayout{EpochMs: DefaultEpochMs, TimestampBits: 41, WorkerBits: 2, SequenceBits: 12}
+	return &seqsvrv1.SnowflakeLayout{EpochMs: spec.DefaultEpochMs, TimestampBits: 41, WorkerBits: 2, SequenceBits: 12}
 }
 
 func mustWorker(t *testing.T, r applyResult) *seqsvrv1.WorkerState {
@@ -31,8 +33,8 @@ func TestWorkerRegisterAndReturn(t *testing.T) {
 	if w.GetWorkerId() != 0 || w.GetLastTimestampMs() != 9_990 || w.GetLeaseExpiresMs() != 10_000+ttl {
 		t.Fatalf("first worker %v", w)
 	}
-	if r.worker.leaderNowMs != 10_000 || r.worker.leaseTTLMs != ttl || r.worker.layout.GetWorkerBits() != DefaultWorkerBits ||
-		r.worker.layout.GetEpochMs() != DefaultEpochMs {
+	if r.worker.leaderNowMs != 10_000 || r.worker.leaseTTLMs != ttl || r.worker.layout.GetWorkerBits() != spec.DefaultWorkerBits ||
+		r.worker.layout.GetEpochMs() != spec.DefaultEpochMs {
 		t.Fatalf("answer %+v", r.worker)
 	}
 	if w2 := mustWorker(t, applyAt(t, f, 10_001, registerCmd("n2", "j1", 10_001, ttl, retention))); w2.GetWorkerId() != 1 {
@@ -54,7 +56,7 @@ func TestWorkerLeaseConflictAndTakeover(t *testing.T) {
 	if !errors.Is(r.err, ErrLeaseHeld) {
 		t.Fatalf("live lease: err %v, want ErrLeaseHeld", r.err)
 	}
-	if c := ConnectError(r.err); c.Error() == "" || codeOf(c) != "failed_precondition" {
+	if c := errs.Connect(r.err); c.Error() == "" || connectCode(c) != "failed_precondition" {
 		t.Fatalf("code %v", c)
 	}
 	// After expiry (1_050+ttl) the restarted node gets its old ID back, with
@@ -80,7 +82,7 @@ func TestWorkerRefusesClockBehind(t *testing.T) {
 	if !errors.Is(r.err, ErrClockBehind) {
 		t.Fatalf("err %v, want ErrClockBehind", r.err)
 	}
-	if codeOf(ConnectError(r.err)) != "unavailable" {
+	if connectCode(errs.Connect(r.err)) != "unavailable" {
 		t.Fatalf("code of %v", r.err)
 	}
 	var w *seqsvrv1.WorkerState
@@ -123,7 +125,7 @@ func TestWorkerExhaustionAndReclaim(t *testing.T) {
 	}
 	// All leases live: exhausted.
 	r := applyAt(t, f, 1_010, registerCmd("e", "i", 1_010, ttl, retention))
-	if !errors.Is(r.err, ErrWorkersExhausted) || codeOf(ConnectError(r.err)) != "resource_exhausted" {
+	if !errors.Is(r.err, ErrWorkersExhausted) || connectCode(errs.Connect(r.err)) != "resource_exhausted" {
 		t.Fatalf("err %v", r.err)
 	}
 	// Keep b alive; the others expire at 1_100, 1_102, 1_103.
@@ -154,7 +156,7 @@ func TestWorkerExhaustionAndReclaim(t *testing.T) {
 }
 
 func TestWorkerReclaimFloorAboveOldHolder(t *testing.T) {
-	f := newFSM(&seqsvrv1.SnowflakeLayout{EpochMs: DefaultEpochMs, TimestampBits: 41, WorkerBits: 0, SequenceBits: 12})
+	f := newFSM(&seqsvrv1.SnowflakeLayout{EpochMs: spec.DefaultEpochMs, TimestampBits: 41, WorkerBits: 0, SequenceBits: 12})
 	mustWorker(t, applyAt(t, f, 1_000, registerCmd("a", "i", 1_000, ttl, retention)))
 	// a's clock reported far ahead of the leader's.
 	mustWorker(t, applyAt(t, f, 1_010, renewCmd("a", 0, "i", 50_000, ttl)))
@@ -167,5 +169,3 @@ func TestWorkerReclaimFloorAboveOldHolder(t *testing.T) {
 		t.Fatalf("floor %d, want %d", w.GetLastTimestampMs(), 50_000+ttl)
 	}
 }
-
-func codeOf(err error) string { return connectCode(err) }

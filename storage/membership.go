@@ -3,12 +3,14 @@ package storage
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"connectrpc.com/connect"
 	"github.com/hashicorp/raft"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/internal/errs"
 )
 
 // addMember makes id a voter at raftAddr and records its HTTP address. It is
@@ -31,7 +33,7 @@ func (s *Store) addMember(ctx context.Context, r *seqsvrv1.AddMemberRequest) (*s
 		case string(srv.ID) == r.GetId() && string(srv.Address) == r.GetRaftAddr():
 			present = srv.Suffrage == raft.Voter
 		case string(srv.ID) != r.GetId() && string(srv.Address) == r.GetRaftAddr():
-			return nil, fmt.Errorf("%w: Raft address %s is used by member %s; remove it first", ErrInvalidArgument, r.GetRaftAddr(), srv.ID)
+			return nil, fmt.Errorf("%w: Raft address %s is used by member %s; remove it first", errs.InvalidArgument, r.GetRaftAddr(), srv.ID)
 		}
 	}
 	if !present {
@@ -93,7 +95,7 @@ func (s *Store) status() (*seqsvrv1.ClusterStatusResponse, error) {
 		CommitIndex:  s.raft.CommitIndex(),
 		AppliedIndex: s.raft.AppliedIndex(),
 		NodeId:       s.cfg.NodeID,
-		NowMs:        s.cfg.Now().UnixMilli(),
+		NowMs:        s.cfg.Clock.Now().UnixMilli(),
 	}
 	if leader != "" {
 		out.LeaderHttpAddr = s.httpAddrOf(string(leader))
@@ -103,7 +105,8 @@ func (s *Store) status() (*seqsvrv1.ClusterStatusResponse, error) {
 		state := "unknown"
 		switch {
 		case id == s.cfg.NodeID:
-			state = stateName(s.raft.State())
+			// raft's names, lowercased as the contract spells them.
+			state = strings.ToLower(s.raft.State().String())
 		case srv.ID == leader:
 			state = "leader"
 		case leader != "":
@@ -111,36 +114,10 @@ func (s *Store) status() (*seqsvrv1.ClusterStatusResponse, error) {
 		}
 		out.Members = append(out.Members, &seqsvrv1.Member{
 			Id: id, RaftAddr: string(srv.Address), HttpAddr: s.httpAddrOf(id),
-			Suffrage: suffrageName(srv.Suffrage), State: state,
+			Suffrage: strings.ToLower(srv.Suffrage.String()), State: state,
 		})
 	}
 	return out, nil
-}
-
-func stateName(st raft.RaftState) string {
-	switch st {
-	case raft.Leader:
-		return "leader"
-	case raft.Follower:
-		return "follower"
-	case raft.Candidate:
-		return "candidate"
-	case raft.Shutdown:
-		return "shutdown"
-	}
-	return "unknown"
-}
-
-func suffrageName(sf raft.ServerSuffrage) string {
-	switch sf {
-	case raft.Voter:
-		return "voter"
-	case raft.Nonvoter:
-		return "nonvoter"
-	case raft.Staging:
-		return "staging"
-	}
-	return "unknown"
 }
 
 // joinLoop asks the member at cfg.Join to add this one (the call follows

@@ -9,12 +9,12 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
-	"github.com/hashicorp/raft"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
-	"github.com/seqsvr/seqsvr/internal/faults"
+	"github.com/seqsvr/seqsvr/internal/errs"
+	"github.com/seqsvr/seqsvr/internal/spec"
 )
 
 // service implements seqsvrv1connect.StoreServiceHandler on a Store.
@@ -35,7 +35,7 @@ func (h *service) GetTag(ctx context.Context, req *connect.Request[seqsvrv1.GetT
 		// Never forwarded: the point is to see this member's own state.
 		t, err := h.s.getTagLocal(req.Msg)
 		if err != nil {
-			return nil, ConnectError(err)
+			return nil, errs.Connect(err)
 		}
 		return connect.NewResponse(t), nil
 	}
@@ -71,7 +71,7 @@ func (h *service) RenewWorker(ctx context.Context, req *connect.Request[seqsvrv1
 func (h *service) ClusterStatus(ctx context.Context, _ *connect.Request[seqsvrv1.ClusterStatusRequest]) (*connect.Response[seqsvrv1.ClusterStatusResponse], error) {
 	st, err := h.s.status()
 	if err != nil {
-		return nil, ConnectError(err)
+		return nil, errs.Connect(err)
 	}
 	return connect.NewResponse(st), nil
 }
@@ -100,7 +100,7 @@ func (s *Store) createTag(ctx context.Context, r *seqsvrv1.CreateTagRequest) (*s
 }
 
 func (s *Store) getTag(ctx context.Context, r *seqsvrv1.GetTagRequest) (*seqsvrv1.Tag, error) {
-	if err := ValidateTag(r.GetTag()); err != nil {
+	if err := spec.CheckTag(r.GetTag()); err != nil {
 		return nil, err
 	}
 	if err := s.linearize(ctx); err != nil {
@@ -114,13 +114,13 @@ func (s *Store) getTag(ctx context.Context, r *seqsvrv1.GetTagRequest) (*seqsvrv
 // answer is not linearizable. It is for diagnostics and for comparing
 // members once the cluster has quiesced.
 func (s *Store) getTagLocal(r *seqsvrv1.GetTagRequest) (*seqsvrv1.Tag, error) {
-	if err := ValidateTag(r.GetTag()); err != nil {
+	if err := spec.CheckTag(r.GetTag()); err != nil {
 		return nil, err
 	}
 	var t *seqsvrv1.TagState
 	s.fsm.read(func(st *fsmState) { t = cloneTag(st.tags[r.GetTag()]) })
 	if t == nil {
-		return nil, fmt.Errorf("%w: tag %q", ErrNotFound, r.GetTag())
+		return nil, fmt.Errorf("%w: tag %q", errs.NotFound, r.GetTag())
 	}
 	return apiTag(t), nil
 }
@@ -166,7 +166,7 @@ func (s *Store) updateTag(ctx context.Context, r *seqsvrv1.UpdateTagRequest) (*s
 }
 
 func (s *Store) deleteTag(ctx context.Context, r *seqsvrv1.DeleteTagRequest) (*seqsvrv1.DeleteTagResponse, error) {
-	if err := ValidateTag(r.GetTag()); err != nil {
+	if err := spec.CheckTag(r.GetTag()); err != nil {
 		return nil, err
 	}
 	if _, err := s.propose(ctx, &seqsvrv1.Command{Cmd: &seqsvrv1.Command_DeleteTag{DeleteTag: &seqsvrv1.DeleteTagCommand{Tag: r.GetTag()}}}); err != nil {
@@ -181,50 +181,14 @@ func (s *Store) reserveSegment(ctx context.Context, r *seqsvrv1.ReserveSegmentRe
 	}
 	cmd := &seqsvrv1.Command{Cmd: &seqsvrv1.Command_ReserveSegment{ReserveSegment: &seqsvrv1.ReserveSegmentCommand{
 		Tag: r.GetTag(), Size: r.GetSize(), RequestId: r.GetRequestId(), RecordLimit: int64(s.cfg.RequestRecordLimit)}}}
-	if faults.Bug(faults.BugReserveBeforeCommit) {
-		if seg, ok := s.reserveUncommitted(cmd); ok {
-			return seg, nil
-		}
+	if seg, ok := s.plantedReserveBeforeCommit(cmd); ok {
+		return seg, nil
 	}
 	res, err := s.propose(ctx, cmd)
 	if err != nil {
 		return nil, err
 	}
 	return &seqsvrv1.Segment{Tag: res.seg.GetTag(), First: res.seg.GetFirst(), Last: res.seg.GetLast(), Step: res.tag.GetStep()}, nil
-}
-
-// reserveUncommitted is the planted reserve-before-commit bug: it answers
-// from the leader's current state and proposes in the background, so a
-// crash or a lost leadership can hand the same range out twice.
-func (s *Store) reserveUncommitted(cmd *seqsvrv1.Command) (*seqsvrv1.Segment, bool) {
-	if s.raft.State() != raft.Leader {
-		return nil, false
-	}
-	c := cmd.GetReserveSegment()
-	var seg *seqsvrv1.Segment
-	s.fsm.read(func(st *fsmState) {
-		t, ok := st.tags[c.GetTag()]
-		if !ok {
-			return
-		}
-		size := c.GetSize()
-		if size == 0 {
-			size = t.GetStep()
-		}
-		if t.GetMaxId() > int64(^uint64(0)>>1)-size {
-			return
-		}
-		seg = &seqsvrv1.Segment{Tag: t.GetTag(), First: t.GetMaxId() + 1, Last: t.GetMaxId() + size, Step: t.GetStep()}
-	})
-	if seg == nil {
-		return nil, false
-	}
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), defaultApplyTimeout)
-		defer cancel()
-		_, _ = s.propose(ctx, cmd)
-	}()
-	return seg, true
 }
 
 func (s *Store) registerWorker(ctx context.Context, r *seqsvrv1.RegisterWorkerRequest) (*seqsvrv1.Worker, error) {

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"math"
 	"testing"
+	"time"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/proto"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/internal/clock/clocktest"
 )
 
 // Bad input through the real handler on a one-member cluster: the right
@@ -115,4 +117,22 @@ func TestServiceBadInputAndPaging(t *testing.T) {
 func stateOf(f *fsm) (snap *seqsvrv1.FSMSnapshot) {
 	f.read(func(st *fsmState) { snap = st.toProto() })
 	return snap
+}
+
+// Commands carry the time of Config.Clock (the leader's), and so does
+// ClusterStatus.
+func TestCommandsCarryConfigClock(t *testing.T) {
+	clk := clocktest.New(time.UnixMilli(1_800_000_000_000))
+	c := newTestCluster(t, 1, func(cfg *Config) { cfg.Clock = clk })
+	cl := c.waitForLeader().client()
+	ctx := context.Background()
+	clk.Advance(1500 * time.Millisecond)
+	tag, err := cl.CreateTag(ctx, connect.NewRequest(&seqsvrv1.CreateTagRequest{Tag: "c"}))
+	if err != nil || tag.Msg.GetUpdateTime().AsTime().UnixMilli() != 1_800_000_001_500 {
+		t.Fatalf("created %v %v, want update_time from the configured clock", tag, err)
+	}
+	st, err := cl.ClusterStatus(ctx, connect.NewRequest(&seqsvrv1.ClusterStatusRequest{}))
+	if err != nil || st.Msg.GetNowMs() != 1_800_000_001_500 {
+		t.Fatalf("status %v %v, want now_ms from the configured clock", st, err)
+	}
 }

@@ -8,7 +8,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
-	"github.com/seqsvr/seqsvr/internal/faults"
 )
 
 // fsmSnapshot is a deep copy of the state taken under the FSM lock.
@@ -33,14 +32,9 @@ func (s *fsmSnapshot) Release() {}
 // toProto copies the state. Maps are written in key order so equal states
 // give equal bytes; the request record keeps its FIFO order.
 func (st *fsmState) toProto() *seqsvrv1.FSMSnapshot {
-	dropMaxID := faults.Bug(faults.BugSnapshotDropsMaxID)
 	snap := &seqsvrv1.FSMSnapshot{Layout: proto.Clone(st.layout).(*seqsvrv1.SnowflakeLayout), NextWorkerId: st.nextWorkerID}
 	for _, k := range sortedKeys(st.tags) {
-		t := cloneTag(st.tags[k])
-		if dropMaxID {
-			t.MaxId = 0 // planted bug for the fault harness
-		}
-		snap.Tags = append(snap.Tags, t)
+		snap.Tags = append(snap.Tags, cloneTag(st.tags[k]))
 	}
 	// Records and members are never changed after they are stored (eviction
 	// and SetMember replace map entries), so the snapshot may share them;

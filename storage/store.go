@@ -17,6 +17,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/internal/errs"
+	"github.com/seqsvr/seqsvr/internal/raftconf"
 )
 
 // Store is one member of the Raft-replicated tag store.
@@ -42,82 +44,90 @@ type Store struct {
 
 // Open starts a member on real disk: raft-boltdb/v2 for the log and stable
 // store (DataDir/raft.db), file snapshots in DataDir, and a TCP transport on
-// RaftAddr. A member without state bootstraps from Peers (every initial
-// member does the same, so start order does not matter) or joins through
-// Join in the background, retrying until it is in.
+// RaftAddr, all as package raftconf builds them. A member without state
+// bootstraps from Peers (every initial member does the same, so start order
+// does not matter) or joins through Join in the background, retrying until
+// it is in.
 func Open(cfg Config) (*Store, error) {
+	return open(cfg, diskRaft)
+}
+
+// raftParts are the transport and stores a member runs raft on; closers
+// are closed after raft shuts down (raft closes a transport itself on
+// shutdown; closing it again is a no-op).
+type raftParts struct {
+	trans   raft.Transport
+	logs    raft.LogStore
+	stable  raft.StableStore
+	snaps   raft.SnapshotStore
+	closers []io.Closer
+}
+
+// diskRaft opens Open's transport and stores for cfg (already defaulted).
+func diskRaft(cfg Config) (raftParts, error) {
+	if cfg.DataDir == "" {
+		return raftParts{}, errors.New("storage: DataDir is required")
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
+		return raftParts{}, fmt.Errorf("storage: create data dir: %w", err)
+	}
+	hl := newHclog(cfg.Logger, "raft")
+	snaps, err := raftconf.NewSnapshots(cfg.DataDir, hl)
+	if err != nil {
+		return raftParts{}, fmt.Errorf("storage: snapshot store: %w", err)
+	}
+	adv, err := net.ResolveTCPAddr("tcp", cfg.RaftAddr)
+	if err != nil {
+		return raftParts{}, fmt.Errorf("storage: raft address %q: %w", cfg.RaftAddr, err)
+	}
+	stores, err := raftconf.OpenStores(filepath.Join(cfg.DataDir, "raft.db"))
+	if err != nil {
+		return raftParts{}, fmt.Errorf("storage: open raft.db: %w", err)
+	}
+	trans, err := raftconf.NewTransport(cfg.RaftAddr, adv, hl)
+	if err != nil {
+		stores.Bolt.Close()
+		return raftParts{}, fmt.Errorf("storage: raft transport on %s: %w", cfg.RaftAddr, err)
+	}
+	return raftParts{trans: trans, logs: stores.Logs, stable: stores.Bolt, snaps: snaps, closers: []io.Closer{trans, stores.Bolt}}, nil
+}
+
+// open applies cfg's defaults (the only place they are applied), gets the
+// transport and stores from parts (tests pass raft's in-memory ones) and
+// starts the member. On failure it closes what parts opened.
+func open(cfg Config, parts func(Config) (raftParts, error)) (*Store, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	if cfg.DataDir == "" {
-		return nil, errors.New("storage: DataDir is required")
-	}
-	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
-		return nil, fmt.Errorf("storage: create data dir: %w", err)
-	}
-	bolt, err := OpenBolt(filepath.Join(cfg.DataDir, "raft.db"))
+	rc, err := raftconf.New(raft.ServerID(cfg.NodeID), cfg.raftTiming(), newHclog(cfg.Logger, "raft"))
 	if err != nil {
-		return nil, fmt.Errorf("storage: open raft.db: %w", err)
+		return nil, fmt.Errorf("storage: %w", err)
 	}
-	logs, err := raft.NewLogCache(1024, bolt)
+	p, err := parts(cfg)
 	if err != nil {
-		bolt.Close()
 		return nil, err
 	}
-	hl := newHclog(cfg.Logger, "raft")
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, hl)
+	s, err := start(cfg, rc, p)
 	if err != nil {
-		bolt.Close()
-		return nil, fmt.Errorf("storage: snapshot store: %w", err)
-	}
-	adv, err := net.ResolveTCPAddr("tcp", cfg.RaftAddr)
-	if err != nil {
-		bolt.Close()
-		return nil, fmt.Errorf("storage: raft address %q: %w", cfg.RaftAddr, err)
-	}
-	trans, err := raft.NewTCPTransportWithLogger(cfg.RaftAddr, adv, RaftTransportPool, RaftTransportTimeout, hl)
-	if err != nil {
-		bolt.Close()
-		return nil, fmt.Errorf("storage: raft transport on %s: %w", cfg.RaftAddr, err)
-	}
-	s, err := openWith(cfg, trans, logs, bolt, snaps, bolt)
-	if err != nil {
-		trans.Close()
-		bolt.Close()
+		for _, c := range p.closers {
+			c.Close()
+		}
 		return nil, err
 	}
 	return s, nil
 }
 
-// openWith starts a member on the given transport and stores (tests pass
-// raft's in-memory ones). cfg must already have its defaults. closers are
-// closed after raft shuts down.
-func openWith(cfg Config, trans raft.Transport, logs raft.LogStore, stable raft.StableStore, snaps raft.SnapshotStore, closers ...io.Closer) (*Store, error) {
-	cfg, err := cfg.withDefaults()
-	if err != nil {
-		return nil, err
-	}
-	rc := raft.DefaultConfig()
-	TuneRaftConfig(rc)
-	rc.LocalID = raft.ServerID(cfg.NodeID)
-	rc.Logger = newHclog(cfg.Logger, "raft")
-	rc.HeartbeatTimeout = cfg.HeartbeatTimeout
-	rc.ElectionTimeout = cfg.ElectionTimeout
-	rc.LeaderLeaseTimeout = cfg.LeaderLeaseTimeout
-	rc.CommitTimeout = cfg.CommitTimeout
-	rc.SnapshotThreshold = cfg.SnapshotThreshold
-	rc.SnapshotInterval = cfg.SnapshotInterval
-	if err := raft.ValidateConfig(rc); err != nil {
-		return nil, fmt.Errorf("storage: raft config: %w", err)
-	}
-	existing, err := raft.HasExistingState(logs, stable, snaps)
+// start runs raft on p and, for a member without state, bootstraps or
+// joins; then it starts the per-term leader chores.
+func start(cfg Config, rc *raft.Config, p raftParts) (*Store, error) {
+	existing, err := raft.HasExistingState(p.logs, p.stable, p.snaps)
 	if err != nil {
 		return nil, fmt.Errorf("storage: inspect raft state: %w", err)
 	}
-	s := &Store{cfg: cfg, log: cfg.Logger, fsm: newFSM(cfg.layout), closers: closers, stop: make(chan struct{})}
+	s := &Store{cfg: cfg, log: cfg.Logger, fsm: newFSM(nil), closers: p.closers, stop: make(chan struct{})}
 	s.stopCtx, s.stopAll = context.WithCancel(context.Background())
-	s.raft, err = raft.NewRaft(rc, s.fsm, logs, stable, snaps, trans)
+	s.raft, err = raft.NewRaft(rc, s.fsm, p.logs, p.stable, p.snaps, p.trans)
 	if err != nil {
 		s.stopAll()
 		return nil, fmt.Errorf("storage: start raft: %w", err)
@@ -182,7 +192,7 @@ func (s *Store) Raft() *raft.Raft { return s.raft }
 func (s *Store) Ready(ctx context.Context) error {
 	state := s.raft.State()
 	if state == raft.Shutdown {
-		return fmt.Errorf("%w: raft is shut down", ErrUnavailable)
+		return fmt.Errorf("%w: raft is shut down", errs.Unavailable)
 	}
 	_, leader := s.raft.LeaderWithID()
 	if leader == "" {
@@ -190,20 +200,20 @@ func (s *Store) Ready(ctx context.Context) error {
 	}
 	cf := s.raft.GetConfiguration()
 	if err := cf.Error(); err != nil {
-		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return fmt.Errorf("%w: %v", errs.Unavailable, err)
 	}
 	member := false
 	for _, srv := range cf.Configuration().Servers {
 		member = member || srv.ID == raft.ServerID(s.cfg.NodeID)
 	}
 	if !member {
-		return fmt.Errorf("%w: not a member of the cluster yet", ErrUnavailable)
+		return fmt.Errorf("%w: not a member of the cluster yet", errs.Unavailable)
 	}
 	if applied, commit := s.raft.AppliedIndex(), s.raft.CommitIndex(); applied < commit {
-		return fmt.Errorf("%w: catching up: applied %d of %d committed", ErrUnavailable, applied, commit)
+		return fmt.Errorf("%w: catching up: applied %d of %d committed", errs.Unavailable, applied, commit)
 	}
 	if state == raft.Leader && s.barrierTerm.Load() != s.raft.CurrentTerm() {
-		return fmt.Errorf("%w: new leader still applying earlier entries", ErrUnavailable)
+		return fmt.Errorf("%w: new leader still applying earlier entries", errs.Unavailable)
 	}
 	return ctx.Err()
 }
@@ -215,7 +225,7 @@ func (s *Store) propose(ctx context.Context, cmd *seqsvrv1.Command) (applyResult
 	if s.raft.State() != raft.Leader {
 		return applyResult{}, ErrNotLeader
 	}
-	cmd.NowMs = s.cfg.Now().UnixMilli()
+	cmd.NowMs = s.cfg.Clock.Now().UnixMilli()
 	b, err := proto.Marshal(cmd)
 	if err != nil {
 		return applyResult{}, fmt.Errorf("storage: marshal command: %w", err)
@@ -239,15 +249,15 @@ func mapRaftErr(err error) error {
 	case errors.Is(err, raft.ErrNotLeader):
 		return ErrNotLeader
 	case errors.Is(err, raft.ErrLeadershipLost):
-		return fmt.Errorf("%w: leadership lost while committing; the write may have committed; retry with the same request_id", ErrUnavailable)
+		return fmt.Errorf("%w: leadership lost while committing; the write may have committed; retry with the same request_id", errs.Unavailable)
 	case errors.Is(err, raft.ErrRaftShutdown):
-		return fmt.Errorf("%w: raft is shutting down", ErrUnavailable)
+		return fmt.Errorf("%w: raft is shutting down", errs.Unavailable)
 	case errors.Is(err, raft.ErrEnqueueTimeout):
-		return fmt.Errorf("%w: timed out waiting for raft; the write may have committed; retry with the same request_id", ErrUnavailable)
+		return fmt.Errorf("%w: timed out waiting for raft; the write may have committed; retry with the same request_id", errs.Unavailable)
 	case errors.Is(err, raft.ErrLeadershipTransferInProgress):
-		return fmt.Errorf("%w: leadership transfer in progress", ErrUnavailable)
+		return fmt.Errorf("%w: leadership transfer in progress", errs.Unavailable)
 	}
-	return fmt.Errorf("%w: raft: %v", ErrUnavailable, err)
+	return fmt.Errorf("%w: raft: %v", errs.Unavailable, err)
 }
 
 func timeoutFrom(ctx context.Context) time.Duration {

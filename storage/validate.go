@@ -3,16 +3,16 @@ package storage
 import (
 	"encoding/base64"
 	"fmt"
-	"github.com/seqsvr/seqsvr/internal/spec"
 	"math"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/internal/errs"
+	"github.com/seqsvr/seqsvr/internal/spec"
 )
 
 // Limits on request fields. They keep one bad request from bloating the
 // Raft log or the snapshot.
 const (
-	MaxTagLen         = spec.MaxTagLen
 	MaxDescriptionLen = 1024
 	MaxKeyLen         = 256 // request_id, node_id, instance_id
 	DefaultStep       = 1000
@@ -20,41 +20,32 @@ const (
 	MaxPageSize       = 1000
 )
 
-// ValidateTag checks a tag name with the rule in package tagname, shared
-// with the allocsvr.
-func ValidateTag(tag string) error {
-	if err := spec.CheckTag(tag); err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalidArgument, err)
-	}
-	return nil
-}
-
 func validateKey(field, v string, required bool) error {
 	if required && v == "" {
-		return fmt.Errorf("%w: %s must not be empty", ErrInvalidArgument, field)
+		return fmt.Errorf("%w: %s must not be empty", errs.InvalidArgument, field)
 	}
 	if len(v) > MaxKeyLen {
-		return fmt.Errorf("%w: %s is %d bytes long, the limit is %d", ErrInvalidArgument, field, len(v), MaxKeyLen)
+		return fmt.Errorf("%w: %s is %d bytes long, the limit is %d", errs.InvalidArgument, field, len(v), MaxKeyLen)
 	}
 	return nil
 }
 
 func validateNonNegative(field string, v int64) error {
 	if v < 0 {
-		return fmt.Errorf("%w: %s must not be negative, got %d", ErrInvalidArgument, field, v)
+		return fmt.Errorf("%w: %s must not be negative, got %d", errs.InvalidArgument, field, v)
 	}
 	return nil
 }
 
 func validateDescription(d string) error {
 	if len(d) > MaxDescriptionLen {
-		return fmt.Errorf("%w: description is %d bytes long, the limit is %d", ErrInvalidArgument, len(d), MaxDescriptionLen)
+		return fmt.Errorf("%w: description is %d bytes long, the limit is %d", errs.InvalidArgument, len(d), MaxDescriptionLen)
 	}
 	return nil
 }
 
 func validateCreateTag(r *seqsvrv1.CreateTagRequest) error {
-	if err := ValidateTag(r.GetTag()); err != nil {
+	if err := spec.CheckTag(r.GetTag()); err != nil {
 		return err
 	}
 	if err := validateNonNegative("start", r.GetStart()); err != nil {
@@ -64,13 +55,13 @@ func validateCreateTag(r *seqsvrv1.CreateTagRequest) error {
 		return err
 	}
 	if r.GetStart() == math.MaxInt64 {
-		return fmt.Errorf("%w: start %d leaves no IDs to hand out", ErrInvalidArgument, r.GetStart())
+		return fmt.Errorf("%w: start %d leaves no IDs to hand out", errs.InvalidArgument, r.GetStart())
 	}
 	return validateDescription(r.GetDescription())
 }
 
 func validateUpdateTag(r *seqsvrv1.UpdateTagRequest) error {
-	if err := ValidateTag(r.GetTag()); err != nil {
+	if err := spec.CheckTag(r.GetTag()); err != nil {
 		return err
 	}
 	if err := validateNonNegative("step", r.GetStep()); err != nil {
@@ -80,7 +71,7 @@ func validateUpdateTag(r *seqsvrv1.UpdateTagRequest) error {
 }
 
 func validateReserve(r *seqsvrv1.ReserveSegmentRequest) error {
-	if err := ValidateTag(r.GetTag()); err != nil {
+	if err := spec.CheckTag(r.GetTag()); err != nil {
 		return err
 	}
 	if err := validateNonNegative("size", r.GetSize()); err != nil {
@@ -97,7 +88,7 @@ func validateRegisterWorker(r *seqsvrv1.RegisterWorkerRequest) error {
 		return err
 	}
 	if r.GetNowMs() <= 0 {
-		return fmt.Errorf("%w: now_ms must be the caller's clock in Unix milliseconds, got %d", ErrInvalidArgument, r.GetNowMs())
+		return fmt.Errorf("%w: now_ms must be the caller's clock in Unix milliseconds, got %d", errs.InvalidArgument, r.GetNowMs())
 	}
 	return nil
 }
@@ -113,7 +104,7 @@ func validateRenewWorker(r *seqsvrv1.RenewWorkerRequest) error {
 		return err
 	}
 	if r.GetNowMs() <= 0 {
-		return fmt.Errorf("%w: now_ms must be the caller's clock in Unix milliseconds, got %d", ErrInvalidArgument, r.GetNowMs())
+		return fmt.Errorf("%w: now_ms must be the caller's clock in Unix milliseconds, got %d", errs.InvalidArgument, r.GetNowMs())
 	}
 	return nil
 }
@@ -136,12 +127,12 @@ func pageParams(r *seqsvrv1.ListTagsRequest) (size int, after string, err error)
 	case size == 0:
 		size = DefaultPageSize
 	case size < 0 || size > MaxPageSize:
-		return 0, "", fmt.Errorf("%w: page_size must be 0..%d, got %d", ErrInvalidArgument, MaxPageSize, size)
+		return 0, "", fmt.Errorf("%w: page_size must be 0..%d, got %d", errs.InvalidArgument, MaxPageSize, size)
 	}
 	if tok := r.GetPageToken(); tok != "" {
 		b, derr := base64.RawURLEncoding.DecodeString(tok)
-		if derr != nil || ValidateTag(string(b)) != nil {
-			return 0, "", fmt.Errorf("%w: malformed page_token", ErrInvalidArgument)
+		if derr != nil || spec.CheckTag(string(b)) != nil {
+			return 0, "", fmt.Errorf("%w: malformed page_token", errs.InvalidArgument)
 		}
 		after = string(b)
 	}

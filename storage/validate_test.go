@@ -7,20 +7,9 @@ import (
 	"testing"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/internal/errs"
+	"github.com/seqsvr/seqsvr/internal/spec"
 )
-
-func TestValidateTag(t *testing.T) {
-	for _, ok := range []string{"a", "user_id", "order.v2:shard-1", strings.Repeat("x", 128), "A-Z_09"} {
-		if err := ValidateTag(ok); err != nil {
-			t.Errorf("%q: %v", ok, err)
-		}
-	}
-	for _, bad := range []string{"", strings.Repeat("x", 129), "a b", "a/b", "ü", "tag\n", "a*"} {
-		if err := ValidateTag(bad); !errors.Is(err, ErrInvalidArgument) {
-			t.Errorf("%q: err %v, want invalid argument", bad, err)
-		}
-	}
-}
 
 func TestValidateRequests(t *testing.T) {
 	for name, err := range map[string]error{
@@ -38,7 +27,7 @@ func TestValidateRequests(t *testing.T) {
 		"renew negative id":    validateRenewWorker(&seqsvrv1.RenewWorkerRequest{NodeId: "n", WorkerId: -1, NowMs: 1}),
 		"member without addr":  validateMember("n", "", "h"),
 	} {
-		if !errors.Is(err, ErrInvalidArgument) {
+		if !errors.Is(err, errs.InvalidArgument) {
 			t.Errorf("%s: err %v, want invalid argument", name, err)
 		}
 	}
@@ -57,7 +46,7 @@ func TestPageParams(t *testing.T) {
 		t.Fatalf("token round trip: %d %q %v", size, after, err)
 	}
 	for _, r := range []*seqsvrv1.ListTagsRequest{{PageSize: -1}, {PageSize: MaxPageSize + 1}, {PageToken: "!!!"}, {PageToken: pageToken("a b")}} {
-		if _, _, err := pageParams(r); !errors.Is(err, ErrInvalidArgument) {
+		if _, _, err := pageParams(r); !errors.Is(err, errs.InvalidArgument) {
 			t.Errorf("%v: err %v", r, err)
 		}
 	}
@@ -82,8 +71,8 @@ func TestParsePeers(t *testing.T) {
 
 func TestConfigDefaultsAndChecks(t *testing.T) {
 	c, err := Config{NodeID: "a", RaftAddr: "r", HTTPAddr: "h"}.withDefaults()
-	if err != nil || c.HeartbeatTimeout != DefaultHeartbeatTimeout || c.WorkerLeaseTTL != DefaultWorkerLeaseTTL ||
-		c.RequestRecordLimit != DefaultRequestRecordLimit || c.Now == nil || c.HTTPClient == nil {
+	if err != nil || c.WorkerLeaseTTL != spec.DefaultWorkerLeaseTTL || c.WorkerRetention != spec.DefaultWorkerRetention ||
+		c.RequestRecordLimit != DefaultRequestRecordLimit || c.Clock == nil || c.HTTPClient == nil || c.Logger == nil {
 		t.Fatalf("defaults: %+v %v", c, err)
 	}
 	for name, bad := range map[string]Config{

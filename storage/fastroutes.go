@@ -5,37 +5,27 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 
 	"github.com/hashicorp/raft"
-
-	"connectrpc.com/connect"
 	"google.golang.org/protobuf/proto"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 	"github.com/seqsvr/seqsvr/internal/connectfast"
+	"github.com/seqsvr/seqsvr/internal/errs"
 	"github.com/seqsvr/seqsvr/internal/h1"
 )
 
-// ReserveFastPath serves the store's hot call, a Connect-protocol unary
-// ReserveSegment with the binary proto codec, on the leader through package
-// connectfast, and hands every other request to next (the connect-go
-// handler of s.Service()). Under load connect-go's per-call work was a
-// fifth of the leader's CPU (pprof), and at high concurrency the leader is
-// CPU-bound.
+// FastRoutes are the routes the HTTP/1.1 front (package h1) answers
+// without net/http: the store's hot call, a Connect-protocol unary
+// ReserveSegment with the binary proto codec, on the leader. Under load
+// connect-go's per-call work was a fifth of the leader's CPU (pprof), and
+// at high concurrency the leader is CPU-bound.
 //
 // The answer is the one the service gives: the same validation, the same
-// propose, the same error codes. When this member is not the leader,
-// nothing has been proposed (ErrNotLeader), and the request goes to next
-// with its body restored, which forwards it as usual.
-func (s *Store) ReserveFastPath(next http.Handler, maxBodyBytes int64, logger *slog.Logger) http.Handler {
-	return connectfast.Handler(seqsvrv1connect.StoreServiceReserveSegmentProcedure, next, maxBodyBytes, logger, s.reserveFast)
-}
-
-// FastRoutes are the routes the HTTP/1.1 front (package h1) answers without
-// net/http: ReserveSegment on the leader, as ReserveFastPath serves it. A
-// follower declines, and net/http's handlers forward the call.
+// propose, the same error codes. A follower declines before proposing
+// anything, and the connection goes to net/http, whose handlers forward the
+// call to the leader.
 func (s *Store) FastRoutes(maxBodyBytes int64, logger *slog.Logger) h1.Handler {
 	var m h1.Mux
 	m.Handle(seqsvrv1connect.StoreServiceReserveSegmentProcedure, connectfast.H1(maxBodyBytes, logger, s.reserveFast))
@@ -57,11 +47,11 @@ func (s *Store) reserveFast(ctx context.Context, body []byte) ([]byte, error) {
 		return nil, connectfast.ErrFallThrough
 	}
 	if err != nil {
-		return nil, ConnectError(err)
+		return nil, errs.Connect(err)
 	}
 	out, err := proto.MarshalOptions{}.MarshalAppend(body[:0], seg)
 	if err != nil {
-		return nil, connect.NewError(connect.CodeInternal, fmt.Errorf("marshal message: %w", err))
+		return nil, errs.Connect(fmt.Errorf("storage: marshal segment: %w", err))
 	}
 	return out, nil
 }

@@ -1,0 +1,120 @@
+// Package raftconf is how seqsvr configures hashicorp/raft, defined once:
+// the store (package storage) and the bench's raw raft reference both build
+// their raft.Config, TCP transport, log store and snapshot store here, so
+// the reference is measured with exactly the store's raft and nothing the
+// store does not do.
+package raftconf
+
+import (
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+)
+
+// LAN defaults. A follower notices a dead leader after 1-2 heartbeat
+// timeouts and an election takes 1-2 election timeouts, so failover is
+// well under a second on loopback.
+const (
+	DefaultHeartbeatTimeout   = 200 * time.Millisecond
+	DefaultElectionTimeout    = 200 * time.Millisecond
+	DefaultLeaderLeaseTimeout = 100 * time.Millisecond
+	DefaultCommitTimeout      = 20 * time.Millisecond
+	DefaultSnapshotThreshold  = 8192
+	DefaultSnapshotInterval   = 30 * time.Second
+)
+
+// Tuning that is not a per-deployment setting.
+const (
+	// MaxAppendEntries bounds both one leader disk batch (group commit of
+	// queued applies) and one AppendEntries RPC. 256 lets a burst from
+	// every allocsvr and client land in one fsync.
+	MaxAppendEntries = 256
+	// TransportPool is the TCP transport's connection pool per peer.
+	TransportPool = 5
+	// TransportTimeout bounds one transport I/O.
+	TransportTimeout = 10 * time.Second
+	// LogCacheSize is how many recent entries are served from memory
+	// instead of bolt (followers catching up, replication retries).
+	LogCacheSize = 1024
+	// SnapshotRetain is how many file snapshots are kept.
+	SnapshotRetain = 2
+)
+
+// Timing is the per-deployment part of the configuration. A zero field
+// takes its default above.
+type Timing struct {
+	HeartbeatTimeout, ElectionTimeout, LeaderLeaseTimeout, CommitTimeout time.Duration
+	SnapshotThreshold                                                    uint64
+	SnapshotInterval                                                     time.Duration
+}
+
+// New is the one raft.Config of seqsvr: raft's defaults, t (each zero
+// field at its default), and the batching below, validated.
+//
+// BatchApplyCh buffers raft's apply channel to MaxAppendEntries: a
+// proposal is queued without a goroutine handoff while the leader loop
+// sits in its fsync, and the next batch takes all of them at once. Raft
+// documents that it weakens Apply's enqueue timeout; the store treats
+// every outcome after enqueue as "may have committed" and answers only
+// once the entry is committed and applied, so nothing it promises changes.
+func New(id raft.ServerID, t Timing, logger hclog.Logger) (*raft.Config, error) {
+	rc := raft.DefaultConfig()
+	rc.LocalID = id
+	rc.Logger = logger
+	rc.HeartbeatTimeout = or(t.HeartbeatTimeout, DefaultHeartbeatTimeout)
+	rc.ElectionTimeout = or(t.ElectionTimeout, DefaultElectionTimeout)
+	rc.LeaderLeaseTimeout = or(t.LeaderLeaseTimeout, DefaultLeaderLeaseTimeout)
+	rc.CommitTimeout = or(t.CommitTimeout, DefaultCommitTimeout)
+	rc.SnapshotThreshold = or(t.SnapshotThreshold, DefaultSnapshotThreshold)
+	rc.SnapshotInterval = or(t.SnapshotInterval, DefaultSnapshotInterval)
+	rc.MaxAppendEntries = MaxAppendEntries
+	rc.BatchApplyCh = true
+	if err := raft.ValidateConfig(rc); err != nil {
+		return nil, fmt.Errorf("raft config: %w", err)
+	}
+	return rc, nil
+}
+
+func or[T time.Duration | uint64](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
+// NewTransport is the TCP transport on bind, advertising advertise (nil:
+// the bound address), with the pool and timeout above.
+func NewTransport(bind string, advertise net.Addr, logger hclog.Logger) (*raft.NetworkTransport, error) {
+	return raft.NewTCPTransportWithLogger(bind, advertise, TransportPool, TransportTimeout, logger)
+}
+
+// Stores are the log and stable store in one raft-boltdb/v2 file, the log
+// behind a cache of LogCacheSize entries.
+type Stores struct {
+	Bolt *raftboltdb.BoltStore // the stable store; Close it after raft shuts down
+	Logs raft.LogStore
+}
+
+// OpenStores opens path with bolt's defaults: every commit is fsynced, so
+// an entry is on disk before it is acknowledged.
+func OpenStores(path string) (Stores, error) {
+	bolt, err := raftboltdb.New(raftboltdb.Options{Path: path})
+	if err != nil {
+		return Stores{}, err
+	}
+	logs, err := raft.NewLogCache(LogCacheSize, bolt)
+	if err != nil {
+		bolt.Close()
+		return Stores{}, err
+	}
+	return Stores{Bolt: bolt, Logs: logs}, nil
+}
+
+// NewSnapshots is the file snapshot store in dir, keeping SnapshotRetain.
+func NewSnapshots(dir string, logger hclog.Logger) (*raft.FileSnapshotStore, error) {
+	return raft.NewFileSnapshotStoreWithLogger(dir, SnapshotRetain, logger)
+}
