@@ -12,6 +12,7 @@ import (
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 	"github.com/seqsvr/seqsvr/internal/connectfast"
+	"github.com/seqsvr/seqsvr/internal/errs"
 	"github.com/seqsvr/seqsvr/internal/h1"
 )
 
@@ -45,7 +46,7 @@ func (s *Service) nextIDsFast(ctx context.Context, body []byte) ([]byte, error) 
 	}
 	ids, err := s.segmentIDs(ctx, req.GetTag(), req.GetCount())
 	if err != nil {
-		return nil, ConnectError(err)
+		return nil, errs.Connect(err)
 	}
 	return appendIDs(body[:0], ids), nil
 }

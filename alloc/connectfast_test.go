@@ -13,6 +13,7 @@ import (
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 	"github.com/seqsvr/seqsvr/internal/connectfast/connectfasttest"
+	"github.com/seqsvr/seqsvr/internal/errs"
 )
 
 // fastServer serves svc with the fast path in front of connect-go and
@@ -63,7 +64,7 @@ func TestNextIDsFastPathAnswersLikeConnect(t *testing.T) {
 		t.Fatal("a request that failed validation reached the allocator")
 	}
 	// Allocator errors keep their code.
-	seg.err = ErrUnavailable
+	seg.err = errs.Unavailable
 	if _, err := c.NextIDs(ctx, connect.NewRequest(&seqsvrv1.NextIDsRequest{Tag: "order"})); connect.CodeOf(err) != connect.CodeUnavailable {
 		t.Fatalf("got %v, want unavailable", err)
 	}

@@ -14,13 +14,7 @@
 //     segment can serve it. The next segment is reserved in the background
 //     once 10% of the current one is used, by at most one loader per tag.
 //     When both buffers are empty the request waits a bounded time for an
-//     in-flight load and then answers ErrUnavailable; it never hangs.
+//     in-flight load and then answers errs.Unavailable; it never hangs.
 //   - No burned IDs on bad input: tag names and counts are validated before
 //     anything touches the buffers or the store.
-//
-// The StoreClient finds the store's Raft leader from any list of members,
-// follows leader changes and retries transport and unavailable errors with
-// backoff within the caller's deadline. A reservation keeps one request_id
-// across its retries so a retry after a timeout returns the same segment
-// instead of burning a new one.
 package alloc

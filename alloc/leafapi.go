@@ -5,8 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"connectrpc.com/connect"
-
+	"github.com/seqsvr/seqsvr/internal/errs"
 	"github.com/seqsvr/seqsvr/internal/h1"
 )
 
@@ -80,34 +79,14 @@ func writeLeaf(w http.ResponseWriter, ids []int64, err error) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	if err == nil && len(ids) != 1 {
-		err = ErrUnavailable
+		err = errs.Unavailable
 	}
 	if err != nil {
-		code := errCode(err)
-		w.WriteHeader(leafStatus(code))
-		// One line: the code and the reason without embedded newlines.
-		msg := strings.ReplaceAll(ConnectError(err).Error(), "\n", " ")
+		w.WriteHeader(errs.HTTPStatus(err))
+		// One line: the reason without embedded newlines.
+		msg := strings.ReplaceAll(errs.Message(err), "\n", " ")
 		_, _ = w.Write([]byte(msg + "\n"))
 		return
 	}
 	_, _ = w.Write(strconv.AppendInt(nil, ids[0], 10))
-}
-
-// leafStatus maps a Connect code to an HTTP status for the Leaf API.
-func leafStatus(code connect.Code) int {
-	switch code {
-	case connect.CodeInvalidArgument:
-		return http.StatusBadRequest
-	case connect.CodeNotFound:
-		return http.StatusNotFound
-	case connect.CodeFailedPrecondition:
-		return http.StatusPreconditionFailed
-	case connect.CodeUnavailable, connect.CodeCanceled:
-		return http.StatusServiceUnavailable
-	case connect.CodeResourceExhausted:
-		return http.StatusTooManyRequests
-	case connect.CodeDeadlineExceeded:
-		return http.StatusGatewayTimeout
-	}
-	return http.StatusInternalServerError
 }

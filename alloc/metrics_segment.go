@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/seqsvr/seqsvr/internal/errs"
 )
 
 // segMetrics exports the segment allocator's metrics. Per-tag figures are
@@ -58,7 +59,7 @@ func (m *segMetrics) load(err error, d time.Duration) {
 	}
 	result := "ok"
 	switch {
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, errs.NotFound):
 		result = "not_found"
 	case err != nil:
 		result = "error"

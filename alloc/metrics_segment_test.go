@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/seqsvr/seqsvr/internal/errs"
 )
 
 func segMetricValue(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
@@ -75,7 +76,7 @@ func TestSegmentMetrics(t *testing.T) {
 	f.down.Store(true)
 	for {
 		_, err := a.NextID(ctx, "t")
-		if errors.Is(err, ErrUnavailable) {
+		if errors.Is(err, errs.Unavailable) {
 			break
 		}
 		if err != nil {

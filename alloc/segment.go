@@ -14,7 +14,7 @@ import (
 )
 
 // SegmentStore is the part of the store the segment allocator needs.
-// *StoreClient satisfies it.
+// *storeclient.Client satisfies it.
 type SegmentStore interface {
 	ReserveSegment(ctx context.Context, tag string, size int64, requestID string) (*seqsvrv1.Segment, error)
 }
@@ -36,7 +36,7 @@ type SegmentConfig struct {
 	// the store and a new tag is usable within a second.
 	NegativeCacheTTL time.Duration
 	// EmptyWait bounds how long a request waits for an in-flight load when
-	// both buffers are empty before it answers ErrUnavailable (default 500ms).
+	// both buffers are empty before it answers errs.Unavailable (default 500ms).
 	EmptyWait time.Duration
 	// LoadTimeout bounds one reservation, store-client retries included
 	// (default 5s).
@@ -131,7 +131,7 @@ func NewSegmentAllocator(store SegmentStore, cfg SegmentConfig) *SegmentAllocato
 }
 
 // Close stops the background loaders and waits for them. Buffered IDs may
-// still be served; a request that needs the store answers ErrUnavailable.
+// still be served; a request that needs the store answers errs.Unavailable.
 func (a *SegmentAllocator) Close() {
 	a.closed.Store(true)
 	a.cancel()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/internal/errs"
 )
 
 // segFakeStore is an in-memory SegmentStore for unit tests only. It counts
@@ -86,33 +87,33 @@ func (f *segFakeStore) ReserveSegment(ctx context.Context, tag string, size int6
 		select {
 		case <-f.gate:
 		case <-ctx.Done():
-			return nil, fmt.Errorf("%w: fake: %v", ErrUnavailable, ctx.Err())
+			return nil, fmt.Errorf("%w: fake: %v", errs.Unavailable, ctx.Err())
 		}
 	}
 	if f.delay > 0 {
 		time.Sleep(f.delay)
 	}
 	if f.down.Load() {
-		return nil, fmt.Errorf("%w: fake store down", ErrUnavailable)
+		return nil, fmt.Errorf("%w: fake store down", errs.Unavailable)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if size < 0 {
-		return nil, fmt.Errorf("%w: fake: negative size", ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: fake: negative size", errs.InvalidArgument)
 	}
 	if s, ok := f.byReq[reqID]; ok && reqID != "" {
 		return s, nil
 	}
 	t, ok := f.tags[tag]
 	if !ok {
-		return nil, fmt.Errorf("%w: fake: tag %q", ErrNotFound, tag)
+		return nil, fmt.Errorf("%w: fake: tag %q", errs.NotFound, tag)
 	}
 	f.sizes[tag] = append(f.sizes[tag], size)
 	if size == 0 {
 		size = t.Step
 	}
 	if t.MaxId > math.MaxInt64-size { // as the store refuses it
-		return nil, fmt.Errorf("%w: fake: size %d would overflow", ErrInvalidArgument, size)
+		return nil, fmt.Errorf("%w: fake: size %d would overflow", errs.InvalidArgument, size)
 	}
 	s := &seqsvrv1.Segment{Tag: tag, First: t.MaxId + 1, Last: t.MaxId + size, Step: t.Step}
 	t.MaxId = s.Last
@@ -121,7 +122,7 @@ func (f *segFakeStore) ReserveSegment(ctx context.Context, tag string, size int6
 		f.byReq[reqID] = s
 	}
 	if f.loseReply.CompareAndSwap(true, false) {
-		return nil, fmt.Errorf("%w: fake: reply lost", ErrUnavailable)
+		return nil, fmt.Errorf("%w: fake: reply lost", errs.Unavailable)
 	}
 	return s, nil
 }

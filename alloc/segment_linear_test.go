@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/seqsvr/seqsvr/internal/errs"
 )
 
 // segOp is one successful request, with its place in a global order of
@@ -60,7 +62,7 @@ func TestSegmentMonotonicUnderFlappingStore(t *testing.T) {
 				start := clock.Add(1)
 				ids, err := a.NextIDs(ctx, "t", n)
 				end := clock.Add(1)
-				if errors.Is(err, ErrUnavailable) {
+				if errors.Is(err, errs.Unavailable) {
 					unavailable.Add(1)
 					continue
 				}

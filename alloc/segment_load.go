@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"time"
 
+	"connectrpc.com/connect"
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/internal/errs"
 )
 
 // kick starts a background load from the fast path, unless a failure's
@@ -154,8 +156,8 @@ func (a *SegmentAllocator) loadedLocked(t *segTag, seg *seqsvrv1.Segment, size i
 func (a *SegmentAllocator) loadFailedLocked(t *segTag, err error) {
 	t.lastLoadErr = err
 	t.failures++
-	notFound := errors.Is(err, ErrNotFound)
-	if storeDefinite(err) || errors.Is(err, segErrBadSegment) {
+	notFound := errors.Is(err, errs.NotFound)
+	if definite(err) || errors.Is(err, segErrBadSegment) {
 		// A definite answer: the reservation did not happen, a new one gets
 		// a fresh request_id (and a freshly computed size).
 		t.pendingReq = ""
@@ -181,4 +183,18 @@ func (a *SegmentAllocator) loadFailedLocked(t *segTag, err error) {
 	} else {
 		a.log.Warn("segment load failed", "tag", t.name, "failures", t.failures, "retry_in", backoff, "err", err)
 	}
+}
+
+// definite reports whether a failed reservation is a definite refusal: the
+// store did not perform it, so the next attempt needs no idempotency key
+// reuse. Timeouts, cancellations and unavailable answers are not definite:
+// the reservation may have been committed.
+func definite(err error) bool {
+	switch errs.Code(err) {
+	case connect.CodeInvalidArgument, connect.CodeNotFound, connect.CodeAlreadyExists,
+		connect.CodeFailedPrecondition, connect.CodeResourceExhausted, connect.CodePermissionDenied,
+		connect.CodeUnauthenticated, connect.CodeUnimplemented:
+		return true
+	}
+	return false
 }

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/seqsvr/seqsvr/internal/errs"
 )
 
 func segCountError(count int) error {
-	return fmt.Errorf("%w: count %d out of range 1..%d", ErrInvalidArgument, count, MaxCount)
+	return fmt.Errorf("%w: count %d out of range 1..%d", errs.InvalidArgument, count, MaxCount)
 }
 
 // nextSlow serves a request the fast path could not: the tag is not loaded
@@ -38,7 +40,7 @@ func (a *SegmentAllocator) nextSlow(ctx context.Context, name string, count int,
 		}
 		if a.closed.Load() {
 			t.mu.Unlock()
-			return nil, a.unavailable(fmt.Errorf("%w: tag %q: allocator closed", ErrUnavailable, name))
+			return nil, a.unavailable(fmt.Errorf("%w: tag %q: allocator closed", errs.Unavailable, name))
 		}
 		a.startLoadLocked(t)
 		if !t.loading {
@@ -57,7 +59,7 @@ func (a *SegmentAllocator) nextSlow(ctx context.Context, name string, count int,
 		select {
 		case <-done:
 		case <-timer.C:
-			return nil, a.unavailable(fmt.Errorf("%w: tag %q: buffers empty and the segment load did not finish within %v", ErrUnavailable, name, a.cfg.EmptyWait))
+			return nil, a.unavailable(fmt.Errorf("%w: tag %q: buffers empty and the segment load did not finish within %v", errs.Unavailable, name, a.cfg.EmptyWait))
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
@@ -69,15 +71,15 @@ func (a *SegmentAllocator) nextSlow(ctx context.Context, name string, count int,
 func (t *segTag) emptyErrLocked() error {
 	switch {
 	case t.gone || t.removed:
-		return fmt.Errorf("%w: tag %q", ErrNotFound, t.name)
+		return fmt.Errorf("%w: tag %q", errs.NotFound, t.name)
 	case t.lastLoadErr != nil:
-		return fmt.Errorf("%w: tag %q: buffers empty and the store failed: %v", ErrUnavailable, t.name, t.lastLoadErr)
+		return fmt.Errorf("%w: tag %q: buffers empty and the store failed: %v", errs.Unavailable, t.name, t.lastLoadErr)
 	}
-	return fmt.Errorf("%w: tag %q: buffers empty", ErrUnavailable, t.name)
+	return fmt.Errorf("%w: tag %q: buffers empty", errs.Unavailable, t.name)
 }
 
 func (a *SegmentAllocator) unavailable(err error) error {
-	if errors.Is(err, ErrUnavailable) {
+	if errors.Is(err, errs.Unavailable) {
 		a.m.unavailable()
 	}
 	return err
@@ -96,7 +98,7 @@ func (a *SegmentAllocator) tagFor(name string) (*segTag, error) {
 		return nil, err
 	}
 	if a.neg.has(name, time.Now()) {
-		return nil, fmt.Errorf("%w: tag %q", ErrNotFound, name)
+		return nil, fmt.Errorf("%w: tag %q", errs.NotFound, name)
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()

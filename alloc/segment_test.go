@@ -12,6 +12,7 @@ import (
 	"time"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/internal/errs"
 )
 
 func TestSegmentPrefetchAtTenPercent(t *testing.T) {
@@ -280,8 +281,8 @@ func TestSegmentOutageDrainThenUnavailable(t *testing.T) {
 		}
 	}
 	_, err := a.NextID(ctx, "t")
-	if !errors.Is(err, ErrUnavailable) {
-		t.Fatalf("empty buffers with the store down: %v, want ErrUnavailable", err)
+	if !errors.Is(err, errs.Unavailable) {
+		t.Fatalf("empty buffers with the store down: %v, want errs.Unavailable", err)
 	}
 	if ctx.Err() != nil {
 		t.Fatal("the unavailable answer used up the test's deadline")
@@ -289,8 +290,8 @@ func TestSegmentOutageDrainThenUnavailable(t *testing.T) {
 	// In backoff, requests answer at once and do not reach the store.
 	before := f.reserves.Load()
 	for range 1000 {
-		if _, err := a.NextIDs(ctx, "t", 3); !errors.Is(err, ErrUnavailable) {
-			t.Fatalf("got %v, want ErrUnavailable", err)
+		if _, err := a.NextIDs(ctx, "t", 3); !errors.Is(err, errs.Unavailable) {
+			t.Fatalf("got %v, want errs.Unavailable", err)
 		}
 	}
 	if after := f.reserves.Load(); after != before {
@@ -308,8 +309,8 @@ func TestSegmentEmptyWaitBounded(t *testing.T) {
 	f.gate = make(chan struct{}) // the store never answers
 	a := segNew(t, f, SegmentConfig{EmptyWait: 20 * time.Millisecond, LoadTimeout: time.Hour})
 	_, err := a.NextID(ctx, "t")
-	if !errors.Is(err, ErrUnavailable) || ctx.Err() != nil {
-		t.Fatalf("hung load: %v, want ErrUnavailable before the deadline", err)
+	if !errors.Is(err, errs.Unavailable) || ctx.Err() != nil {
+		t.Fatalf("hung load: %v, want errs.Unavailable before the deadline", err)
 	}
 }
 
@@ -320,14 +321,14 @@ func TestSegmentRecovery(t *testing.T) {
 	a := segNew(t, f, SegmentConfig{LoadBackoff: time.Millisecond, LoadBackoffMax: 5 * time.Millisecond})
 
 	f.down.Store(true)
-	if _, err := a.NextID(ctx, "t"); !errors.Is(err, ErrUnavailable) {
+	if _, err := a.NextID(ctx, "t"); !errors.Is(err, errs.Unavailable) {
 		t.Fatalf("store down, nothing buffered: %v", err)
 	}
 	f.down.Store(false)
 	var last int64
 	segWaitFor(t, "recovery", func() bool {
 		id, err := a.NextID(ctx, "t")
-		if err != nil && !errors.Is(err, ErrUnavailable) {
+		if err != nil && !errors.Is(err, errs.Unavailable) {
 			t.Fatalf("unexpected error: %v", err)
 		}
 		last = id
@@ -354,7 +355,7 @@ func TestSegmentLostReplyReusesRequestID(t *testing.T) {
 	var ids []int64
 	for len(ids) < 40 {
 		id, err := a.NextID(ctx, "t")
-		if errors.Is(err, ErrUnavailable) {
+		if errors.Is(err, errs.Unavailable) {
 			continue // the lost reply, until the retry lands
 		}
 		if err != nil {
@@ -373,8 +374,8 @@ func TestSegmentUnknownTagNegativeCache(t *testing.T) {
 	f := newSegFakeStore()
 	a := segNew(t, f, SegmentConfig{NegativeCacheTTL: time.Hour})
 	for range 100 {
-		if _, err := a.NextIDs(ctx, "nope", 1); !errors.Is(err, ErrNotFound) {
-			t.Fatalf("unknown tag: %v, want ErrNotFound", err)
+		if _, err := a.NextIDs(ctx, "nope", 1); !errors.Is(err, errs.NotFound) {
+			t.Fatalf("unknown tag: %v, want errs.NotFound", err)
 		}
 	}
 	if n := f.reserves.Load(); n != 1 {
@@ -389,13 +390,13 @@ func TestSegmentNewTagUsableSoon(t *testing.T) {
 	ctx := segCtx(t)
 	f := newSegFakeStore()
 	a := segNew(t, f, SegmentConfig{NegativeCacheTTL: 20 * time.Millisecond})
-	if _, err := a.NextID(ctx, "later"); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("got %v, want ErrNotFound", err)
+	if _, err := a.NextID(ctx, "later"); !errors.Is(err, errs.NotFound) {
+		t.Fatalf("got %v, want errs.NotFound", err)
 	}
 	f.create("later", 0, 10)
 	segWaitFor(t, "the new tag", func() bool {
 		id, err := a.NextID(ctx, "later")
-		if err != nil && !errors.Is(err, ErrNotFound) {
+		if err != nil && !errors.Is(err, errs.NotFound) {
 			t.Fatal(err)
 		}
 		return err == nil && id == 1
@@ -446,8 +447,8 @@ func TestSegmentDeletedTagDrainsThenNotFound(t *testing.T) {
 			t.Fatalf("id %d, want %d", id, want)
 		}
 	}
-	if _, err := a.NextID(ctx, "t"); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("deleted and drained: %v, want ErrNotFound", err)
+	if _, err := a.NextID(ctx, "t"); !errors.Is(err, errs.NotFound) {
+		t.Fatalf("deleted and drained: %v, want errs.NotFound", err)
 	}
 }
 
@@ -458,16 +459,16 @@ func TestSegmentInvalidInputReservesNothing(t *testing.T) {
 	a := segNew(t, f, SegmentConfig{})
 	bad := []string{"", "has space", "a/b", "ü", strings.Repeat("x", 129), "tab\t", "semi;colon"}
 	for _, tag := range bad {
-		if _, err := a.NextIDs(ctx, tag, 1); !errors.Is(err, ErrInvalidArgument) {
-			t.Errorf("tag %q: %v, want ErrInvalidArgument", tag, err)
+		if _, err := a.NextIDs(ctx, tag, 1); !errors.Is(err, errs.InvalidArgument) {
+			t.Errorf("tag %q: %v, want errs.InvalidArgument", tag, err)
 		}
-		if _, err := a.NextID(ctx, tag); !errors.Is(err, ErrInvalidArgument) {
-			t.Errorf("NextID tag %q: %v, want ErrInvalidArgument", tag, err)
+		if _, err := a.NextID(ctx, tag); !errors.Is(err, errs.InvalidArgument) {
+			t.Errorf("NextID tag %q: %v, want errs.InvalidArgument", tag, err)
 		}
 	}
 	for _, n := range []int{0, -1, MaxCount + 1, -1 << 40} {
-		if _, err := a.NextIDs(ctx, "ok", n); !errors.Is(err, ErrInvalidArgument) {
-			t.Errorf("count %d: %v, want ErrInvalidArgument", n, err)
+		if _, err := a.NextIDs(ctx, "ok", n); !errors.Is(err, errs.InvalidArgument) {
+			t.Errorf("count %d: %v, want errs.InvalidArgument", n, err)
 		}
 	}
 	if n := f.reserves.Load(); n != 0 {
@@ -495,8 +496,8 @@ func TestValidateCount(t *testing.T) {
 		if c.ok != (err == nil) || got != c.want {
 			t.Errorf("ValidateCount(%d) = %d, %v", c.in, got, err)
 		}
-		if err != nil && !errors.Is(err, ErrInvalidArgument) {
-			t.Errorf("ValidateCount(%d) error %v is not ErrInvalidArgument", c.in, err)
+		if err != nil && !errors.Is(err, errs.InvalidArgument) {
+			t.Errorf("ValidateCount(%d) error %v is not errs.InvalidArgument", c.in, err)
 		}
 	}
 }
@@ -509,7 +510,7 @@ func TestSegmentCloseStopsLoaders(t *testing.T) {
 	a := NewSegmentAllocator(f, SegmentConfig{EmptyWait: 10 * time.Millisecond, LoadTimeout: time.Hour})
 	_, _ = a.NextID(ctx, "t") // leaves a load blocked in the store
 	a.Close()                 // must not wait for the hour
-	if _, err := a.NextID(ctx, "t"); !errors.Is(err, ErrUnavailable) {
+	if _, err := a.NextID(ctx, "t"); !errors.Is(err, errs.Unavailable) {
 		t.Fatalf("after Close: %v", err)
 	}
 }

@@ -2,7 +2,6 @@ package alloc
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync/atomic"
 
@@ -10,6 +9,7 @@ import (
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
+	"github.com/seqsvr/seqsvr/internal/errs"
 )
 
 // SegmentSource is what the service needs from the segment allocator
@@ -77,7 +77,7 @@ func (s *Service) SetSnowflakeReason(reason string) {
 func (s *Service) snowflake() (SnowflakeSource, error) {
 	st := s.snow.Load()
 	if st.src == nil {
-		return nil, fmt.Errorf("%w: %s", ErrUnavailable, st.reason)
+		return nil, fmt.Errorf("%w: %s", errs.Unavailable, st.reason)
 	}
 	return st.src, nil
 }
@@ -111,7 +111,7 @@ func (s *Service) snowflakeIDs(ctx context.Context, count int32) ([]int64, error
 func (s *Service) NextIDs(ctx context.Context, req *connect.Request[seqsvrv1.NextIDsRequest]) (*connect.Response[seqsvrv1.NextIDsResponse], error) {
 	ids, err := s.segmentIDs(ctx, req.Msg.GetTag(), req.Msg.GetCount())
 	if err != nil {
-		return nil, ConnectError(err)
+		return nil, errs.Connect(err)
 	}
 	return connect.NewResponse(&seqsvrv1.NextIDsResponse{Ids: ids}), nil
 }
@@ -121,12 +121,12 @@ func (s *Service) NextIDs(ctx context.Context, req *connect.Request[seqsvrv1.Nex
 func (s *Service) NextSnowflakeIDs(ctx context.Context, req *connect.Request[seqsvrv1.NextSnowflakeIDsRequest]) (*connect.Response[seqsvrv1.NextSnowflakeIDsResponse], error) {
 	if tag := req.Msg.GetTag(); tag != "" {
 		if err := validTag(tag); err != nil {
-			return nil, ConnectError(err)
+			return nil, errs.Connect(err)
 		}
 	}
 	ids, err := s.snowflakeIDs(ctx, req.Msg.GetCount())
 	if err != nil {
-		return nil, ConnectError(err)
+		return nil, errs.Connect(err)
 	}
 	return connect.NewResponse(&seqsvrv1.NextSnowflakeIDsResponse{Ids: ids}), nil
 }
@@ -134,15 +134,15 @@ func (s *Service) NextSnowflakeIDs(ctx context.Context, req *connect.Request[seq
 // DecodeSnowflake splits an ID into its fields with the cluster's layout.
 func (s *Service) DecodeSnowflake(_ context.Context, req *connect.Request[seqsvrv1.DecodeSnowflakeRequest]) (*connect.Response[seqsvrv1.DecodeSnowflakeResponse], error) {
 	if req.Msg.GetId() < 0 {
-		return nil, ConnectError(fmt.Errorf("%w: id %d is negative", ErrInvalidArgument, req.Msg.GetId()))
+		return nil, errs.Connect(fmt.Errorf("%w: id %d is negative", errs.InvalidArgument, req.Msg.GetId()))
 	}
 	src, err := s.snowflake()
 	if err != nil {
-		return nil, ConnectError(err)
+		return nil, errs.Connect(err)
 	}
 	out, err := src.Decode(req.Msg.GetId())
 	if err != nil {
-		return nil, ConnectError(err)
+		return nil, errs.Connect(err)
 	}
 	return connect.NewResponse(out), nil
 }
@@ -156,13 +156,4 @@ func (s *Service) Status(context.Context, *connect.Request[seqsvrv1.StatusReques
 		out.Snowflake = &seqsvrv1.SnowflakeStatus{Enabled: false, NodeId: s.nodeID, Reason: st.reason}
 	}
 	return connect.NewResponse(out), nil
-}
-
-// errCode is the Connect code the contract gives err.
-func errCode(err error) connect.Code {
-	var ce *connect.Error
-	if errors.As(ConnectError(err), &ce) {
-		return ce.Code()
-	}
-	return connect.CodeUnknown
 }

@@ -14,6 +14,7 @@ import (
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
+	"github.com/seqsvr/seqsvr/internal/errs"
 )
 
 // svcFakeSegments is a stand-in allocator for the handler tests only: it
@@ -138,8 +139,8 @@ func TestNextIDsErrorCodes(t *testing.T) {
 		err  error
 		code connect.Code
 	}{
-		{fmt.Errorf("%w: tag x", ErrNotFound), connect.CodeNotFound},
-		{fmt.Errorf("%w: store down", ErrUnavailable), connect.CodeUnavailable},
+		{fmt.Errorf("%w: tag x", errs.NotFound), connect.CodeNotFound},
+		{fmt.Errorf("%w: store down", errs.Unavailable), connect.CodeUnavailable},
 		{connect.NewError(connect.CodeAlreadyExists, errors.New("x")), connect.CodeAlreadyExists},
 		{errors.New("boom"), connect.CodeInternal},
 	} {
@@ -188,7 +189,7 @@ func TestSnowflakeLifecycle(t *testing.T) {
 		t.Fatalf("status after start: %v %v", st, err)
 	}
 
-	sf.err = fmt.Errorf("%w: lease lost", ErrFailedPrecondition)
+	sf.err = fmt.Errorf("%w: lease lost", errs.FailedPrecondition)
 	_, err = c.NextSnowflakeIDs(ctx, connect.NewRequest(&seqsvrv1.NextSnowflakeIDsRequest{}))
 	wantCode(t, err, connect.CodeFailedPrecondition)
 }

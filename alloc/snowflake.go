@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/internal/errs"
 	"github.com/seqsvr/seqsvr/internal/faults"
 )
 
@@ -41,7 +42,7 @@ type SnowflakeConfig struct {
 	// leader's at registration (default 1 s).
 	MaxClockOffset time.Duration
 	// MaxBackwardWait: a clock step back up to this is waited out (default
-	// 5 ms); more answers ErrUnavailable.
+	// 5 ms); more answers errs.Unavailable.
 	MaxBackwardWait time.Duration
 	Registerer      prometheus.Registerer // optional
 }
@@ -63,7 +64,7 @@ type SnowflakeConfig struct {
 //     restart.
 //   - A restart while the store is unreachable serves from the cache only
 //     inside the last lease's bounds (above the high-water mark, at or below
-//     the cached lease bound); otherwise it answers ErrUnavailable and keeps
+//     the cached lease bound); otherwise it answers errs.Unavailable and keeps
 //     registering in the background.
 type Snowflake struct {
 	cfg         SnowflakeConfig
@@ -97,19 +98,19 @@ type Snowflake struct {
 // is done; callers should pass a ctx with a timeout (a few seconds), since
 // the store may be down at start. Errors:
 //   - wrapping ErrClockOffset: the clock is off; the binary should exit.
-//   - wrapping ErrInvalidArgument: bad config.
+//   - wrapping errs.InvalidArgument: bad config.
 //   - the data dir is locked by another process.
 //
 // When ctx ends before a registration succeeded it does not fail: it
 // returns a Snowflake that serves from the data-dir cache if that is
-// provably safe, otherwise answers ErrUnavailable, and keeps registering in
+// provably safe, otherwise answers errs.Unavailable, and keeps registering in
 // the background either way. Always Close the result.
 func StartSnowflake(ctx context.Context, store WorkerStore, cfg SnowflakeConfig) (*Snowflake, error) {
 	if store == nil {
-		return nil, fmt.Errorf("%w: snowflake needs a worker store", ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: snowflake needs a worker store", errs.InvalidArgument)
 	}
 	if cfg.NodeID == "" {
-		return nil, fmt.Errorf("%w: snowflake needs a node ID", ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: snowflake needs a node ID", errs.InvalidArgument)
 	}
 	cfg = sfDefaults(cfg)
 	s := &Snowflake{
@@ -269,11 +270,11 @@ func (s *Snowflake) lastError() string {
 }
 
 // NextIDs returns count (1..10000) strictly increasing snowflake IDs, or
-// ErrUnavailable (not registered, clock behind), ErrFailedPrecondition
-// (lease lost) or ErrInvalidArgument (count).
+// errs.Unavailable (not registered, clock behind), errs.FailedPrecondition
+// (lease lost) or errs.InvalidArgument (count).
 func (s *Snowflake) NextIDs(ctx context.Context, count int) ([]int64, error) {
 	if count < 1 || count > SnowflakeMaxCount {
-		return nil, fmt.Errorf("%w: count %d outside 1..%d", ErrInvalidArgument, count, SnowflakeMaxCount)
+		return nil, fmt.Errorf("%w: count %d outside 1..%d", errs.InvalidArgument, count, SnowflakeMaxCount)
 	}
 	gen, err := s.serving()
 	if err != nil {
@@ -290,14 +291,14 @@ func (s *Snowflake) NextIDs(ctx context.Context, count int) ([]int64, error) {
 // serving returns the generator when IDs may be issued now, or why not.
 func (s *Snowflake) serving() (*SnowflakeGenerator, error) {
 	if s.closed.Load() {
-		return nil, fmt.Errorf("%w: snowflake generator is shutting down", ErrUnavailable)
+		return nil, fmt.Errorf("%w: snowflake generator is shutting down", errs.Unavailable)
 	}
 	gen, l := s.gen.Load(), s.lease.Load()
 	if gen == nil || l == nil {
-		return nil, fmt.Errorf("%w: snowflake worker not registered yet: %s", ErrUnavailable, s.lastError())
+		return nil, fmt.Errorf("%w: snowflake worker not registered yet: %s", errs.Unavailable, s.lastError())
 	}
 	if reason := s.fenceReason(l); reason != "" && !s.noSelfFence {
-		return nil, fmt.Errorf("%w: %s", ErrFailedPrecondition, reason)
+		return nil, fmt.Errorf("%w: %s", errs.FailedPrecondition, reason)
 	}
 	return gen, nil
 }
@@ -317,7 +318,7 @@ func (s *Snowflake) fenceReason(l *workerLease) string {
 // Decode splits id with the cluster's layout (the default layout before the
 // first registration). IDs that are negative, do not fit the layout, or
 // claim a time further ahead than twice MaxClockOffset plus a second are
-// ErrInvalidArgument.
+// errs.InvalidArgument.
 func (s *Snowflake) Decode(id int64) (*seqsvrv1.DecodeSnowflakeResponse, error) {
 	lay, _ := sfNewLayout(SnowflakeDefaultLayout())
 	if gen := s.gen.Load(); gen != nil {
@@ -358,7 +359,7 @@ func (s *Snowflake) Status() *seqsvrv1.SnowflakeStatus {
 
 // Close stops renewing and persists the cache with the exact last
 // timestamp issued, so a restart need not wait out the high-water margin.
-// Further NextIDs calls answer ErrUnavailable.
+// Further NextIDs calls answer errs.Unavailable.
 func (s *Snowflake) Close() {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)

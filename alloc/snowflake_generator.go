@@ -9,6 +9,7 @@ import (
 	"time"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/internal/errs"
 )
 
 // Limits of one NextIDs call and the default clock tolerance.
@@ -27,7 +28,7 @@ const (
 // before (so IDs are unique for its worker ID); every timestamp is above the
 // floor it was given; it never issues a timestamp above its ceiling (the
 // lease) or above the persisted high-water mark; the clock moving back by at
-// most the tolerance is waited out, by more is refused with ErrUnavailable.
+// most the tolerance is waited out, by more is refused with errs.Unavailable.
 type SnowflakeGenerator struct {
 	clock       Clock
 	sleeper     sfSleeper // non-nil when the clock controls time (tests)
@@ -60,7 +61,7 @@ type sfHighWater interface {
 type SnowflakeOption func(*SnowflakeGenerator)
 
 // WithMaxBackwardWait sets how far back the clock may move and be waited
-// out (default 5 ms); more is refused with ErrUnavailable.
+// out (default 5 ms); more is refused with errs.Unavailable.
 func WithMaxBackwardWait(d time.Duration) SnowflakeOption {
 	return func(g *SnowflakeGenerator) {
 		if d >= 0 {
@@ -94,7 +95,7 @@ func NewSnowflakeGenerator(layout *seqsvrv1.SnowflakeLayout, workerID, floorMs i
 		return nil, err
 	}
 	if workerID < 0 || workerID > lay.workerMask {
-		return nil, fmt.Errorf("%w: worker ID %d outside the layout's 0..%d", ErrInvalidArgument, workerID, lay.workerMask)
+		return nil, fmt.Errorf("%w: worker ID %d outside the layout's 0..%d", errs.InvalidArgument, workerID, lay.workerMask)
 	}
 	if clock == nil {
 		clock = SystemClock()
@@ -127,7 +128,7 @@ func (g *SnowflakeGenerator) NextID(ctx context.Context) (int64, error) {
 // NextIDs returns count (1..10000) strictly increasing IDs.
 func (g *SnowflakeGenerator) NextIDs(ctx context.Context, count int) ([]int64, error) {
 	if count < 1 || count > SnowflakeMaxCount {
-		return nil, fmt.Errorf("%w: count %d outside 1..%d", ErrInvalidArgument, count, SnowflakeMaxCount)
+		return nil, fmt.Errorf("%w: count %d outside 1..%d", errs.InvalidArgument, count, SnowflakeMaxCount)
 	}
 	ids := make([]int64, count)
 	if err := g.fill(ctx, ids); err != nil {
@@ -180,10 +181,10 @@ func (g *SnowflakeGenerator) tick(ctx context.Context) (int64, error) {
 				g.onBackError()
 			}
 			if g.issued {
-				return 0, fmt.Errorf("%w: clock moved backwards by %dms (tolerance %dms)", ErrUnavailable, behind, g.maxBackMs)
+				return 0, fmt.Errorf("%w: clock moved backwards by %dms (tolerance %dms)", errs.Unavailable, behind, g.maxBackMs)
 			}
 			return 0, fmt.Errorf("%w: clock is %dms behind the worker's timestamp floor %d (a recent holder of the worker ID may have used it); retry later",
-				ErrUnavailable, behind, g.lastMs)
+				errs.Unavailable, behind, g.lastMs)
 		} else if behind > 0 && g.issued && g.onBackWait != nil {
 			g.onBackWait()
 		}
@@ -197,10 +198,10 @@ func (g *SnowflakeGenerator) tick(ctx context.Context) (int64, error) {
 // high-water mark, extending the latter when needed.
 func (g *SnowflakeGenerator) admit(ts int64) error {
 	if ts-g.lay.epochMs > g.lay.maxTsDelta {
-		return fmt.Errorf("%w: timestamp %s is beyond the layout's range", ErrExhausted, sfFormatMs(ts))
+		return fmt.Errorf("%w: timestamp %s is beyond the layout's range", errs.ResourceExhausted, sfFormatMs(ts))
 	}
 	if ts > g.ceilingMs {
-		return fmt.Errorf("%w: worker lease lost: clock %s is past the lease bound %s", ErrFailedPrecondition, sfFormatMs(ts), sfFormatMs(g.ceilingMs))
+		return fmt.Errorf("%w: worker lease lost: clock %s is past the lease bound %s", errs.FailedPrecondition, sfFormatMs(ts), sfFormatMs(g.ceilingMs))
 	}
 	if g.hw == nil {
 		return nil
@@ -208,7 +209,7 @@ func (g *SnowflakeGenerator) admit(ts int64) error {
 	if ts > g.hwmMs {
 		lim, err := g.hw.Reserve(ts)
 		if err != nil {
-			return fmt.Errorf("%w: cannot persist the snowflake high-water mark: %v", ErrUnavailable, err)
+			return fmt.Errorf("%w: cannot persist the snowflake high-water mark: %v", errs.Unavailable, err)
 		}
 		g.hwmMs = max(g.hwmMs, lim)
 	}
@@ -283,7 +284,7 @@ func (g *SnowflakeGenerator) reassign(workerID, floorMs, ceilingMs int64) error 
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if workerID < 0 || workerID > g.lay.workerMask {
-		return fmt.Errorf("%w: worker ID %d outside the layout's 0..%d", ErrInvalidArgument, workerID, g.lay.workerMask)
+		return fmt.Errorf("%w: worker ID %d outside the layout's 0..%d", errs.InvalidArgument, workerID, g.lay.workerMask)
 	}
 	if floorMs >= g.lastMs {
 		g.lastMs, g.issued = floorMs, false

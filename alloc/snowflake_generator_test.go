@@ -9,6 +9,7 @@ import (
 	"time"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/internal/errs"
 )
 
 // sfT0 is a fixed instant on a millisecond boundary.
@@ -82,7 +83,7 @@ func TestGeneratorLargeRollbackUnavailable(t *testing.T) {
 	first := mustID(t, g)
 	clk.Add(-10 * time.Millisecond)
 	_, err := g.NextID(context.Background())
-	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "clock moved backwards by 10ms") {
+	if !errors.Is(err, errs.Unavailable) || !strings.Contains(err.Error(), "clock moved backwards by 10ms") {
 		t.Fatalf("err = %v, want unavailable with the offset", err)
 	}
 	if clk.Slept() != 0 {
@@ -148,7 +149,7 @@ func TestGeneratorBigBatchSpansMilliseconds(t *testing.T) {
 func TestGeneratorCountLimits(t *testing.T) {
 	g := newTestGen(t, 3, 0, newSFFakeClock(sfT0))
 	for _, n := range []int{0, -1, SnowflakeMaxCount + 1} {
-		if _, err := g.NextIDs(context.Background(), n); !errors.Is(err, ErrInvalidArgument) {
+		if _, err := g.NextIDs(context.Background(), n); !errors.Is(err, errs.InvalidArgument) {
 			t.Fatalf("count %d: err = %v, want invalid argument", n, err)
 		}
 	}
@@ -165,7 +166,7 @@ func TestGeneratorFloorRespected(t *testing.T) {
 	floor = sfT0.UnixMilli() + 5000 // far ahead: refused, not waited
 	g = newTestGen(t, 1, floor, clk)
 	_, err := g.NextID(context.Background())
-	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "behind the worker's timestamp floor") {
+	if !errors.Is(err, errs.Unavailable) || !strings.Contains(err.Error(), "behind the worker's timestamp floor") {
 		t.Fatalf("err = %v, want unavailable behind the floor", err)
 	}
 	clk.Add(5 * time.Second)
@@ -179,7 +180,7 @@ func TestGeneratorCeilingRefuses(t *testing.T) {
 	g := newTestGen(t, 1, 0, clk, WithCeiling(sfT0.UnixMilli()+1))
 	mustID(t, g)
 	clk.Add(2 * time.Millisecond)
-	if _, err := g.NextID(context.Background()); !errors.Is(err, ErrFailedPrecondition) {
+	if _, err := g.NextID(context.Background()); !errors.Is(err, errs.FailedPrecondition) {
 		t.Fatalf("err = %v, want failed precondition beyond the lease ceiling", err)
 	}
 }
@@ -193,12 +194,12 @@ func TestGeneratorRejectsBadConfig(t *testing.T) {
 		{EpochMs: -1, TimestampBits: 41, WorkerBits: 10, SequenceBits: 12},
 	}
 	for _, l := range bad {
-		if _, err := NewSnowflakeGenerator(l, 1, 0, clk); !errors.Is(err, ErrInvalidArgument) {
+		if _, err := NewSnowflakeGenerator(l, 1, 0, clk); !errors.Is(err, errs.InvalidArgument) {
 			t.Fatalf("layout %v: err = %v, want invalid argument", l, err)
 		}
 	}
 	for _, w := range []int64{-1, 1024} {
-		if _, err := NewSnowflakeGenerator(SnowflakeDefaultLayout(), w, 0, clk); !errors.Is(err, ErrInvalidArgument) {
+		if _, err := NewSnowflakeGenerator(SnowflakeDefaultLayout(), w, 0, clk); !errors.Is(err, errs.InvalidArgument) {
 			t.Fatalf("worker %d: err = %v, want invalid argument", w, err)
 		}
 	}
@@ -302,7 +303,7 @@ func TestGeneratorPersistsHighWaterAheadOfUse(t *testing.T) {
 	hw.fail = errors.New("disk full")
 	hw.mu.Unlock()
 	clk.Add(2 * time.Second)
-	if _, err := g.NextID(context.Background()); !errors.Is(err, ErrUnavailable) {
+	if _, err := g.NextID(context.Background()); !errors.Is(err, errs.Unavailable) {
 		t.Fatalf("err = %v, want unavailable when the mark cannot be persisted", err)
 	}
 }
@@ -319,7 +320,7 @@ func TestGeneratorReassignKeepsIncreasing(t *testing.T) {
 	if second <= first || sfSplit(second).worker != 2 {
 		t.Fatalf("after reassign: %+v then %+v", sfSplit(first), sfSplit(second))
 	}
-	if err := g.reassign(1024, 0, sfNoLimit); !errors.Is(err, ErrInvalidArgument) {
+	if err := g.reassign(1024, 0, sfNoLimit); !errors.Is(err, errs.InvalidArgument) {
 		t.Fatalf("reassign to 1024: %v", err)
 	}
 }
@@ -339,12 +340,12 @@ func TestDecodeRoundTripAndInvalid(t *testing.T) {
 		t.Fatalf("decode = %v", d)
 	}
 	for _, id := range []int64{-1, -ids[0]} {
-		if _, err := g.Decode(id, time.Second); !errors.Is(err, ErrInvalidArgument) {
+		if _, err := g.Decode(id, time.Second); !errors.Is(err, errs.InvalidArgument) {
 			t.Fatalf("decode %d: err = %v, want invalid argument", id, err)
 		}
 	}
 	future := (sfT0.UnixMilli() + 5000 - sfDefaultEpochMs) << 22
-	if _, err := g.Decode(future, time.Second); !errors.Is(err, ErrInvalidArgument) {
+	if _, err := g.Decode(future, time.Second); !errors.Is(err, errs.InvalidArgument) {
 		t.Fatalf("decode 5s ahead: err = %v, want invalid argument", err)
 	}
 	if _, err := g.Decode(future, 10*time.Second); err != nil {
@@ -354,7 +355,7 @@ func TestDecodeRoundTripAndInvalid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := small.Decode(1<<40, time.Hour); !errors.Is(err, ErrInvalidArgument) {
+	if _, err := small.Decode(1<<40, time.Hour); !errors.Is(err, errs.InvalidArgument) {
 		t.Fatalf("ID wider than the layout: err = %v", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/internal/errs"
 )
 
 // Default snowflake layout, the one the store hands out unless the cluster
@@ -42,15 +43,15 @@ type sfLayout struct {
 
 func sfNewLayout(l *seqsvrv1.SnowflakeLayout) (sfLayout, error) {
 	if l == nil {
-		return sfLayout{}, fmt.Errorf("%w: snowflake layout missing", ErrInvalidArgument)
+		return sfLayout{}, fmt.Errorf("%w: snowflake layout missing", errs.InvalidArgument)
 	}
 	ts, wk, sq := l.GetTimestampBits(), l.GetWorkerBits(), l.GetSequenceBits()
 	if ts < 1 || wk < 1 || sq < 1 || ts+wk+sq > 63 {
 		return sfLayout{}, fmt.Errorf("%w: snowflake layout %d/%d/%d bits must be positive and fit in 63",
-			ErrInvalidArgument, ts, wk, sq)
+			errs.InvalidArgument, ts, wk, sq)
 	}
 	if l.GetEpochMs() < 0 {
-		return sfLayout{}, fmt.Errorf("%w: snowflake epoch %d is negative", ErrInvalidArgument, l.GetEpochMs())
+		return sfLayout{}, fmt.Errorf("%w: snowflake epoch %d is negative", errs.InvalidArgument, l.GetEpochMs())
 	}
 	return sfLayout{
 		epochMs:     l.GetEpochMs(),
@@ -83,15 +84,15 @@ func (l sfLayout) equal(o *seqsvrv1.SnowflakeLayout) bool {
 // later time was not issued by any sane worker.
 func (l sfLayout) decode(id, futureLimitMs int64) (*seqsvrv1.DecodeSnowflakeResponse, error) {
 	if id < 0 {
-		return nil, fmt.Errorf("%w: snowflake ID %d is negative", ErrInvalidArgument, id)
+		return nil, fmt.Errorf("%w: snowflake ID %d is negative", errs.InvalidArgument, id)
 	}
 	if total := l.tsShift + l.tsBits; total < 63 && id>>total != 0 {
-		return nil, fmt.Errorf("%w: snowflake ID %d has bits above the %d-bit layout", ErrInvalidArgument, id, total)
+		return nil, fmt.Errorf("%w: snowflake ID %d has bits above the %d-bit layout", errs.InvalidArgument, id, total)
 	}
 	tsMs := id>>l.tsShift + l.epochMs
 	if tsMs > futureLimitMs {
 		return nil, fmt.Errorf("%w: snowflake ID %d has timestamp %s, in the future",
-			ErrInvalidArgument, id, sfFormatMs(tsMs))
+			errs.InvalidArgument, id, sfFormatMs(tsMs))
 	}
 	return &seqsvrv1.DecodeSnowflakeResponse{
 		TimestampMs: tsMs,

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/internal/errs"
 )
 
 func sfTestConfig(node string, clk Clock, dir string) SnowflakeConfig {
@@ -94,12 +95,12 @@ func TestSnowflakeStartRegistersAndServes(t *testing.T) {
 		t.Fatalf("decode = %v, %v", d, err)
 	}
 	for _, bad := range []int64{-5, (sfT0.UnixMilli() + 3600_000 - sfDefaultEpochMs) << 22} {
-		if _, err := a.Decode(bad); connect.CodeOf(ConnectError(err)) != connect.CodeInvalidArgument {
+		if _, err := a.Decode(bad); connect.CodeOf(errs.Connect(err)) != connect.CodeInvalidArgument {
 			t.Fatalf("decode %d: %v, want invalid_argument", bad, err)
 		}
 	}
 	for _, n := range []int{0, 10001} {
-		if _, err := a.NextIDs(context.Background(), n); !errors.Is(err, ErrInvalidArgument) {
+		if _, err := a.NextIDs(context.Background(), n); !errors.Is(err, errs.InvalidArgument) {
 			t.Fatalf("count %d: %v", n, err)
 		}
 	}
@@ -124,10 +125,10 @@ func TestSnowflakeStartRegistersAndServes(t *testing.T) {
 
 func TestSnowflakeBadConfig(t *testing.T) {
 	clk := newSFFakeClock(sfT0)
-	if _, err := StartSnowflake(context.Background(), nil, sfTestConfig("a", clk, "")); !errors.Is(err, ErrInvalidArgument) {
+	if _, err := StartSnowflake(context.Background(), nil, sfTestConfig("a", clk, "")); !errors.Is(err, errs.InvalidArgument) {
 		t.Fatalf("nil store: %v", err)
 	}
-	if _, err := StartSnowflake(context.Background(), newFakeWorkerStore(clk), sfTestConfig("", clk, "")); !errors.Is(err, ErrInvalidArgument) {
+	if _, err := StartSnowflake(context.Background(), newFakeWorkerStore(clk), sfTestConfig("", clk, "")); !errors.Is(err, errs.InvalidArgument) {
 		t.Fatalf("no node ID: %v", err)
 	}
 }
@@ -188,7 +189,7 @@ func TestSnowflakeStoreFloorRespected(t *testing.T) {
 		t.Fatalf("fake store floor %d not ahead of the clock", floor)
 	}
 	_, err := s.NextIDs(context.Background(), 1)
-	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "timestamp floor") {
+	if !errors.Is(err, errs.Unavailable) || !strings.Contains(err.Error(), "timestamp floor") {
 		t.Fatalf("err = %v, want unavailable below the floor", err)
 	}
 	sfAdvanceRenewing(t, clk, s, time.Duration(floor-clk.Now().UnixMilli())*time.Millisecond)
@@ -215,7 +216,7 @@ func TestSnowflakeSelfFenceAndRecovery(t *testing.T) {
 
 	clk.Add(time.Second + time.Millisecond)
 	_, err := s.NextIDs(context.Background(), 1)
-	if connect.CodeOf(ConnectError(err)) != connect.CodeFailedPrecondition || !strings.Contains(err.Error(), "worker lease lost") {
+	if connect.CodeOf(errs.Connect(err)) != connect.CodeFailedPrecondition || !strings.Contains(err.Error(), "worker lease lost") {
 		t.Fatalf("err = %v, want failed_precondition worker lease lost", err)
 	}
 	if st := s.Status(); !st.GetFenced() || !strings.Contains(st.GetReason(), "lease lost") {
@@ -254,13 +255,13 @@ func TestSnowflakeLeaseTakenByTwinFences(t *testing.T) {
 		t.Fatalf("renewal of a taken lease: %v", err)
 	}
 	_, err := a.NextIDs(context.Background(), 1)
-	if !errors.Is(err, ErrFailedPrecondition) || !strings.Contains(err.Error(), "taken by another process") {
+	if !errors.Is(err, errs.FailedPrecondition) || !strings.Contains(err.Error(), "taken by another process") {
 		t.Fatalf("err = %v, want failed precondition: taken", err)
 	}
 	if err := a.registerWorker(context.Background()); !workerLeaseLost(err) {
 		t.Fatalf("re-register while the twin is live: %v", err)
 	}
-	if _, err := a.NextIDs(context.Background(), 1); !errors.Is(err, ErrFailedPrecondition) {
+	if _, err := a.NextIDs(context.Background(), 1); !errors.Is(err, errs.FailedPrecondition) {
 		t.Fatalf("after a refused re-register: %v", err)
 	}
 
@@ -287,7 +288,7 @@ func TestSnowflakeStoreForgotWorkerReregisters(t *testing.T) {
 	if err := s.renewWorker(context.Background()); !workerLeaseLost(err) {
 		t.Fatalf("renewal of a forgotten worker: %v", err)
 	}
-	if _, err := s.NextIDs(context.Background(), 1); !errors.Is(err, ErrFailedPrecondition) {
+	if _, err := s.NextIDs(context.Background(), 1); !errors.Is(err, errs.FailedPrecondition) {
 		t.Fatalf("after the store forgot the worker: %v", err)
 	}
 	if err := s.registerWorker(context.Background()); err != nil {
@@ -331,7 +332,7 @@ func TestSnowflakeRestartAfterCrashRespectsHighWater(t *testing.T) {
 
 	// The store lost its records (worst case): only the cache protects.
 	b := startSF(t, newFakeWorkerStore(clk), sfTestConfig("a", clk, dir), time.Second)
-	if _, err := b.NextIDs(context.Background(), 1); !errors.Is(err, ErrUnavailable) {
+	if _, err := b.NextIDs(context.Background(), 1); !errors.Is(err, errs.Unavailable) {
 		t.Fatalf("right after restart: %v, want unavailable below the high-water mark", err)
 	}
 	clk.Add(time.Duration(hwm-clk.Now().UnixMilli()+1) * time.Millisecond)
@@ -347,7 +348,7 @@ func TestSnowflakeCleanCloseRestartsAtOnce(t *testing.T) {
 	a := startSF(t, newFakeWorkerStore(clk), sfTestConfig("a", clk, dir), time.Second)
 	last := sfIDs(t, a, 50)[49]
 	a.Close()
-	if _, err := a.NextIDs(context.Background(), 1); !errors.Is(err, ErrUnavailable) {
+	if _, err := a.NextIDs(context.Background(), 1); !errors.Is(err, errs.Unavailable) {
 		t.Fatalf("after Close: %v", err)
 	}
 	if got := sfReadCache(t, dir).HighWaterMs; got != sfSplit(last).ts {
@@ -381,7 +382,7 @@ func TestSnowflakeRestartFromCacheWhileStoreDown(t *testing.T) {
 	}
 	// The cached lease proves nothing past its bound.
 	clk.Add(time.Duration(c.LeaseValidUntilMs-clk.Now().UnixMilli()+1) * time.Millisecond)
-	if _, err := b.NextIDs(context.Background(), 1); !errors.Is(err, ErrFailedPrecondition) {
+	if _, err := b.NextIDs(context.Background(), 1); !errors.Is(err, errs.FailedPrecondition) {
 		t.Fatalf("past the cached lease bound: %v", err)
 	}
 
@@ -407,7 +408,7 @@ func TestSnowflakeExpiredCacheWaitsForStore(t *testing.T) {
 	store.set(func(f *fakeWorkerStore) { f.down = connect.NewError(connect.CodeUnavailable, errors.New("store down")) })
 	b := startSF(t, store, sfTestConfig("a", clk, dir), 300*time.Millisecond)
 	_, err := b.NextIDs(context.Background(), 1)
-	if connect.CodeOf(ConnectError(err)) != connect.CodeUnavailable || !strings.Contains(err.Error(), "not registered") {
+	if connect.CodeOf(errs.Connect(err)) != connect.CodeUnavailable || !strings.Contains(err.Error(), "not registered") {
 		t.Fatalf("err = %v, want unavailable: not registered", err)
 	}
 	if st := b.Status(); !st.GetFenced() || st.GetWorkerId() != -1 {
@@ -533,7 +534,7 @@ func TestSnowflakeRestartSameDirKeepsInstance(t *testing.T) {
 
 	if _, err := store.RegisterWorker(context.Background(), &seqsvrv1.RegisterWorkerRequest{
 		NodeId: "a", NowMs: clk.Now().UnixMilli(), InstanceId: "someone-else",
-	}); !errors.Is(err, ErrFailedPrecondition) && connect.CodeOf(err) != connect.CodeFailedPrecondition {
+	}); !errors.Is(err, errs.FailedPrecondition) && connect.CodeOf(err) != connect.CodeFailedPrecondition {
 		t.Fatalf("a twin's registration while the lease is live: %v, want failed_precondition", err)
 	}
 

@@ -9,10 +9,11 @@ import (
 	"connectrpc.com/connect"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/internal/errs"
 )
 
 // WorkerStore is the part of the store the snowflake side needs
-// (*StoreClient in production, a fake in unit tests).
+// (*storeclient.Client in production, a fake in unit tests).
 type WorkerStore interface {
 	RegisterWorker(ctx context.Context, req *seqsvrv1.RegisterWorkerRequest) (*seqsvrv1.Worker, error)
 	RenewWorker(ctx context.Context, req *seqsvrv1.RenewWorkerRequest) (*seqsvrv1.Worker, error)
@@ -43,7 +44,7 @@ func workerLeaseLost(err error) bool {
 	case connect.CodeFailedPrecondition, connect.CodeNotFound:
 		return true
 	}
-	return errors.Is(err, ErrFailedPrecondition) || errors.Is(err, ErrNotFound)
+	return errors.Is(err, errs.FailedPrecondition) || errors.Is(err, errs.NotFound)
 }
 
 // workerTTL is the lease TTL the store granted.
@@ -203,7 +204,7 @@ func (s *Snowflake) measureOffset(ctx context.Context, sent, recv time.Time, lea
 	case csErr != nil:
 		return 0, false, fmt.Errorf("clock check: %w", csErr)
 	}
-	return 0, false, fmt.Errorf("%w: clock check inconclusive: store round trip %s exceeds %s", ErrUnavailable, recv.Sub(sent), maxRTT)
+	return 0, false, fmt.Errorf("%w: clock check inconclusive: store round trip %s exceeds %s", errs.Unavailable, recv.Sub(sent), maxRTT)
 }
 
 // renewWorker heartbeats the lease with the current time.
@@ -219,7 +220,7 @@ func (s *Snowflake) renewWorker(ctx context.Context) error {
 	})
 	recv := s.clock.Now()
 	if err == nil && w.GetWorkerId() != l.workerID {
-		err = fmt.Errorf("%w: store renewed worker ID %d, we hold %d", ErrFailedPrecondition, w.GetWorkerId(), l.workerID)
+		err = fmt.Errorf("%w: store renewed worker ID %d, we hold %d", errs.FailedPrecondition, w.GetWorkerId(), l.workerID)
 	}
 	if err != nil {
 		if workerLeaseLost(err) {

@@ -8,10 +8,11 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/seqsvr/seqsvr/alloc/storeclient"
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 )
 
-var _ WorkerStore = (*StoreClient)(nil)
+var _ WorkerStore = (*storeclient.Client)(nil)
 
 // fakeWorkerStore follows the store's worker rules (storage/ FSM): sticky
 // worker IDs per node, one live holder (instance) per lease, a floor raised

@@ -1,4 +1,4 @@
-package alloc
+package storeclient
 
 import (
 	"context"
@@ -13,8 +13,10 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/seqsvr/seqsvr/alloc"
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
+	"github.com/seqsvr/seqsvr/internal/errs"
 )
 
 // storeFakeCluster is a tiny in-process stand-in for a storesvr cluster,
@@ -158,9 +160,15 @@ func (n *storeFakeNode) RenewWorker(_ context.Context, req *connect.Request[seqs
 	return connect.NewResponse(&seqsvrv1.Worker{NodeId: req.Msg.GetNodeId(), WorkerId: 7}), nil
 }
 
-func storeTestClient(t *testing.T, urls []string) *StoreClient {
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func storeTestClient(t *testing.T, urls []string) *Client {
 	t.Helper()
-	c, err := NewStoreClient(urls, StoreClientOptions{
+	c, err := New(urls, Options{
 		RequestTimeout: time.Second, BackoffInitial: time.Millisecond, BackoffMax: 10 * time.Millisecond,
 	})
 	if err != nil {
@@ -170,7 +178,7 @@ func storeTestClient(t *testing.T, urls []string) *StoreClient {
 }
 
 func TestStoreClientFindsAndFollowsLeader(t *testing.T) {
-	ctx := segCtx(t)
+	ctx := testCtx(t)
 	fc := newStoreFakeCluster(t, 3)
 	fc.setLeader(1)
 	c := storeTestClient(t, fc.urls())
@@ -206,7 +214,7 @@ func TestStoreClientFindsAndFollowsLeader(t *testing.T) {
 }
 
 func TestStoreClientUnspecifiedLeaderHost(t *testing.T) {
-	ctx := segCtx(t)
+	ctx := testCtx(t)
 	fc := newStoreFakeCluster(t, 2)
 	fc.addrStyle = func(u string) string { // "0.0.0.0:PORT", as a member bound to all interfaces says
 		return "0.0.0.0:" + u[strings.LastIndex(u, ":")+1:]
@@ -222,7 +230,7 @@ func TestStoreClientUnspecifiedLeaderHost(t *testing.T) {
 }
 
 func TestStoreClientRetryKeepsRequestID(t *testing.T) {
-	ctx := segCtx(t)
+	ctx := testCtx(t)
 	fc := newStoreFakeCluster(t, 3)
 	fc.setLeader(0)
 	c := storeTestClient(t, fc.urls())
@@ -242,22 +250,22 @@ func TestStoreClientRetryKeepsRequestID(t *testing.T) {
 }
 
 func TestStoreClientErrorsKeepCodes(t *testing.T) {
-	ctx := segCtx(t)
+	ctx := testCtx(t)
 	fc := newStoreFakeCluster(t, 1)
 	fc.setLeader(0)
 	c := storeTestClient(t, fc.urls())
 
 	_, err := c.GetTag(ctx, "missing")
-	if !errors.Is(err, ErrNotFound) || connect.CodeOf(err) != connect.CodeNotFound ||
-		connect.CodeOf(ConnectError(err)) != connect.CodeNotFound {
+	if !errors.Is(err, errs.NotFound) || connect.CodeOf(err) != connect.CodeNotFound ||
+		connect.CodeOf(errs.Connect(err)) != connect.CodeNotFound {
 		t.Fatalf("unknown tag: %v (code %v)", err, connect.CodeOf(err))
 	}
 	_, err = c.ReserveSegment(ctx, "t", -1, "x")
-	if !errors.Is(err, ErrInvalidArgument) || connect.CodeOf(err) != connect.CodeInvalidArgument {
+	if !errors.Is(err, errs.InvalidArgument) || connect.CodeOf(err) != connect.CodeInvalidArgument {
 		t.Fatalf("negative size: %v", err)
 	}
 	_, err = c.RenewWorker(ctx, &seqsvrv1.RenewWorkerRequest{NodeId: "n", WorkerId: 8})
-	if !errors.Is(err, ErrFailedPrecondition) || connect.CodeOf(ConnectError(err)) != connect.CodeFailedPrecondition {
+	if !errors.Is(err, errs.FailedPrecondition) || connect.CodeOf(errs.Connect(err)) != connect.CodeFailedPrecondition {
 		t.Fatalf("lost lease: %v", err)
 	}
 	if n := fc.count(0, "GetTag"); n != 1 {
@@ -268,15 +276,15 @@ func TestStoreClientErrorsKeepCodes(t *testing.T) {
 func TestStoreClientNoLeaderGivesUpWithUnavailable(t *testing.T) {
 	fc := newStoreFakeCluster(t, 3)
 	fc.setLeader(-1)
-	c, err := NewStoreClient(fc.urls(), StoreClientOptions{
+	c, err := New(fc.urls(), Options{
 		BackoffInitial: time.Millisecond, BackoffMax: 5 * time.Millisecond, RetryBudget: 100 * time.Millisecond,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	outer := segCtx(t)
+	outer := testCtx(t)
 	_, err = c.ReserveSegment(context.Background(), "t", 1, "r") // no deadline: RetryBudget bounds it
-	if !errors.Is(err, ErrUnavailable) || connect.CodeOf(ConnectError(err)) != connect.CodeUnavailable {
+	if !errors.Is(err, errs.Unavailable) || connect.CodeOf(errs.Connect(err)) != connect.CodeUnavailable {
 		t.Fatalf("no leader: %v", err)
 	}
 	if outer.Err() != nil {
@@ -296,7 +304,7 @@ func TestStoreClientAllDownAndDeadMember(t *testing.T) {
 	dead.Close()
 
 	c := storeTestClient(t, []string{deadURL, fc.nodes[0].URL})
-	if _, err := c.ReserveSegment(segCtx(t), "t", 1, "r"); err != nil {
+	if _, err := c.ReserveSegment(testCtx(t), "t", 1, "r"); err != nil {
 		t.Fatalf("one dead member in the list: %v", err)
 	}
 
@@ -304,18 +312,18 @@ func TestStoreClientAllDownAndDeadMember(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	_, err := c.GetTag(ctx, "t")
-	if !errors.Is(err, ErrUnavailable) {
-		t.Fatalf("all down: %v, want ErrUnavailable", err)
+	if !errors.Is(err, errs.Unavailable) {
+		t.Fatalf("all down: %v, want errs.Unavailable", err)
 	}
 }
 
 func TestNewStoreClientBadURLs(t *testing.T) {
 	for _, urls := range [][]string{nil, {""}, {"ftp://x"}, {"http://"}} {
-		if _, err := NewStoreClient(urls, StoreClientOptions{}); !errors.Is(err, ErrInvalidArgument) {
-			t.Errorf("%q: %v, want ErrInvalidArgument", urls, err)
+		if _, err := New(urls, Options{}); !errors.Is(err, errs.InvalidArgument) {
+			t.Errorf("%q: %v, want errs.InvalidArgument", urls, err)
 		}
 	}
-	c, err := NewStoreClient([]string{"127.0.0.1:1", " http://h:2/ "}, StoreClientOptions{})
+	c, err := New([]string{"127.0.0.1:1", " http://h:2/ "}, Options{})
 	if err != nil || c.urls[0].String() != "http://127.0.0.1:1" || c.urls[1].String() != "http://h:2" {
 		t.Fatalf("normalised: %v %v", c, err)
 	}
@@ -323,25 +331,27 @@ func TestNewStoreClientBadURLs(t *testing.T) {
 
 // The allocator over the real client over HTTP, through a leader change.
 func TestSegmentAllocatorOverStoreClient(t *testing.T) {
-	ctx := segCtx(t)
+	ctx := testCtx(t)
 	fc := newStoreFakeCluster(t, 3)
 	fc.setLeader(0)
-	a := segNew(t, storeTestClient(t, fc.urls()), SegmentConfig{})
+	a := alloc.NewSegmentAllocator(storeTestClient(t, fc.urls()), alloc.SegmentConfig{})
+	t.Cleanup(a.Close)
 	var last int64
 	for i := range 300 {
 		if i == 100 {
 			fc.setLeader(2)
 		}
-		id, err := a.NextID(ctx, "t")
+		ids, err := a.NextIDs(ctx, "t", 1)
 		if err != nil {
 			t.Fatalf("id %d: %v", i, err)
 		}
+		id := ids[0]
 		if id <= last {
 			t.Fatalf("id %d after %d", id, last)
 		}
 		last = id
 	}
-	if _, err := a.NextID(ctx, "missing"); !errors.Is(err, ErrNotFound) {
+	if _, err := a.NextIDs(ctx, "missing", 1); !errors.Is(err, errs.NotFound) {
 		t.Fatalf("unknown tag over the client: %v", err)
 	}
 }

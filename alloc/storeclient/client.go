@@ -1,7 +1,8 @@
-package alloc
+package storeclient
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,10 +16,11 @@ import (
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
+	"github.com/seqsvr/seqsvr/internal/errs"
 )
 
-// StoreClientOptions tunes a StoreClient. Zero values take the defaults.
-type StoreClientOptions struct {
+// Options tunes a Client. Zero values take the defaults.
+type Options struct {
 	// HTTPClient defaults to a pooled client without an overall timeout
 	// (deadlines come from the contexts).
 	HTTPClient *http.Client
@@ -37,15 +39,15 @@ type StoreClientOptions struct {
 	ClientOptions []connect.ClientOption
 }
 
-// StoreClient calls the store cluster. It sends each call to the member it
+// Client calls the store cluster. It sends each call to the member it
 // believes leads (learned from ClusterStatus's leader_http_addr), and on
 // transport or unavailable errors forgets that leader, asks the members who
 // leads now, and retries with backoff until the context's deadline. Other
 // errors are answered at once, with the store's Connect code kept and the
-// matching sentinel (ErrNotFound, ...) reachable through errors.Is.
-type StoreClient struct {
+// matching kind (errs.NotFound, ...) reachable through errors.Is.
+type Client struct {
 	urls []*url.URL
-	opts StoreClientOptions
+	opts Options
 	log  *slog.Logger
 
 	mu      sync.Mutex
@@ -54,26 +56,26 @@ type StoreClient struct {
 	next    int    // round-robin position among urls while no leader is known
 }
 
-// NewStoreClient returns a client for the store members at urls (base URLs
+// New returns a client for the store members at urls (base URLs
 // such as http://127.0.0.1:7001; a bare host:port means http).
-func NewStoreClient(urls []string, opts StoreClientOptions) (*StoreClient, error) {
+func New(urls []string, opts Options) (*Client, error) {
 	if len(urls) == 0 {
-		return nil, fmt.Errorf("%w: no store URLs", ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: no store URLs", errs.InvalidArgument)
 	}
-	c := &StoreClient{opts: opts, clients: map[string]seqsvrv1connect.StoreServiceClient{}}
+	c := &Client{opts: opts, clients: map[string]seqsvrv1connect.StoreServiceClient{}}
 	for _, raw := range urls {
 		raw = strings.TrimSpace(raw)
 		if raw == "" {
 			continue
 		}
-		u, err := storeParseURL(raw)
+		u, err := parseURL(raw)
 		if err != nil {
-			return nil, fmt.Errorf("%w: store URL %q: %v", ErrInvalidArgument, raw, err)
+			return nil, fmt.Errorf("%w: store URL %q: %v", errs.InvalidArgument, raw, err)
 		}
 		c.urls = append(c.urls, u)
 	}
 	if len(c.urls) == 0 {
-		return nil, fmt.Errorf("%w: no store URLs", ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: no store URLs", errs.InvalidArgument)
 	}
 	if c.opts.HTTPClient == nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
@@ -99,7 +101,7 @@ func NewStoreClient(urls []string, opts StoreClientOptions) (*StoreClient, error
 	return c, nil
 }
 
-func storeParseURL(raw string) (*url.URL, error) {
+func parseURL(raw string) (*url.URL, error) {
 	if !strings.Contains(raw, "://") {
 		raw = "http://" + raw
 	}
@@ -118,39 +120,39 @@ func storeParseURL(raw string) (*url.URL, error) {
 }
 
 // GetTag reads a tag (linearizable on the store).
-func (c *StoreClient) GetTag(ctx context.Context, tag string) (*seqsvrv1.Tag, error) {
-	return storeCall(ctx, c, "GetTag", &seqsvrv1.GetTagRequest{Tag: tag}, seqsvrv1connect.StoreServiceClient.GetTag)
+func (c *Client) GetTag(ctx context.Context, tag string) (*seqsvrv1.Tag, error) {
+	return invoke(ctx, c, "GetTag", &seqsvrv1.GetTagRequest{Tag: tag}, seqsvrv1connect.StoreServiceClient.GetTag)
 }
 
 // ReserveSegment reserves size IDs of tag (0 = the tag's step). requestID is
 // the idempotency key the store dedups on; an empty one is replaced by a
 // random one so this call's own retries still cannot burn a segment.
-func (c *StoreClient) ReserveSegment(ctx context.Context, tag string, size int64, requestID string) (*seqsvrv1.Segment, error) {
+func (c *Client) ReserveSegment(ctx context.Context, tag string, size int64, requestID string) (*seqsvrv1.Segment, error) {
 	if requestID == "" {
-		requestID = segRequestID()
+		requestID = rand.Text()
 	}
 	req := &seqsvrv1.ReserveSegmentRequest{Tag: tag, Size: size, RequestId: requestID}
-	return storeCall(ctx, c, "ReserveSegment", req, seqsvrv1connect.StoreServiceClient.ReserveSegment)
+	return invoke(ctx, c, "ReserveSegment", req, seqsvrv1connect.StoreServiceClient.ReserveSegment)
 }
 
 // RegisterWorker registers a snowflake worker.
-func (c *StoreClient) RegisterWorker(ctx context.Context, req *seqsvrv1.RegisterWorkerRequest) (*seqsvrv1.Worker, error) {
-	return storeCall(ctx, c, "RegisterWorker", req, seqsvrv1connect.StoreServiceClient.RegisterWorker)
+func (c *Client) RegisterWorker(ctx context.Context, req *seqsvrv1.RegisterWorkerRequest) (*seqsvrv1.Worker, error) {
+	return invoke(ctx, c, "RegisterWorker", req, seqsvrv1connect.StoreServiceClient.RegisterWorker)
 }
 
 // RenewWorker renews a snowflake worker's lease.
-func (c *StoreClient) RenewWorker(ctx context.Context, req *seqsvrv1.RenewWorkerRequest) (*seqsvrv1.Worker, error) {
-	return storeCall(ctx, c, "RenewWorker", req, seqsvrv1connect.StoreServiceClient.RenewWorker)
+func (c *Client) RenewWorker(ctx context.Context, req *seqsvrv1.RenewWorkerRequest) (*seqsvrv1.Worker, error) {
+	return invoke(ctx, c, "RenewWorker", req, seqsvrv1connect.StoreServiceClient.RenewWorker)
 }
 
 // ClusterStatus asks the believed leader (or any member) for the cluster's
 // state, and learns the leader from the answer.
-func (c *StoreClient) ClusterStatus(ctx context.Context) (*seqsvrv1.ClusterStatusResponse, error) {
-	return storeCall(ctx, c, "ClusterStatus", &seqsvrv1.ClusterStatusRequest{}, seqsvrv1connect.StoreServiceClient.ClusterStatus)
+func (c *Client) ClusterStatus(ctx context.Context) (*seqsvrv1.ClusterStatusResponse, error) {
+	return invoke(ctx, c, "ClusterStatus", &seqsvrv1.ClusterStatusRequest{}, seqsvrv1connect.StoreServiceClient.ClusterStatus)
 }
 
 // Leader is the base URL of the member believed to lead, "" if unknown.
-func (c *StoreClient) Leader() string {
+func (c *Client) Leader() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.leader

@@ -1,4 +1,4 @@
-package alloc
+package storeclient
 
 import (
 	"context"
@@ -12,14 +12,15 @@ import (
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
+	"github.com/seqsvr/seqsvr/internal/errs"
 )
 
-type storeMethod[Req, Res any] func(seqsvrv1connect.StoreServiceClient, context.Context, *connect.Request[Req]) (*connect.Response[Res], error)
+type rpc[Req, Res any] func(seqsvrv1connect.StoreServiceClient, context.Context, *connect.Request[Req]) (*connect.Response[Res], error)
 
-// storeCall runs one RPC with leader following and retries. Every retry
+// invoke runs one RPC with leader following and retries. Every retry
 // sends the same request message, so an idempotency key in it holds across
 // retries.
-func storeCall[Req, Res any](ctx context.Context, c *StoreClient, method string, req *Req, call storeMethod[Req, Res]) (*Res, error) {
+func invoke[Req, Res any](ctx context.Context, c *Client, method string, req *Req, call rpc[Req, Res]) (*Res, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.opts.RetryBudget)
@@ -38,10 +39,10 @@ func storeCall[Req, Res any](ctx context.Context, c *StoreClient, method string,
 			return res.Msg, nil
 		}
 		if ctx.Err() != nil {
-			return nil, storeGiveUp(ctx, method, attempt, err)
+			return nil, giveUp(ctx, method, attempt, err)
 		}
-		if !storeRetryable(err) {
-			return nil, storeMapError(method, err)
+		if answer := errs.FromConnect("store "+method, err); !retryable(answer) {
+			return nil, answer
 		}
 		c.forget(target, err)
 		t := time.NewTimer(backoff/2 + rand.N(backoff/2+1))
@@ -49,7 +50,7 @@ func storeCall[Req, Res any](ctx context.Context, c *StoreClient, method string,
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return nil, storeGiveUp(ctx, method, attempt, err)
+			return nil, giveUp(ctx, method, attempt, err)
 		}
 		backoff = min(backoff*2, c.opts.BackoffMax)
 	}
@@ -58,7 +59,7 @@ func storeCall[Req, Res any](ctx context.Context, c *StoreClient, method string,
 // target is the member to send the next attempt to: the known leader, else
 // whoever a quick ClusterStatus round names, else the next member in turn
 // (a follower forwards writes to the leader, so that still works).
-func (c *StoreClient) target(ctx context.Context) string {
+func (c *Client) target(ctx context.Context) string {
 	c.mu.Lock()
 	leader := c.leader
 	c.mu.Unlock()
@@ -78,7 +79,7 @@ func (c *StoreClient) target(ctx context.Context) string {
 // discover asks the members, one at a time starting with the next in turn,
 // who leads. It stops at the first answer, which may name no leader (an
 // election is on).
-func (c *StoreClient) discover(ctx context.Context) string {
+func (c *Client) discover(ctx context.Context) string {
 	c.mu.Lock()
 	start := c.next
 	c.mu.Unlock()
@@ -100,7 +101,7 @@ func (c *StoreClient) discover(ctx context.Context) string {
 
 // learnLeader records the leader named by the member at from. An address
 // with an unspecified host (":7001", "0.0.0.0:7001") takes from's host.
-func (c *StoreClient) learnLeader(from string, cs *seqsvrv1.ClusterStatusResponse) string {
+func (c *Client) learnLeader(from string, cs *seqsvrv1.ClusterStatusResponse) string {
 	addr := cs.GetLeaderHttpAddr()
 	if addr == "" {
 		return ""
@@ -109,7 +110,7 @@ func (c *StoreClient) learnLeader(from string, cs *seqsvrv1.ClusterStatusRespons
 	if err != nil {
 		return ""
 	}
-	lu, err := storeParseURL(addr)
+	lu, err := parseURL(addr)
 	if err != nil {
 		c.log.Warn("store named an unusable leader address", "addr", addr, "err", err)
 		return ""
@@ -139,7 +140,7 @@ func addrHasScheme(s string) bool {
 
 // forget drops target as the believed leader after it failed, and moves
 // the round-robin on so the next attempt tries another member.
-func (c *StoreClient) forget(target string, err error) {
+func (c *Client) forget(target string, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.leader == target {
@@ -149,7 +150,7 @@ func (c *StoreClient) forget(target string, err error) {
 	c.next++
 }
 
-func (c *StoreClient) client(base string) seqsvrv1connect.StoreServiceClient {
+func (c *Client) client(base string) seqsvrv1connect.StoreServiceClient {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	cl, ok := c.clients[base]
@@ -160,10 +161,10 @@ func (c *StoreClient) client(base string) seqsvrv1connect.StoreServiceClient {
 	return cl
 }
 
-// storeGiveUp is the error once the caller's context ends during retries.
-func storeGiveUp(ctx context.Context, method string, attempts int, last error) error {
+// giveUp is the error once the caller's context ends during retries.
+func giveUp(ctx context.Context, method string, attempts int, last error) error {
 	if ctx.Err() == context.Canceled {
 		return fmt.Errorf("store %s: %w (after %d attempts, last error: %v)", method, ctx.Err(), attempts, last)
 	}
-	return fmt.Errorf("%w: store %s: no answer within the deadline after %d attempts: %w", ErrUnavailable, method, attempts, last)
+	return fmt.Errorf("%w: store %s: no answer within the deadline after %d attempts: %w", errs.Unavailable, method, attempts, last)
 }
