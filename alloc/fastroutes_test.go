@@ -19,11 +19,12 @@ import (
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 	"github.com/seqsvr/seqsvr/internal/connectfast/connectfasttest"
 	"github.com/seqsvr/seqsvr/internal/h1"
+	"github.com/seqsvr/seqsvr/internal/spec"
 )
 
 // fronted is one Service behind two servers: the HTTP/1.1 front with
 // FastRoutes (net/http behind it, counted), and net/http alone, the
-// reference. Both share the allocator, so IDs interleave between them.
+// reference. Both share the ID source, so IDs interleave between them.
 type fronted struct {
 	url, ref string
 	slow     *atomic.Int64
@@ -32,9 +33,7 @@ type fronted struct {
 
 func newFronted(t *testing.T) *fronted {
 	t.Helper()
-	store := newSegFakeStore()
-	store.create("order", 0, 1000)
-	svc := NewService("n1", segNew(t, store, SegmentConfig{}))
+	svc := NewService("n1", &svcFakeSegments{only: "order"})
 	mux := http.NewServeMux()
 	mux.Handle(seqsvrv1connect.NewAllocServiceHandler(svc))
 	for p, h := range svc.LeafRoutes() {
@@ -66,10 +65,10 @@ func TestFastRoutesNextIDs(t *testing.T) {
 	c := seqsvrv1connect.NewAllocServiceClient(connectfasttest.H1Client(t), f.url)
 	ctx := context.Background()
 	ref := seqsvrv1connect.NewAllocServiceClient(http.DefaultClient, f.ref)
-	// Front and reference share the allocator: their IDs must follow one
+	// Front and reference share the ID source: their IDs must follow one
 	// another exactly.
 	var last int64
-	counts := []int32{0, 1, 1000, MaxCount, 7}
+	counts := []int32{0, 1, 1000, spec.MaxCount, 7}
 	for _, count := range counts {
 		res, err := c.NextIDs(ctx, connect.NewRequest(&seqsvrv1.NextIDsRequest{Tag: "order", Count: count}))
 		if err != nil {
@@ -106,7 +105,7 @@ func TestFastRoutesNextIDsErrorsLikeNetHTTP(t *testing.T) {
 		"no tag":        {},
 		"long tag":      {Tag: strings.Repeat("t", 129)},
 		"count -1":      {Tag: "order", Count: -1},
-		"count too big": {Tag: "order", Count: MaxCount + 1},
+		"count too big": {Tag: "order", Count: spec.MaxCount + 1},
 		"unknown tag":   {Tag: "nope", Count: 1},
 	}
 	for name, req := range cases {
@@ -162,7 +161,7 @@ func (a leafAnswer) equal(b leafAnswer) bool {
 func TestFastRoutesLeafSegment(t *testing.T) {
 	f := newFronted(t)
 	hc := connectfasttest.H1Client(t)
-	// Front and reference share the allocator: their IDs must follow one
+	// Front and reference share the ID source: their IDs must follow one
 	// another exactly.
 	var last int64
 	for range 3 {

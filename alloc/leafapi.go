@@ -7,6 +7,7 @@ import (
 
 	"github.com/seqsvr/seqsvr/internal/errs"
 	"github.com/seqsvr/seqsvr/internal/h1"
+	"github.com/seqsvr/seqsvr/internal/spec"
 )
 
 // LeafRoutes returns Meituan Leaf's HTTP API as ServeMux patterns:
@@ -23,7 +24,7 @@ func (s *Service) LeafRoutes() map[string]http.Handler {
 			writeLeaf(w, ids, err)
 		}),
 		"GET /api/snowflake/get/{tag}": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if err := validTag(r.PathValue("tag")); err != nil {
+			if err := spec.CheckTag(r.PathValue("tag")); err != nil {
 				writeLeaf(w, nil, err)
 				return
 			}

@@ -10,10 +10,11 @@ import (
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 	"github.com/seqsvr/seqsvr/internal/errs"
+	"github.com/seqsvr/seqsvr/internal/spec"
 )
 
 // SegmentSource is what the service needs from the segment allocator
-// (*SegmentAllocator in production).
+// (*segment.Allocator in production).
 type SegmentSource interface {
 	NextIDs(ctx context.Context, tag string, count int) ([]int64, error)
 	Status() []*seqsvrv1.TagStatus
@@ -85,10 +86,10 @@ func (s *Service) snowflake() (SnowflakeSource, error) {
 // segmentIDs validates and serves a segment request; shared by the RPC and
 // the Leaf API.
 func (s *Service) segmentIDs(ctx context.Context, tag string, count int32) ([]int64, error) {
-	if err := validTag(tag); err != nil {
+	if err := spec.CheckTag(tag); err != nil {
 		return nil, err
 	}
-	n, err := ValidateCount(count)
+	n, err := spec.CheckCount(count)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +97,7 @@ func (s *Service) segmentIDs(ctx context.Context, tag string, count int32) ([]in
 }
 
 func (s *Service) snowflakeIDs(ctx context.Context, count int32) ([]int64, error) {
-	n, err := ValidateCount(count)
+	n, err := spec.CheckCount(count)
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +121,7 @@ func (s *Service) NextIDs(ctx context.Context, req *connect.Request[seqsvrv1.Nex
 // compatibility and only checked for form when given.
 func (s *Service) NextSnowflakeIDs(ctx context.Context, req *connect.Request[seqsvrv1.NextSnowflakeIDsRequest]) (*connect.Response[seqsvrv1.NextSnowflakeIDsResponse], error) {
 	if tag := req.Msg.GetTag(); tag != "" {
-		if err := validTag(tag); err != nil {
+		if err := spec.CheckTag(tag); err != nil {
 			return nil, errs.Connect(err)
 		}
 	}

@@ -15,15 +15,19 @@ import (
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 	"github.com/seqsvr/seqsvr/internal/errs"
+	"github.com/seqsvr/seqsvr/internal/spec"
 )
 
 // svcFakeSegments is a stand-in allocator for the handler tests only: it
 // counts calls so a test can prove validation stops bad requests first.
+// IDs count up from 1 across all tags; when only is set, every other tag
+// is not found.
 type svcFakeSegments struct {
 	mu    sync.Mutex
 	calls int
 	next  int64
 	err   error
+	only  string
 }
 
 func (f *svcFakeSegments) NextIDs(_ context.Context, tag string, count int) ([]int64, error) {
@@ -32,6 +36,9 @@ func (f *svcFakeSegments) NextIDs(_ context.Context, tag string, count int) ([]i
 	f.calls++
 	if f.err != nil {
 		return nil, f.err
+	}
+	if f.only != "" && tag != f.only {
+		return nil, fmt.Errorf("%w: tag %q", errs.NotFound, tag)
 	}
 	ids := make([]int64, count)
 	for i := range ids {
@@ -105,12 +112,12 @@ func TestNextIDsCountRules(t *testing.T) {
 	if err != nil || len(res.Msg.Ids) != 1 {
 		t.Fatalf("count 0: %v err %v, want one ID", res, err)
 	}
-	res, err = c.NextIDs(ctx, connect.NewRequest(&seqsvrv1.NextIDsRequest{Tag: "order", Count: MaxCount}))
-	if err != nil || len(res.Msg.Ids) != MaxCount {
+	res, err = c.NextIDs(ctx, connect.NewRequest(&seqsvrv1.NextIDsRequest{Tag: "order", Count: spec.MaxCount}))
+	if err != nil || len(res.Msg.Ids) != spec.MaxCount {
 		t.Fatalf("count max: %v err %v", res != nil, err)
 	}
 	before := seg.callCount()
-	for _, n := range []int32{-1, MaxCount + 1, -2147483648} {
+	for _, n := range []int32{-1, spec.MaxCount + 1, -2147483648} {
 		_, err := c.NextIDs(ctx, connect.NewRequest(&seqsvrv1.NextIDsRequest{Tag: "order", Count: n}))
 		wantCode(t, err, connect.CodeInvalidArgument)
 	}

@@ -13,7 +13,7 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/seqsvr/seqsvr/alloc"
+	"github.com/seqsvr/seqsvr/alloc/segment"
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 	"github.com/seqsvr/seqsvr/internal/errs"
@@ -334,7 +334,7 @@ func TestSegmentAllocatorOverStoreClient(t *testing.T) {
 	ctx := testCtx(t)
 	fc := newStoreFakeCluster(t, 3)
 	fc.setLeader(0)
-	a := alloc.NewSegmentAllocator(storeTestClient(t, fc.urls()), alloc.SegmentConfig{})
+	a := segment.New(storeTestClient(t, fc.urls()), segment.Config{})
 	t.Cleanup(a.Close)
 	var last int64
 	for i := range 300 {

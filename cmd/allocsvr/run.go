@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/seqsvr/seqsvr/alloc"
+	"github.com/seqsvr/seqsvr/alloc/segment"
 	"github.com/seqsvr/seqsvr/alloc/storeclient"
 	"github.com/seqsvr/seqsvr/cmd/internal/serve"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
@@ -51,7 +52,7 @@ func serveAlloc(cfg *config, logger *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("--store: %w", err)
 	}
-	seg := alloc.NewSegmentAllocator(store, alloc.SegmentConfig{
+	seg := segment.New(store, segment.Config{
 		MaxStep:          cfg.MaxStep,
 		PrefetchRatio:    cfg.PrefetchRatio,
 		EmptyWait:        cfg.EmptyWait,

@@ -1,4 +1,4 @@
-package alloc
+package segment
 
 import (
 	"errors"
@@ -12,21 +12,23 @@ import (
 	"time"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/internal/clock/clocktest"
 	"github.com/seqsvr/seqsvr/internal/errs"
+	"github.com/seqsvr/seqsvr/internal/spec"
 )
 
 func TestSegmentPrefetchAtTenPercent(t *testing.T) {
-	ctx := segCtx(t)
-	f := newSegFakeStore()
+	ctx := testCtx(t)
+	f := newFakeStore()
 	f.create("t", 0, 100)
-	a := segNew(t, f, SegmentConfig{})
+	a := newTest(t, f, Config{})
 
 	for want := int64(1); want <= 9; want++ {
-		if id := segMustNext(t, ctx, a, "t"); id != want {
+		if id := mustNext(t, ctx, a, "t"); id != want {
 			t.Fatalf("id %d, want %d", id, want)
 		}
 	}
-	st := segTagStatus(a, "t")
+	st := tagStatus(a, "t")
 	if st.GetLoading() || st.GetNextReady() || f.reserves.Load() != 1 {
 		t.Fatalf("after 9%% used: loading=%v next_ready=%v reserves=%d; want no prefetch yet",
 			st.GetLoading(), st.GetNextReady(), f.reserves.Load())
@@ -34,37 +36,37 @@ func TestSegmentPrefetchAtTenPercent(t *testing.T) {
 
 	// Hold the prefetch in the store: the current segment must keep serving.
 	f.gate = make(chan struct{})
-	if id := segMustNext(t, ctx, a, "t"); id != 10 {
+	if id := mustNext(t, ctx, a, "t"); id != 10 {
 		t.Fatalf("10th id %d", id)
 	}
-	if st := segTagStatus(a, "t"); !st.GetLoading() {
+	if st := tagStatus(a, "t"); !st.GetLoading() {
 		t.Fatalf("prefetch not started at 10%% used: %v", st)
 	}
 	for want := int64(11); want <= 100; want++ {
-		if id := segMustNext(t, ctx, a, "t"); id != want {
+		if id := mustNext(t, ctx, a, "t"); id != want {
 			t.Fatalf("id %d, want %d", id, want)
 		}
 	}
 	close(f.gate)
 	// The load lands on a drained current segment and is switched in at once.
-	segWaitFor(t, "the load", func() bool { return !segTagStatus(a, "t").GetLoading() })
+	waitFor(t, "the load", func() bool { return !tagStatus(a, "t").GetLoading() })
 	if got := f.reserves.Load(); got != 2 {
 		t.Fatalf("reserves %d, want 2", got)
 	}
-	if id := segMustNext(t, ctx, a, "t"); id != 101 {
+	if id := mustNext(t, ctx, a, "t"); id != 101 {
 		t.Fatalf("first id of the next segment %d, want 101", id)
 	}
 }
 
 func TestSegmentSwitch(t *testing.T) {
-	ctx := segCtx(t)
-	f := newSegFakeStore()
+	ctx := testCtx(t)
+	f := newFakeStore()
 	f.create("t", 1000, 10)
-	a := segNew(t, f, SegmentConfig{MaxStep: 1}) // pin the step to the stored 10
+	a := newTest(t, f, Config{MaxStep: 1}) // pin the step to the stored 10
 
-	segMustNext(t, ctx, a, "t") // 1001, prefetch fires at once (10% of 10 is 1)
-	segWaitFor(t, "next segment", segNextReady(a, "t"))
-	st := segTagStatus(a, "t")
+	mustNext(t, ctx, a, "t") // 1001, prefetch fires at once (10% of 10 is 1)
+	waitFor(t, "next segment", nextReady(a, "t"))
+	st := tagStatus(a, "t")
 	if st.GetCurrent().GetFirst() != 1001 || st.GetNext().GetFirst() != 1011 || st.GetPosition() != 1002 {
 		t.Fatalf("status before switch: %v", st)
 	}
@@ -72,30 +74,30 @@ func TestSegmentSwitch(t *testing.T) {
 	if err != nil || ids[0] != 1002 || ids[8] != 1010 {
 		t.Fatalf("rest of current: %v %v", ids, err)
 	}
-	if id := segMustNext(t, ctx, a, "t"); id != 1011 {
+	if id := mustNext(t, ctx, a, "t"); id != 1011 {
 		t.Fatalf("after switch id %d, want 1011", id)
 	}
-	st = segTagStatus(a, "t")
+	st = tagStatus(a, "t")
 	if st.GetCurrent().GetFirst() != 1011 || st.GetCurrent().GetRemaining() != 9 {
 		t.Fatalf("status after switch: %v", st)
 	}
 }
 
 func TestSegmentCountSpansSegments(t *testing.T) {
-	ctx := segCtx(t)
-	f := newSegFakeStore()
+	ctx := testCtx(t)
+	f := newFakeStore()
 	f.create("t", 0, 100)
-	a := segNew(t, f, SegmentConfig{})
+	a := newTest(t, f, Config{})
 
 	if _, err := a.NextIDs(ctx, "t", 95); err != nil {
 		t.Fatal(err)
 	}
-	segWaitFor(t, "next segment", segNextReady(a, "t"))
+	waitFor(t, "next segment", nextReady(a, "t"))
 	ids, err := a.NextIDs(ctx, "t", 10)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := segRange(96, 105); !slices.Equal(ids, want) {
+	if want := idRange(96, 105); !slices.Equal(ids, want) {
 		t.Fatalf("spanning ids %v, want %v", ids, want)
 	}
 
@@ -106,12 +108,12 @@ func TestSegmentCountSpansSegments(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := segRange(1, 40); !slices.Equal(ids, want) {
+	if want := idRange(1, 40); !slices.Equal(ids, want) {
 		t.Fatalf("small-step ids %v, want %v", ids, want)
 	}
 }
 
-func segRange(first, last int64) []int64 {
+func idRange(first, last int64) []int64 {
 	var r []int64
 	for i := first; i <= last; i++ {
 		r = append(r, i)
@@ -120,11 +122,11 @@ func segRange(first, last int64) []int64 {
 }
 
 func TestSegmentDynamicStep(t *testing.T) {
-	ctx := segCtx(t)
-	f := newSegFakeStore()
+	ctx := testCtx(t)
+	f := newFakeStore()
 	f.create("t", 0, 100)
-	clk := &segFakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	a := segNew(t, f, SegmentConfig{MaxStep: 400, Now: clk.Now})
+	clk := clocktest.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	a := newTest(t, f, Config{MaxStep: 400, Clock: clk})
 
 	// lasted is how long each segment takes before the next prefetch.
 	lasted := []time.Duration{
@@ -132,41 +134,41 @@ func TestSegmentDynamicStep(t *testing.T) {
 		40 * time.Minute, 40 * time.Minute, 40 * time.Minute, // slow: 200, 100, never below 100
 		20 * time.Minute, // in between: unchanged
 	}
-	segMustNext(t, ctx, a, "t") // initial load, size 0 = stored step
+	mustNext(t, ctx, a, "t") // initial load, size 0 = stored step
 	for _, d := range lasted {
 		clk.Advance(d)
 		// Take IDs until the prefetch starts (loading is set synchronously).
-		for st := segTagStatus(a, "t"); !st.GetLoading() && !st.GetNextReady(); st = segTagStatus(a, "t") {
-			if _, err := a.NextID(ctx, "t"); err != nil {
+		for st := tagStatus(a, "t"); !st.GetLoading() && !st.GetNextReady(); st = tagStatus(a, "t") {
+			if _, err := nextID(ctx, a, "t"); err != nil {
 				t.Fatal(err)
 			}
 		}
-		segWaitFor(t, "next segment", segNextReady(a, "t"))
+		waitFor(t, "next segment", nextReady(a, "t"))
 		// Drain the rest so the next round starts on the new segment.
-		st := segTagStatus(a, "t")
+		st := tagStatus(a, "t")
 		if _, err := a.NextIDs(ctx, "t", int(st.GetCurrent().GetRemaining())); err != nil {
 			t.Fatal(err)
 		}
-		segMustNext(t, ctx, a, "t") // switches the next segment in
+		mustNext(t, ctx, a, "t") // switches the next segment in
 	}
 	want := []int64{0, 200, 400, 400, 200, 100, 100, 100}
 	if got := f.sizesOf("t"); !slices.Equal(got, want) {
 		t.Fatalf("reserved sizes %v, want %v", got, want)
 	}
-	if st := segTagStatus(a, "t"); st.GetBaseStep() != 100 || st.GetStep() != 100 {
+	if st := tagStatus(a, "t"); st.GetBaseStep() != 100 || st.GetStep() != 100 {
 		t.Fatalf("status steps: %v", st)
 	}
 }
 
 func TestSegmentOneLoaderPerTagAndUnique(t *testing.T) {
-	ctx := segCtx(t)
-	f := newSegFakeStore()
+	ctx := testCtx(t)
+	f := newFakeStore()
 	f.delay = 200 * time.Microsecond // widen the window for a second loader
 	tags := []string{"a", "b", "c"}
 	for i, tag := range tags {
 		f.create(tag, int64(i)*1_000_000, int64(5+i*6))
 	}
-	a := segNew(t, f, SegmentConfig{})
+	a := newTest(t, f, Config{})
 
 	const workers = 16
 	var mu sync.Mutex
@@ -187,7 +189,7 @@ func TestSegmentOneLoaderPerTagAndUnique(t *testing.T) {
 				if rand.IntN(3) == 0 {
 					n = 1
 					var id int64
-					id, err = a.NextID(ctx, tag)
+					id, err = nextID(ctx, a, tag)
 					ids = []int64{id}
 				} else {
 					ids, err = a.NextIDs(ctx, tag, n)
@@ -219,15 +221,15 @@ func TestSegmentOneLoaderPerTagAndUnique(t *testing.T) {
 		if m := f.maxInflight(tag); m != 1 {
 			t.Errorf("tag %s: %d concurrent reservations, want 1", tag, m)
 		}
-		segCheckUnique(t, tag, got[tag], f.segments(tag))
-		segCheckNoneBurned(t, tag, got[tag], f.segments(tag))
+		checkUnique(t, tag, got[tag], f.segments(tag))
+		checkNoneBurned(t, tag, got[tag], f.segments(tag))
 	}
 }
 
-// segCheckNoneBurned checks that ids are exactly the first len(ids) IDs of
+// checkNoneBurned checks that ids are exactly the first len(ids) IDs of
 // the reserved segments in the order they were reserved: no ID was skipped
 // (segments are used up in order, so only the newest ones have IDs left).
-func segCheckNoneBurned(t *testing.T, tag string, ids []int64, segs []*seqsvrv1.Segment) {
+func checkNoneBurned(t *testing.T, tag string, ids []int64, segs []*seqsvrv1.Segment) {
 	t.Helper()
 	sorted := slices.Clone(ids)
 	slices.Sort(sorted)
@@ -242,8 +244,8 @@ func segCheckNoneBurned(t *testing.T, tag string, ids []int64, segs []*seqsvrv1.
 	}
 }
 
-// segCheckUnique checks ids are distinct and each lies in a committed segment.
-func segCheckUnique(t *testing.T, tag string, ids []int64, segs []*seqsvrv1.Segment) {
+// checkUnique checks ids are distinct and each lies in a committed segment.
+func checkUnique(t *testing.T, tag string, ids []int64, segs []*seqsvrv1.Segment) {
 	t.Helper()
 	seen := make(map[int64]bool, len(ids))
 	for _, id := range ids {
@@ -265,22 +267,22 @@ func segCheckUnique(t *testing.T, tag string, ids []int64, segs []*seqsvrv1.Segm
 }
 
 func TestSegmentOutageDrainThenUnavailable(t *testing.T) {
-	ctx := segCtx(t)
-	f := newSegFakeStore()
+	ctx := testCtx(t)
+	f := newFakeStore()
 	f.create("t", 0, 10)
-	a := segNew(t, f, SegmentConfig{MaxStep: 1, LoadBackoff: time.Hour, LoadBackoffMax: time.Hour})
+	a := newTest(t, f, Config{MaxStep: 1, LoadBackoff: time.Hour, LoadBackoffMax: time.Hour})
 
-	segMustNext(t, ctx, a, "t")
-	segWaitFor(t, "next segment", segNextReady(a, "t"))
+	mustNext(t, ctx, a, "t")
+	waitFor(t, "next segment", nextReady(a, "t"))
 	f.down.Store(true)
 
 	// 9 left in the current segment, 10 in the next: all still served.
 	for want := int64(2); want <= 20; want++ {
-		if id := segMustNext(t, ctx, a, "t"); id != want {
+		if id := mustNext(t, ctx, a, "t"); id != want {
 			t.Fatalf("id %d, want %d", id, want)
 		}
 	}
-	_, err := a.NextID(ctx, "t")
+	_, err := nextID(ctx, a, "t")
 	if !errors.Is(err, errs.Unavailable) {
 		t.Fatalf("empty buffers with the store down: %v, want errs.Unavailable", err)
 	}
@@ -297,37 +299,37 @@ func TestSegmentOutageDrainThenUnavailable(t *testing.T) {
 	if after := f.reserves.Load(); after != before {
 		t.Fatalf("store called %d times during backoff", after-before)
 	}
-	if st := segTagStatus(a, "t"); !strings.Contains(st.GetLastLoadError(), "down") {
+	if st := tagStatus(a, "t"); !strings.Contains(st.GetLastLoadError(), "down") {
 		t.Fatalf("status does not show the load error: %v", st)
 	}
 }
 
 func TestSegmentEmptyWaitBounded(t *testing.T) {
-	ctx := segCtx(t)
-	f := newSegFakeStore()
+	ctx := testCtx(t)
+	f := newFakeStore()
 	f.create("t", 0, 10)
 	f.gate = make(chan struct{}) // the store never answers
-	a := segNew(t, f, SegmentConfig{EmptyWait: 20 * time.Millisecond, LoadTimeout: time.Hour})
-	_, err := a.NextID(ctx, "t")
+	a := newTest(t, f, Config{EmptyWait: 20 * time.Millisecond, LoadTimeout: time.Hour})
+	_, err := nextID(ctx, a, "t")
 	if !errors.Is(err, errs.Unavailable) || ctx.Err() != nil {
 		t.Fatalf("hung load: %v, want errs.Unavailable before the deadline", err)
 	}
 }
 
 func TestSegmentRecovery(t *testing.T) {
-	ctx := segCtx(t)
-	f := newSegFakeStore()
+	ctx := testCtx(t)
+	f := newFakeStore()
 	f.create("t", 0, 10)
-	a := segNew(t, f, SegmentConfig{LoadBackoff: time.Millisecond, LoadBackoffMax: 5 * time.Millisecond})
+	a := newTest(t, f, Config{LoadBackoff: time.Millisecond, LoadBackoffMax: 5 * time.Millisecond})
 
 	f.down.Store(true)
-	if _, err := a.NextID(ctx, "t"); !errors.Is(err, errs.Unavailable) {
+	if _, err := nextID(ctx, a, "t"); !errors.Is(err, errs.Unavailable) {
 		t.Fatalf("store down, nothing buffered: %v", err)
 	}
 	f.down.Store(false)
 	var last int64
-	segWaitFor(t, "recovery", func() bool {
-		id, err := a.NextID(ctx, "t")
+	waitFor(t, "recovery", func() bool {
+		id, err := nextID(ctx, a, "t")
 		if err != nil && !errors.Is(err, errs.Unavailable) {
 			t.Fatalf("unexpected error: %v", err)
 		}
@@ -335,7 +337,7 @@ func TestSegmentRecovery(t *testing.T) {
 		return err == nil
 	})
 	for range 50 {
-		id := segMustNext(t, ctx, a, "t")
+		id := mustNext(t, ctx, a, "t")
 		if id <= last {
 			t.Fatalf("id %d after %d", id, last)
 		}
@@ -344,17 +346,17 @@ func TestSegmentRecovery(t *testing.T) {
 }
 
 func TestSegmentLostReplyReusesRequestID(t *testing.T) {
-	ctx := segCtx(t)
-	f := newSegFakeStore()
+	ctx := testCtx(t)
+	f := newFakeStore()
 	f.create("t", 0, 10)
-	a := segNew(t, f, SegmentConfig{LoadBackoff: time.Millisecond, LoadBackoffMax: time.Millisecond})
+	a := newTest(t, f, Config{LoadBackoff: time.Millisecond, LoadBackoffMax: time.Millisecond})
 
-	segMustNext(t, ctx, a, "t")
-	segWaitFor(t, "next segment", segNextReady(a, "t"))
+	mustNext(t, ctx, a, "t")
+	waitFor(t, "next segment", nextReady(a, "t"))
 	f.loseReply.Store(true)
 	var ids []int64
 	for len(ids) < 40 {
-		id, err := a.NextID(ctx, "t")
+		id, err := nextID(ctx, a, "t")
 		if errors.Is(err, errs.Unavailable) {
 			continue // the lost reply, until the retry lands
 		}
@@ -364,15 +366,15 @@ func TestSegmentLostReplyReusesRequestID(t *testing.T) {
 		ids = append(ids, id)
 	}
 	// Contiguous: the segment whose reply was lost was not burned.
-	if want := segRange(2, 41); !slices.Equal(ids, want) {
+	if want := idRange(2, 41); !slices.Equal(ids, want) {
 		t.Fatalf("ids %v, want %v", ids, want)
 	}
 }
 
 func TestSegmentUnknownTagNegativeCache(t *testing.T) {
-	ctx := segCtx(t)
-	f := newSegFakeStore()
-	a := segNew(t, f, SegmentConfig{NegativeCacheTTL: time.Hour})
+	ctx := testCtx(t)
+	f := newFakeStore()
+	a := newTest(t, f, Config{NegativeCacheTTL: time.Hour})
 	for range 100 {
 		if _, err := a.NextIDs(ctx, "nope", 1); !errors.Is(err, errs.NotFound) {
 			t.Fatalf("unknown tag: %v, want errs.NotFound", err)
@@ -387,34 +389,34 @@ func TestSegmentUnknownTagNegativeCache(t *testing.T) {
 }
 
 func TestSegmentNewTagUsableSoon(t *testing.T) {
-	ctx := segCtx(t)
-	f := newSegFakeStore()
-	a := segNew(t, f, SegmentConfig{NegativeCacheTTL: 20 * time.Millisecond})
-	if _, err := a.NextID(ctx, "later"); !errors.Is(err, errs.NotFound) {
+	ctx := testCtx(t)
+	f := newFakeStore()
+	a := newTest(t, f, Config{NegativeCacheTTL: 20 * time.Millisecond})
+	if _, err := nextID(ctx, a, "later"); !errors.Is(err, errs.NotFound) {
 		t.Fatalf("got %v, want errs.NotFound", err)
 	}
 	f.create("later", 0, 10)
-	segWaitFor(t, "the new tag", func() bool {
-		id, err := a.NextID(ctx, "later")
+	waitFor(t, "the new tag", func() bool {
+		id, err := nextID(ctx, a, "later")
 		if err != nil && !errors.Is(err, errs.NotFound) {
 			t.Fatal(err)
 		}
 		return err == nil && id == 1
 	})
 	// The hot-path cache must hold the live incarnation, not the dropped one.
-	if got, want := a.cache[segSlot("later")].Load(), a.lookup("later"); got != want {
+	if got, want := a.cache[cacheSlot("later")].Load(), a.lookup("later"); got != want {
 		t.Fatal("tag cache holds a stale tag after the tag appeared")
 	}
 }
 
 func TestSegmentCacheCollisions(t *testing.T) {
-	ctx := segCtx(t)
-	f := newSegFakeStore()
+	ctx := testCtx(t)
+	f := newFakeStore()
 	// Names of equal length whose slots collide.
 	var names []string
 	for i := 0; len(names) < 3 && i < 100000; i++ {
 		n := fmt.Sprintf("c%05d", i)
-		if len(names) == 0 || segSlot(n) == segSlot(names[0]) {
+		if len(names) == 0 || cacheSlot(n) == cacheSlot(names[0]) {
 			names = append(names, n)
 		}
 	}
@@ -424,10 +426,10 @@ func TestSegmentCacheCollisions(t *testing.T) {
 	for i, n := range names {
 		f.create(n, int64(i)*1000, 10)
 	}
-	a := segNew(t, f, SegmentConfig{})
+	a := newTest(t, f, Config{})
 	for round := int64(1); round <= 30; round++ {
 		for i, n := range names {
-			if id := segMustNext(t, ctx, a, n); id != int64(i)*1000+round {
+			if id := mustNext(t, ctx, a, n); id != int64(i)*1000+round {
 				t.Fatalf("tag %s round %d: id %d", n, round, id)
 			}
 		}
@@ -435,38 +437,35 @@ func TestSegmentCacheCollisions(t *testing.T) {
 }
 
 func TestSegmentDeletedTagDrainsThenNotFound(t *testing.T) {
-	ctx := segCtx(t)
-	f := newSegFakeStore()
+	ctx := testCtx(t)
+	f := newFakeStore()
 	f.create("t", 0, 10)
-	a := segNew(t, f, SegmentConfig{MaxStep: 1, NegativeCacheTTL: time.Hour})
-	segMustNext(t, ctx, a, "t")
-	segWaitFor(t, "next segment", segNextReady(a, "t"))
+	a := newTest(t, f, Config{MaxStep: 1, NegativeCacheTTL: time.Hour})
+	mustNext(t, ctx, a, "t")
+	waitFor(t, "next segment", nextReady(a, "t"))
 	f.remove("t")
 	for want := int64(2); want <= 20; want++ {
-		if id := segMustNext(t, ctx, a, "t"); id != want {
+		if id := mustNext(t, ctx, a, "t"); id != want {
 			t.Fatalf("id %d, want %d", id, want)
 		}
 	}
-	if _, err := a.NextID(ctx, "t"); !errors.Is(err, errs.NotFound) {
+	if _, err := nextID(ctx, a, "t"); !errors.Is(err, errs.NotFound) {
 		t.Fatalf("deleted and drained: %v, want errs.NotFound", err)
 	}
 }
 
 func TestSegmentInvalidInputReservesNothing(t *testing.T) {
-	ctx := segCtx(t)
-	f := newSegFakeStore()
+	ctx := testCtx(t)
+	f := newFakeStore()
 	f.create("ok", 0, 10)
-	a := segNew(t, f, SegmentConfig{})
+	a := newTest(t, f, Config{})
 	bad := []string{"", "has space", "a/b", "ü", strings.Repeat("x", 129), "tab\t", "semi;colon"}
 	for _, tag := range bad {
 		if _, err := a.NextIDs(ctx, tag, 1); !errors.Is(err, errs.InvalidArgument) {
 			t.Errorf("tag %q: %v, want errs.InvalidArgument", tag, err)
 		}
-		if _, err := a.NextID(ctx, tag); !errors.Is(err, errs.InvalidArgument) {
-			t.Errorf("NextID tag %q: %v, want errs.InvalidArgument", tag, err)
-		}
 	}
-	for _, n := range []int{0, -1, MaxCount + 1, -1 << 40} {
+	for _, n := range []int{0, -1, spec.MaxCount + 1, -1 << 40} {
 		if _, err := a.NextIDs(ctx, "ok", n); !errors.Is(err, errs.InvalidArgument) {
 			t.Errorf("count %d: %v, want errs.InvalidArgument", n, err)
 		}
@@ -475,42 +474,26 @@ func TestSegmentInvalidInputReservesNothing(t *testing.T) {
 		t.Fatalf("invalid input reached the store %d times", n)
 	}
 	// Nothing was burned: the first valid request gets the first ID.
-	if id := segMustNext(t, ctx, a, "ok"); id != 1 {
+	if id := mustNext(t, ctx, a, "ok"); id != 1 {
 		t.Fatalf("first id %d, want 1", id)
 	}
 	for _, tag := range []string{"A-z_0.9:x", strings.Repeat("y", 128)} {
-		if err := validTag(tag); err != nil {
+		f.create(tag, 0, 10)
+		if _, err := nextID(ctx, a, tag); err != nil {
 			t.Errorf("valid tag %q refused: %v", tag, err)
 		}
 	}
 }
 
-func TestValidateCount(t *testing.T) {
-	cases := []struct {
-		in   int32
-		want int
-		ok   bool
-	}{{0, 1, true}, {1, 1, true}, {10000, 10000, true}, {-1, 0, false}, {10001, 0, false}, {-2147483648, 0, false}}
-	for _, c := range cases {
-		got, err := ValidateCount(c.in)
-		if c.ok != (err == nil) || got != c.want {
-			t.Errorf("ValidateCount(%d) = %d, %v", c.in, got, err)
-		}
-		if err != nil && !errors.Is(err, errs.InvalidArgument) {
-			t.Errorf("ValidateCount(%d) error %v is not errs.InvalidArgument", c.in, err)
-		}
-	}
-}
-
 func TestSegmentCloseStopsLoaders(t *testing.T) {
-	ctx := segCtx(t)
-	f := newSegFakeStore()
+	ctx := testCtx(t)
+	f := newFakeStore()
 	f.create("t", 0, 10)
 	f.gate = make(chan struct{})
-	a := NewSegmentAllocator(f, SegmentConfig{EmptyWait: 10 * time.Millisecond, LoadTimeout: time.Hour})
-	_, _ = a.NextID(ctx, "t") // leaves a load blocked in the store
-	a.Close()                 // must not wait for the hour
-	if _, err := a.NextID(ctx, "t"); !errors.Is(err, errs.Unavailable) {
+	a := New(f, Config{EmptyWait: 10 * time.Millisecond, LoadTimeout: time.Hour})
+	_, _ = nextID(ctx, a, "t") // leaves a load blocked in the store
+	a.Close()                  // must not wait for the hour
+	if _, err := nextID(ctx, a, "t"); !errors.Is(err, errs.Unavailable) {
 		t.Fatalf("after Close: %v", err)
 	}
 }
@@ -519,12 +502,12 @@ func TestSegmentCloseStopsLoaders(t *testing.T) {
 // the final IDs must never see pos wrap past MaxInt64 into negative IDs,
 // whether the last segment ends at MaxInt64 or just below it.
 func TestSegmentNearMaxInt64(t *testing.T) {
-	ctx := segCtx(t)
+	ctx := testCtx(t)
 	for _, start := range []int64{math.MaxInt64 - 8, math.MaxInt64 - 9} {
 		for round := 0; round < 20; round++ {
-			f := newSegFakeStore()
+			f := newFakeStore()
 			f.create("edge", start, 4)
-			a := segNew(t, f, SegmentConfig{MaxStep: 4, EmptyWait: 50 * time.Millisecond})
+			a := newTest(t, f, Config{MaxStep: 4, EmptyWait: 50 * time.Millisecond})
 			var mu sync.Mutex
 			var got []int64
 			var wg sync.WaitGroup
@@ -535,7 +518,7 @@ func TestSegmentNearMaxInt64(t *testing.T) {
 					for i := 0; i < 4; i++ {
 						var ids []int64
 						if (w+i)%2 == 0 {
-							if id, err := a.NextID(ctx, "edge"); err == nil {
+							if id, err := nextID(ctx, a, "edge"); err == nil {
 								ids = []int64{id}
 							}
 						} else if out, err := a.NextIDs(ctx, "edge", 2); err == nil {
@@ -548,7 +531,7 @@ func TestSegmentNearMaxInt64(t *testing.T) {
 				}()
 			}
 			wg.Wait()
-			segCheckUnique(t, "edge", got, f.segments("edge"))
+			checkUnique(t, "edge", got, f.segments("edge"))
 			for _, id := range got {
 				if id <= start {
 					t.Fatalf("start %d: id %d handed out, below the tag's start", start, id)
@@ -564,7 +547,7 @@ func TestSegmentNearMaxInt64(t *testing.T) {
 // The allocator hands out only segments it can trust: non-empty, above
 // everything it served, of its own tag, and of positive IDs.
 func TestSegmentRefusesUnusableSegments(t *testing.T) {
-	st := newSegTag("t")
+	st := newTagState("t")
 	for name, seg := range map[string]*seqsvrv1.Segment{
 		"none":          nil,
 		"empty":         {First: 5, Last: 4},

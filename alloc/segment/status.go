@@ -1,4 +1,4 @@
-package alloc
+package segment
 
 import (
 	"sort"
@@ -10,7 +10,7 @@ import (
 
 // Status describes every loaded tag, sorted by name: what Leaf's /cache
 // page shows.
-func (a *SegmentAllocator) Status() []*seqsvrv1.TagStatus {
+func (a *Allocator) Status() []*seqsvrv1.TagStatus {
 	tags := a.sortedTags()
 	out := make([]*seqsvrv1.TagStatus, 0, len(tags))
 	for _, t := range tags {
@@ -19,9 +19,9 @@ func (a *SegmentAllocator) Status() []*seqsvrv1.TagStatus {
 	return out
 }
 
-func (a *SegmentAllocator) sortedTags() []*segTag {
+func (a *Allocator) sortedTags() []*tagState {
 	m := *a.tags.Load()
-	tags := make([]*segTag, 0, len(m))
+	tags := make([]*tagState, 0, len(m))
 	for _, t := range m {
 		tags = append(tags, t)
 	}
@@ -29,7 +29,7 @@ func (a *SegmentAllocator) sortedTags() []*segTag {
 	return tags
 }
 
-func (t *segTag) status() *seqsvrv1.TagStatus {
+func (t *tagState) status() *seqsvrv1.TagStatus {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	st := &seqsvrv1.TagStatus{
@@ -40,12 +40,12 @@ func (t *segTag) status() *seqsvrv1.TagStatus {
 		Loading:            t.loading,
 		LastLoadDurationMs: t.lastLoadDur.Milliseconds(),
 	}
-	if b := t.cur.Load(); b != segEmpty {
-		st.Current = segStatus(b)
+	if b := t.cur.Load(); b != emptyBuffer {
+		st.Current = bufferStatus(b)
 		st.Position = b.first + b.used() // last+1 once exhausted
 	}
 	if t.next != nil {
-		st.Next = segStatus(t.next)
+		st.Next = bufferStatus(t.next)
 	}
 	if t.lastLoadErr != nil {
 		st.LastLoadError = t.lastLoadErr.Error()
@@ -56,12 +56,12 @@ func (t *segTag) status() *seqsvrv1.TagStatus {
 	return st
 }
 
-func segStatus(b *segBuf) *seqsvrv1.SegmentStatus {
+func bufferStatus(b *buffer) *seqsvrv1.SegmentStatus {
 	return &seqsvrv1.SegmentStatus{First: b.first, Last: b.last, Remaining: b.remaining()}
 }
 
 // remainingLocked counts the IDs buffered for a tag: carry, current, next.
-func (t *segTag) remainingLocked() int64 {
+func (t *tagState) remainingLocked() int64 {
 	r := int64(len(t.carry)) + t.cur.Load().remaining()
 	if t.next != nil {
 		r += t.next.remaining()
@@ -70,9 +70,9 @@ func (t *segTag) remainingLocked() int64 {
 }
 
 // servedLocked counts the IDs taken from this tag's segments so far.
-func (t *segTag) servedLocked() int64 {
+func (t *tagState) servedLocked() int64 {
 	s := t.servedDone - int64(len(t.carry))
-	if b := t.cur.Load(); b != segEmpty {
+	if b := t.cur.Load(); b != emptyBuffer {
 		s += b.used()
 	}
 	return s

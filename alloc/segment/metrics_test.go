@@ -1,4 +1,4 @@
-package alloc
+package segment
 
 import (
 	"errors"
@@ -10,7 +10,7 @@ import (
 	"github.com/seqsvr/seqsvr/internal/errs"
 )
 
-func segMetricValue(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
+func metricValue(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
@@ -27,14 +27,14 @@ func segMetricValue(t *testing.T, reg *prometheus.Registry, name string, labels 
 					continue next
 				}
 			}
-			return segValue(m)
+			return valueOf(m)
 		}
 	}
 	t.Fatalf("metric %s%v not found", name, labels)
 	return 0
 }
 
-func segValue(m *dto.Metric) float64 {
+func valueOf(m *dto.Metric) float64 {
 	switch {
 	case m.GetCounter() != nil:
 		return m.GetCounter().GetValue()
@@ -47,35 +47,35 @@ func segValue(m *dto.Metric) float64 {
 }
 
 func TestSegmentMetrics(t *testing.T) {
-	ctx := segCtx(t)
-	f := newSegFakeStore()
+	ctx := testCtx(t)
+	f := newFakeStore()
 	f.create("t", 0, 10)
 	reg := prometheus.NewRegistry()
-	a := segNew(t, f, SegmentConfig{MaxStep: 1, Registerer: reg, LoadBackoff: time.Hour, LoadBackoffMax: time.Hour})
+	a := newTest(t, f, Config{MaxStep: 1, Registerer: reg, LoadBackoff: time.Hour, LoadBackoffMax: time.Hour})
 
 	if _, err := a.NextIDs(ctx, "t", 25); err != nil {
 		t.Fatal(err)
 	}
-	segWaitFor(t, "loads to settle", func() bool { return !segTagStatus(a, "t").GetLoading() })
-	if v := segMetricValue(t, reg, "seqsvr_segment_ids_served_total", map[string]string{"tag": "t"}); v != 25 {
+	waitFor(t, "loads to settle", func() bool { return !tagStatus(a, "t").GetLoading() })
+	if v := metricValue(t, reg, "seqsvr_segment_ids_served_total", map[string]string{"tag": "t"}); v != 25 {
 		t.Fatalf("ids served %v, want 25", v)
 	}
-	st := segTagStatus(a, "t")
+	st := tagStatus(a, "t")
 	want := float64(st.GetCurrent().GetRemaining() + st.GetNext().GetRemaining())
-	if v := segMetricValue(t, reg, "seqsvr_segment_buffer_remaining", map[string]string{"tag": "t"}); v != want {
+	if v := metricValue(t, reg, "seqsvr_segment_buffer_remaining", map[string]string{"tag": "t"}); v != want {
 		t.Fatalf("remaining %v, want %v", v, want)
 	}
-	loads := segMetricValue(t, reg, "seqsvr_segment_loads_total", map[string]string{"result": "ok"})
+	loads := metricValue(t, reg, "seqsvr_segment_loads_total", map[string]string{"result": "ok"})
 	if loads != float64(f.reserves.Load()) || loads < 3 {
 		t.Fatalf("ok loads %v, store saw %d", loads, f.reserves.Load())
 	}
-	if v := segMetricValue(t, reg, "seqsvr_segment_load_seconds", nil); v != loads {
+	if v := metricValue(t, reg, "seqsvr_segment_load_seconds", nil); v != loads {
 		t.Fatalf("latency samples %v, want %v", v, loads)
 	}
 
 	f.down.Store(true)
 	for {
-		_, err := a.NextID(ctx, "t")
+		_, err := nextID(ctx, a, "t")
 		if errors.Is(err, errs.Unavailable) {
 			break
 		}
@@ -83,10 +83,10 @@ func TestSegmentMetrics(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if v := segMetricValue(t, reg, "seqsvr_segment_unavailable_total", nil); v != 1 {
+	if v := metricValue(t, reg, "seqsvr_segment_unavailable_total", nil); v != 1 {
 		t.Fatalf("unavailable answers %v, want 1", v)
 	}
-	if v := segMetricValue(t, reg, "seqsvr_segment_loads_total", map[string]string{"result": "error"}); v != 1 {
+	if v := metricValue(t, reg, "seqsvr_segment_loads_total", map[string]string{"result": "error"}); v != 1 {
 		t.Fatalf("failed loads %v, want 1", v)
 	}
 }

@@ -1,4 +1,4 @@
-package alloc
+package segment
 
 import (
 	"errors"
@@ -12,9 +12,9 @@ import (
 	"github.com/seqsvr/seqsvr/internal/errs"
 )
 
-// segOp is one successful request, with its place in a global order of
+// op is one successful request, with its place in a global order of
 // call starts and returns.
-type segOp struct {
+type op struct {
 	start, end int64
 	ids        []int64
 }
@@ -24,10 +24,10 @@ type segOp struct {
 // every ID of A is below every ID of B. The store flaps so that requests
 // span segments, wait, time out and leave IDs in carry.
 func TestSegmentMonotonicUnderFlappingStore(t *testing.T) {
-	ctx := segCtx(t)
-	f := newSegFakeStore()
+	ctx := testCtx(t)
+	f := newFakeStore()
 	f.create("t", 0, 7)
-	a := segNew(t, f, SegmentConfig{
+	a := newTest(t, f, Config{
 		MaxStep: 1, EmptyWait: 3 * time.Millisecond,
 		LoadBackoff: time.Millisecond, LoadBackoffMax: 2 * time.Millisecond,
 	})
@@ -50,7 +50,7 @@ func TestSegmentMonotonicUnderFlappingStore(t *testing.T) {
 
 	var clock atomic.Int64
 	var mu sync.Mutex
-	var ops []segOp
+	var ops []op
 	var unavailable atomic.Int64
 	var wg sync.WaitGroup
 	for range 12 {
@@ -71,7 +71,7 @@ func TestSegmentMonotonicUnderFlappingStore(t *testing.T) {
 					return
 				}
 				mu.Lock()
-				ops = append(ops, segOp{start, end, ids})
+				ops = append(ops, op{start, end, ids})
 				mu.Unlock()
 			}
 		}()
@@ -89,7 +89,7 @@ func TestSegmentMonotonicUnderFlappingStore(t *testing.T) {
 		}
 		all = append(all, op.ids...)
 	}
-	segCheckUnique(t, "t", all, f.segments("t"))
+	checkUnique(t, "t", all, f.segments("t"))
 
 	// Real-time order: sort by end; the largest ID of everything that ended
 	// before B started must be below B's smallest.

@@ -1,4 +1,4 @@
-package alloc
+package segment
 
 import (
 	"math"
@@ -7,45 +7,43 @@ import (
 	"time"
 )
 
-// segBuf is one reserved segment [first, last], first >= 1 (checkSegLocked
-// refuses others). Only pos changes, and only forwards (NextID adds one,
-// take and NextIDs compare and swap), so each ID is taken exactly once
-// without a lock. pos runs past last when NextID adds on an exhausted
-// buffer (it does not check first), and past MaxInt64 (wrapping negative)
-// when last is near it; every reader goes through holds or used, which
-// read either as exhausted.
-type segBuf struct {
+// buffer is one reserved segment [first, last], first >= 1 (checkSegLocked
+// refuses others). Only pos changes, and only forwards (take and NextIDs
+// compare and swap), so each ID is taken exactly once without a lock. pos
+// runs past MaxInt64 (wrapping negative) once a segment ending there is
+// used up; every reader goes through holds or used, which read that as
+// exhausted.
+type buffer struct {
 	pos        atomic.Int64 // next ID to hand out
 	first      int64
 	last       int64
 	prefetchAt int64 // pos at which the next segment is reserved
 }
 
-// segEmpty is the buffer of a tag that has not loaded yet: always exhausted
-// (first > last, so holds is false for any pos; NextID's adds on it are
-// harmless).
-var segEmpty = func() *segBuf {
-	b := &segBuf{first: 1, last: 0}
+// emptyBuffer is the buffer of a tag that has not loaded yet: always
+// exhausted (first > last, so holds is false for any pos).
+var emptyBuffer = func() *buffer {
+	b := &buffer{first: 1, last: 0}
 	b.pos.Store(1)
 	return b
 }()
 
-func newSegBuf(first, last int64, ratio float64) *segBuf {
+func newBuffer(first, last int64, ratio float64) *buffer {
 	size := last - first + 1
 	pre := int64(math.Ceil(float64(size) * ratio))
 	if pre < 1 {
 		pre = 1
 	}
-	b := &segBuf{first: first, last: last, prefetchAt: first + min(pre, size-1)}
+	b := &buffer{first: first, last: last, prefetchAt: first + min(pre, size-1)}
 	b.pos.Store(first)
 	return b
 }
 
 // holds reports whether p, a value of pos, is an ID of b still to hand out.
-func (b *segBuf) holds(p int64) bool { return p >= b.first && p <= b.last }
+func (b *buffer) holds(p int64) bool { return p >= b.first && p <= b.last }
 
 // used is how many IDs of b have been handed out.
-func (b *segBuf) used() int64 {
+func (b *buffer) used() int64 {
 	p := b.pos.Load()
 	if p < b.first { // wrapped past MaxInt64: all of them
 		return b.last - b.first + 1
@@ -53,10 +51,10 @@ func (b *segBuf) used() int64 {
 	return min(p-b.first, b.last-b.first+1)
 }
 
-func (b *segBuf) remaining() int64 { return b.last - b.first + 1 - b.used() }
+func (b *buffer) remaining() int64 { return b.last - b.first + 1 - b.used() }
 
 // take hands out up to n IDs from b into out and returns how many it took.
-func (b *segBuf) take(n int64, out []int64) ([]int64, int64) {
+func (b *buffer) take(n int64, out []int64) ([]int64, int64) {
 	for {
 		p := b.pos.Load()
 		if !b.holds(p) {
@@ -72,11 +70,11 @@ func (b *segBuf) take(n int64, out []int64) ([]int64, int64) {
 	}
 }
 
-// segTag is the state of one tag. cur, needLoad and retryAt are read by the
+// tagState is the state of one tag. cur, needLoad and retryAt are read by the
 // lock-free fast path; everything else is guarded by mu.
-type segTag struct {
+type tagState struct {
 	name string
-	cur  atomic.Pointer[segBuf]
+	cur  atomic.Pointer[buffer]
 	// needLoad is true while no next segment is buffered and no loader
 	// runs, so the fast path knows, with one load, whether to kick one.
 	needLoad atomic.Bool
@@ -84,7 +82,7 @@ type segTag struct {
 	retryAt atomic.Int64
 
 	mu   sync.Mutex
-	next *segBuf
+	next *buffer
 	// carry holds IDs taken for a request that then could not be completed
 	// (the store failed mid-way through a request spanning segments). They
 	// are served first, so no ID is burned. It is only non-empty while cur
@@ -111,9 +109,9 @@ type segTag struct {
 	servedDone  int64 // IDs served from segments no longer current
 }
 
-func newSegTag(name string) *segTag {
-	t := &segTag{name: name, loadDone: make(chan struct{})}
-	t.cur.Store(segEmpty)
+func newTagState(name string) *tagState {
+	t := &tagState{name: name, loadDone: make(chan struct{})}
+	t.cur.Store(emptyBuffer)
 	t.needLoad.Store(true)
 	return t
 }
@@ -121,7 +119,7 @@ func newSegTag(name string) *segTag {
 // takeLocked takes n IDs: carry first, then cur, switching to next as
 // needed. If it cannot complete, whatever it took goes to carry and it
 // reports false with out unchanged.
-func (a *SegmentAllocator) takeLocked(t *segTag, n int64, out []int64) ([]int64, bool) {
+func (a *Allocator) takeLocked(t *tagState, n int64, out []int64) ([]int64, bool) {
 	start := len(out)
 	need := n
 	for need > 0 {
@@ -156,8 +154,8 @@ func (a *SegmentAllocator) takeLocked(t *segTag, n int64, out []int64) ([]int64,
 }
 
 // switchLocked makes next the current segment.
-func (a *SegmentAllocator) switchLocked(t *segTag) {
-	if old := t.cur.Load(); old != segEmpty {
+func (a *Allocator) switchLocked(t *tagState) {
+	if old := t.cur.Load(); old != emptyBuffer {
 		t.servedDone += old.last - old.first + 1
 	}
 	t.cur.Store(t.next)

@@ -1,4 +1,4 @@
-package alloc
+package segment
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 
 // kick starts a background load from the fast path, unless a failure's
 // backoff is still running.
-func (a *SegmentAllocator) kick(t *segTag) {
+func (a *Allocator) kick(t *tagState) {
 	if a.mono() < t.retryAt.Load() {
 		return
 	}
@@ -28,7 +28,7 @@ func (a *SegmentAllocator) kick(t *segTag) {
 // and none is running. A reservation that failed without a definite answer
 // is retried with the same request_id and size, so if the store did commit
 // it, the retry returns that segment rather than burning another.
-func (a *SegmentAllocator) startLoadLocked(t *segTag) {
+func (a *Allocator) startLoadLocked(t *tagState) {
 	if t.loading || t.next != nil || t.removed || a.closed.Load() {
 		return
 	}
@@ -37,7 +37,7 @@ func (a *SegmentAllocator) startLoadLocked(t *segTag) {
 	}
 	if t.pendingReq == "" {
 		t.pendingSize = a.nextSizeLocked(t)
-		t.pendingReq = segRequestID()
+		t.pendingReq = newRequestID()
 	}
 	t.loading = true
 	t.needLoad.Store(false)
@@ -49,13 +49,13 @@ func (a *SegmentAllocator) startLoadLocked(t *segTag) {
 // FastRefill doubles the next reservation (up to MaxStep), one that lasted
 // over SlowRefill halves it (never below the tag's stored step). 0 asks the
 // store for the tag's stored step, which the first load does.
-func (a *SegmentAllocator) nextSizeLocked(t *segTag) int64 {
+func (a *Allocator) nextSizeLocked(t *tagState) int64 {
 	if !t.loaded || t.step <= 0 {
 		return 0
 	}
 	step := t.step
 	maxStep := max(a.cfg.MaxStep, t.baseStep)
-	lasted := a.cfg.Now().Sub(t.lastLoadAt)
+	lasted := a.cfg.Clock.Now().Sub(t.lastLoadAt)
 	switch {
 	case lasted < a.cfg.FastRefill:
 		if step > maxStep/2 {
@@ -70,14 +70,14 @@ func (a *SegmentAllocator) nextSizeLocked(t *segTag) int64 {
 	return step
 }
 
-func segRequestID() string {
+func newRequestID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // never fails (crypto/rand documents it)
 	return hex.EncodeToString(b[:])
 }
 
 // load reserves one segment and files it as the tag's next buffer.
-func (a *SegmentAllocator) load(t *segTag, size int64, reqID string) {
+func (a *Allocator) load(t *tagState, size int64, reqID string) {
 	defer a.wg.Done()
 	ctx, cancel := context.WithTimeout(a.ctx, a.cfg.LoadTimeout)
 	start := time.Now()
@@ -93,7 +93,7 @@ func (a *SegmentAllocator) load(t *segTag, size int64, reqID string) {
 	a.m.load(err, dur)
 	t.loading = false
 	t.lastLoadDur = dur
-	t.lastLoadTime = a.cfg.Now()
+	t.lastLoadTime = a.cfg.Clock.Now()
 	if err != nil {
 		a.loadFailedLocked(t, err)
 	} else {
@@ -103,31 +103,31 @@ func (a *SegmentAllocator) load(t *segTag, size int64, reqID string) {
 	t.loadDone = make(chan struct{})
 }
 
-// segErrBadSegment marks a reservation answer the allocator refuses to use.
-var segErrBadSegment = errors.New("store returned an unusable segment")
+// errBadSegment marks a reservation answer the allocator refuses to use.
+var errBadSegment = errors.New("store returned an unusable segment")
 
 // checkSegLocked refuses a segment that is empty or not above everything
 // this tag served before: handing it out could repeat IDs.
-func (t *segTag) checkSegLocked(seg *seqsvrv1.Segment) error {
+func (t *tagState) checkSegLocked(seg *seqsvrv1.Segment) error {
 	switch {
 	case seg == nil:
-		return fmt.Errorf("%w: none returned", segErrBadSegment)
+		return fmt.Errorf("%w: none returned", errBadSegment)
 	case seg.GetFirst() < 1:
 		// IDs are positive (a tag starts at 0 or above); this also keeps
 		// every count within a segment clear of int64 overflow.
-		return fmt.Errorf("%w: [%d, %d] starts below 1", segErrBadSegment, seg.GetFirst(), seg.GetLast())
+		return fmt.Errorf("%w: [%d, %d] starts below 1", errBadSegment, seg.GetFirst(), seg.GetLast())
 	case seg.GetFirst() > seg.GetLast():
-		return fmt.Errorf("%w: empty [%d, %d]", segErrBadSegment, seg.GetFirst(), seg.GetLast())
+		return fmt.Errorf("%w: empty [%d, %d]", errBadSegment, seg.GetFirst(), seg.GetLast())
 	case t.loaded && seg.GetFirst() <= t.high:
-		return fmt.Errorf("%w: [%d, %d] not above the last one ending at %d", segErrBadSegment, seg.GetFirst(), seg.GetLast(), t.high)
+		return fmt.Errorf("%w: [%d, %d] not above the last one ending at %d", errBadSegment, seg.GetFirst(), seg.GetLast(), t.high)
 	case seg.GetTag() != "" && seg.GetTag() != t.name:
-		return fmt.Errorf("%w: of tag %q", segErrBadSegment, seg.GetTag())
+		return fmt.Errorf("%w: of tag %q", errBadSegment, seg.GetTag())
 	}
 	return nil
 }
 
-func (a *SegmentAllocator) loadedLocked(t *segTag, seg *seqsvrv1.Segment, size int64) {
-	t.next = newSegBuf(seg.GetFirst(), seg.GetLast(), a.cfg.PrefetchRatio)
+func (a *Allocator) loadedLocked(t *tagState, seg *seqsvrv1.Segment, size int64) {
+	t.next = newBuffer(seg.GetFirst(), seg.GetLast(), a.cfg.PrefetchRatio)
 	t.high = seg.GetLast()
 	t.pendingReq = ""
 	t.failures = 0
@@ -144,7 +144,7 @@ func (a *SegmentAllocator) loadedLocked(t *segTag, seg *seqsvrv1.Segment, size i
 	}
 	t.step = max(t.step, t.baseStep) // the stored step may have been raised
 	t.loaded = true
-	t.lastLoadAt = a.cfg.Now()
+	t.lastLoadAt = a.cfg.Clock.Now()
 	// A drained (or never filled) current segment is replaced right away so
 	// the fast path serves again; carry must drain first to keep order.
 	if b := t.cur.Load(); len(t.carry) == 0 && b.remaining() == 0 {
@@ -153,11 +153,11 @@ func (a *SegmentAllocator) loadedLocked(t *segTag, seg *seqsvrv1.Segment, size i
 	a.log.Debug("segment reserved", "tag", t.name, "first", seg.GetFirst(), "last", seg.GetLast(), "size", size)
 }
 
-func (a *SegmentAllocator) loadFailedLocked(t *segTag, err error) {
+func (a *Allocator) loadFailedLocked(t *tagState, err error) {
 	t.lastLoadErr = err
 	t.failures++
 	notFound := errors.Is(err, errs.NotFound)
-	if definite(err) || errors.Is(err, segErrBadSegment) {
+	if definite(err) || errors.Is(err, errBadSegment) {
 		// A definite answer: the reservation did not happen, a new one gets
 		// a fresh request_id (and a freshly computed size).
 		t.pendingReq = ""

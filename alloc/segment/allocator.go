@@ -1,7 +1,8 @@
-package alloc
+package segment
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -10,17 +11,19 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
-	"github.com/seqsvr/seqsvr/internal/faults"
+	"github.com/seqsvr/seqsvr/internal/clock"
+	"github.com/seqsvr/seqsvr/internal/errs"
+	"github.com/seqsvr/seqsvr/internal/spec"
 )
 
-// SegmentStore is the part of the store the segment allocator needs.
+// Store is the part of the store the segment allocator needs.
 // *storeclient.Client satisfies it.
-type SegmentStore interface {
+type Store interface {
 	ReserveSegment(ctx context.Context, tag string, size int64, requestID string) (*seqsvrv1.Segment, error)
 }
 
-// SegmentConfig tunes the segment allocator. Zero values take the defaults.
-type SegmentConfig struct {
+// Config tunes the segment allocator. Zero values take the defaults.
+type Config struct {
 	// MaxStep caps the dynamic step (default 1,000,000). A tag whose stored
 	// step is larger always reserves its stored step.
 	MaxStep int64
@@ -44,16 +47,16 @@ type SegmentConfig struct {
 	// LoadBackoff and LoadBackoffMax space out reservations after failures
 	// so a dead store is not hammered (defaults 50ms doubling to 2s).
 	LoadBackoff, LoadBackoffMax time.Duration
-	// Now is the wall clock for the dynamic step and Status (default
-	// faults.Now). Waits and backoff use the monotonic clock.
-	Now func() time.Time
+	// Clock is the wall clock for the dynamic step and Status (nil means
+	// clock.System()). Waits and backoff use the monotonic clock.
+	Clock clock.Clock
 	// Logger defaults to slog.Default(); the caller names the component.
 	Logger *slog.Logger
 	// Registerer receives the allocator's metrics; nil means no metrics.
 	Registerer prometheus.Registerer
 }
 
-func (c *SegmentConfig) segDefaults() {
+func (c *Config) setDefaults() {
 	if c.MaxStep <= 0 {
 		c.MaxStep = 1_000_000
 	}
@@ -84,28 +87,26 @@ func (c *SegmentConfig) segDefaults() {
 			c.LoadBackoffMax = c.LoadBackoff
 		}
 	}
-	if c.Now == nil {
-		c.Now = faults.Now
-	}
+	c.Clock = clock.Or(c.Clock)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
 }
 
-// SegmentAllocator serves segment IDs from per-tag double buffers.
-type SegmentAllocator struct {
-	store SegmentStore
-	cfg   SegmentConfig
+// Allocator serves segment IDs from per-tag double buffers.
+type Allocator struct {
+	store Store
+	cfg   Config
 	log   *slog.Logger
-	m     *segMetrics
+	m     *metrics
 	epoch time.Time // origin of the monotonic nanos used for backoff
 
 	// tags is a copy-on-write map: the hot path reads it with one atomic
 	// load and no lock; the rare tag creation copies it under mu.
-	tags  atomic.Pointer[map[string]*segTag]
-	cache segCache
+	tags  atomic.Pointer[map[string]*tagState]
+	cache tagCache
 	mu    sync.Mutex
-	neg   segNegCache
+	neg   negCache
 
 	ctx    context.Context // cancelled by Close; parent of every load
 	cancel context.CancelFunc
@@ -113,74 +114,43 @@ type SegmentAllocator struct {
 	closed atomic.Bool
 }
 
-// NewSegmentAllocator returns an allocator that reserves segments from store.
-func NewSegmentAllocator(store SegmentStore, cfg SegmentConfig) *SegmentAllocator {
-	cfg.segDefaults()
-	a := &SegmentAllocator{
+// New returns an allocator that reserves segments from store.
+func New(store Store, cfg Config) *Allocator {
+	cfg.setDefaults()
+	a := &Allocator{
 		store: store,
 		cfg:   cfg,
 		log:   cfg.Logger,
 		epoch: time.Now(),
-		neg:   segNegCache{m: map[string]time.Time{}},
+		neg:   negCache{m: map[string]time.Time{}},
 	}
 	a.ctx, a.cancel = context.WithCancel(context.Background())
-	empty := map[string]*segTag{}
+	empty := map[string]*tagState{}
 	a.tags.Store(&empty)
-	a.m = newSegMetrics(a, cfg.Registerer, a.log)
+	a.m = newMetrics(a, cfg.Registerer, a.log)
 	return a
 }
 
 // Close stops the background loaders and waits for them. Buffered IDs may
 // still be served; a request that needs the store answers errs.Unavailable.
-func (a *SegmentAllocator) Close() {
+func (a *Allocator) Close() {
 	a.closed.Store(true)
 	a.cancel()
 	a.wg.Wait()
 }
 
 // mono is the monotonic clock in nanoseconds since the allocator started.
-func (a *SegmentAllocator) mono() int64 { return int64(time.Since(a.epoch)) }
+func (a *Allocator) mono() int64 { return int64(time.Since(a.epoch)) }
 
-func (a *SegmentAllocator) lookup(tag string) *segTag {
+func (a *Allocator) lookup(tag string) *tagState {
 	return (*a.tags.Load())[tag]
 }
 
-// NextID returns one ID of tag. It is NextIDs(ctx, tag, 1) without the
-// result slice, for callers that want a single number.
-func (a *SegmentAllocator) NextID(ctx context.Context, tag string) (int64, error) {
-	// Only validated names are ever in the map, so a hit needs no
-	// validation. The cache probe is find, written out so it is inlined.
-	var t *segTag
-	if len(tag) > 0 {
-		if t = a.cache[segSlot(tag)].Load(); t == nil || t.name != tag {
-			t = a.findMiss(tag)
-		}
-	}
-	if t != nil {
-		b := t.cur.Load()
-		// One add, no check first and no retry loop: an add on an
-		// exhausted buffer only moves it further past its end, which holds
-		// reads as exhausted (see segBuf).
-		if p := b.pos.Add(1) - 1; b.holds(p) {
-			if p >= b.prefetchAt-1 && t.needLoad.Load() {
-				a.kick(t)
-			}
-			return p, nil
-		}
-	}
-	var one [1]int64
-	ids, err := a.nextSlow(ctx, tag, 1, one[:0])
-	if err != nil {
-		return 0, err
-	}
-	return ids[0], nil
-}
-
 // NextIDs returns count strictly increasing IDs of tag. count must be in
-// 1..MaxCount (see ValidateCount).
-func (a *SegmentAllocator) NextIDs(ctx context.Context, tag string, count int) ([]int64, error) {
-	if count < 1 || count > MaxCount {
-		return nil, segCountError(count)
+// 1..spec.MaxCount: a request's count goes through spec.CheckCount first.
+func (a *Allocator) NextIDs(ctx context.Context, tag string, count int) ([]int64, error) {
+	if count < 1 || count > spec.MaxCount {
+		return nil, fmt.Errorf("%w: count %d out of range 1..%d", errs.InvalidArgument, count, spec.MaxCount)
 	}
 	n := int64(count)
 	if t := a.find(tag); t != nil {

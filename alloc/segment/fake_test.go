@@ -1,4 +1,4 @@
-package alloc
+package segment
 
 import (
 	"context"
@@ -13,10 +13,10 @@ import (
 	"github.com/seqsvr/seqsvr/internal/errs"
 )
 
-// segFakeStore is an in-memory SegmentStore for unit tests only. It counts
+// fakeStore is an in-memory Store for unit tests only. It counts
 // calls, records requested sizes, tracks concurrent reservations per tag and
 // can be taken down, gated, or made to lose a committed reply.
-type segFakeStore struct {
+type fakeStore struct {
 	mu       sync.Mutex
 	tags     map[string]*seqsvrv1.Tag
 	byReq    map[string]*seqsvrv1.Segment
@@ -34,45 +34,45 @@ type segFakeStore struct {
 	delay     time.Duration
 }
 
-func newSegFakeStore() *segFakeStore {
-	return &segFakeStore{
+func newFakeStore() *fakeStore {
+	return &fakeStore{
 		tags: map[string]*seqsvrv1.Tag{}, byReq: map[string]*seqsvrv1.Segment{},
 		sizes: map[string][]int64{}, segs: map[string][]*seqsvrv1.Segment{},
 		inflight: map[string]int{}, maxIn: map[string]int{},
 	}
 }
 
-func (f *segFakeStore) create(tag string, start, step int64) {
+func (f *fakeStore) create(tag string, start, step int64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.tags[tag] = &seqsvrv1.Tag{Tag: tag, MaxId: start, Step: step}
 }
 
-func (f *segFakeStore) remove(tag string) {
+func (f *fakeStore) remove(tag string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.tags, tag)
 }
 
-func (f *segFakeStore) sizesOf(tag string) []int64 {
+func (f *fakeStore) sizesOf(tag string) []int64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]int64(nil), f.sizes[tag]...)
 }
 
-func (f *segFakeStore) segments(tag string) []*seqsvrv1.Segment {
+func (f *fakeStore) segments(tag string) []*seqsvrv1.Segment {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]*seqsvrv1.Segment(nil), f.segs[tag]...)
 }
 
-func (f *segFakeStore) maxInflight(tag string) int {
+func (f *fakeStore) maxInflight(tag string) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.maxIn[tag]
 }
 
-func (f *segFakeStore) ReserveSegment(ctx context.Context, tag string, size int64, reqID string) (*seqsvrv1.Segment, error) {
+func (f *fakeStore) ReserveSegment(ctx context.Context, tag string, size int64, reqID string) (*seqsvrv1.Segment, error) {
 	f.reserves.Add(1)
 	f.mu.Lock()
 	f.inflight[tag]++
@@ -127,26 +127,8 @@ func (f *segFakeStore) ReserveSegment(ctx context.Context, tag string, size int6
 	return s, nil
 }
 
-// segFakeClock is an injectable wall clock.
-type segFakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *segFakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *segFakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
-// segWaitFor polls cond until it holds or the deadline passes.
-func segWaitFor(t *testing.T, what string, cond func() bool) {
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for !cond() {
@@ -157,7 +139,7 @@ func segWaitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func segTagStatus(a *SegmentAllocator, tag string) *seqsvrv1.TagStatus {
+func tagStatus(a *Allocator, tag string) *seqsvrv1.TagStatus {
 	for _, s := range a.Status() {
 		if s.GetTag() == tag {
 			return s
@@ -166,33 +148,42 @@ func segTagStatus(a *SegmentAllocator, tag string) *seqsvrv1.TagStatus {
 	return nil
 }
 
-func segNextReady(a *SegmentAllocator, tag string) func() bool {
+func nextReady(a *Allocator, tag string) func() bool {
 	return func() bool {
-		s := segTagStatus(a, tag)
+		s := tagStatus(a, tag)
 		return s != nil && s.GetNextReady()
 	}
 }
 
-func segCtx(t *testing.T) context.Context {
+func testCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	t.Cleanup(cancel)
 	return ctx
 }
 
-func segNew(t *testing.T, store SegmentStore, cfg SegmentConfig) *SegmentAllocator {
+func newTest(t *testing.T, store Store, cfg Config) *Allocator {
 	if cfg.EmptyWait == 0 {
 		cfg.EmptyWait = 5 * time.Second // generous: -race on a busy box
 	}
-	a := NewSegmentAllocator(store, cfg)
+	a := New(store, cfg)
 	t.Cleanup(a.Close)
 	return a
 }
 
-func segMustNext(t *testing.T, ctx context.Context, a *SegmentAllocator, tag string) int64 {
-	t.Helper()
-	id, err := a.NextID(ctx, tag)
+// nextID is NextIDs(ctx, tag, 1), the single-ID call every request makes.
+func nextID(ctx context.Context, a *Allocator, tag string) (int64, error) {
+	ids, err := a.NextIDs(ctx, tag, 1)
 	if err != nil {
-		t.Fatalf("NextID(%q): %v", tag, err)
+		return 0, err
+	}
+	return ids[0], nil
+}
+
+func mustNext(t *testing.T, ctx context.Context, a *Allocator, tag string) int64 {
+	t.Helper()
+	id, err := nextID(ctx, a, tag)
+	if err != nil {
+		t.Fatalf("NextIDs(%q, 1): %v", tag, err)
 	}
 	return id
 }

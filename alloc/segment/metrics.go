@@ -1,4 +1,4 @@
-package alloc
+package segment
 
 import (
 	"errors"
@@ -9,11 +9,11 @@ import (
 	"github.com/seqsvr/seqsvr/internal/errs"
 )
 
-// segMetrics exports the segment allocator's metrics. Per-tag figures are
+// metrics exports the segment allocator's metrics. Per-tag figures are
 // computed at scrape time from the buffers, so the hot path pays nothing
-// for them. A nil *segMetrics (no Registerer) records nothing.
-type segMetrics struct {
-	a           *SegmentAllocator
+// for them. A nil *metrics (no Registerer) records nothing.
+type metrics struct {
+	a           *Allocator
 	served      *prometheus.Desc
 	remaining   *prometheus.Desc
 	loads       *prometheus.CounterVec
@@ -21,11 +21,11 @@ type segMetrics struct {
 	unavail     prometheus.Counter
 }
 
-func newSegMetrics(a *SegmentAllocator, reg prometheus.Registerer, log *slog.Logger) *segMetrics {
+func newMetrics(a *Allocator, reg prometheus.Registerer, log *slog.Logger) *metrics {
 	if reg == nil {
 		return nil
 	}
-	m := &segMetrics{
+	m := &metrics{
 		a: a,
 		served: prometheus.NewDesc("seqsvr_segment_ids_served_total",
 			"Segment IDs handed out, per tag.", []string{"tag"}, nil),
@@ -53,7 +53,7 @@ func newSegMetrics(a *SegmentAllocator, reg prometheus.Registerer, log *slog.Log
 	return m
 }
 
-func (m *segMetrics) load(err error, d time.Duration) {
+func (m *metrics) load(err error, d time.Duration) {
 	if m == nil {
 		return
 	}
@@ -68,20 +68,20 @@ func (m *segMetrics) load(err error, d time.Duration) {
 	m.loadSeconds.Observe(d.Seconds())
 }
 
-func (m *segMetrics) unavailable() {
+func (m *metrics) unavailable() {
 	if m != nil {
 		m.unavail.Inc()
 	}
 }
 
 // Describe implements prometheus.Collector for the per-tag figures.
-func (m *segMetrics) Describe(ch chan<- *prometheus.Desc) {
+func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	ch <- m.served
 	ch <- m.remaining
 }
 
 // Collect implements prometheus.Collector for the per-tag figures.
-func (m *segMetrics) Collect(ch chan<- prometheus.Metric) {
+func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	for _, t := range m.a.sortedTags() {
 		t.mu.Lock()
 		served, rem := t.servedLocked(), t.remainingLocked()

@@ -1,4 +1,4 @@
-package alloc
+package segment
 
 import (
 	"context"
@@ -8,16 +8,13 @@ import (
 	"time"
 
 	"github.com/seqsvr/seqsvr/internal/errs"
+	"github.com/seqsvr/seqsvr/internal/spec"
 )
-
-func segCountError(count int) error {
-	return fmt.Errorf("%w: count %d out of range 1..%d", errs.InvalidArgument, count, MaxCount)
-}
 
 // nextSlow serves a request the fast path could not: the tag is not loaded
 // yet, or the current segment cannot cover it. It switches segments, starts
 // loads, and waits at most EmptyWait for one that is in flight.
-func (a *SegmentAllocator) nextSlow(ctx context.Context, name string, count int, out []int64) ([]int64, error) {
+func (a *Allocator) nextSlow(ctx context.Context, name string, count int, out []int64) ([]int64, error) {
 	t, err := a.tagFor(name)
 	if err != nil {
 		return nil, err
@@ -68,7 +65,7 @@ func (a *SegmentAllocator) nextSlow(ctx context.Context, name string, count int,
 
 // emptyErrLocked is the answer when both buffers are empty and no load will
 // finish soon.
-func (t *segTag) emptyErrLocked() error {
+func (t *tagState) emptyErrLocked() error {
 	switch {
 	case t.gone || t.removed:
 		return fmt.Errorf("%w: tag %q", errs.NotFound, t.name)
@@ -78,7 +75,7 @@ func (t *segTag) emptyErrLocked() error {
 	return fmt.Errorf("%w: tag %q: buffers empty", errs.Unavailable, t.name)
 }
 
-func (a *SegmentAllocator) unavailable(err error) error {
+func (a *Allocator) unavailable(err error) error {
 	if errors.Is(err, errs.Unavailable) {
 		a.m.unavailable()
 	}
@@ -87,14 +84,14 @@ func (a *SegmentAllocator) unavailable(err error) error {
 
 // tagFor returns the state of a tag, creating it on first use. Names are
 // validated here, before anything can reach the store.
-func (a *SegmentAllocator) tagFor(name string) (*segTag, error) {
+func (a *Allocator) tagFor(name string) (*tagState, error) {
 	if t := a.lookup(name); t != nil {
 		// The cache slot may hold a removed incarnation of this name, which
-		// findMiss would never replace (the name matches).
-		a.cache[segSlot(name)].Store(t)
+		// find would never replace (the name matches).
+		a.cache[cacheSlot(name)].Store(t)
 		return t, nil
 	}
-	if err := validTag(name); err != nil {
+	if err := spec.CheckTag(name); err != nil {
 		return nil, err
 	}
 	if a.neg.has(name, time.Now()) {
@@ -106,20 +103,20 @@ func (a *SegmentAllocator) tagFor(name string) (*segTag, error) {
 	if t := old[name]; t != nil {
 		return t, nil
 	}
-	m := make(map[string]*segTag, len(old)+1)
+	m := make(map[string]*tagState, len(old)+1)
 	for k, v := range old {
 		m[k] = v
 	}
-	t := newSegTag(name)
+	t := newTagState(name)
 	m[name] = t
 	a.tags.Store(&m)
-	a.cache[segSlot(name)].Store(t)
+	a.cache[cacheSlot(name)].Store(t)
 	return t, nil
 }
 
 // dropTag removes a tag that never existed, so random names cannot grow the
 // map; the negative cache answers for it meanwhile.
-func (a *SegmentAllocator) dropTag(t *segTag) {
+func (a *Allocator) dropTag(t *tagState) {
 	a.neg.add(t.name, time.Now().Add(a.cfg.NegativeCacheTTL))
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -127,7 +124,7 @@ func (a *SegmentAllocator) dropTag(t *segTag) {
 	if old[t.name] != t {
 		return
 	}
-	m := make(map[string]*segTag, len(old))
+	m := make(map[string]*tagState, len(old))
 	for k, v := range old {
 		if k != t.name {
 			m[k] = v
@@ -137,17 +134,17 @@ func (a *SegmentAllocator) dropTag(t *segTag) {
 	a.uncache(t)
 }
 
-// segNegCache remembers tags the store said do not exist.
-type segNegCache struct {
+// negCache remembers tags the store said do not exist.
+type negCache struct {
 	mu sync.Mutex
 	m  map[string]time.Time
 }
 
-// segNegCacheMax bounds the cache; past it, expired entries are dropped and,
+// negCacheMax bounds the cache; past it, expired entries are dropped and,
 // if that is not enough, everything (the store then answers again).
-const segNegCacheMax = 10000
+const negCacheMax = 10000
 
-func (c *segNegCache) has(name string, now time.Time) bool {
+func (c *negCache) has(name string, now time.Time) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	exp, ok := c.m[name]
@@ -158,17 +155,17 @@ func (c *segNegCache) has(name string, now time.Time) bool {
 	return ok
 }
 
-func (c *segNegCache) add(name string, exp time.Time) {
+func (c *negCache) add(name string, exp time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.m) >= segNegCacheMax {
+	if len(c.m) >= negCacheMax {
 		now := time.Now()
 		for k, e := range c.m {
 			if now.After(e) {
 				delete(c.m, k)
 			}
 		}
-		if len(c.m) >= segNegCacheMax {
+		if len(c.m) >= negCacheMax {
 			c.m = map[string]time.Time{}
 		}
 	}
