@@ -8,7 +8,9 @@ import (
 	"github.com/bwmarrin/snowflake"
 	"github.com/sony/sonyflake/v2"
 
-	"github.com/seqsvr/seqsvr/alloc"
+	seqsnowflake "github.com/seqsvr/seqsvr/alloc/snowflake"
+	"github.com/seqsvr/seqsvr/internal/clock"
+	"github.com/seqsvr/seqsvr/internal/spec"
 )
 
 // report adds ids/ms and the ratio to the layout's limit (IDs per ms).
@@ -26,7 +28,7 @@ func report(b *testing.B, limitPerMs float64) {
 // sonyflake-default (8 sequence bits per 10 ms: 25.6 IDs/ms).
 func BenchmarkPeers(b *testing.B) {
 	b.Run("seqsvr", func(b *testing.B) {
-		g, err := alloc.NewSnowflakeGenerator(alloc.SnowflakeDefaultLayout(), 1, 0, alloc.SystemClock())
+		g, err := seqsnowflake.NewGenerator(spec.DefaultLayout(), 1, 0, clock.System())
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -9,7 +9,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/seqsvr/seqsvr/alloc"
+	"github.com/seqsvr/seqsvr/alloc/snowflake"
 	"github.com/seqsvr/seqsvr/alloc/storeclient"
+	"github.com/seqsvr/seqsvr/internal/clock"
 )
 
 // registerWait bounds how long the first registration may block before
@@ -28,10 +30,10 @@ func runSnowflake(ctx context.Context, fatal context.CancelCauseFunc, cfg *confi
 	svc.SetSnowflakeReason("snowflake worker registering")
 	rctx, cancel := context.WithTimeout(ctx, registerWait)
 	defer cancel()
-	sf, err := alloc.StartSnowflake(rctx, store, alloc.SnowflakeConfig{
+	sf, err := snowflake.Start(rctx, store, snowflake.Config{
 		NodeID:          cfg.NodeID,
 		DataDir:         cfg.DataDir,
-		Clock:           alloc.SystemClock(),
+		Clock:           clock.System(),
 		Logger:          logger,
 		RenewInterval:   cfg.SnowflakeRenewInterval,
 		FenceMargin:     cfg.SnowflakeFenceMargin,
@@ -43,7 +45,7 @@ func runSnowflake(ctx context.Context, fatal context.CancelCauseFunc, cfg *confi
 		if ctx.Err() != nil { // shutting down anyway
 			return func() {}
 		}
-		if errors.Is(err, alloc.ErrClockOffset) {
+		if errors.Is(err, snowflake.ErrClockOffset) {
 			log.Error("snowflake clock check failed; exiting. Fix the clock (NTP) or raise --snowflake-max-clock-offset", "node_id", cfg.NodeID, "err", err)
 		} else {
 			log.Error("snowflake cannot start; exiting", "node_id", cfg.NodeID, "data_dir", cfg.DataDir, "err", err)

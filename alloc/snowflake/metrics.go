@@ -1,4 +1,4 @@
-package alloc
+package snowflake
 
 import (
 	"errors"
@@ -6,9 +6,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// sfMetrics are the snowflake side's Prometheus metrics. They exist even
+// metrics are the snowflake side's Prometheus metrics. They exist even
 // without a Registerer so the code never checks for nil.
-type sfMetrics struct {
+type metrics struct {
 	ids          prometheus.Counter
 	backWaits    prometheus.Counter
 	backRefusals prometheus.Counter
@@ -17,10 +17,10 @@ type sfMetrics struct {
 	clockOffset  prometheus.Gauge
 }
 
-func sfNewMetrics(reg prometheus.Registerer, s *Snowflake) *sfMetrics {
-	m := &sfMetrics{
+func newMetrics(reg prometheus.Registerer, s *Service) *metrics {
+	m := &metrics{
 		ids: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "seqsvr_snowflake_ids_total", Help: "Snowflake IDs handed out.",
+			Name: "seqsvr_snowflake_ids_total", Help: "Service IDs handed out.",
 		}),
 		backWaits: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "seqsvr_snowflake_clock_backward_waits_total", Help: "Times the clock moved back within the tolerance and was waited out.",

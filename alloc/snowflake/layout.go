@@ -1,4 +1,4 @@
-package alloc
+package snowflake
 
 import (
 	"fmt"
@@ -8,28 +8,10 @@ import (
 	"github.com/seqsvr/seqsvr/internal/errs"
 )
 
-// Default snowflake layout, the one the store hands out unless the cluster
-// was configured otherwise: 1 sign bit, 41 bits of milliseconds since
-// 2024-01-01T00:00:00Z, 10 bits of worker ID and 12 bits of sequence.
-const (
-	sfDefaultEpochMs      = 1704067200000
-	sfDefaultTimestampBit = 41
-	sfDefaultWorkerBits   = 10
-	sfDefaultSequenceBits = 12
-)
-
-// SnowflakeDefaultLayout returns the store's default layout.
-func SnowflakeDefaultLayout() *seqsvrv1.SnowflakeLayout {
-	return &seqsvrv1.SnowflakeLayout{
-		EpochMs:       sfDefaultEpochMs,
-		TimestampBits: sfDefaultTimestampBit,
-		WorkerBits:    sfDefaultWorkerBits,
-		SequenceBits:  sfDefaultSequenceBits,
-	}
-}
-
-// sfLayout is a validated layout with its shifts and masks precomputed.
-type sfLayout struct {
+// layout is a validated layout with its shifts and masks precomputed (the
+// store hands it out; spec.DefaultLayout is the one it uses unless the
+// cluster was configured otherwise).
+type layout struct {
 	epochMs     int64
 	tsBits      uint
 	workerBits  uint
@@ -41,19 +23,19 @@ type sfLayout struct {
 	tsShift     uint
 }
 
-func sfNewLayout(l *seqsvrv1.SnowflakeLayout) (sfLayout, error) {
+func newLayout(l *seqsvrv1.SnowflakeLayout) (layout, error) {
 	if l == nil {
-		return sfLayout{}, fmt.Errorf("%w: snowflake layout missing", errs.InvalidArgument)
+		return layout{}, fmt.Errorf("%w: snowflake layout missing", errs.InvalidArgument)
 	}
 	ts, wk, sq := l.GetTimestampBits(), l.GetWorkerBits(), l.GetSequenceBits()
 	if ts < 1 || wk < 1 || sq < 1 || ts+wk+sq > 63 {
-		return sfLayout{}, fmt.Errorf("%w: snowflake layout %d/%d/%d bits must be positive and fit in 63",
+		return layout{}, fmt.Errorf("%w: snowflake layout %d/%d/%d bits must be positive and fit in 63",
 			errs.InvalidArgument, ts, wk, sq)
 	}
 	if l.GetEpochMs() < 0 {
-		return sfLayout{}, fmt.Errorf("%w: snowflake epoch %d is negative", errs.InvalidArgument, l.GetEpochMs())
+		return layout{}, fmt.Errorf("%w: snowflake epoch %d is negative", errs.InvalidArgument, l.GetEpochMs())
 	}
-	return sfLayout{
+	return layout{
 		epochMs:     l.GetEpochMs(),
 		tsBits:      uint(ts),
 		workerBits:  uint(wk),
@@ -66,7 +48,7 @@ func sfNewLayout(l *seqsvrv1.SnowflakeLayout) (sfLayout, error) {
 	}, nil
 }
 
-func (l sfLayout) proto() *seqsvrv1.SnowflakeLayout {
+func (l layout) proto() *seqsvrv1.SnowflakeLayout {
 	return &seqsvrv1.SnowflakeLayout{
 		EpochMs:       l.epochMs,
 		TimestampBits: int32(l.tsBits),
@@ -75,14 +57,14 @@ func (l sfLayout) proto() *seqsvrv1.SnowflakeLayout {
 	}
 }
 
-func (l sfLayout) equal(o *seqsvrv1.SnowflakeLayout) bool {
+func (l layout) equal(o *seqsvrv1.SnowflakeLayout) bool {
 	return o != nil && l.epochMs == o.GetEpochMs() && int32(l.tsBits) == o.GetTimestampBits() &&
 		int32(l.workerBits) == o.GetWorkerBits() && int32(l.seqBits) == o.GetSequenceBits()
 }
 
 // decode splits id. futureLimitMs bounds the timestamp: an ID claiming a
 // later time was not issued by any sane worker.
-func (l sfLayout) decode(id, futureLimitMs int64) (*seqsvrv1.DecodeSnowflakeResponse, error) {
+func (l layout) decode(id, futureLimitMs int64) (*seqsvrv1.DecodeSnowflakeResponse, error) {
 	if id < 0 {
 		return nil, fmt.Errorf("%w: snowflake ID %d is negative", errs.InvalidArgument, id)
 	}
@@ -92,16 +74,16 @@ func (l sfLayout) decode(id, futureLimitMs int64) (*seqsvrv1.DecodeSnowflakeResp
 	tsMs := id>>l.tsShift + l.epochMs
 	if tsMs > futureLimitMs {
 		return nil, fmt.Errorf("%w: snowflake ID %d has timestamp %s, in the future",
-			errs.InvalidArgument, id, sfFormatMs(tsMs))
+			errs.InvalidArgument, id, formatMs(tsMs))
 	}
 	return &seqsvrv1.DecodeSnowflakeResponse{
 		TimestampMs: tsMs,
-		Time:        sfFormatMs(tsMs),
+		Time:        formatMs(tsMs),
 		WorkerId:    id >> l.workerShift & l.workerMask,
 		Sequence:    id & l.seqMask,
 	}, nil
 }
 
-func sfFormatMs(ms int64) string {
+func formatMs(ms int64) string {
 	return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z07:00")
 }

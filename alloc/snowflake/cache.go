@@ -1,4 +1,4 @@
-package alloc
+package snowflake
 
 import (
 	"encoding/json"
@@ -12,18 +12,18 @@ import (
 
 // Files of the snowflake cache in --data-dir.
 const (
-	sfCacheFile   = "snowflake-worker.json"
-	sfLockFile    = "snowflake-worker.lock"
-	sfCacheFormat = 1
+	cacheFile   = "snowflake-worker.json"
+	lockFile    = "snowflake-worker.lock"
+	cacheFormat = 1
 )
 
-// sfCacheData is what survives a restart. HighWaterMs is written (and
+// cacheData is what survives a restart. HighWaterMs is written (and
 // fsync'd) before any ID with a larger timestamp is issued, so a restarted
 // process that starts above it never repeats an ID. LeaseValidUntilMs is
 // the local wall-clock time until which the last successful registration or
 // renewal lets this node issue IDs (lease TTL minus the fence margin,
 // counted from when that request was sent).
-type sfCacheData struct {
+type cacheData struct {
 	Format            int    `json:"format"`
 	NodeID            string `json:"node_id"`
 	WorkerID          int64  `json:"worker_id"`
@@ -37,39 +37,39 @@ type sfCacheData struct {
 	InstanceID        string `json:"instance_id"`
 }
 
-// sfCache owns the cache file. It holds an exclusive lock on the data dir
+// cache owns the cache file. It holds an exclusive lock on the data dir
 // for the process lifetime: two processes sharing one cache could both
 // start from it and serve the same worker ID.
-type sfCache struct {
+type cache struct {
 	dir     string
 	aheadMs int64
 	unlock  func()
 
 	mu   sync.Mutex
-	data sfCacheData
+	data cacheData
 	ok   bool // data was loaded from disk and parsed
 }
 
-// sfOpenCache locks dir and loads the cache. A missing or unreadable cache
+// openCache locks dir and loads the cache. A missing or unreadable cache
 // is not an error (ok stays false); a lock held by another process is.
-func sfOpenCache(dir string, aheadMs int64) (*sfCache, error) {
+func openCache(dir string, aheadMs int64) (*cache, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("snowflake cache: %w", err)
 	}
-	unlock, err := sfLockDir(filepath.Join(dir, sfLockFile))
+	unlock, err := lockDir(filepath.Join(dir, lockFile))
 	if err != nil {
 		return nil, fmt.Errorf("snowflake cache %s: %w", dir, err)
 	}
-	c := &sfCache{dir: dir, aheadMs: aheadMs, unlock: unlock}
-	b, err := os.ReadFile(filepath.Join(dir, sfCacheFile))
+	c := &cache{dir: dir, aheadMs: aheadMs, unlock: unlock}
+	b, err := os.ReadFile(filepath.Join(dir, cacheFile))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
 		unlock()
 		return nil, fmt.Errorf("snowflake cache: %w", err)
 	default:
-		var d sfCacheData
-		if json.Unmarshal(b, &d) == nil && d.Format == sfCacheFormat {
+		var d cacheData
+		if json.Unmarshal(b, &d) == nil && d.Format == cacheFormat {
 			c.data, c.ok = d, true
 		}
 	}
@@ -77,19 +77,19 @@ func sfOpenCache(dir string, aheadMs int64) (*sfCache, error) {
 }
 
 // loaded returns the cache as read at open, if it was valid.
-func (c *sfCache) loaded() (sfCacheData, bool) {
+func (c *cache) loaded() (cacheData, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.data, c.ok
 }
 
 // update changes the cached record and writes it durably.
-func (c *sfCache) update(f func(*sfCacheData)) error {
+func (c *cache) update(f func(*cacheData)) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	d := c.data
 	f(&d)
-	d.Format = sfCacheFormat
+	d.Format = cacheFormat
 	if err := c.write(d); err != nil {
 		return err
 	}
@@ -99,14 +99,14 @@ func (c *sfCache) update(f func(*sfCacheData)) error {
 
 // Reserve makes a high-water mark of at least ms+ahead durable and returns
 // the durable mark. The mark never moves down here.
-func (c *sfCache) Reserve(ms int64) (int64, error) {
+func (c *cache) Reserve(ms int64) (int64, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.data.HighWaterMs >= ms {
 		return c.data.HighWaterMs, nil
 	}
 	d := c.data
-	d.Format = sfCacheFormat
+	d.Format = cacheFormat
 	d.HighWaterMs = ms + c.aheadMs
 	if err := c.write(d); err != nil {
 		return 0, err
@@ -116,12 +116,12 @@ func (c *sfCache) Reserve(ms int64) (int64, error) {
 }
 
 // write replaces the file atomically: temp file, fsync, rename, fsync dir.
-func (c *sfCache) write(d sfCacheData) error {
+func (c *cache) write(d cacheData) error {
 	b, err := json.MarshalIndent(d, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(c.dir, sfCacheFile+".tmp*")
+	tmp, err := os.CreateTemp(c.dir, cacheFile+".tmp*")
 	if err != nil {
 		return err
 	}
@@ -135,7 +135,7 @@ func (c *sfCache) write(d sfCacheData) error {
 	if err != nil {
 		return err
 	}
-	if err := os.Rename(tmp.Name(), filepath.Join(c.dir, sfCacheFile)); err != nil {
+	if err := os.Rename(tmp.Name(), filepath.Join(c.dir, cacheFile)); err != nil {
 		return err
 	}
 	dir, err := os.Open(c.dir)
@@ -146,7 +146,7 @@ func (c *sfCache) write(d sfCacheData) error {
 	return dir.Sync()
 }
 
-func (c *sfCache) close() {
+func (c *cache) close() {
 	if c == nil {
 		return
 	}

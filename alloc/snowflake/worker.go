@@ -1,8 +1,7 @@
-package alloc
+package snowflake
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -10,6 +9,7 @@ import (
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/internal/errs"
+	"github.com/seqsvr/seqsvr/internal/spec"
 )
 
 // WorkerStore is the part of the store the snowflake side needs
@@ -21,11 +21,9 @@ type WorkerStore interface {
 }
 
 // ErrClockOffset: the local clock differs from the store leader's by more
-// than SnowflakeConfig.MaxClockOffset. StartSnowflake returns it (wrapped,
+// than Config.MaxClockOffset. Start returns it (wrapped,
 // with the measured offset) so the binary can refuse to start.
-var ErrClockOffset = errors.New("clock offset beyond tolerance")
-
-const sfDefaultLeaseTTL = 10 * time.Second
+var ErrClockOffset = errs.New(errs.FailedPrecondition, "clock offset beyond tolerance")
 
 // workerLease is the snowflake side's view of its worker lease. A new value
 // is stored on every registration, renewal and loss; readers never lock.
@@ -40,11 +38,11 @@ type workerLease struct {
 // workerLeaseLost reports whether the store said the lease is held by
 // another process, or does not know it (then only a new registration helps).
 func workerLeaseLost(err error) bool {
-	switch connect.CodeOf(err) {
+	switch errs.Code(err) {
 	case connect.CodeFailedPrecondition, connect.CodeNotFound:
 		return true
 	}
-	return errors.Is(err, errs.FailedPrecondition) || errors.Is(err, errs.NotFound)
+	return false
 }
 
 // workerTTL is the lease TTL the store granted.
@@ -55,14 +53,14 @@ func workerTTL(w *seqsvrv1.Worker) time.Duration {
 	case w.GetLeaderNowMs() > 0 && w.GetLeaseExpiresMs() > w.GetLeaderNowMs():
 		return time.Duration(w.GetLeaseExpiresMs()-w.GetLeaderNowMs()) * time.Millisecond
 	}
-	return sfDefaultLeaseTTL
+	return spec.DefaultWorkerLeaseTTL
 }
 
 // fenceAfter is how long after sending a successful registration or
 // renewal this process may keep issuing IDs. The lease on the store starts
 // no earlier than the send, so stopping margin before TTL keeps this
 // process ahead of any other holder.
-func (s *Snowflake) fenceAfter(ttl time.Duration) time.Duration {
+func (s *Service) fenceAfter(ttl time.Duration) time.Duration {
 	if d := ttl - s.cfg.FenceMargin; d > 0 {
 		return d
 	}
@@ -73,9 +71,9 @@ func (s *Snowflake) fenceAfter(ttl time.Duration) time.Duration {
 // store's floor for any later holder is at least our last reported time
 // plus the TTL, so staying margin below it keeps timestamp ranges apart
 // even when the wall clock jumps forward.
-func (s *Snowflake) ceiling(sent time.Time, ttl time.Duration) int64 {
-	if s.noSelfFence {
-		return sfNoLimit
+func (s *Service) ceiling(sent time.Time, ttl time.Duration) int64 {
+	if noSelfFence() {
+		return noLimit
 	}
 	return sent.UnixMilli() + s.fenceAfter(ttl).Milliseconds()
 }
@@ -83,7 +81,7 @@ func (s *Snowflake) ceiling(sent time.Time, ttl time.Duration) int64 {
 // registerWorker registers this process's instance with the store, checks
 // the clocks and (re)configures the generator. On error nothing changes,
 // except that the store may hold a lease we do not use.
-func (s *Snowflake) registerWorker(ctx context.Context) error {
+func (s *Service) registerWorker(ctx context.Context) error {
 	sent := s.clock.Now()
 	w, err := s.store.RegisterWorker(ctx, &seqsvrv1.RegisterWorkerRequest{
 		NodeId: s.cfg.NodeID, NowMs: sent.UnixMilli(), InstanceId: s.instanceID,
@@ -93,7 +91,7 @@ func (s *Snowflake) registerWorker(ctx context.Context) error {
 		s.metrics.registers.WithLabelValues("error").Inc()
 		return fmt.Errorf("register snowflake worker: %w", err)
 	}
-	lay, err := sfNewLayout(w.GetLayout())
+	lay, err := newLayout(w.GetLayout())
 	if err != nil {
 		s.metrics.registers.WithLabelValues("error").Inc()
 		return fmt.Errorf("register snowflake worker: store answered %w", err)
@@ -121,11 +119,11 @@ func (s *Snowflake) registerWorker(ctx context.Context) error {
 	hwm := floor
 	if s.cache != nil {
 		d, ok := s.cache.loaded()
-		if ok && d.NodeID == s.cfg.NodeID && d.WorkerID == w.GetWorkerId() && lay.equal(sfCacheLayout(d)) {
+		if ok && d.NodeID == s.cfg.NodeID && d.WorkerID == w.GetWorkerId() && lay.equal(cacheLayout(d)) {
 			floor = max(floor, d.HighWaterMs) // our own earlier IDs
 		}
 		hwm = max(d.HighWaterMs, floor)
-		if err := s.cache.update(func(c *sfCacheData) {
+		if err := s.cache.update(func(c *cacheData) {
 			c.NodeID, c.WorkerID, c.InstanceID = s.cfg.NodeID, w.GetWorkerId(), s.instanceID
 			c.EpochMs, c.TimestampBits, c.WorkerBits, c.SequenceBits = lay.epochMs, int32(lay.tsBits), int32(lay.workerBits), int32(lay.seqBits)
 			// The generator may Reserve past hwm between loaded() and this
@@ -143,12 +141,12 @@ func (s *Snowflake) registerWorker(ctx context.Context) error {
 		if gen != nil {
 			floor = max(floor, gen.LastTimestampMs())
 		}
-		opts := []SnowflakeOption{WithMaxBackwardWait(s.cfg.MaxBackwardWait), WithCeiling(ceiling),
-			sfWithBackwardHooks(s.metrics.backWaits.Inc, s.metrics.backRefusals.Inc)}
+		opts := []Option{WithMaxBackwardWait(s.cfg.MaxBackwardWait), WithCeiling(ceiling),
+			withBackwardHooks(s.metrics.backWaits.Inc, s.metrics.backRefusals.Inc)}
 		if s.cache != nil {
-			opts = append(opts, sfWithHighWater(s.cache, hwm, sfHighWaterAhead))
+			opts = append(opts, withHighWater(s.cache, hwm, highWaterAhead))
 		}
-		if gen, err = NewSnowflakeGenerator(lay.proto(), w.GetWorkerId(), floor, s.clock, opts...); err != nil {
+		if gen, err = NewGenerator(lay.proto(), w.GetWorkerId(), floor, s.clock, opts...); err != nil {
 			return err
 		}
 		s.gen.Store(gen)
@@ -176,7 +174,7 @@ func (s *Snowflake) registerWorker(ctx context.Context) error {
 			"ttl", ttl, "fence_margin", s.cfg.FenceMargin, "renew_interval", s.cfg.RenewInterval)
 	}
 	s.log.Info("snowflake worker registered", "node_id", s.cfg.NodeID, "worker_id", w.GetWorkerId(),
-		"instance_id", s.instanceID, "floor_ms", floor, "lease_ttl", ttl, "lease_expires", sfFormatMs(w.GetLeaseExpiresMs()),
+		"instance_id", s.instanceID, "floor_ms", floor, "lease_ttl", ttl, "lease_expires", formatMs(w.GetLeaseExpiresMs()),
 		"clock_offset_ms", offset, "clock_checked", measured)
 	return nil
 }
@@ -187,7 +185,7 @@ func (s *Snowflake) registerWorker(ctx context.Context) error {
 // changed) is not trusted: ClusterStatus, a quick read, measures again.
 // measured is false when the store reports no clock at all; an error means
 // the clock could not be checked precisely enough this time.
-func (s *Snowflake) measureOffset(ctx context.Context, sent, recv time.Time, leaderNowMs int64) (offset int64, measured bool, err error) {
+func (s *Service) measureOffset(ctx context.Context, sent, recv time.Time, leaderNowMs int64) (offset int64, measured bool, err error) {
 	maxRTT := s.cfg.MaxClockOffset / 2
 	if leaderNowMs > 0 && recv.Sub(sent) <= maxRTT {
 		return sent.Add(recv.Sub(sent)/2).UnixMilli() - leaderNowMs, true, nil
@@ -208,7 +206,7 @@ func (s *Snowflake) measureOffset(ctx context.Context, sent, recv time.Time, lea
 }
 
 // renewWorker heartbeats the lease with the current time.
-func (s *Snowflake) renewWorker(ctx context.Context) error {
+func (s *Service) renewWorker(ctx context.Context) error {
 	l := s.lease.Load()
 	gen := s.gen.Load()
 	if l == nil || gen == nil {
@@ -235,7 +233,7 @@ func (s *Snowflake) renewWorker(ctx context.Context) error {
 	ceiling := s.ceiling(sent, ttl)
 	if s.cache != nil {
 		// Best effort: a stale cached bound is only more conservative.
-		if err := s.cache.update(func(c *sfCacheData) {
+		if err := s.cache.update(func(c *cacheData) {
 			c.LeaseValidUntilMs, c.LeaseExpiresMs = ceiling, w.GetLeaseExpiresMs()
 		}); err != nil {
 			s.log.Warn("snowflake cache not updated", "err", err)
@@ -265,7 +263,7 @@ func (s *Snowflake) renewWorker(ctx context.Context) error {
 }
 
 // loseLease fences until a registration succeeds.
-func (s *Snowflake) loseLease(l *workerLease, reason string) {
+func (s *Service) loseLease(l *workerLease, reason string) {
 	lost := *l
 	lost.lostReason = reason
 	s.lease.CompareAndSwap(l, &lost)
@@ -279,7 +277,7 @@ func (s *Snowflake) loseLease(l *workerLease, reason string) {
 // unreachable, but only within what the last lease proved: timestamps above
 // the persisted high-water mark (above everything issued before) and at or
 // below the cached lease bound (below any later holder's floor).
-func (s *Snowflake) startFromCache() bool {
+func (s *Service) startFromCache() bool {
 	if s.cache == nil {
 		return false
 	}
@@ -287,7 +285,7 @@ func (s *Snowflake) startFromCache() bool {
 	if !ok || d.NodeID != s.cfg.NodeID {
 		return false
 	}
-	lay, err := sfNewLayout(sfCacheLayout(d))
+	lay, err := newLayout(cacheLayout(d))
 	if err != nil {
 		return false
 	}
@@ -295,17 +293,17 @@ func (s *Snowflake) startFromCache() bool {
 	nowMs := now.UnixMilli()
 	if nowMs >= d.LeaseValidUntilMs || d.HighWaterMs >= d.LeaseValidUntilMs {
 		s.log.Info("snowflake cache not usable: its lease bound has passed", "worker_id", d.WorkerID,
-			"lease_valid_until", sfFormatMs(d.LeaseValidUntilMs), "high_water", sfFormatMs(d.HighWaterMs))
+			"lease_valid_until", formatMs(d.LeaseValidUntilMs), "high_water", formatMs(d.HighWaterMs))
 		return false
 	}
 	ceiling := d.LeaseValidUntilMs
-	if s.noSelfFence {
-		ceiling = sfNoLimit
+	if noSelfFence() {
+		ceiling = noLimit
 	}
-	gen, err := NewSnowflakeGenerator(lay.proto(), d.WorkerID, d.HighWaterMs, s.clock,
+	gen, err := NewGenerator(lay.proto(), d.WorkerID, d.HighWaterMs, s.clock,
 		WithMaxBackwardWait(s.cfg.MaxBackwardWait), WithCeiling(ceiling),
-		sfWithHighWater(s.cache, d.HighWaterMs, sfHighWaterAhead),
-		sfWithBackwardHooks(s.metrics.backWaits.Inc, s.metrics.backRefusals.Inc))
+		withHighWater(s.cache, d.HighWaterMs, highWaterAhead),
+		withBackwardHooks(s.metrics.backWaits.Inc, s.metrics.backRefusals.Inc))
 	if err != nil {
 		return false
 	}
@@ -320,10 +318,10 @@ func (s *Snowflake) startFromCache() bool {
 	s.needRegister = true
 	s.mu.Unlock()
 	s.log.Warn("snowflake serving from the data-dir cache while the store is unreachable",
-		"worker_id", d.WorkerID, "until", sfFormatMs(d.LeaseValidUntilMs), "above", sfFormatMs(d.HighWaterMs))
+		"worker_id", d.WorkerID, "until", formatMs(d.LeaseValidUntilMs), "above", formatMs(d.HighWaterMs))
 	return true
 }
 
-func sfCacheLayout(d sfCacheData) *seqsvrv1.SnowflakeLayout {
+func cacheLayout(d cacheData) *seqsvrv1.SnowflakeLayout {
 	return &seqsvrv1.SnowflakeLayout{EpochMs: d.EpochMs, TimestampBits: d.TimestampBits, WorkerBits: d.WorkerBits, SequenceBits: d.SequenceBits}
 }

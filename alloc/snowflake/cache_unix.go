@@ -1,6 +1,6 @@
 //go:build unix
 
-package alloc
+package snowflake
 
 import (
 	"fmt"
@@ -8,9 +8,9 @@ import (
 	"syscall"
 )
 
-// sfLockDir takes an exclusive, non-blocking flock on path. The kernel drops
+// lockDir takes an exclusive, non-blocking flock on path. The kernel drops
 // it when the process dies, so a crash never leaves a stale lock.
-func sfLockDir(path string) (func(), error) {
+func lockDir(path string) (func(), error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package alloc
+package snowflake
 
 import (
 	"context"
@@ -10,6 +10,9 @@ import (
 
 	"github.com/seqsvr/seqsvr/alloc/storeclient"
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/internal/clock"
+	"github.com/seqsvr/seqsvr/internal/clock/clocktest"
+	"github.com/seqsvr/seqsvr/internal/spec"
 )
 
 var _ WorkerStore = (*storeclient.Client)(nil)
@@ -19,7 +22,7 @@ var _ WorkerStore = (*storeclient.Client)(nil)
 // by the TTL when the holder changes, refusal of clocks behind the record.
 type fakeWorkerStore struct {
 	mu          sync.Mutex
-	clock       Clock
+	clock       clock.Clock
 	leaderSkew  time.Duration
 	ttl         time.Duration
 	down        error // answers every call with this while set
@@ -38,7 +41,7 @@ type fakeWorker struct {
 	expireMs int64
 }
 
-func newFakeWorkerStore(clk Clock) *fakeWorkerStore {
+func newFakeWorkerStore(clk clock.Clock) *fakeWorkerStore {
 	return &fakeWorkerStore{clock: clk, ttl: 10 * time.Second, nodes: map[string]*fakeWorker{}}
 }
 
@@ -47,7 +50,7 @@ func (f *fakeWorkerStore) leaderNow() int64 { return f.clock.Now().Add(f.leaderS
 func (f *fakeWorkerStore) answer(node string, w *fakeWorker, now int64) *seqsvrv1.Worker {
 	out := &seqsvrv1.Worker{
 		NodeId: node, WorkerId: w.id, LastTimestampMs: w.lastTs, LeaseExpiresMs: w.expireMs,
-		InstanceId: w.holder, Layout: SnowflakeDefaultLayout(), LeaseTtlMs: f.ttl.Milliseconds(),
+		InstanceId: w.holder, Layout: spec.DefaultLayout(), LeaseTtlMs: f.ttl.Milliseconds(),
 	}
 	if !f.noLeaderNow {
 		out.LeaderNowMs = now
@@ -62,8 +65,8 @@ func (f *fakeWorkerStore) RegisterWorker(_ context.Context, req *seqsvrv1.Regist
 		return nil, f.down
 	}
 	now := f.leaderNow()
-	if c, ok := f.clock.(*sfFakeClock); ok && f.regDelay > 0 {
-		c.Add(f.regDelay)
+	if c, ok := f.clock.(*clocktest.Fake); ok && f.regDelay > 0 {
+		c.Advance(f.regDelay)
 	}
 	w, ok := f.nodes[req.GetNodeId()]
 	if !ok {

@@ -1,12 +1,16 @@
-package alloc
+package snowflake
 
 import (
 	"context"
 	"testing"
+
+	"github.com/seqsvr/seqsvr/internal/clock"
+	"github.com/seqsvr/seqsvr/internal/clock/clocktest"
+	"github.com/seqsvr/seqsvr/internal/spec"
 )
 
 // The layout's limit: 4096 IDs per ms per worker (12 sequence bits).
-const sfLimitPerMs = 4096
+const limitPerMs = 4096
 
 // reportOfLimit reports achieved IDs per ms and their ratio to the layout's
 // limit, the speed reference of the same run: a generator at 1.0 is never
@@ -17,11 +21,11 @@ func reportOfLimit(b *testing.B, ids int) {
 		return
 	}
 	b.ReportMetric(float64(ids)/ms, "ids/ms")
-	b.ReportMetric(float64(ids)/ms/sfLimitPerMs, "of-limit")
+	b.ReportMetric(float64(ids)/ms/limitPerMs, "of-limit")
 }
 
 func BenchmarkSnowflakeNextID(b *testing.B) {
-	g, err := NewSnowflakeGenerator(SnowflakeDefaultLayout(), 1, 0, SystemClock())
+	g, err := NewGenerator(spec.DefaultLayout(), 1, 0, clock.System())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -36,7 +40,7 @@ func BenchmarkSnowflakeNextID(b *testing.B) {
 }
 
 func BenchmarkSnowflakeNextIDParallel(b *testing.B) {
-	g, err := NewSnowflakeGenerator(SnowflakeDefaultLayout(), 1, 0, SystemClock())
+	g, err := NewGenerator(spec.DefaultLayout(), 1, 0, clock.System())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -55,26 +59,26 @@ func BenchmarkSnowflakeNextIDParallel(b *testing.B) {
 
 // BenchmarkSnowflakeBatch10000 asks for the largest batch per call.
 func BenchmarkSnowflakeBatch10000(b *testing.B) {
-	g, err := NewSnowflakeGenerator(SnowflakeDefaultLayout(), 1, 0, SystemClock())
+	g, err := NewGenerator(spec.DefaultLayout(), 1, 0, clock.System())
 	if err != nil {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
 	b.ResetTimer()
 	for range b.N {
-		if _, err := g.NextIDs(ctx, SnowflakeMaxCount); err != nil {
+		if _, err := g.NextIDs(ctx, spec.MaxCount); err != nil {
 			b.Fatal(err)
 		}
 	}
-	reportOfLimit(b, b.N*SnowflakeMaxCount)
+	reportOfLimit(b, b.N*spec.MaxCount)
 }
 
-// BenchmarkSnowflakeServiceNextIDs goes through Snowflake (lease check,
+// BenchmarkSnowflakeServiceNextIDs goes through Service (lease check,
 // metrics, data-dir high-water mark with fsync) as the RPC does.
 func BenchmarkSnowflakeServiceNextIDs(b *testing.B) {
-	clk := SystemClock()
-	cfg := sfTestConfig("bench", clk, b.TempDir())
-	s, err := StartSnowflake(context.Background(), newFakeWorkerStore(clk), cfg)
+	clk := clock.System()
+	cfg := testConfig("bench", clk, b.TempDir())
+	s, err := Start(context.Background(), newFakeWorkerStore(clk), cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -94,7 +98,7 @@ func BenchmarkSnowflakeServiceNextIDs(b *testing.B) {
 // reports the headroom: how many times faster than the layout's limit
 // (244 ns per ID) it could issue if the clock allowed.
 func BenchmarkSnowflakeGenerateCost(b *testing.B) {
-	g, err := NewSnowflakeGenerator(SnowflakeDefaultLayout(), 1, 0, newSFFakeClock(sfT0))
+	g, err := NewGenerator(spec.DefaultLayout(), 1, 0, clocktest.New(t0))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -106,6 +110,6 @@ func BenchmarkSnowflakeGenerateCost(b *testing.B) {
 		}
 	}
 	if ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N); ns > 0 {
-		b.ReportMetric(1e6/sfLimitPerMs/ns, "x-headroom")
+		b.ReportMetric(1e6/limitPerMs/ns, "x-headroom")
 	}
 }

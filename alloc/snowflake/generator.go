@@ -1,4 +1,4 @@
-package alloc
+package snowflake
 
 import (
 	"context"
@@ -9,19 +9,20 @@ import (
 	"time"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/internal/clock"
 	"github.com/seqsvr/seqsvr/internal/errs"
+	"github.com/seqsvr/seqsvr/internal/spec"
 )
 
-// Limits of one NextIDs call and the default clock tolerance.
+// The default clock tolerance and the generator's internal limits.
 const (
-	SnowflakeMaxCount          = 10000
-	sfDefaultMaxBackwardWait   = 5 * time.Millisecond
-	sfNoLimit                  = math.MaxInt64
-	sfSleepSpinThreshold       = 2 * time.Millisecond
-	sfHighWaterExtendFractionD = 2 // extend in the background when within ahead/2 of the mark
+	defaultMaxBackwardWait  = 5 * time.Millisecond
+	noLimit                 = math.MaxInt64
+	sleepSpinThreshold      = 2 * time.Millisecond
+	highWaterExtendFraction = 2 // extend in the background when within ahead/2 of the mark
 )
 
-// SnowflakeGenerator issues snowflake IDs for one worker ID. It needs no
+// Generator issues snowflake IDs for one worker ID. It needs no
 // store and is safe for concurrent use.
 //
 // Guarantees: every ID it returns is larger than every ID it returned
@@ -29,41 +30,41 @@ const (
 // floor it was given; it never issues a timestamp above its ceiling (the
 // lease) or above the persisted high-water mark; the clock moving back by at
 // most the tolerance is waited out, by more is refused with errs.Unavailable.
-type SnowflakeGenerator struct {
-	clock       Clock
-	sleeper     sfSleeper // non-nil when the clock controls time (tests)
+type Generator struct {
+	clock       clock.Clock
+	sleeper     clock.Sleeper // non-nil when the clock controls time (tests)
 	maxBackMs   int64
 	onBackWait  func()
 	onBackError func()
 
 	mu        sync.Mutex
-	lay       sfLayout
+	lay       layout
 	workerID  int64
 	lastMs    int64 // timestamp of the last ID issued, or the floor
 	seq       int64 // sequence of the last ID issued at lastMs
 	issued    bool  // false: lastMs is a floor and no ID used it
 	ceilingMs int64 // no timestamp above this (lease bound)
 
-	hw        sfHighWater // nil: no persistence
-	hwmMs     int64       // highest timestamp known persisted
+	hw        highWater // nil: no persistence
+	hwmMs     int64     // highest timestamp known persisted
 	hwAheadMs int64
 	extending bool
 	extWG     sync.WaitGroup
 }
 
-// sfHighWater persists a timestamp bound ahead of use. Reserve makes sure
+// highWater persists a timestamp bound ahead of use. Reserve makes sure
 // a bound of at least ms is durable and returns the durable bound.
-type sfHighWater interface {
+type highWater interface {
 	Reserve(ms int64) (int64, error)
 }
 
-// SnowflakeOption tunes a SnowflakeGenerator.
-type SnowflakeOption func(*SnowflakeGenerator)
+// Option tunes a Generator.
+type Option func(*Generator)
 
 // WithMaxBackwardWait sets how far back the clock may move and be waited
 // out (default 5 ms); more is refused with errs.Unavailable.
-func WithMaxBackwardWait(d time.Duration) SnowflakeOption {
-	return func(g *SnowflakeGenerator) {
+func WithMaxBackwardWait(d time.Duration) Option {
+	return func(g *Generator) {
 		if d >= 0 {
 			g.maxBackMs = int64((d + time.Millisecond - 1) / time.Millisecond)
 		}
@@ -71,45 +72,43 @@ func WithMaxBackwardWait(d time.Duration) SnowflakeOption {
 }
 
 // WithCeiling bounds the timestamps the generator may issue (unix ms).
-func WithCeiling(ms int64) SnowflakeOption {
-	return func(g *SnowflakeGenerator) { g.ceilingMs = ms }
+func WithCeiling(ms int64) Option {
+	return func(g *Generator) { g.ceilingMs = ms }
 }
 
-// sfWithHighWater makes the generator persist a bound ahead of every
+// withHighWater makes the generator persist a bound ahead of every
 // timestamp it issues. limitMs is the bound already durable.
-func sfWithHighWater(hw sfHighWater, limitMs int64, ahead time.Duration) SnowflakeOption {
-	return func(g *SnowflakeGenerator) {
+func withHighWater(hw highWater, limitMs int64, ahead time.Duration) Option {
+	return func(g *Generator) {
 		g.hw, g.hwmMs, g.hwAheadMs = hw, limitMs, ahead.Milliseconds()
 	}
 }
 
-func sfWithBackwardHooks(wait, refuse func()) SnowflakeOption {
-	return func(g *SnowflakeGenerator) { g.onBackWait, g.onBackError = wait, refuse }
+func withBackwardHooks(wait, refuse func()) Option {
+	return func(g *Generator) { g.onBackWait, g.onBackError = wait, refuse }
 }
 
-// NewSnowflakeGenerator returns a generator for workerID that issues only
-// timestamps above floorMs (unix ms). clock nil means SystemClock().
-func NewSnowflakeGenerator(layout *seqsvrv1.SnowflakeLayout, workerID, floorMs int64, clock Clock, opts ...SnowflakeOption) (*SnowflakeGenerator, error) {
-	lay, err := sfNewLayout(layout)
+// NewGenerator returns a generator for workerID that issues only
+// timestamps above floorMs (unix ms). clk nil means clock.System().
+func NewGenerator(layout *seqsvrv1.SnowflakeLayout, workerID, floorMs int64, clk clock.Clock, opts ...Option) (*Generator, error) {
+	lay, err := newLayout(layout)
 	if err != nil {
 		return nil, err
 	}
 	if workerID < 0 || workerID > lay.workerMask {
 		return nil, fmt.Errorf("%w: worker ID %d outside the layout's 0..%d", errs.InvalidArgument, workerID, lay.workerMask)
 	}
-	if clock == nil {
-		clock = SystemClock()
-	}
-	g := &SnowflakeGenerator{
-		clock:     clock,
-		maxBackMs: sfDefaultMaxBackwardWait.Milliseconds(),
+	clk = clock.Or(clk)
+	g := &Generator{
+		clock:     clk,
+		maxBackMs: defaultMaxBackwardWait.Milliseconds(),
 		lay:       lay,
 		workerID:  workerID,
 		lastMs:    max(floorMs, lay.epochMs),
-		ceilingMs: sfNoLimit,
-		hwmMs:     sfNoLimit,
+		ceilingMs: noLimit,
+		hwmMs:     noLimit,
 	}
-	g.sleeper, _ = clock.(sfSleeper)
+	g.sleeper, _ = clk.(clock.Sleeper)
 	for _, o := range opts {
 		o(g)
 	}
@@ -117,7 +116,7 @@ func NewSnowflakeGenerator(layout *seqsvrv1.SnowflakeLayout, workerID, floorMs i
 }
 
 // NextID returns one ID.
-func (g *SnowflakeGenerator) NextID(ctx context.Context) (int64, error) {
+func (g *Generator) NextID(ctx context.Context) (int64, error) {
 	var one [1]int64
 	if err := g.fill(ctx, one[:]); err != nil {
 		return 0, err
@@ -126,9 +125,9 @@ func (g *SnowflakeGenerator) NextID(ctx context.Context) (int64, error) {
 }
 
 // NextIDs returns count (1..10000) strictly increasing IDs.
-func (g *SnowflakeGenerator) NextIDs(ctx context.Context, count int) ([]int64, error) {
-	if count < 1 || count > SnowflakeMaxCount {
-		return nil, fmt.Errorf("%w: count %d outside 1..%d", errs.InvalidArgument, count, SnowflakeMaxCount)
+func (g *Generator) NextIDs(ctx context.Context, count int) ([]int64, error) {
+	if count < 1 || count > spec.MaxCount {
+		return nil, fmt.Errorf("%w: count %d outside 1..%d", errs.InvalidArgument, count, spec.MaxCount)
 	}
 	ids := make([]int64, count)
 	if err := g.fill(ctx, ids); err != nil {
@@ -139,7 +138,7 @@ func (g *SnowflakeGenerator) NextIDs(ctx context.Context, count int) ([]int64, e
 
 // fill writes len(dst) IDs. On error nothing in dst is valid; the skipped
 // IDs are never reused, which costs nothing since IDs are time-based.
-func (g *SnowflakeGenerator) fill(ctx context.Context, dst []int64) error {
+func (g *Generator) fill(ctx context.Context, dst []int64) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for i := 0; i < len(dst); {
@@ -165,7 +164,7 @@ func (g *SnowflakeGenerator) fill(ctx context.Context, dst []int64) error {
 // tick returns the timestamp for the next ID: the clock's millisecond once
 // it is usable, waiting out sequence exhaustion and small backward steps.
 // Called with g.mu held.
-func (g *SnowflakeGenerator) tick(ctx context.Context) (int64, error) {
+func (g *Generator) tick(ctx context.Context) (int64, error) {
 	for {
 		now := g.clock.Now()
 		nowMs := now.UnixMilli()
@@ -196,12 +195,12 @@ func (g *SnowflakeGenerator) tick(ctx context.Context) (int64, error) {
 
 // admit checks ts against the layout, the lease ceiling and the durable
 // high-water mark, extending the latter when needed.
-func (g *SnowflakeGenerator) admit(ts int64) error {
+func (g *Generator) admit(ts int64) error {
 	if ts-g.lay.epochMs > g.lay.maxTsDelta {
-		return fmt.Errorf("%w: timestamp %s is beyond the layout's range", errs.ResourceExhausted, sfFormatMs(ts))
+		return fmt.Errorf("%w: timestamp %s is beyond the layout's range", errs.ResourceExhausted, formatMs(ts))
 	}
 	if ts > g.ceilingMs {
-		return fmt.Errorf("%w: worker lease lost: clock %s is past the lease bound %s", errs.FailedPrecondition, sfFormatMs(ts), sfFormatMs(g.ceilingMs))
+		return fmt.Errorf("%w: worker lease lost: clock %s is past the lease bound %s", errs.FailedPrecondition, formatMs(ts), formatMs(g.ceilingMs))
 	}
 	if g.hw == nil {
 		return nil
@@ -213,7 +212,7 @@ func (g *SnowflakeGenerator) admit(ts int64) error {
 		}
 		g.hwmMs = max(g.hwmMs, lim)
 	}
-	if !g.extending && ts > g.hwmMs-g.hwAheadMs/sfHighWaterExtendFractionD {
+	if !g.extending && ts > g.hwmMs-g.hwAheadMs/highWaterExtendFraction {
 		// Extend off the hot path so the fsync rarely stalls callers.
 		g.extending = true
 		g.extWG.Add(1)
@@ -232,7 +231,7 @@ func (g *SnowflakeGenerator) admit(ts int64) error {
 }
 
 // waitUntil returns once the clock may have reached minMs, or ctx is done.
-func (g *SnowflakeGenerator) waitUntil(ctx context.Context, now time.Time, minMs int64) error {
+func (g *Generator) waitUntil(ctx context.Context, now time.Time, minMs int64) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -240,7 +239,7 @@ func (g *SnowflakeGenerator) waitUntil(ctx context.Context, now time.Time, minMs
 	switch {
 	case g.sleeper != nil:
 		g.sleeper.Sleep(d)
-	case d > sfSleepSpinThreshold:
+	case d > sleepSpinThreshold:
 		time.Sleep(d - time.Millisecond)
 	default:
 		// Less than a couple of ms: a sleep would overshoot by far more
@@ -250,20 +249,20 @@ func (g *SnowflakeGenerator) waitUntil(ctx context.Context, now time.Time, minMs
 	return nil
 }
 
-// Decode splits an ID of this generator's layout; see Snowflake.Decode.
-func (g *SnowflakeGenerator) Decode(id int64, futureTolerance time.Duration) (*seqsvrv1.DecodeSnowflakeResponse, error) {
+// Decode splits an ID of this generator's layout; see Service.Decode.
+func (g *Generator) Decode(id int64, futureTolerance time.Duration) (*seqsvrv1.DecodeSnowflakeResponse, error) {
 	return g.lay.decode(id, g.clock.Now().Add(futureTolerance).UnixMilli())
 }
 
 // WorkerID is the worker ID the generator encodes.
-func (g *SnowflakeGenerator) WorkerID() int64 {
+func (g *Generator) WorkerID() int64 {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.workerID
 }
 
 // LastTimestampMs is the timestamp of the last ID issued (or the floor).
-func (g *SnowflakeGenerator) LastTimestampMs() int64 {
+func (g *Generator) LastTimestampMs() int64 {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.lastMs
@@ -271,7 +270,7 @@ func (g *SnowflakeGenerator) LastTimestampMs() int64 {
 
 // setCeiling moves the lease bound (either way: a renewal extends it, a
 // lost lease would never be extended).
-func (g *SnowflakeGenerator) setCeiling(ms int64) {
+func (g *Generator) setCeiling(ms int64) {
 	g.mu.Lock()
 	g.ceilingMs = ms
 	g.mu.Unlock()
@@ -280,7 +279,7 @@ func (g *SnowflakeGenerator) setCeiling(ms int64) {
 // reassign switches to a (possibly different) worker ID with a new floor
 // and ceiling. The next ID gets a timestamp above both the floor and
 // every timestamp issued so far, so IDs keep increasing across the switch.
-func (g *SnowflakeGenerator) reassign(workerID, floorMs, ceilingMs int64) error {
+func (g *Generator) reassign(workerID, floorMs, ceilingMs int64) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if workerID < 0 || workerID > g.lay.workerMask {
@@ -297,7 +296,7 @@ func (g *SnowflakeGenerator) reassign(workerID, floorMs, ceilingMs int64) error 
 
 // freeze stops issuing (ceiling below everything) and returns the last
 // timestamp issued, so the caller can persist an exact high-water mark.
-func (g *SnowflakeGenerator) freeze() int64 {
+func (g *Generator) freeze() int64 {
 	g.mu.Lock()
 	g.ceilingMs = math.MinInt64
 	last := g.lastMs

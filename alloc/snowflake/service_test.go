@@ -1,4 +1,4 @@
-package alloc
+package snowflake
 
 import (
 	"context"
@@ -16,11 +16,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/internal/clock"
+	"github.com/seqsvr/seqsvr/internal/clock/clocktest"
 	"github.com/seqsvr/seqsvr/internal/errs"
+	"github.com/seqsvr/seqsvr/internal/spec"
 )
 
-func sfTestConfig(node string, clk Clock, dir string) SnowflakeConfig {
-	return SnowflakeConfig{
+func testConfig(node string, clk clock.Clock, dir string) Config {
+	return Config{
 		NodeID:        node,
 		DataDir:       dir,
 		Clock:         clk,
@@ -30,11 +33,11 @@ func sfTestConfig(node string, clk Clock, dir string) SnowflakeConfig {
 	}
 }
 
-func startSF(t *testing.T, store WorkerStore, cfg SnowflakeConfig, startTimeout time.Duration) *Snowflake {
+func startTest(t *testing.T, store WorkerStore, cfg Config, startTimeout time.Duration) *Service {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
-	s, err := StartSnowflake(ctx, store, cfg)
+	s, err := Start(ctx, store, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +45,7 @@ func startSF(t *testing.T, store WorkerStore, cfg SnowflakeConfig, startTimeout 
 	return s
 }
 
-func sfIDs(t *testing.T, s *Snowflake, n int) []int64 {
+func takeIDs(t *testing.T, s *Service, n int) []int64 {
 	t.Helper()
 	ids, err := s.NextIDs(context.Background(), n)
 	if err != nil {
@@ -56,9 +59,9 @@ func sfIDs(t *testing.T, s *Snowflake, n int) []int64 {
 	return ids
 }
 
-// sfCrash stops s as a killed process would: no Close, nothing persisted
+// crash stops s as a killed process would: no Close, nothing persisted
 // beyond what was written during operation, data-dir lock released.
-func sfCrash(s *Snowflake) {
+func crash(s *Service) {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
 		s.cancel()
@@ -71,30 +74,30 @@ func sfCrash(s *Snowflake) {
 }
 
 func TestSnowflakeStartRegistersAndServes(t *testing.T) {
-	clk := newSFFakeClock(sfT0)
+	clk := clocktest.New(t0)
 	store := newFakeWorkerStore(clk)
 	reg := prometheus.NewRegistry()
-	cfg := sfTestConfig("a", clk, "")
+	cfg := testConfig("a", clk, "")
 	cfg.Registerer = reg
-	a := startSF(t, store, cfg, time.Second)
-	b := startSF(t, store, sfTestConfig("b", clk, ""), time.Second)
+	a := startTest(t, store, cfg, time.Second)
+	b := startTest(t, store, testConfig("b", clk, ""), time.Second)
 
-	ids := sfIDs(t, a, 5)
-	bid := sfIDs(t, b, 1)[0]
-	if sfSplit(ids[0]).worker == sfSplit(bid).worker {
-		t.Fatalf("two nodes share worker ID %d", sfSplit(bid).worker)
+	ids := takeIDs(t, a, 5)
+	bid := takeIDs(t, b, 1)[0]
+	if split(ids[0]).worker == split(bid).worker {
+		t.Fatalf("two nodes share worker ID %d", split(bid).worker)
 	}
 	st := a.Status()
 	if !st.GetEnabled() || st.GetFenced() || st.GetWorkerId() != 0 || st.GetNodeId() != "a" ||
-		st.GetLeaseExpiresMs() != sfT0.UnixMilli()+10000 || st.GetLayout().GetSequenceBits() != 12 ||
-		st.GetLastTimestampMs() != sfT0.UnixMilli()+1 { // the store's floor is the registration time
+		st.GetLeaseExpiresMs() != t0.UnixMilli()+10000 || st.GetLayout().GetSequenceBits() != 12 ||
+		st.GetLastTimestampMs() != t0.UnixMilli()+1 { // the store's floor is the registration time
 		t.Fatalf("status = %v", st)
 	}
 	d, err := a.Decode(ids[4])
-	if err != nil || d.GetWorkerId() != 0 || d.GetSequence() != 4 || d.GetTimestampMs() != sfT0.UnixMilli()+1 {
+	if err != nil || d.GetWorkerId() != 0 || d.GetSequence() != 4 || d.GetTimestampMs() != t0.UnixMilli()+1 {
 		t.Fatalf("decode = %v, %v", d, err)
 	}
-	for _, bad := range []int64{-5, (sfT0.UnixMilli() + 3600_000 - sfDefaultEpochMs) << 22} {
+	for _, bad := range []int64{-5, (t0.UnixMilli() + 3600_000 - spec.DefaultEpochMs) << 22} {
 		if _, err := a.Decode(bad); connect.CodeOf(errs.Connect(err)) != connect.CodeInvalidArgument {
 			t.Fatalf("decode %d: %v, want invalid_argument", bad, err)
 		}
@@ -124,11 +127,11 @@ func TestSnowflakeStartRegistersAndServes(t *testing.T) {
 }
 
 func TestSnowflakeBadConfig(t *testing.T) {
-	clk := newSFFakeClock(sfT0)
-	if _, err := StartSnowflake(context.Background(), nil, sfTestConfig("a", clk, "")); !errors.Is(err, errs.InvalidArgument) {
+	clk := clocktest.New(t0)
+	if _, err := Start(context.Background(), nil, testConfig("a", clk, "")); !errors.Is(err, errs.InvalidArgument) {
 		t.Fatalf("nil store: %v", err)
 	}
-	if _, err := StartSnowflake(context.Background(), newFakeWorkerStore(clk), sfTestConfig("", clk, "")); !errors.Is(err, errs.InvalidArgument) {
+	if _, err := Start(context.Background(), newFakeWorkerStore(clk), testConfig("", clk, "")); !errors.Is(err, errs.InvalidArgument) {
 		t.Fatalf("no node ID: %v", err)
 	}
 }
@@ -150,10 +153,10 @@ func TestSnowflakeClockOffsetRefusesStart(t *testing.T) {
 		{"slow round trip re-measured", 500 * time.Millisecond, false, 4 * time.Second, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			clk := newSFFakeClock(sfT0)
+			clk := clocktest.New(t0)
 			store := newFakeWorkerStore(clk)
 			store.leaderSkew, store.noLeaderNow, store.regDelay = tc.skew, tc.noLeader, tc.regDelay
-			s, err := StartSnowflake(context.Background(), store, sfTestConfig("a", clk, ""))
+			s, err := Start(context.Background(), store, testConfig("a", clk, ""))
 			if tc.wantRefuse {
 				if !errors.Is(err, ErrClockOffset) || !strings.Contains(err.Error(), "ms off the store leader") {
 					t.Fatalf("err = %v, want ErrClockOffset", err)
@@ -172,18 +175,18 @@ func TestSnowflakeClockOffsetRefusesStart(t *testing.T) {
 }
 
 func TestSnowflakeStoreFloorRespected(t *testing.T) {
-	clk := newSFFakeClock(sfT0)
+	clk := clocktest.New(t0)
 	store := newFakeWorkerStore(clk)
 	// An earlier process held the worker; its lease has expired, so the
 	// store hands the worker over with a floor raised by the lease TTL.
-	if _, err := store.RegisterWorker(context.Background(), sfRegReq("a", "old", clk)); err != nil {
+	if _, err := store.RegisterWorker(context.Background(), regReq("a", "old", clk)); err != nil {
 		t.Fatal(err)
 	}
-	clk.Add(11 * time.Second)
+	clk.Advance(11 * time.Second)
 	// The old holder last reported shortly before now; a new holder's floor
 	// is that plus the TTL, in our future.
 	store.set(func(f *fakeWorkerStore) { f.nodes["a"].lastTs = clk.Now().UnixMilli() - 100 })
-	s := startSF(t, store, sfTestConfig("a", clk, ""), time.Second)
+	s := startTest(t, store, testConfig("a", clk, ""), time.Second)
 	floor := store.lastTs("a")
 	if floor <= clk.Now().UnixMilli() {
 		t.Fatalf("fake store floor %d not ahead of the clock", floor)
@@ -192,29 +195,29 @@ func TestSnowflakeStoreFloorRespected(t *testing.T) {
 	if !errors.Is(err, errs.Unavailable) || !strings.Contains(err.Error(), "timestamp floor") {
 		t.Fatalf("err = %v, want unavailable below the floor", err)
 	}
-	sfAdvanceRenewing(t, clk, s, time.Duration(floor-clk.Now().UnixMilli())*time.Millisecond)
+	advanceRenewing(t, clk, s, time.Duration(floor-clk.Now().UnixMilli())*time.Millisecond)
 	// The clock now reads the floor itself: the ID waits for the next ms.
-	if ts := sfSplit(sfIDs(t, s, 1)[0]).ts; ts <= floor {
+	if ts := split(takeIDs(t, s, 1)[0]).ts; ts <= floor {
 		t.Fatalf("ts %d not above the store floor %d", ts, floor)
 	}
 }
 
 func TestSnowflakeSelfFenceAndRecovery(t *testing.T) {
-	clk := newSFFakeClock(sfT0)
+	clk := clocktest.New(t0)
 	store := newFakeWorkerStore(clk)
-	s := startSF(t, store, sfTestConfig("a", clk, ""), time.Second)
-	sfIDs(t, s, 1)
+	s := startTest(t, store, testConfig("a", clk, ""), time.Second)
+	takeIDs(t, s, 1)
 
 	store.set(func(f *fakeWorkerStore) {
 		f.renewErr = connect.NewError(connect.CodeUnavailable, errors.New("no leader"))
 	})
-	clk.Add(7 * time.Second)
+	clk.Advance(7 * time.Second)
 	if err := s.renewWorker(context.Background()); err == nil {
 		t.Fatal("renewal succeeded against a failing store")
 	}
-	sfIDs(t, s, 1) // 7s < TTL 10s - margin 2s: still serving
+	takeIDs(t, s, 1) // 7s < TTL 10s - margin 2s: still serving
 
-	clk.Add(time.Second + time.Millisecond)
+	clk.Advance(time.Second + time.Millisecond)
 	_, err := s.NextIDs(context.Background(), 1)
 	if connect.CodeOf(errs.Connect(err)) != connect.CodeFailedPrecondition || !strings.Contains(err.Error(), "worker lease lost") {
 		t.Fatalf("err = %v, want failed_precondition worker lease lost", err)
@@ -227,28 +230,28 @@ func TestSnowflakeSelfFenceAndRecovery(t *testing.T) {
 	if err := s.renewWorker(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	sfIDs(t, s, 3)
+	takeIDs(t, s, 3)
 	if st := s.Status(); st.GetFenced() || st.GetLeaseExpiresMs() != clk.Now().UnixMilli()+10000 {
 		t.Fatalf("status after recovery = %v", st)
 	}
 }
 
 func TestSnowflakeLeaseTakenByTwinFences(t *testing.T) {
-	clk := newSFFakeClock(sfT0)
+	clk := clocktest.New(t0)
 	store := newFakeWorkerStore(clk)
-	a := startSF(t, store, sfTestConfig("a", clk, ""), time.Second)
-	aIDs := sfIDs(t, a, 100)
+	a := startTest(t, store, testConfig("a", clk, ""), time.Second)
+	aIDs := takeIDs(t, a, 100)
 
 	// a is partitioned long enough for its lease to expire; a twin with the
 	// same node ID registers and gets the worker ID.
-	clk.Add(10*time.Second + time.Millisecond)
-	twin := startSF(t, store, sfTestConfig("a", clk, ""), time.Second)
-	tIDs := sfIDs(t, twin, 100)
-	if sfSplit(tIDs[0]).worker != sfSplit(aIDs[0]).worker {
+	clk.Advance(10*time.Second + time.Millisecond)
+	twin := startTest(t, store, testConfig("a", clk, ""), time.Second)
+	tIDs := takeIDs(t, twin, 100)
+	if split(tIDs[0]).worker != split(aIDs[0]).worker {
 		t.Fatal("twin got another worker ID; the test needs it to reuse a's")
 	}
-	if sfSplit(tIDs[0]).ts <= sfSplit(aIDs[len(aIDs)-1]).ts {
-		t.Fatalf("twin ts %d not above a's last %d", sfSplit(tIDs[0]).ts, sfSplit(aIDs[len(aIDs)-1]).ts)
+	if split(tIDs[0]).ts <= split(aIDs[len(aIDs)-1]).ts {
+		t.Fatalf("twin ts %d not above a's last %d", split(tIDs[0]).ts, split(aIDs[len(aIDs)-1]).ts)
 	}
 
 	if err := a.renewWorker(context.Background()); !workerLeaseLost(err) {
@@ -268,22 +271,22 @@ func TestSnowflakeLeaseTakenByTwinFences(t *testing.T) {
 	// The twin goes away; once its lease expires, a gets the worker back
 	// and continues above everything either of them issued.
 	twin.Close()
-	clk.Add(10*time.Second + time.Millisecond)
+	clk.Advance(10*time.Second + time.Millisecond)
 	if err := a.registerWorker(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	again := sfIDs(t, a, 1)[0]
+	again := takeIDs(t, a, 1)[0]
 	if again <= tIDs[len(tIDs)-1] || again <= aIDs[len(aIDs)-1] {
 		t.Fatalf("a's ID %d after the twin not above %d / %d", again, tIDs[len(tIDs)-1], aIDs[len(aIDs)-1])
 	}
 }
 
 func TestSnowflakeStoreForgotWorkerReregisters(t *testing.T) {
-	clk := newSFFakeClock(sfT0)
+	clk := clocktest.New(t0)
 	store := newFakeWorkerStore(clk)
-	startSF(t, store, sfTestConfig("other", clk, ""), time.Second) // takes worker 0
-	s := startSF(t, store, sfTestConfig("a", clk, ""), time.Second)
-	before := sfIDs(t, s, 1)[0]
+	startTest(t, store, testConfig("other", clk, ""), time.Second) // takes worker 0
+	s := startTest(t, store, testConfig("a", clk, ""), time.Second)
+	before := takeIDs(t, s, 1)[0]
 	store.set(func(f *fakeWorkerStore) { delete(f.nodes, "a") })
 	if err := s.renewWorker(context.Background()); !workerLeaseLost(err) {
 		t.Fatalf("renewal of a forgotten worker: %v", err)
@@ -294,119 +297,104 @@ func TestSnowflakeStoreForgotWorkerReregisters(t *testing.T) {
 	if err := s.registerWorker(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	after := sfIDs(t, s, 1)[0]
-	if after <= before || sfSplit(after).worker == sfSplit(before).worker {
-		t.Fatalf("after re-registering: %+v then %+v, want a new worker and a larger ID", sfSplit(before), sfSplit(after))
-	}
-}
-
-func TestSnowflakeNoSelfFenceBugKeepsServing(t *testing.T) {
-	clk := newSFFakeClock(sfT0)
-	store := newFakeWorkerStore(clk)
-	s := startSF(t, store, sfTestConfig("a", clk, ""), time.Second)
-	s.noSelfFence = true // what faults.Bug(BugNoSelfFence) sets at start
-	if err := s.registerWorker(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	clk.Add(30 * time.Second)
-	sfIDs(t, s, 1)
-	if st := s.Status(); st.GetFenced() || !strings.Contains(st.GetReason(), "planted bug") {
-		t.Fatalf("status = %v", st)
+	after := takeIDs(t, s, 1)[0]
+	if after <= before || split(after).worker == split(before).worker {
+		t.Fatalf("after re-registering: %+v then %+v, want a new worker and a larger ID", split(before), split(after))
 	}
 }
 
 func TestSnowflakeRestartAfterCrashRespectsHighWater(t *testing.T) {
 	dir := t.TempDir()
-	clk := newSFFakeClock(sfT0)
-	a := startSF(t, newFakeWorkerStore(clk), sfTestConfig("a", clk, dir), time.Second)
+	clk := clocktest.New(t0)
+	a := startTest(t, newFakeWorkerStore(clk), testConfig("a", clk, dir), time.Second)
 	var aIDs []int64
 	for range 30 {
-		aIDs = append(aIDs, sfIDs(t, a, 10)...)
-		clk.Add(7 * time.Millisecond)
+		aIDs = append(aIDs, takeIDs(t, a, 10)...)
+		clk.Advance(7 * time.Millisecond)
 	}
-	sfCrash(a)
-	hwm := sfReadCache(t, dir).HighWaterMs
-	if last := sfSplit(aIDs[len(aIDs)-1]).ts; hwm < last {
+	crash(a)
+	hwm := readCache(t, dir).HighWaterMs
+	if last := split(aIDs[len(aIDs)-1]).ts; hwm < last {
 		t.Fatalf("cached high-water %d below the last issued ts %d", hwm, last)
 	}
 
 	// The store lost its records (worst case): only the cache protects.
-	b := startSF(t, newFakeWorkerStore(clk), sfTestConfig("a", clk, dir), time.Second)
+	b := startTest(t, newFakeWorkerStore(clk), testConfig("a", clk, dir), time.Second)
 	if _, err := b.NextIDs(context.Background(), 1); !errors.Is(err, errs.Unavailable) {
 		t.Fatalf("right after restart: %v, want unavailable below the high-water mark", err)
 	}
-	clk.Add(time.Duration(hwm-clk.Now().UnixMilli()+1) * time.Millisecond)
-	first := sfIDs(t, b, 1)[0]
-	if sfSplit(first).ts <= hwm || first <= aIDs[len(aIDs)-1] {
-		t.Fatalf("restart issued %+v, not above the high-water %d", sfSplit(first), hwm)
+	clk.Advance(time.Duration(hwm-clk.Now().UnixMilli()+1) * time.Millisecond)
+	first := takeIDs(t, b, 1)[0]
+	if split(first).ts <= hwm || first <= aIDs[len(aIDs)-1] {
+		t.Fatalf("restart issued %+v, not above the high-water %d", split(first), hwm)
 	}
 }
 
 func TestSnowflakeCleanCloseRestartsAtOnce(t *testing.T) {
 	dir := t.TempDir()
-	clk := newSFFakeClock(sfT0)
-	a := startSF(t, newFakeWorkerStore(clk), sfTestConfig("a", clk, dir), time.Second)
-	last := sfIDs(t, a, 50)[49]
+	clk := clocktest.New(t0)
+	a := startTest(t, newFakeWorkerStore(clk), testConfig("a", clk, dir), time.Second)
+	last := takeIDs(t, a, 50)[49]
 	a.Close()
 	if _, err := a.NextIDs(context.Background(), 1); !errors.Is(err, errs.Unavailable) {
 		t.Fatalf("after Close: %v", err)
 	}
-	if got := sfReadCache(t, dir).HighWaterMs; got != sfSplit(last).ts {
-		t.Fatalf("cache high-water after Close = %d, want the last ts %d", got, sfSplit(last).ts)
+	if got := readCache(t, dir).HighWaterMs; got != split(last).ts {
+		t.Fatalf("cache high-water after Close = %d, want the last ts %d", got, split(last).ts)
 	}
-	clk.Add(time.Millisecond)
-	b := startSF(t, newFakeWorkerStore(clk), sfTestConfig("a", clk, dir), time.Second)
-	if next := sfIDs(t, b, 1)[0]; next <= last {
+	clk.Advance(time.Millisecond)
+	b := startTest(t, newFakeWorkerStore(clk), testConfig("a", clk, dir), time.Second)
+	if next := takeIDs(t, b, 1)[0]; next <= last {
 		t.Fatalf("restart issued %d after %d", next, last)
 	}
 }
 
 func TestSnowflakeRestartFromCacheWhileStoreDown(t *testing.T) {
 	dir := t.TempDir()
-	clk := newSFFakeClock(sfT0)
+	clk := clocktest.New(t0)
 	store := newFakeWorkerStore(clk)
-	a := startSF(t, store, sfTestConfig("a", clk, dir), time.Second)
-	aIDs := sfIDs(t, a, 20)
-	sfCrash(a)
+	a := startTest(t, store, testConfig("a", clk, dir), time.Second)
+	aIDs := takeIDs(t, a, 20)
+	crash(a)
 
 	store.set(func(f *fakeWorkerStore) { f.down = connect.NewError(connect.CodeUnavailable, errors.New("store down")) })
-	b := startSF(t, store, sfTestConfig("a", clk, dir), 300*time.Millisecond)
+	b := startTest(t, store, testConfig("a", clk, dir), 300*time.Millisecond)
 	if st := b.Status(); st.GetFenced() || !strings.Contains(st.GetReason(), "data-dir cache") {
 		t.Fatalf("status = %v, want serving from the cache", st)
 	}
-	c := sfReadCache(t, dir)
-	clk.Add(time.Duration(c.HighWaterMs-clk.Now().UnixMilli()+1) * time.Millisecond)
-	bIDs := sfIDs(t, b, 20)
-	if bIDs[0] <= aIDs[len(aIDs)-1] || sfSplit(bIDs[0]).ts <= c.HighWaterMs {
-		t.Fatalf("cache start issued %+v, not above %d", sfSplit(bIDs[0]), c.HighWaterMs)
+	c := readCache(t, dir)
+	clk.Advance(time.Duration(c.HighWaterMs-clk.Now().UnixMilli()+1) * time.Millisecond)
+	bIDs := takeIDs(t, b, 20)
+	if bIDs[0] <= aIDs[len(aIDs)-1] || split(bIDs[0]).ts <= c.HighWaterMs {
+		t.Fatalf("cache start issued %+v, not above %d", split(bIDs[0]), c.HighWaterMs)
 	}
 	// The cached lease proves nothing past its bound.
-	clk.Add(time.Duration(c.LeaseValidUntilMs-clk.Now().UnixMilli()+1) * time.Millisecond)
+	clk.Advance(time.Duration(c.LeaseValidUntilMs-clk.Now().UnixMilli()+1) * time.Millisecond)
 	if _, err := b.NextIDs(context.Background(), 1); !errors.Is(err, errs.FailedPrecondition) {
 		t.Fatalf("past the cached lease bound: %v", err)
 	}
 
 	// The store comes back after the old lease expired: the background
 	// loop registers and IDs continue above everything.
-	clk.Add(3 * time.Second)
+	clk.Advance(3 * time.Second)
 	store.set(func(f *fakeWorkerStore) { f.down = nil })
-	sfPoll(t, func() bool { return !b.Status().GetFenced() })
-	if next := sfIDs(t, b, 1)[0]; next <= bIDs[len(bIDs)-1] {
+	poll(t, func() bool { return !b.Status().GetFenced() })
+	if next := takeIDs(t, b, 1)[0]; next <= bIDs[len(bIDs)-1] {
 		t.Fatalf("after registering: %d not above %d", next, bIDs[len(bIDs)-1])
 	}
 }
 
 func TestSnowflakeExpiredCacheWaitsForStore(t *testing.T) {
 	dir := t.TempDir()
-	clk := newSFFakeClock(sfT0)
+	clk := clocktest.New(t0)
 	store := newFakeWorkerStore(clk)
-	a := startSF(t, store, sfTestConfig("a", clk, dir), time.Second)
-	sfIDs(t, a, 1)
-	sfCrash(a)
+	a := startTest(t, store, testConfig("a", clk, dir), time.Second)
+	takeIDs(t, a, 1)
+	crash(a)
 
-	clk.Add(9 * time.Second) // beyond TTL - margin: the cache proves nothing
+	clk.Advance(9 * time.Second) // beyond TTL - margin: the cache proves nothing
 	store.set(func(f *fakeWorkerStore) { f.down = connect.NewError(connect.CodeUnavailable, errors.New("store down")) })
-	b := startSF(t, store, sfTestConfig("a", clk, dir), 300*time.Millisecond)
+	b := startTest(t, store, testConfig("a", clk, dir), 300*time.Millisecond)
 	_, err := b.NextIDs(context.Background(), 1)
 	if connect.CodeOf(errs.Connect(err)) != connect.CodeUnavailable || !strings.Contains(err.Error(), "not registered") {
 		t.Fatalf("err = %v, want unavailable: not registered", err)
@@ -414,26 +402,26 @@ func TestSnowflakeExpiredCacheWaitsForStore(t *testing.T) {
 	if st := b.Status(); !st.GetFenced() || st.GetWorkerId() != -1 {
 		t.Fatalf("status = %v", st)
 	}
-	clk.Add(2 * time.Second) // old lease expired on the store
+	clk.Advance(2 * time.Second) // old lease expired on the store
 	store.set(func(f *fakeWorkerStore) { f.down = nil })
-	sfPoll(t, func() bool { return !b.Status().GetFenced() })
+	poll(t, func() bool { return !b.Status().GetFenced() })
 }
 
 func TestSnowflakeDataDirLocked(t *testing.T) {
 	dir := t.TempDir()
-	clk := newSFFakeClock(sfT0)
+	clk := clocktest.New(t0)
 	store := newFakeWorkerStore(clk)
-	startSF(t, store, sfTestConfig("a", clk, dir), time.Second)
-	if s, err := StartSnowflake(context.Background(), store, sfTestConfig("a", clk, dir)); err == nil {
+	startTest(t, store, testConfig("a", clk, dir), time.Second)
+	if s, err := Start(context.Background(), store, testConfig("a", clk, dir)); err == nil {
 		s.Close()
 		t.Fatal("a second process started on a locked data dir")
 	}
 }
 
 func TestSnowflakeUniqueUnderConcurrencyWithRenewals(t *testing.T) {
-	clk := SystemClock()
+	clk := clock.System()
 	store := newFakeWorkerStore(clk)
-	s := startSF(t, store, sfTestConfig("a", clk, t.TempDir()), time.Second)
+	s := startTest(t, store, testConfig("a", clk, t.TempDir()), time.Second)
 	const workers, per = 6, 2000
 	out := make([][]int64, workers)
 	var wg sync.WaitGroup
@@ -476,29 +464,29 @@ func TestSnowflakeUniqueUnderConcurrencyWithRenewals(t *testing.T) {
 	}
 }
 
-func sfRegReq(node, instance string, clk Clock) *seqsvrv1.RegisterWorkerRequest {
+func regReq(node, instance string, clk clock.Clock) *seqsvrv1.RegisterWorkerRequest {
 	return &seqsvrv1.RegisterWorkerRequest{NodeId: node, InstanceId: instance, NowMs: clk.Now().UnixMilli()}
 }
 
-func sfReadCache(t *testing.T, dir string) sfCacheData {
+func readCache(t *testing.T, dir string) cacheData {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, sfCacheFile))
+	b, err := os.ReadFile(filepath.Join(dir, cacheFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var d sfCacheData
+	var d cacheData
 	if err := json.Unmarshal(b, &d); err != nil {
 		t.Fatal(err)
 	}
 	return d
 }
 
-// sfAdvanceRenewing moves the clock by d, renewing every 3s like the loop.
-func sfAdvanceRenewing(t *testing.T, clk *sfFakeClock, s *Snowflake, d time.Duration) {
+// advanceRenewing moves the clock by d, renewing every 3s like the loop.
+func advanceRenewing(t *testing.T, clk *clocktest.Fake, s *Service, d time.Duration) {
 	t.Helper()
 	for d > 0 {
 		step := min(d, 3*time.Second)
-		clk.Add(step)
+		clk.Advance(step)
 		d -= step
 		if err := s.renewWorker(context.Background()); err != nil {
 			t.Fatal(err)
@@ -506,7 +494,7 @@ func sfAdvanceRenewing(t *testing.T, clk *sfFakeClock, s *Snowflake, d time.Dura
 	}
 }
 
-func sfPoll(t *testing.T, cond func() bool) {
+func poll(t *testing.T, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for !cond() {
@@ -524,13 +512,13 @@ func sfPoll(t *testing.T, cond func() bool) {
 // own data dir is still a different instance and is refused.
 func TestSnowflakeRestartSameDirKeepsInstance(t *testing.T) {
 	dir := t.TempDir()
-	clk := newSFFakeClock(sfT0)
+	clk := clocktest.New(t0)
 	store := newFakeWorkerStore(clk)
-	a := startSF(t, store, sfTestConfig("a", clk, dir), time.Second)
-	last := sfIDs(t, a, 20)[19]
+	a := startTest(t, store, testConfig("a", clk, dir), time.Second)
+	last := takeIDs(t, a, 20)[19]
 	inst := a.instanceID
-	sfCrash(a)
-	hwm := sfReadCache(t, dir).HighWaterMs
+	crash(a)
+	hwm := readCache(t, dir).HighWaterMs
 
 	if _, err := store.RegisterWorker(context.Background(), &seqsvrv1.RegisterWorkerRequest{
 		NodeId: "a", NowMs: clk.Now().UnixMilli(), InstanceId: "someone-else",
@@ -538,16 +526,16 @@ func TestSnowflakeRestartSameDirKeepsInstance(t *testing.T) {
 		t.Fatalf("a twin's registration while the lease is live: %v, want failed_precondition", err)
 	}
 
-	b := startSF(t, store, sfTestConfig("a", clk, dir), time.Second)
+	b := startTest(t, store, testConfig("a", clk, dir), time.Second)
 	if b.instanceID != inst {
 		t.Fatalf("restart on the same dir took instance %q, want the cached %q", b.instanceID, inst)
 	}
-	clk.Add(time.Duration(hwm-clk.Now().UnixMilli()+1) * time.Millisecond)
-	first := sfIDs(t, b, 1)[0]
-	if first <= last || sfSplit(first).ts <= hwm {
-		t.Fatalf("restart issued %+v after %d (high-water %d)", sfSplit(first), last, hwm)
+	clk.Advance(time.Duration(hwm-clk.Now().UnixMilli()+1) * time.Millisecond)
+	first := takeIDs(t, b, 1)[0]
+	if first <= last || split(first).ts <= hwm {
+		t.Fatalf("restart issued %+v after %d (high-water %d)", split(first), last, hwm)
 	}
-	if wait := sfSplit(first).ts - sfSplit(last).ts; wait >= store.ttl.Milliseconds() {
+	if wait := split(first).ts - split(last).ts; wait >= store.ttl.Milliseconds() {
 		t.Fatalf("restart waited %dms, a whole lease TTL", wait)
 	}
 }

@@ -1,4 +1,4 @@
-package alloc
+package snowflake
 
 import (
 	"context"
@@ -14,24 +14,25 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/internal/clock"
 	"github.com/seqsvr/seqsvr/internal/errs"
-	"github.com/seqsvr/seqsvr/internal/faults"
+	"github.com/seqsvr/seqsvr/internal/spec"
 )
 
-// Defaults of SnowflakeConfig.
+// Defaults of Config.
 const (
-	sfDefaultRenewInterval  = 3 * time.Second
-	sfDefaultFenceMargin    = 2 * time.Second
-	sfDefaultMaxClockOffset = time.Second
-	sfHighWaterAhead        = time.Second
-	sfRegisterBackoffMin    = 100 * time.Millisecond
+	defaultRenewInterval  = 3 * time.Second
+	defaultFenceMargin    = 2 * time.Second
+	defaultMaxClockOffset = time.Second
+	highWaterAhead        = time.Second
+	registerBackoffMin    = 100 * time.Millisecond
 )
 
-// SnowflakeConfig configures StartSnowflake. Zero values take the defaults.
-type SnowflakeConfig struct {
+// Config configures Start. Zero values take the defaults.
+type Config struct {
 	NodeID  string
-	DataDir string // "" = no cache (restarts rely on the store alone)
-	Clock   Clock  // nil = SystemClock()
+	DataDir string      // "" = no cache (restarts rely on the store alone)
+	Clock   clock.Clock // nil = clock.System()
 	Logger  *slog.Logger
 	// RenewInterval between lease renewals (default 3 s).
 	RenewInterval time.Duration
@@ -47,9 +48,9 @@ type SnowflakeConfig struct {
 	Registerer      prometheus.Registerer // optional
 }
 
-// Snowflake serves snowflake IDs under a worker ID leased from the store.
+// Service serves snowflake IDs under a worker ID leased from the store.
 //
-// Guarantees, on top of the SnowflakeGenerator's (strictly increasing IDs,
+// Guarantees, on top of the Generator's (strictly increasing IDs,
 // waiting out small backward clock steps, refusing large ones):
 //
 //   - No overlap with another holder of the worker ID. The store refuses a
@@ -66,17 +67,16 @@ type SnowflakeConfig struct {
 //     inside the last lease's bounds (above the high-water mark, at or below
 //     the cached lease bound); otherwise it answers errs.Unavailable and keeps
 //     registering in the background.
-type Snowflake struct {
-	cfg         SnowflakeConfig
-	store       WorkerStore
-	clock       Clock
-	log         *slog.Logger
-	instanceID  string
-	noSelfFence bool // planted bug for the fault harness
-	cache       *sfCache
-	metrics     *sfMetrics
+type Service struct {
+	cfg        Config
+	store      WorkerStore
+	clock      clock.Clock
+	log        *slog.Logger
+	instanceID string
+	cache      *cache
+	metrics    *metrics
 
-	gen    atomic.Pointer[SnowflakeGenerator]
+	gen    atomic.Pointer[Generator]
 	lease  atomic.Pointer[workerLease]
 	closed atomic.Bool
 
@@ -91,7 +91,7 @@ type Snowflake struct {
 	closeOnce sync.Once
 }
 
-// StartSnowflake registers a worker for cfg.NodeID, checks the clock against
+// Start registers a worker for cfg.NodeID, checks the clock against
 // the store leader's, and starts renewing the lease.
 //
 // It blocks until the registration succeeds, the clock check fails or ctx
@@ -102,32 +102,31 @@ type Snowflake struct {
 //   - the data dir is locked by another process.
 //
 // When ctx ends before a registration succeeded it does not fail: it
-// returns a Snowflake that serves from the data-dir cache if that is
+// returns a Service that serves from the data-dir cache if that is
 // provably safe, otherwise answers errs.Unavailable, and keeps registering in
 // the background either way. Always Close the result.
-func StartSnowflake(ctx context.Context, store WorkerStore, cfg SnowflakeConfig) (*Snowflake, error) {
+func Start(ctx context.Context, store WorkerStore, cfg Config) (*Service, error) {
 	if store == nil {
 		return nil, fmt.Errorf("%w: snowflake needs a worker store", errs.InvalidArgument)
 	}
 	if cfg.NodeID == "" {
 		return nil, fmt.Errorf("%w: snowflake needs a node ID", errs.InvalidArgument)
 	}
-	cfg = sfDefaults(cfg)
-	s := &Snowflake{
-		cfg:         cfg,
-		store:       store,
-		clock:       cfg.Clock,
-		log:         cfg.Logger.With("component", "snowflake"),
-		instanceID:  sfInstanceID(),
-		noSelfFence: faults.Bug(faults.BugNoSelfFence),
-		done:        make(chan struct{}),
+	cfg = withDefaults(cfg)
+	s := &Service{
+		cfg:        cfg,
+		store:      store,
+		clock:      cfg.Clock,
+		log:        cfg.Logger.With("component", "snowflake"),
+		instanceID: newInstanceID(),
+		done:       make(chan struct{}),
 	}
-	s.metrics = sfNewMetrics(cfg.Registerer, s)
-	if s.noSelfFence {
-		s.log.Warn("planted bug " + faults.BugNoSelfFence + ": snowflake IDs keep flowing after the lease is lost")
+	s.metrics = newMetrics(cfg.Registerer, s)
+	if noSelfFence() {
+		s.log.Warn(plantedNote("snowflake IDs keep flowing after the lease is lost"))
 	}
 	if cfg.DataDir != "" {
-		c, err := sfOpenCache(cfg.DataDir, sfHighWaterAhead.Milliseconds())
+		c, err := openCache(cfg.DataDir, highWaterAhead.Milliseconds())
 		if err != nil {
 			return nil, err
 		}
@@ -151,37 +150,35 @@ func StartSnowflake(ctx context.Context, store WorkerStore, cfg SnowflakeConfig)
 	return s, nil
 }
 
-func sfDefaults(cfg SnowflakeConfig) SnowflakeConfig {
-	if cfg.Clock == nil {
-		cfg.Clock = SystemClock()
-	}
+func withDefaults(cfg Config) Config {
+	cfg.Clock = clock.Or(cfg.Clock)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.RenewInterval <= 0 {
-		cfg.RenewInterval = sfDefaultRenewInterval
+		cfg.RenewInterval = defaultRenewInterval
 	}
 	if cfg.FenceMargin <= 0 {
-		cfg.FenceMargin = sfDefaultFenceMargin
+		cfg.FenceMargin = defaultFenceMargin
 	}
 	if cfg.MaxClockOffset <= 0 {
-		cfg.MaxClockOffset = sfDefaultMaxClockOffset
+		cfg.MaxClockOffset = defaultMaxClockOffset
 	}
 	if cfg.MaxBackwardWait <= 0 {
-		cfg.MaxBackwardWait = sfDefaultMaxBackwardWait
+		cfg.MaxBackwardWait = defaultMaxBackwardWait
 	}
 	return cfg
 }
 
-// sfInstanceID names this process lifetime for the store's lease.
-func sfInstanceID() string {
+// newInstanceID names this process lifetime for the store's lease.
+func newInstanceID() string {
 	var b [12]byte
 	_, _ = rand.Read(b[:]) // never fails on supported platforms
 	return hex.EncodeToString(b[:])
 }
 
-func (s *Snowflake) initialRegister(ctx context.Context) error {
-	backoff := sfRegisterBackoffMin
+func (s *Service) initialRegister(ctx context.Context) error {
+	backoff := registerBackoffMin
 	for attempt := 1; ; attempt++ {
 		rctx, cancel := context.WithTimeout(ctx, s.cfg.RenewInterval)
 		err := s.registerWorker(rctx)
@@ -211,9 +208,9 @@ func (s *Snowflake) initialRegister(ctx context.Context) error {
 
 // run renews the lease every RenewInterval, or registers again (with
 // backoff) while there is no usable lease.
-func (s *Snowflake) run(ctx context.Context) {
+func (s *Service) run(ctx context.Context) {
 	defer close(s.done)
-	backoff := sfRegisterBackoffMin
+	backoff := registerBackoffMin
 	delay := s.cfg.RenewInterval
 	if s.needsRegister() {
 		delay = backoff
@@ -238,7 +235,7 @@ func (s *Snowflake) run(ctx context.Context) {
 				s.log.Log(ctx, lvl, "snowflake worker registration failed; retrying", "err", err)
 				delay, backoff = backoff, min(backoff*2, s.cfg.RenewInterval)
 			} else {
-				backoff = sfRegisterBackoffMin
+				backoff = registerBackoffMin
 			}
 		} else if err := s.renewWorker(rctx); err != nil {
 			s.setErr(err)
@@ -251,19 +248,19 @@ func (s *Snowflake) run(ctx context.Context) {
 	}
 }
 
-func (s *Snowflake) needsRegister() bool {
+func (s *Service) needsRegister() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.needRegister || s.lease.Load() == nil
 }
 
-func (s *Snowflake) setErr(err error) {
+func (s *Service) setErr(err error) {
 	s.mu.Lock()
 	s.lastErr = err.Error()
 	s.mu.Unlock()
 }
 
-func (s *Snowflake) lastError() string {
+func (s *Service) lastError() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.lastErr
@@ -272,9 +269,9 @@ func (s *Snowflake) lastError() string {
 // NextIDs returns count (1..10000) strictly increasing snowflake IDs, or
 // errs.Unavailable (not registered, clock behind), errs.FailedPrecondition
 // (lease lost) or errs.InvalidArgument (count).
-func (s *Snowflake) NextIDs(ctx context.Context, count int) ([]int64, error) {
-	if count < 1 || count > SnowflakeMaxCount {
-		return nil, fmt.Errorf("%w: count %d outside 1..%d", errs.InvalidArgument, count, SnowflakeMaxCount)
+func (s *Service) NextIDs(ctx context.Context, count int) ([]int64, error) {
+	if count < 1 || count > spec.MaxCount {
+		return nil, fmt.Errorf("%w: count %d outside 1..%d", errs.InvalidArgument, count, spec.MaxCount)
 	}
 	gen, err := s.serving()
 	if err != nil {
@@ -289,7 +286,7 @@ func (s *Snowflake) NextIDs(ctx context.Context, count int) ([]int64, error) {
 }
 
 // serving returns the generator when IDs may be issued now, or why not.
-func (s *Snowflake) serving() (*SnowflakeGenerator, error) {
+func (s *Service) serving() (*Generator, error) {
 	if s.closed.Load() {
 		return nil, fmt.Errorf("%w: snowflake generator is shutting down", errs.Unavailable)
 	}
@@ -297,14 +294,14 @@ func (s *Snowflake) serving() (*SnowflakeGenerator, error) {
 	if gen == nil || l == nil {
 		return nil, fmt.Errorf("%w: snowflake worker not registered yet: %s", errs.Unavailable, s.lastError())
 	}
-	if reason := s.fenceReason(l); reason != "" && !s.noSelfFence {
+	if reason := s.fenceReason(l); reason != "" && !noSelfFence() {
 		return nil, fmt.Errorf("%w: %s", errs.FailedPrecondition, reason)
 	}
 	return gen, nil
 }
 
 // fenceReason says why the lease does not allow IDs now, "" when it does.
-func (s *Snowflake) fenceReason(l *workerLease) string {
+func (s *Service) fenceReason(l *workerLease) string {
 	if l.lostReason != "" {
 		return l.lostReason
 	}
@@ -319,8 +316,8 @@ func (s *Snowflake) fenceReason(l *workerLease) string {
 // first registration). IDs that are negative, do not fit the layout, or
 // claim a time further ahead than twice MaxClockOffset plus a second are
 // errs.InvalidArgument.
-func (s *Snowflake) Decode(id int64) (*seqsvrv1.DecodeSnowflakeResponse, error) {
-	lay, _ := sfNewLayout(SnowflakeDefaultLayout())
+func (s *Service) Decode(id int64) (*seqsvrv1.DecodeSnowflakeResponse, error) {
+	lay, _ := newLayout(spec.DefaultLayout())
 	if gen := s.gen.Load(); gen != nil {
 		lay = gen.lay
 	}
@@ -329,7 +326,7 @@ func (s *Snowflake) Decode(id int64) (*seqsvrv1.DecodeSnowflakeResponse, error) 
 }
 
 // Status reports the worker, lease, clock offset and fence state.
-func (s *Snowflake) Status() *seqsvrv1.SnowflakeStatus {
+func (s *Service) Status() *seqsvrv1.SnowflakeStatus {
 	st := &seqsvrv1.SnowflakeStatus{Enabled: true, NodeId: s.cfg.NodeID, WorkerId: -1}
 	s.mu.Lock()
 	st.ClockOffsetMs = s.clockOffsetMs
@@ -347,8 +344,8 @@ func (s *Snowflake) Status() *seqsvrv1.SnowflakeStatus {
 	switch reason := s.fenceReason(l); {
 	case s.closed.Load():
 		st.Fenced, st.Reason = true, "shutting down"
-	case reason != "" && s.noSelfFence:
-		st.Reason = "planted bug " + faults.BugNoSelfFence + ": serving although " + reason
+	case reason != "" && noSelfFence():
+		st.Reason = plantedNote("serving although " + reason)
 	case reason != "":
 		st.Fenced, st.Reason = true, reason
 	case l.fromCache:
@@ -360,7 +357,7 @@ func (s *Snowflake) Status() *seqsvrv1.SnowflakeStatus {
 // Close stops renewing and persists the cache with the exact last
 // timestamp issued, so a restart need not wait out the high-water margin.
 // Further NextIDs calls answer errs.Unavailable.
-func (s *Snowflake) Close() {
+func (s *Service) Close() {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
 		if s.cancel != nil {
@@ -369,7 +366,7 @@ func (s *Snowflake) Close() {
 		}
 		if gen := s.gen.Load(); gen != nil && s.cache != nil {
 			last := gen.freeze()
-			if err := s.cache.update(func(c *sfCacheData) {
+			if err := s.cache.update(func(c *cacheData) {
 				if c.WorkerID == gen.WorkerID() {
 					c.HighWaterMs = last
 				}
