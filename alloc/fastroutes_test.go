@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/proto"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
@@ -252,5 +253,18 @@ func TestFastRoutesLeafDeclinesBody(t *testing.T) {
 	res.Body.Close()
 	if st := f.front.Stats(); st.Served != 0 || st.HandOffs["declined"] != 1 || f.slow.Load() != 1 {
 		t.Fatalf("front served %d, declined %d, net/http got %d; want 0, 1, 1", st.Served, st.HandOffs["declined"], f.slow.Load())
+	}
+}
+
+func TestAppendIDsMatchesProtoMarshal(t *testing.T) {
+	for _, ids := range [][]int64{{1}, {0}, {1, 2, 3}, {1 << 40, 1<<40 + 1}, {127, 128, 16383, 16384}, {5, 3, 1 << 20}, {-1, 1}, {1<<63 - 1}, {300, 200, 300},
+		{1 << 14, 1<<14 + 1}, {1 << 21, 1<<21 + 7}, {1 << 28, 1<<28 + 9}, {1 << 35, 1<<35 + 2}, {1 << 56, 1<<56 + 1}, {2, 3, 4}} {
+		want, err := proto.Marshal(&seqsvrv1.NextIDsResponse{Ids: ids})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendIDs(nil, ids); string(got) != string(want) {
+			t.Fatalf("%v: got %x, want %x", ids, got, want)
+		}
 	}
 }

@@ -21,7 +21,7 @@ type SegmentSource interface {
 }
 
 // SnowflakeSource is what the service needs from the snowflake generator
-// (*Snowflake in production).
+// (*snowflake.Service in production).
 type SnowflakeSource interface {
 	NextIDs(ctx context.Context, count int) ([]int64, error)
 	Decode(id int64) (*seqsvrv1.DecodeSnowflakeResponse, error)
