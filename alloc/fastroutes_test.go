@@ -35,11 +35,7 @@ type fronted struct {
 func newFronted(t *testing.T) *fronted {
 	t.Helper()
 	svc := NewService("n1", &svcFakeSegments{only: "order"})
-	mux := http.NewServeMux()
-	mux.Handle(seqsvrv1connect.NewAllocServiceHandler(svc))
-	for p, h := range svc.LeafRoutes() {
-		mux.Handle(p, h)
-	}
+	mux := serveMux(svc)
 	ref := httptest.NewServer(mux)
 	t.Cleanup(ref.Close)
 	url, slow, front := connectfasttest.ServeH1(t, mux, svc.FastRoutes(1<<20, slog.New(slog.DiscardHandler)))

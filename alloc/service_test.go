@@ -87,14 +87,20 @@ func newTestService(t *testing.T) (*Service, *svcFakeSegments, seqsvrv1connect.A
 	t.Helper()
 	seg := &svcFakeSegments{}
 	svc := NewService("node-a", seg)
+	srv := httptest.NewServer(serveMux(svc))
+	t.Cleanup(srv.Close)
+	return svc, seg, seqsvrv1connect.NewAllocServiceClient(srv.Client(), srv.URL), srv
+}
+
+// serveMux serves svc through net/http as the allocsvr does: the Connect
+// handler and the Leaf API.
+func serveMux(svc *Service) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle(seqsvrv1connect.NewAllocServiceHandler(svc))
 	for p, h := range svc.LeafRoutes() {
 		mux.Handle(p, h)
 	}
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	return svc, seg, seqsvrv1connect.NewAllocServiceClient(srv.Client(), srv.URL), srv
+	return mux
 }
 
 func wantCode(t *testing.T, err error, code connect.Code) {

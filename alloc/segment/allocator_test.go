@@ -18,10 +18,7 @@ import (
 )
 
 func TestSegmentPrefetchAtTenPercent(t *testing.T) {
-	ctx := testCtx(t)
-	f := newFakeStore()
-	f.create("t", 0, 100)
-	a := newTest(t, f, Config{})
+	ctx, f, a := setup(t, "t", 0, 100, Config{})
 
 	for want := int64(1); want <= 9; want++ {
 		if id := mustNext(t, ctx, a, "t"); id != want {
@@ -59,10 +56,7 @@ func TestSegmentPrefetchAtTenPercent(t *testing.T) {
 }
 
 func TestSegmentSwitch(t *testing.T) {
-	ctx := testCtx(t)
-	f := newFakeStore()
-	f.create("t", 1000, 10)
-	a := newTest(t, f, Config{MaxStep: 1}) // pin the step to the stored 10
+	ctx, _, a := setup(t, "t", 1000, 10, Config{MaxStep: 1}) // pin the step to the stored 10
 
 	mustNext(t, ctx, a, "t") // 1001, prefetch fires at once (10% of 10 is 1)
 	waitFor(t, "next segment", nextReady(a, "t"))
@@ -84,10 +78,7 @@ func TestSegmentSwitch(t *testing.T) {
 }
 
 func TestSegmentCountSpansSegments(t *testing.T) {
-	ctx := testCtx(t)
-	f := newFakeStore()
-	f.create("t", 0, 100)
-	a := newTest(t, f, Config{})
+	ctx, f, a := setup(t, "t", 0, 100, Config{})
 
 	if _, err := a.NextIDs(ctx, "t", 95); err != nil {
 		t.Fatal(err)
@@ -267,10 +258,7 @@ func checkUnique(t *testing.T, tag string, ids []int64, segs []*seqsvrv1.Segment
 }
 
 func TestSegmentOutageDrainThenUnavailable(t *testing.T) {
-	ctx := testCtx(t)
-	f := newFakeStore()
-	f.create("t", 0, 10)
-	a := newTest(t, f, Config{MaxStep: 1, LoadBackoff: time.Hour, LoadBackoffMax: time.Hour})
+	ctx, f, a := setup(t, "t", 0, 10, Config{MaxStep: 1, LoadBackoff: time.Hour, LoadBackoffMax: time.Hour})
 
 	mustNext(t, ctx, a, "t")
 	waitFor(t, "next segment", nextReady(a, "t"))
@@ -317,10 +305,7 @@ func TestSegmentEmptyWaitBounded(t *testing.T) {
 }
 
 func TestSegmentRecovery(t *testing.T) {
-	ctx := testCtx(t)
-	f := newFakeStore()
-	f.create("t", 0, 10)
-	a := newTest(t, f, Config{LoadBackoff: time.Millisecond, LoadBackoffMax: 5 * time.Millisecond})
+	ctx, f, a := setup(t, "t", 0, 10, Config{LoadBackoff: time.Millisecond, LoadBackoffMax: 5 * time.Millisecond})
 
 	f.down.Store(true)
 	if _, err := nextID(ctx, a, "t"); !errors.Is(err, errs.Unavailable) {
@@ -346,10 +331,7 @@ func TestSegmentRecovery(t *testing.T) {
 }
 
 func TestSegmentLostReplyReusesRequestID(t *testing.T) {
-	ctx := testCtx(t)
-	f := newFakeStore()
-	f.create("t", 0, 10)
-	a := newTest(t, f, Config{LoadBackoff: time.Millisecond, LoadBackoffMax: time.Millisecond})
+	ctx, f, a := setup(t, "t", 0, 10, Config{LoadBackoff: time.Millisecond, LoadBackoffMax: time.Millisecond})
 
 	mustNext(t, ctx, a, "t")
 	waitFor(t, "next segment", nextReady(a, "t"))
@@ -437,10 +419,7 @@ func TestSegmentCacheCollisions(t *testing.T) {
 }
 
 func TestSegmentDeletedTagDrainsThenNotFound(t *testing.T) {
-	ctx := testCtx(t)
-	f := newFakeStore()
-	f.create("t", 0, 10)
-	a := newTest(t, f, Config{MaxStep: 1, NegativeCacheTTL: time.Hour})
+	ctx, f, a := setup(t, "t", 0, 10, Config{MaxStep: 1, NegativeCacheTTL: time.Hour})
 	mustNext(t, ctx, a, "t")
 	waitFor(t, "next segment", nextReady(a, "t"))
 	f.remove("t")
@@ -455,10 +434,7 @@ func TestSegmentDeletedTagDrainsThenNotFound(t *testing.T) {
 }
 
 func TestSegmentInvalidInputReservesNothing(t *testing.T) {
-	ctx := testCtx(t)
-	f := newFakeStore()
-	f.create("ok", 0, 10)
-	a := newTest(t, f, Config{})
+	ctx, f, a := setup(t, "ok", 0, 10, Config{})
 	bad := []string{"", "has space", "a/b", "ü", strings.Repeat("x", 129), "tab\t", "semi;colon"}
 	for _, tag := range bad {
 		if _, err := a.NextIDs(ctx, tag, 1); !errors.Is(err, errs.InvalidArgument) {

@@ -170,6 +170,14 @@ func newTest(t *testing.T, store Store, cfg Config) *Allocator {
 	return a
 }
 
+// setup is the common start of a test: an allocator with cfg over a fake
+// store that holds tag (max_id start, step step).
+func setup(t *testing.T, tag string, start, step int64, cfg Config) (context.Context, *fakeStore, *Allocator) {
+	f := newFakeStore()
+	f.create(tag, start, step)
+	return testCtx(t), f, newTest(t, f, cfg)
+}
+
 // nextID is NextIDs(ctx, tag, 1), the single-ID call every request makes.
 func nextID(ctx context.Context, a *Allocator, tag string) (int64, error) {
 	ids, err := a.NextIDs(ctx, tag, 1)

@@ -24,11 +24,17 @@ func reportOfLimit(b *testing.B, ids int) {
 	b.ReportMetric(float64(ids)/ms/limitPerMs, "of-limit")
 }
 
-func BenchmarkSnowflakeNextID(b *testing.B) {
-	g, err := NewGenerator(spec.DefaultLayout(), 1, 0, clock.System())
+// benchGenerator is worker 1 of the default layout on clk.
+func benchGenerator(b *testing.B, clk clock.Clock) *Generator {
+	g, err := NewGenerator(spec.DefaultLayout(), 1, 0, clk)
 	if err != nil {
 		b.Fatal(err)
 	}
+	return g
+}
+
+// runNextID times b.N calls of g.NextID.
+func runNextID(b *testing.B, g *Generator) {
 	ctx := context.Background()
 	b.ResetTimer()
 	for range b.N {
@@ -36,14 +42,16 @@ func BenchmarkSnowflakeNextID(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+func BenchmarkSnowflakeNextID(b *testing.B) {
+	g := benchGenerator(b, clock.System())
+	runNextID(b, g)
 	reportOfLimit(b, b.N)
 }
 
 func BenchmarkSnowflakeNextIDParallel(b *testing.B) {
-	g, err := NewGenerator(spec.DefaultLayout(), 1, 0, clock.System())
-	if err != nil {
-		b.Fatal(err)
-	}
+	g := benchGenerator(b, clock.System())
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		ctx := context.Background()
@@ -59,10 +67,7 @@ func BenchmarkSnowflakeNextIDParallel(b *testing.B) {
 
 // BenchmarkSnowflakeBatch10000 asks for the largest batch per call.
 func BenchmarkSnowflakeBatch10000(b *testing.B) {
-	g, err := NewGenerator(spec.DefaultLayout(), 1, 0, clock.System())
-	if err != nil {
-		b.Fatal(err)
-	}
+	g := benchGenerator(b, clock.System())
 	ctx := context.Background()
 	b.ResetTimer()
 	for range b.N {
@@ -98,17 +103,8 @@ func BenchmarkSnowflakeServiceNextIDs(b *testing.B) {
 // reports the headroom: how many times faster than the layout's limit
 // (244 ns per ID) it could issue if the clock allowed.
 func BenchmarkSnowflakeGenerateCost(b *testing.B) {
-	g, err := NewGenerator(spec.DefaultLayout(), 1, 0, clocktest.New(t0))
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx := context.Background()
-	b.ResetTimer()
-	for range b.N {
-		if _, err := g.NextID(ctx); err != nil {
-			b.Fatal(err)
-		}
-	}
+	g := benchGenerator(b, clocktest.New(t0))
+	runNextID(b, g)
 	if ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N); ns > 0 {
 		b.ReportMetric(1e6/limitPerMs/ns, "x-headroom")
 	}

@@ -160,14 +160,9 @@ func (s *Service) registerWorker(ctx context.Context) error {
 	})
 
 	s.mu.Lock()
-	s.needRegister, s.lastErr, s.ttl = false, "", ttl
-	if measured {
-		s.clockOffsetMs = offset
-	}
+	s.needRegister = false
 	s.mu.Unlock()
-	if measured {
-		s.metrics.clockOffset.Set(float64(offset))
-	}
+	s.leaseGranted(ttl, offset, measured)
 	s.metrics.registers.WithLabelValues("ok").Inc()
 	if s.fenceAfter(ttl) <= s.cfg.RenewInterval {
 		s.log.Warn("snowflake lease TTL minus fence margin is not above the renew interval; one slow renewal fences",
@@ -246,6 +241,17 @@ func (s *Service) renewWorker(ctx context.Context) error {
 		return nil // a registration replaced the lease meanwhile; it wins
 	}
 	offset, measured, _ := s.measureOffset(ctx, sent, recv, w.GetLeaderNowMs())
+	s.leaseGranted(ttl, offset, measured)
+	s.metrics.renewals.WithLabelValues("ok").Inc()
+	if l.lostReason != "" || !sent.Before(l.fenceAt) {
+		s.log.Info("snowflake worker lease renewed again; serving", "worker_id", l.workerID)
+	}
+	return nil
+}
+
+// leaseGranted records a successful registration or renewal: no error to
+// report, the TTL the store granted and, when measured, the clock offset.
+func (s *Service) leaseGranted(ttl time.Duration, offset int64, measured bool) {
 	s.mu.Lock()
 	s.lastErr, s.ttl = "", ttl
 	if measured {
@@ -255,11 +261,6 @@ func (s *Service) renewWorker(ctx context.Context) error {
 	if measured {
 		s.metrics.clockOffset.Set(float64(offset))
 	}
-	s.metrics.renewals.WithLabelValues("ok").Inc()
-	if l.lostReason != "" || !sent.Before(l.fenceAt) {
-		s.log.Info("snowflake worker lease renewed again; serving", "worker_id", l.workerID)
-	}
-	return nil
 }
 
 // loseLease fences until a registration succeeds.
