@@ -19,10 +19,10 @@ import (
 	"github.com/seqsvr/seqsvr/internal/errs"
 )
 
-// storeFakeCluster is a tiny in-process stand-in for a storesvr cluster,
+// fakeCluster is a tiny in-process stand-in for a storesvr cluster,
 // for the store client's unit tests only: one member leads, the others
 // refuse with unavailable (no forwarding), so the client must follow.
-type storeFakeCluster struct {
+type fakeCluster struct {
 	mu        sync.Mutex
 	leader    int // -1: no leader
 	nodes     []*httptest.Server
@@ -34,18 +34,18 @@ type storeFakeCluster struct {
 	calls     map[string]int // "node/method" -> count
 }
 
-type storeFakeNode struct {
+type fakeNode struct {
 	seqsvrv1connect.UnimplementedStoreServiceHandler
-	c *storeFakeCluster
+	c *fakeCluster
 	i int
 }
 
-func newStoreFakeCluster(t *testing.T, n int) *storeFakeCluster {
-	c := &storeFakeCluster{maxID: map[string]int64{"t": 0}, byReq: map[string]*seqsvrv1.Segment{}, calls: map[string]int{}}
+func newFakeCluster(t *testing.T, n int) *fakeCluster {
+	c := &fakeCluster{maxID: map[string]int64{"t": 0}, byReq: map[string]*seqsvrv1.Segment{}, calls: map[string]int{}}
 	c.addrStyle = func(u string) string { return strings.TrimPrefix(u, "http://") }
 	for i := range n {
 		mux := http.NewServeMux()
-		mux.Handle(seqsvrv1connect.NewStoreServiceHandler(&storeFakeNode{c: c, i: i}))
+		mux.Handle(seqsvrv1connect.NewStoreServiceHandler(&fakeNode{c: c, i: i}))
 		srv := httptest.NewServer(mux)
 		t.Cleanup(srv.Close)
 		c.nodes = append(c.nodes, srv)
@@ -53,7 +53,7 @@ func newStoreFakeCluster(t *testing.T, n int) *storeFakeCluster {
 	return c
 }
 
-func (c *storeFakeCluster) urls() []string {
+func (c *fakeCluster) urls() []string {
 	var u []string
 	for _, n := range c.nodes {
 		u = append(u, n.URL)
@@ -61,20 +61,20 @@ func (c *storeFakeCluster) urls() []string {
 	return u
 }
 
-func (c *storeFakeCluster) setLeader(i int) {
+func (c *fakeCluster) setLeader(i int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.leader = i
 }
 
-func (c *storeFakeCluster) count(node int, method string) int {
+func (c *fakeCluster) count(node int, method string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.calls[fmt.Sprintf("%d/%s", node, method)]
 }
 
 // enter records a call and refuses it unless this node leads.
-func (n *storeFakeNode) enter(method string) error {
+func (n *fakeNode) enter(method string) error {
 	n.c.calls[fmt.Sprintf("%d/%s", n.i, method)]++
 	if n.c.leader != n.i {
 		return connect.NewError(connect.CodeUnavailable, errors.New("not the leader"))
@@ -82,7 +82,7 @@ func (n *storeFakeNode) enter(method string) error {
 	return nil
 }
 
-func (n *storeFakeNode) ClusterStatus(context.Context, *connect.Request[seqsvrv1.ClusterStatusRequest]) (*connect.Response[seqsvrv1.ClusterStatusResponse], error) {
+func (n *fakeNode) ClusterStatus(context.Context, *connect.Request[seqsvrv1.ClusterStatusRequest]) (*connect.Response[seqsvrv1.ClusterStatusResponse], error) {
 	n.c.mu.Lock()
 	defer n.c.mu.Unlock()
 	n.c.calls[fmt.Sprintf("%d/ClusterStatus", n.i)]++
@@ -94,7 +94,7 @@ func (n *storeFakeNode) ClusterStatus(context.Context, *connect.Request[seqsvrv1
 	return connect.NewResponse(res), nil
 }
 
-func (n *storeFakeNode) GetTag(_ context.Context, req *connect.Request[seqsvrv1.GetTagRequest]) (*connect.Response[seqsvrv1.Tag], error) {
+func (n *fakeNode) GetTag(_ context.Context, req *connect.Request[seqsvrv1.GetTagRequest]) (*connect.Response[seqsvrv1.Tag], error) {
 	n.c.mu.Lock()
 	defer n.c.mu.Unlock()
 	if err := n.enter("GetTag"); err != nil {
@@ -107,7 +107,7 @@ func (n *storeFakeNode) GetTag(_ context.Context, req *connect.Request[seqsvrv1.
 	return connect.NewResponse(&seqsvrv1.Tag{Tag: req.Msg.GetTag(), MaxId: max, Step: 10}), nil
 }
 
-func (n *storeFakeNode) ReserveSegment(_ context.Context, req *connect.Request[seqsvrv1.ReserveSegmentRequest]) (*connect.Response[seqsvrv1.Segment], error) {
+func (n *fakeNode) ReserveSegment(_ context.Context, req *connect.Request[seqsvrv1.ReserveSegmentRequest]) (*connect.Response[seqsvrv1.Segment], error) {
 	n.c.mu.Lock()
 	defer n.c.mu.Unlock()
 	if err := n.enter("ReserveSegment"); err != nil {
@@ -139,7 +139,7 @@ func (n *storeFakeNode) ReserveSegment(_ context.Context, req *connect.Request[s
 	return connect.NewResponse(s), nil
 }
 
-func (n *storeFakeNode) RegisterWorker(_ context.Context, req *connect.Request[seqsvrv1.RegisterWorkerRequest]) (*connect.Response[seqsvrv1.Worker], error) {
+func (n *fakeNode) RegisterWorker(_ context.Context, req *connect.Request[seqsvrv1.RegisterWorkerRequest]) (*connect.Response[seqsvrv1.Worker], error) {
 	n.c.mu.Lock()
 	defer n.c.mu.Unlock()
 	if err := n.enter("RegisterWorker"); err != nil {
@@ -148,7 +148,7 @@ func (n *storeFakeNode) RegisterWorker(_ context.Context, req *connect.Request[s
 	return connect.NewResponse(&seqsvrv1.Worker{NodeId: req.Msg.GetNodeId(), WorkerId: 7}), nil
 }
 
-func (n *storeFakeNode) RenewWorker(_ context.Context, req *connect.Request[seqsvrv1.RenewWorkerRequest]) (*connect.Response[seqsvrv1.Worker], error) {
+func (n *fakeNode) RenewWorker(_ context.Context, req *connect.Request[seqsvrv1.RenewWorkerRequest]) (*connect.Response[seqsvrv1.Worker], error) {
 	n.c.mu.Lock()
 	defer n.c.mu.Unlock()
 	if err := n.enter("RenewWorker"); err != nil {
@@ -166,7 +166,7 @@ func testCtx(t *testing.T) context.Context {
 	return ctx
 }
 
-func storeTestClient(t *testing.T, urls []string) *Client {
+func testClient(t *testing.T, urls []string) *Client {
 	t.Helper()
 	c, err := New(urls, Options{
 		RequestTimeout: time.Second, BackoffInitial: time.Millisecond, BackoffMax: 10 * time.Millisecond,
@@ -177,11 +177,11 @@ func storeTestClient(t *testing.T, urls []string) *Client {
 	return c
 }
 
-func TestStoreClientFindsAndFollowsLeader(t *testing.T) {
+func TestClientFindsAndFollowsLeader(t *testing.T) {
 	ctx := testCtx(t)
-	fc := newStoreFakeCluster(t, 3)
+	fc := newFakeCluster(t, 3)
 	fc.setLeader(1)
-	c := storeTestClient(t, fc.urls())
+	c := testClient(t, fc.urls())
 
 	s, err := c.ReserveSegment(ctx, "t", 5, "r1")
 	if err != nil || s.GetFirst() != 1 || s.GetLast() != 5 {
@@ -213,14 +213,14 @@ func TestStoreClientFindsAndFollowsLeader(t *testing.T) {
 	}
 }
 
-func TestStoreClientUnspecifiedLeaderHost(t *testing.T) {
+func TestClientUnspecifiedLeaderHost(t *testing.T) {
 	ctx := testCtx(t)
-	fc := newStoreFakeCluster(t, 2)
+	fc := newFakeCluster(t, 2)
 	fc.addrStyle = func(u string) string { // "0.0.0.0:PORT", as a member bound to all interfaces says
 		return "0.0.0.0:" + u[strings.LastIndex(u, ":")+1:]
 	}
 	fc.setLeader(1)
-	c := storeTestClient(t, fc.urls())
+	c := testClient(t, fc.urls())
 	if _, err := c.GetTag(ctx, "t"); err != nil {
 		t.Fatal(err)
 	}
@@ -229,11 +229,11 @@ func TestStoreClientUnspecifiedLeaderHost(t *testing.T) {
 	}
 }
 
-func TestStoreClientRetryKeepsRequestID(t *testing.T) {
+func TestClientRetryKeepsRequestID(t *testing.T) {
 	ctx := testCtx(t)
-	fc := newStoreFakeCluster(t, 3)
+	fc := newFakeCluster(t, 3)
 	fc.setLeader(0)
-	c := storeTestClient(t, fc.urls())
+	c := testClient(t, fc.urls())
 	fc.mu.Lock()
 	fc.loseReply = true
 	fc.mu.Unlock()
@@ -249,11 +249,11 @@ func TestStoreClientRetryKeepsRequestID(t *testing.T) {
 	}
 }
 
-func TestStoreClientErrorsKeepCodes(t *testing.T) {
+func TestClientErrorsKeepCodes(t *testing.T) {
 	ctx := testCtx(t)
-	fc := newStoreFakeCluster(t, 1)
+	fc := newFakeCluster(t, 1)
 	fc.setLeader(0)
-	c := storeTestClient(t, fc.urls())
+	c := testClient(t, fc.urls())
 
 	_, err := c.GetTag(ctx, "missing")
 	if !errors.Is(err, errs.NotFound) || connect.CodeOf(err) != connect.CodeNotFound ||
@@ -273,8 +273,8 @@ func TestStoreClientErrorsKeepCodes(t *testing.T) {
 	}
 }
 
-func TestStoreClientNoLeaderGivesUpWithUnavailable(t *testing.T) {
-	fc := newStoreFakeCluster(t, 3)
+func TestClientNoLeaderGivesUpWithUnavailable(t *testing.T) {
+	fc := newFakeCluster(t, 3)
 	fc.setLeader(-1)
 	c, err := New(fc.urls(), Options{
 		BackoffInitial: time.Millisecond, BackoffMax: 5 * time.Millisecond, RetryBudget: 100 * time.Millisecond,
@@ -296,19 +296,19 @@ func TestStoreClientNoLeaderGivesUpWithUnavailable(t *testing.T) {
 	}
 }
 
-func TestStoreClientAllDownAndDeadMember(t *testing.T) {
-	fc := newStoreFakeCluster(t, 1)
+func TestClientAllDownAndDeadMember(t *testing.T) {
+	fc := newFakeCluster(t, 1)
 	fc.setLeader(0)
 	dead := httptest.NewServer(http.NotFoundHandler())
 	deadURL := dead.URL
 	dead.Close()
 
-	c := storeTestClient(t, []string{deadURL, fc.nodes[0].URL})
+	c := testClient(t, []string{deadURL, fc.nodes[0].URL})
 	if _, err := c.ReserveSegment(testCtx(t), "t", 1, "r"); err != nil {
 		t.Fatalf("one dead member in the list: %v", err)
 	}
 
-	c = storeTestClient(t, []string{deadURL})
+	c = testClient(t, []string{deadURL})
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	_, err := c.GetTag(ctx, "t")
@@ -317,7 +317,7 @@ func TestStoreClientAllDownAndDeadMember(t *testing.T) {
 	}
 }
 
-func TestNewStoreClientBadURLs(t *testing.T) {
+func TestNewBadURLs(t *testing.T) {
 	for _, urls := range [][]string{nil, {""}, {"ftp://x"}, {"http://"}} {
 		if _, err := New(urls, Options{}); !errors.Is(err, errs.InvalidArgument) {
 			t.Errorf("%q: %v, want errs.InvalidArgument", urls, err)
@@ -330,11 +330,11 @@ func TestNewStoreClientBadURLs(t *testing.T) {
 }
 
 // The allocator over the real client over HTTP, through a leader change.
-func TestSegmentAllocatorOverStoreClient(t *testing.T) {
+func TestSegmentAllocatorOverClient(t *testing.T) {
 	ctx := testCtx(t)
-	fc := newStoreFakeCluster(t, 3)
+	fc := newFakeCluster(t, 3)
 	fc.setLeader(0)
-	a := segment.New(storeTestClient(t, fc.urls()), segment.Config{})
+	a := segment.New(testClient(t, fc.urls()), segment.Config{})
 	t.Cleanup(a.Close)
 	var last int64
 	for i := range 300 {
