@@ -87,9 +87,10 @@ func reportRate(b *testing.B, perOp int) {
 }
 
 // BenchmarkNextIDsVsAtomicAdd interleaves chunks of bare atomic adds and
-// NextIDs(ctx, tag, 1) calls in one goroutine and reports their time ratio, so noise from
-// a shared machine hits both sides alike. The ratio (x-atomic) is what a
-// request's ID costs above the floor, result slice included.
+// NextIDs(ctx, tag, 1) calls in one goroutine and reports their time
+// ratio, so noise from a shared machine hits both sides alike. The ratio
+// (x-atomic) is what a request's ID costs above the floor, its one-element
+// result slice included.
 func BenchmarkNextIDsVsAtomicAdd(b *testing.B) {
 	a := benchAllocator(b)
 	ctx := context.Background()
