@@ -1,26 +1,19 @@
-// Package alloc hands out IDs for allocsvr: segment IDs from per-tag double
-// buffers refilled from the Raft-replicated store (Meituan Leaf-segment), and
-// snowflake IDs from a worker ID leased in the store (Leaf-snowflake).
+// Package alloc is the allocsvr's service layer over the ID sources in its
+// subpackages: segment (Leaf-segment double buffers refilled from the
+// store), snowflake (IDs under a worker ID leased in the store) and
+// storeclient (the store cluster's client). Each source is a package of its
+// own so another (a future alloc/seq) can sit beside them.
 //
-// Segment mode guarantees:
+// alloc itself holds the connect-go AllocService handler (Service), Meituan
+// Leaf's HTTP API (LeafRoutes) and the routes the HTTP/1.1 front answers
+// without net/http (FastRoutes). Guarantees:
 //
-//   - Unique: every ID handed out lies in a segment the store committed for
-//     this process alone (ReserveSegment is linearizable and ranges never
-//     overlap), and each ID of a segment is handed out at most once.
-//   - Strictly increasing per tag within one process: a segment is only put
-//     in use when it lies above everything served before, and one NextIDs
-//     answer is strictly increasing even when it spans a segment switch.
-//   - Available: a request never waits on the store while a buffered
-//     segment can serve it. The next segment is reserved in the background
-//     once 10% of the current one is used, by at most one loader per tag.
-//     When both buffers are empty the request waits a bounded time for an
-//     in-flight load and then answers ErrUnavailable; it never hangs.
-//   - No burned IDs on bad input: tag names and counts are validated before
-//     anything touches the buffers or the store.
-//
-// The StoreClient finds the store's Raft leader from any list of members,
-// follows leader changes and retries transport and unavailable errors with
-// backoff within the caller's deadline. A reservation keeps one request_id
-// across its retries so a retry after a timeout returns the same segment
-// instead of burning a new one.
+//   - Every request is checked (spec.CheckTag, spec.CheckCount) before it
+//     reaches a source, so a bad request never reserves or burns an ID.
+//   - Errors are mapped once, through errs: a handler returns
+//     errs.Connect(err), the Leaf API answers errs.HTTPStatus(err) with
+//     errs.Message(err), so both protocols give the same failure the same
+//     code and no internal detail reaches a client.
+//   - The front's answers are the bytes net/http and connect-go would send
+//     for the same request; what it does not handle it declines to them.
 package alloc

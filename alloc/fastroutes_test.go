@@ -14,16 +14,18 @@ import (
 	"testing"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/proto"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 	"github.com/seqsvr/seqsvr/internal/connectfast/connectfasttest"
 	"github.com/seqsvr/seqsvr/internal/h1"
+	"github.com/seqsvr/seqsvr/internal/spec"
 )
 
 // fronted is one Service behind two servers: the HTTP/1.1 front with
 // FastRoutes (net/http behind it, counted), and net/http alone, the
-// reference. Both share the allocator, so IDs interleave between them.
+// reference. Both share the ID source, so IDs interleave between them.
 type fronted struct {
 	url, ref string
 	slow     *atomic.Int64
@@ -32,14 +34,8 @@ type fronted struct {
 
 func newFronted(t *testing.T) *fronted {
 	t.Helper()
-	store := newSegFakeStore()
-	store.create("order", 0, 1000)
-	svc := NewService("n1", segNew(t, store, SegmentConfig{}))
-	mux := http.NewServeMux()
-	mux.Handle(seqsvrv1connect.NewAllocServiceHandler(svc))
-	for p, h := range svc.LeafRoutes() {
-		mux.Handle(p, h)
-	}
+	svc := NewService("n1", &svcFakeSegments{only: "order"})
+	mux := serveMux(svc)
 	ref := httptest.NewServer(mux)
 	t.Cleanup(ref.Close)
 	url, slow, front := connectfasttest.ServeH1(t, mux, svc.FastRoutes(1<<20, slog.New(slog.DiscardHandler)))
@@ -66,10 +62,10 @@ func TestFastRoutesNextIDs(t *testing.T) {
 	c := seqsvrv1connect.NewAllocServiceClient(connectfasttest.H1Client(t), f.url)
 	ctx := context.Background()
 	ref := seqsvrv1connect.NewAllocServiceClient(http.DefaultClient, f.ref)
-	// Front and reference share the allocator: their IDs must follow one
+	// Front and reference share the ID source: their IDs must follow one
 	// another exactly.
 	var last int64
-	counts := []int32{0, 1, 1000, MaxCount, 7}
+	counts := []int32{0, 1, 1000, spec.MaxCount, 7}
 	for _, count := range counts {
 		res, err := c.NextIDs(ctx, connect.NewRequest(&seqsvrv1.NextIDsRequest{Tag: "order", Count: count}))
 		if err != nil {
@@ -106,7 +102,7 @@ func TestFastRoutesNextIDsErrorsLikeNetHTTP(t *testing.T) {
 		"no tag":        {},
 		"long tag":      {Tag: strings.Repeat("t", 129)},
 		"count -1":      {Tag: "order", Count: -1},
-		"count too big": {Tag: "order", Count: MaxCount + 1},
+		"count too big": {Tag: "order", Count: spec.MaxCount + 1},
 		"unknown tag":   {Tag: "nope", Count: 1},
 	}
 	for name, req := range cases {
@@ -162,7 +158,7 @@ func (a leafAnswer) equal(b leafAnswer) bool {
 func TestFastRoutesLeafSegment(t *testing.T) {
 	f := newFronted(t)
 	hc := connectfasttest.H1Client(t)
-	// Front and reference share the allocator: their IDs must follow one
+	// Front and reference share the ID source: their IDs must follow one
 	// another exactly.
 	var last int64
 	for range 3 {
@@ -253,5 +249,18 @@ func TestFastRoutesLeafDeclinesBody(t *testing.T) {
 	res.Body.Close()
 	if st := f.front.Stats(); st.Served != 0 || st.HandOffs["declined"] != 1 || f.slow.Load() != 1 {
 		t.Fatalf("front served %d, declined %d, net/http got %d; want 0, 1, 1", st.Served, st.HandOffs["declined"], f.slow.Load())
+	}
+}
+
+func TestAppendIDsMatchesProtoMarshal(t *testing.T) {
+	for _, ids := range [][]int64{{1}, {0}, {1, 2, 3}, {1 << 40, 1<<40 + 1}, {127, 128, 16383, 16384}, {5, 3, 1 << 20}, {-1, 1}, {1<<63 - 1}, {300, 200, 300},
+		{1 << 14, 1<<14 + 1}, {1 << 21, 1<<21 + 7}, {1 << 28, 1<<28 + 9}, {1 << 35, 1<<35 + 2}, {1 << 56, 1<<56 + 1}, {2, 3, 4}} {
+		want, err := proto.Marshal(&seqsvrv1.NextIDsResponse{Ids: ids})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendIDs(nil, ids); string(got) != string(want) {
+			t.Fatalf("%v: got %x, want %x", ids, got, want)
+		}
 	}
 }

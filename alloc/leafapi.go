@@ -1,13 +1,14 @@
 package alloc
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"strings"
 
-	"connectrpc.com/connect"
-
+	"github.com/seqsvr/seqsvr/internal/errs"
 	"github.com/seqsvr/seqsvr/internal/h1"
+	"github.com/seqsvr/seqsvr/internal/spec"
 )
 
 // LeafRoutes returns Meituan Leaf's HTTP API as ServeMux patterns:
@@ -20,18 +21,59 @@ import (
 func (s *Service) LeafRoutes() map[string]http.Handler {
 	return map[string]http.Handler{
 		"GET /api/segment/get/{tag}": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			ids, err := s.segmentIDs(r.Context(), r.PathValue("tag"), 1)
-			writeLeaf(w, ids, err)
+			status, body := s.leafSegment(r.Context(), r.PathValue("tag"), nil)
+			writeLeaf(w, status, body)
 		}),
 		"GET /api/snowflake/get/{tag}": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if err := validTag(r.PathValue("tag")); err != nil {
-				writeLeaf(w, nil, err)
-				return
-			}
-			ids, err := s.snowflakeIDs(r.Context(), 1)
-			writeLeaf(w, ids, err)
+			status, body := s.leafSnowflake(r.Context(), r.PathValue("tag"))
+			writeLeaf(w, status, body)
 		}),
 	}
+}
+
+// leafSegment is the answer to GET /api/segment/get/{tag}, for net/http
+// and the front alike: the status and the body, appended to buf.
+func (s *Service) leafSegment(ctx context.Context, tag string, buf []byte) (int, []byte) {
+	ids, err := s.segmentIDs(ctx, tag, 1)
+	return leafResponse(ids, err, buf)
+}
+
+// leafSnowflake is the answer to GET /api/snowflake/get/{tag}. The tag is
+// only checked for form: snowflake IDs are not per tag.
+func (s *Service) leafSnowflake(ctx context.Context, tag string) (int, []byte) {
+	if err := spec.CheckTag(tag); err != nil {
+		return leafResponse(nil, err, nil)
+	}
+	ids, err := s.snowflakeIDs(ctx, 1)
+	return leafResponse(ids, err, nil)
+}
+
+// leafResponse is the Leaf API's rule: one ID as a plain decimal with 200,
+// else the error's status (errs.HTTPStatus) and its client message on one
+// line, so a Leaf client, which only parses the body of a 200, never takes
+// an error for an ID.
+func leafResponse(ids []int64, err error, buf []byte) (int, []byte) {
+	if err == nil && len(ids) != 1 {
+		err = errs.Unavailable
+	}
+	if err != nil {
+		buf = append(buf, strings.ReplaceAll(errs.Message(err), "\n", " ")...)
+		return errs.HTTPStatus(err), append(buf, '\n')
+	}
+	return http.StatusOK, strconv.AppendInt(buf, ids[0], 10)
+}
+
+// writeLeaf writes a Leaf answer through net/http.
+func writeLeaf(w http.ResponseWriter, status int, body []byte) {
+	setLeafHeaders(w.Header().Set)
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// setLeafHeaders sets the headers of every Leaf answer.
+func setLeafHeaders(set func(name, value string)) {
+	set("Content-Type", "text/plain; charset=utf-8")
+	set("Cache-Control", "no-store")
 }
 
 const leafSegmentPrefix = "/api/segment/get/"
@@ -48,14 +90,8 @@ func (s *Service) leafSegmentH1(req *h1.Request, resp *h1.Response) bool {
 	if !unreservedSegment(tag) {
 		return false
 	}
-	ids, err := s.segmentIDs(req.Context, string(tag), 1)
-	if err != nil || len(ids) != 1 {
-		writeLeaf(resp.Writer(), ids, err)
-		return true
-	}
-	resp.SetHeader("Cache-Control", "no-store")
-	resp.SetHeader("Content-Type", "text/plain; charset=utf-8")
-	resp.Body = strconv.AppendInt(resp.Buf[:0], ids[0], 10)
+	setLeafHeaders(resp.SetHeader)
+	resp.Status, resp.Body = s.leafSegment(req.Context, string(tag), resp.Buf[:0])
 	return true
 }
 
@@ -74,40 +110,4 @@ func unreservedSegment(b []byte) bool {
 		}
 	}
 	return true
-}
-
-func writeLeaf(w http.ResponseWriter, ids []int64, err error) {
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	if err == nil && len(ids) != 1 {
-		err = ErrUnavailable
-	}
-	if err != nil {
-		code := errCode(err)
-		w.WriteHeader(leafStatus(code))
-		// One line: the code and the reason without embedded newlines.
-		msg := strings.ReplaceAll(ConnectError(err).Error(), "\n", " ")
-		_, _ = w.Write([]byte(msg + "\n"))
-		return
-	}
-	_, _ = w.Write(strconv.AppendInt(nil, ids[0], 10))
-}
-
-// leafStatus maps a Connect code to an HTTP status for the Leaf API.
-func leafStatus(code connect.Code) int {
-	switch code {
-	case connect.CodeInvalidArgument:
-		return http.StatusBadRequest
-	case connect.CodeNotFound:
-		return http.StatusNotFound
-	case connect.CodeFailedPrecondition:
-		return http.StatusPreconditionFailed
-	case connect.CodeUnavailable, connect.CodeCanceled:
-		return http.StatusServiceUnavailable
-	case connect.CodeResourceExhausted:
-		return http.StatusTooManyRequests
-	case connect.CodeDeadlineExceeded:
-		return http.StatusGatewayTimeout
-	}
-	return http.StatusInternalServerError
 }

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/seqsvr/seqsvr/internal/errs"
 )
 
 func leafGet(t *testing.T, url string) (int, string) {
@@ -53,9 +55,9 @@ func TestLeafErrorsStatusAndOneLine(t *testing.T) {
 	if seg.callCount() != 0 {
 		t.Fatal("allocator called for a malformed tag")
 	}
-	seg.err = fmt.Errorf("%w: tag nope", ErrNotFound)
+	seg.err = fmt.Errorf("%w: tag nope", errs.NotFound)
 	check("/api/segment/get/nope", http.StatusNotFound)
-	seg.err = fmt.Errorf("%w: store down\nsecond line", ErrUnavailable)
+	seg.err = fmt.Errorf("%w: store down\nsecond line", errs.Unavailable)
 	check("/api/segment/get/order", http.StatusServiceUnavailable)
 
 	check("/api/snowflake/get/order", http.StatusServiceUnavailable)
@@ -66,6 +68,6 @@ func TestLeafErrorsStatusAndOneLine(t *testing.T) {
 		t.Fatalf("snowflake: %d %q", code, body)
 	}
 	check("/api/snowflake/get/bad%20tag", http.StatusBadRequest)
-	sf.err = fmt.Errorf("%w: lease lost", ErrFailedPrecondition)
+	sf.err = fmt.Errorf("%w: lease lost", errs.FailedPrecondition)
 	check("/api/snowflake/get/order", http.StatusPreconditionFailed)
 }

@@ -2,7 +2,6 @@ package alloc
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync/atomic"
 
@@ -10,17 +9,19 @@ import (
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
+	"github.com/seqsvr/seqsvr/internal/errs"
+	"github.com/seqsvr/seqsvr/internal/spec"
 )
 
 // SegmentSource is what the service needs from the segment allocator
-// (*SegmentAllocator in production).
+// (*segment.Allocator in production).
 type SegmentSource interface {
 	NextIDs(ctx context.Context, tag string, count int) ([]int64, error)
 	Status() []*seqsvrv1.TagStatus
 }
 
 // SnowflakeSource is what the service needs from the snowflake generator
-// (*Snowflake in production).
+// (*snowflake.Service in production).
 type SnowflakeSource interface {
 	NextIDs(ctx context.Context, count int) ([]int64, error)
 	Decode(id int64) (*seqsvrv1.DecodeSnowflakeResponse, error)
@@ -77,7 +78,7 @@ func (s *Service) SetSnowflakeReason(reason string) {
 func (s *Service) snowflake() (SnowflakeSource, error) {
 	st := s.snow.Load()
 	if st.src == nil {
-		return nil, fmt.Errorf("%w: %s", ErrUnavailable, st.reason)
+		return nil, fmt.Errorf("%w: %s", errs.Unavailable, st.reason)
 	}
 	return st.src, nil
 }
@@ -85,10 +86,10 @@ func (s *Service) snowflake() (SnowflakeSource, error) {
 // segmentIDs validates and serves a segment request; shared by the RPC and
 // the Leaf API.
 func (s *Service) segmentIDs(ctx context.Context, tag string, count int32) ([]int64, error) {
-	if err := validTag(tag); err != nil {
+	if err := spec.CheckTag(tag); err != nil {
 		return nil, err
 	}
-	n, err := ValidateCount(count)
+	n, err := spec.CheckCount(count)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +97,7 @@ func (s *Service) segmentIDs(ctx context.Context, tag string, count int32) ([]in
 }
 
 func (s *Service) snowflakeIDs(ctx context.Context, count int32) ([]int64, error) {
-	n, err := ValidateCount(count)
+	n, err := spec.CheckCount(count)
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +112,7 @@ func (s *Service) snowflakeIDs(ctx context.Context, count int32) ([]int64, error
 func (s *Service) NextIDs(ctx context.Context, req *connect.Request[seqsvrv1.NextIDsRequest]) (*connect.Response[seqsvrv1.NextIDsResponse], error) {
 	ids, err := s.segmentIDs(ctx, req.Msg.GetTag(), req.Msg.GetCount())
 	if err != nil {
-		return nil, ConnectError(err)
+		return nil, errs.Connect(err)
 	}
 	return connect.NewResponse(&seqsvrv1.NextIDsResponse{Ids: ids}), nil
 }
@@ -120,13 +121,13 @@ func (s *Service) NextIDs(ctx context.Context, req *connect.Request[seqsvrv1.Nex
 // compatibility and only checked for form when given.
 func (s *Service) NextSnowflakeIDs(ctx context.Context, req *connect.Request[seqsvrv1.NextSnowflakeIDsRequest]) (*connect.Response[seqsvrv1.NextSnowflakeIDsResponse], error) {
 	if tag := req.Msg.GetTag(); tag != "" {
-		if err := validTag(tag); err != nil {
-			return nil, ConnectError(err)
+		if err := spec.CheckTag(tag); err != nil {
+			return nil, errs.Connect(err)
 		}
 	}
 	ids, err := s.snowflakeIDs(ctx, req.Msg.GetCount())
 	if err != nil {
-		return nil, ConnectError(err)
+		return nil, errs.Connect(err)
 	}
 	return connect.NewResponse(&seqsvrv1.NextSnowflakeIDsResponse{Ids: ids}), nil
 }
@@ -134,15 +135,15 @@ func (s *Service) NextSnowflakeIDs(ctx context.Context, req *connect.Request[seq
 // DecodeSnowflake splits an ID into its fields with the cluster's layout.
 func (s *Service) DecodeSnowflake(_ context.Context, req *connect.Request[seqsvrv1.DecodeSnowflakeRequest]) (*connect.Response[seqsvrv1.DecodeSnowflakeResponse], error) {
 	if req.Msg.GetId() < 0 {
-		return nil, ConnectError(fmt.Errorf("%w: id %d is negative", ErrInvalidArgument, req.Msg.GetId()))
+		return nil, errs.Connect(fmt.Errorf("%w: id %d is negative", errs.InvalidArgument, req.Msg.GetId()))
 	}
 	src, err := s.snowflake()
 	if err != nil {
-		return nil, ConnectError(err)
+		return nil, errs.Connect(err)
 	}
 	out, err := src.Decode(req.Msg.GetId())
 	if err != nil {
-		return nil, ConnectError(err)
+		return nil, errs.Connect(err)
 	}
 	return connect.NewResponse(out), nil
 }
@@ -156,13 +157,4 @@ func (s *Service) Status(context.Context, *connect.Request[seqsvrv1.StatusReques
 		out.Snowflake = &seqsvrv1.SnowflakeStatus{Enabled: false, NodeId: s.nodeID, Reason: st.reason}
 	}
 	return connect.NewResponse(out), nil
-}
-
-// errCode is the Connect code the contract gives err.
-func errCode(err error) connect.Code {
-	var ce *connect.Error
-	if errors.As(ConnectError(err), &ce) {
-		return ce.Code()
-	}
-	return connect.CodeUnknown
 }

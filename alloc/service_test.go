@@ -14,15 +14,20 @@ import (
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
+	"github.com/seqsvr/seqsvr/internal/errs"
+	"github.com/seqsvr/seqsvr/internal/spec"
 )
 
 // svcFakeSegments is a stand-in allocator for the handler tests only: it
 // counts calls so a test can prove validation stops bad requests first.
+// IDs count up from 1 across all tags; when only is set, every other tag
+// is not found.
 type svcFakeSegments struct {
 	mu    sync.Mutex
 	calls int
 	next  int64
 	err   error
+	only  string
 }
 
 func (f *svcFakeSegments) NextIDs(_ context.Context, tag string, count int) ([]int64, error) {
@@ -31,6 +36,9 @@ func (f *svcFakeSegments) NextIDs(_ context.Context, tag string, count int) ([]i
 	f.calls++
 	if f.err != nil {
 		return nil, f.err
+	}
+	if f.only != "" && tag != f.only {
+		return nil, fmt.Errorf("%w: tag %q", errs.NotFound, tag)
 	}
 	ids := make([]int64, count)
 	for i := range ids {
@@ -79,14 +87,20 @@ func newTestService(t *testing.T) (*Service, *svcFakeSegments, seqsvrv1connect.A
 	t.Helper()
 	seg := &svcFakeSegments{}
 	svc := NewService("node-a", seg)
+	srv := httptest.NewServer(serveMux(svc))
+	t.Cleanup(srv.Close)
+	return svc, seg, seqsvrv1connect.NewAllocServiceClient(srv.Client(), srv.URL), srv
+}
+
+// serveMux serves svc through net/http as the allocsvr does: the Connect
+// handler and the Leaf API.
+func serveMux(svc *Service) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle(seqsvrv1connect.NewAllocServiceHandler(svc))
 	for p, h := range svc.LeafRoutes() {
 		mux.Handle(p, h)
 	}
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	return svc, seg, seqsvrv1connect.NewAllocServiceClient(srv.Client(), srv.URL), srv
+	return mux
 }
 
 func wantCode(t *testing.T, err error, code connect.Code) {
@@ -104,12 +118,12 @@ func TestNextIDsCountRules(t *testing.T) {
 	if err != nil || len(res.Msg.Ids) != 1 {
 		t.Fatalf("count 0: %v err %v, want one ID", res, err)
 	}
-	res, err = c.NextIDs(ctx, connect.NewRequest(&seqsvrv1.NextIDsRequest{Tag: "order", Count: MaxCount}))
-	if err != nil || len(res.Msg.Ids) != MaxCount {
+	res, err = c.NextIDs(ctx, connect.NewRequest(&seqsvrv1.NextIDsRequest{Tag: "order", Count: spec.MaxCount}))
+	if err != nil || len(res.Msg.Ids) != spec.MaxCount {
 		t.Fatalf("count max: %v err %v", res != nil, err)
 	}
 	before := seg.callCount()
-	for _, n := range []int32{-1, MaxCount + 1, -2147483648} {
+	for _, n := range []int32{-1, spec.MaxCount + 1, -2147483648} {
 		_, err := c.NextIDs(ctx, connect.NewRequest(&seqsvrv1.NextIDsRequest{Tag: "order", Count: n}))
 		wantCode(t, err, connect.CodeInvalidArgument)
 	}
@@ -138,8 +152,8 @@ func TestNextIDsErrorCodes(t *testing.T) {
 		err  error
 		code connect.Code
 	}{
-		{fmt.Errorf("%w: tag x", ErrNotFound), connect.CodeNotFound},
-		{fmt.Errorf("%w: store down", ErrUnavailable), connect.CodeUnavailable},
+		{fmt.Errorf("%w: tag x", errs.NotFound), connect.CodeNotFound},
+		{fmt.Errorf("%w: store down", errs.Unavailable), connect.CodeUnavailable},
 		{connect.NewError(connect.CodeAlreadyExists, errors.New("x")), connect.CodeAlreadyExists},
 		{errors.New("boom"), connect.CodeInternal},
 	} {
@@ -188,7 +202,7 @@ func TestSnowflakeLifecycle(t *testing.T) {
 		t.Fatalf("status after start: %v %v", st, err)
 	}
 
-	sf.err = fmt.Errorf("%w: lease lost", ErrFailedPrecondition)
+	sf.err = fmt.Errorf("%w: lease lost", errs.FailedPrecondition)
 	_, err = c.NextSnowflakeIDs(ctx, connect.NewRequest(&seqsvrv1.NextSnowflakeIDsRequest{}))
 	wantCode(t, err, connect.CodeFailedPrecondition)
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/seqsvr/seqsvr/alloc"
+	"github.com/seqsvr/seqsvr/alloc/segment"
+	"github.com/seqsvr/seqsvr/alloc/storeclient"
 	"github.com/seqsvr/seqsvr/cmd/internal/serve"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 )
@@ -43,14 +45,14 @@ func run(args []string, getenv func(string) string, stderr io.Writer) int {
 
 func serveAlloc(cfg *config, logger *slog.Logger) error {
 	reg := serve.NewRegistry()
-	store, err := alloc.NewStoreClient(cfg.Stores, alloc.StoreClientOptions{
+	store, err := storeclient.New(cfg.Stores, storeclient.Options{
 		Logger:         logger.With("component", "storeclient"),
 		RequestTimeout: cfg.StoreRequestTimeout,
 	})
 	if err != nil {
 		return fmt.Errorf("--store: %w", err)
 	}
-	seg := alloc.NewSegmentAllocator(store, alloc.SegmentConfig{
+	seg := segment.New(store, segment.Config{
 		MaxStep:          cfg.MaxStep,
 		PrefetchRatio:    cfg.PrefetchRatio,
 		EmptyWait:        cfg.EmptyWait,
@@ -78,7 +80,6 @@ func serveAlloc(cfg *config, logger *slog.Logger) error {
 	}
 
 	path, h := seqsvrv1connect.NewAllocServiceHandler(svc, serve.ConnectOptions(cfg.MaxBodyBytes, logger)...)
-	h = svc.NextIDsFastPath(h, cfg.MaxBodyBytes, logger)
 	handler := serve.NewHandler(serve.Options{
 		Logger:       logger,
 		Services:     []serve.Service{{Name: seqsvrv1connect.AllocServiceName, Path: path, Handler: h}},
@@ -119,7 +120,7 @@ func serveAlloc(cfg *config, logger *slog.Logger) error {
 // waitForStore marks the allocsvr ready once any store member answered
 // with a leader. Ready stays true afterwards: buffers keep serving through
 // store outages, which is the point of the double buffer.
-func waitForStore(ctx context.Context, store *alloc.StoreClient, reached *atomic.Bool, logger *slog.Logger) {
+func waitForStore(ctx context.Context, store *storeclient.Client, reached *atomic.Bool, logger *slog.Logger) {
 	delay := 50 * time.Millisecond
 	for {
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)

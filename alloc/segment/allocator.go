@@ -1,0 +1,176 @@
+package segment
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/internal/clock"
+	"github.com/seqsvr/seqsvr/internal/errs"
+	"github.com/seqsvr/seqsvr/internal/spec"
+)
+
+// Store is the part of the store the segment allocator needs.
+// *storeclient.Client satisfies it.
+type Store interface {
+	ReserveSegment(ctx context.Context, tag string, size int64, requestID string) (*seqsvrv1.Segment, error)
+}
+
+// Config tunes the segment allocator. Zero values take the defaults.
+type Config struct {
+	// MaxStep caps the dynamic step (default 1,000,000). A tag whose stored
+	// step is larger always reserves its stored step.
+	MaxStep int64
+	// A segment that lasted less than FastRefill doubles the next
+	// reservation; one that lasted more than SlowRefill halves it
+	// (defaults 15m and 30m, as in Leaf).
+	FastRefill, SlowRefill time.Duration
+	// PrefetchRatio is the used fraction of the current segment at which
+	// the next one is reserved (default 0.1).
+	PrefetchRatio float64
+	// NegativeCacheTTL is how long a not_found from the store is believed
+	// before asking again (default 500ms), so unknown tags do not hammer
+	// the store and a new tag is usable within a second.
+	NegativeCacheTTL time.Duration
+	// EmptyWait bounds how long a request waits for an in-flight load when
+	// both buffers are empty before it answers errs.Unavailable (default 500ms).
+	EmptyWait time.Duration
+	// LoadTimeout bounds one reservation, store-client retries included
+	// (default 5s).
+	LoadTimeout time.Duration
+	// LoadBackoff and LoadBackoffMax space out reservations after failures
+	// so a dead store is not hammered (defaults 50ms doubling to 2s).
+	LoadBackoff, LoadBackoffMax time.Duration
+	// Clock is the wall clock for the dynamic step and Status (nil means
+	// clock.System()). Waits and backoff use the monotonic clock.
+	Clock clock.Clock
+	// Logger defaults to slog.Default(); the caller names the component.
+	Logger *slog.Logger
+	// Registerer receives the allocator's metrics; nil means no metrics.
+	Registerer prometheus.Registerer
+}
+
+func (c *Config) setDefaults() {
+	if c.MaxStep <= 0 {
+		c.MaxStep = 1_000_000
+	}
+	if c.FastRefill <= 0 {
+		c.FastRefill = 15 * time.Minute
+	}
+	if c.SlowRefill <= 0 {
+		c.SlowRefill = 30 * time.Minute
+	}
+	if c.PrefetchRatio <= 0 || c.PrefetchRatio > 1 {
+		c.PrefetchRatio = 0.1
+	}
+	if c.NegativeCacheTTL <= 0 {
+		c.NegativeCacheTTL = 500 * time.Millisecond
+	}
+	if c.EmptyWait <= 0 {
+		c.EmptyWait = 500 * time.Millisecond
+	}
+	if c.LoadTimeout <= 0 {
+		c.LoadTimeout = 5 * time.Second
+	}
+	if c.LoadBackoff <= 0 {
+		c.LoadBackoff = 50 * time.Millisecond
+	}
+	if c.LoadBackoffMax < c.LoadBackoff {
+		c.LoadBackoffMax = 2 * time.Second
+		if c.LoadBackoffMax < c.LoadBackoff {
+			c.LoadBackoffMax = c.LoadBackoff
+		}
+	}
+	c.Clock = clock.Or(c.Clock)
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Allocator serves segment IDs from per-tag double buffers.
+type Allocator struct {
+	store Store
+	cfg   Config
+	log   *slog.Logger
+	m     *metrics
+	epoch time.Time // origin of the monotonic nanos used for backoff
+
+	// tags is a copy-on-write map: the hot path reads it with one atomic
+	// load and no lock; the rare tag creation copies it under mu.
+	tags  atomic.Pointer[map[string]*tagState]
+	cache tagCache
+	mu    sync.Mutex
+	neg   negCache
+
+	ctx    context.Context // cancelled by Close; parent of every load
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	closed atomic.Bool
+}
+
+// New returns an allocator that reserves segments from store.
+func New(store Store, cfg Config) *Allocator {
+	cfg.setDefaults()
+	a := &Allocator{
+		store: store,
+		cfg:   cfg,
+		log:   cfg.Logger,
+		epoch: time.Now(),
+		neg:   negCache{m: map[string]time.Time{}},
+	}
+	a.ctx, a.cancel = context.WithCancel(context.Background())
+	empty := map[string]*tagState{}
+	a.tags.Store(&empty)
+	a.m = newMetrics(a, cfg.Registerer, a.log)
+	return a
+}
+
+// Close stops the background loaders and waits for them. Buffered IDs may
+// still be served; a request that needs the store answers errs.Unavailable.
+func (a *Allocator) Close() {
+	a.closed.Store(true)
+	a.cancel()
+	a.wg.Wait()
+}
+
+// mono is the monotonic clock in nanoseconds since the allocator started.
+func (a *Allocator) mono() int64 { return int64(time.Since(a.epoch)) }
+
+func (a *Allocator) lookup(tag string) *tagState {
+	return (*a.tags.Load())[tag]
+}
+
+// NextIDs returns count strictly increasing IDs of tag. count must be in
+// 1..spec.MaxCount: a request's count goes through spec.CheckCount first.
+func (a *Allocator) NextIDs(ctx context.Context, tag string, count int) ([]int64, error) {
+	if count < 1 || count > spec.MaxCount {
+		return nil, fmt.Errorf("%w: count %d out of range 1..%d", errs.InvalidArgument, count, spec.MaxCount)
+	}
+	n := int64(count)
+	if t := a.find(tag); t != nil {
+		b := t.cur.Load()
+		for {
+			p := b.pos.Load()
+			if !b.holds(p) || b.last-p < n-1 { // no overflow, as in take
+				break
+			}
+			if b.pos.CompareAndSwap(p, p+n) {
+				if p >= b.prefetchAt-n && t.needLoad.Load() {
+					a.kick(t)
+				}
+				out := make([]int64, count)
+				for i := range out {
+					out[i] = p + int64(i)
+				}
+				return out, nil
+			}
+		}
+	}
+	return a.nextSlow(ctx, tag, count, make([]int64, 0, count))
+}

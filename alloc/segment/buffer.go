@@ -1,0 +1,166 @@
+package segment
+
+import (
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// buffer is one reserved segment [first, last], first >= 1 (checkSegLocked
+// refuses others). Only pos changes, and only forwards (take and NextIDs
+// compare and swap), so each ID is taken exactly once without a lock. pos
+// runs past MaxInt64 (wrapping negative) once a segment ending there is
+// used up; every reader goes through holds or used, which read that as
+// exhausted.
+type buffer struct {
+	pos        atomic.Int64 // next ID to hand out
+	first      int64
+	last       int64
+	prefetchAt int64 // pos at which the next segment is reserved
+}
+
+// emptyBuffer is the buffer of a tag that has not loaded yet: always
+// exhausted (first > last, so holds is false for any pos).
+var emptyBuffer = func() *buffer {
+	b := &buffer{first: 1, last: 0}
+	b.pos.Store(1)
+	return b
+}()
+
+func newBuffer(first, last int64, ratio float64) *buffer {
+	size := last - first + 1
+	pre := int64(math.Ceil(float64(size) * ratio))
+	if pre < 1 {
+		pre = 1
+	}
+	b := &buffer{first: first, last: last, prefetchAt: first + min(pre, size-1)}
+	b.pos.Store(first)
+	return b
+}
+
+// holds reports whether p, a value of pos, is an ID of b still to hand out.
+func (b *buffer) holds(p int64) bool { return p >= b.first && p <= b.last }
+
+// used is how many IDs of b have been handed out.
+func (b *buffer) used() int64 {
+	p := b.pos.Load()
+	if p < b.first { // wrapped past MaxInt64: all of them
+		return b.last - b.first + 1
+	}
+	return min(p-b.first, b.last-b.first+1)
+}
+
+func (b *buffer) remaining() int64 { return b.last - b.first + 1 - b.used() }
+
+// take hands out up to n IDs from b into out and returns how many it took.
+func (b *buffer) take(n int64, out []int64) ([]int64, int64) {
+	for {
+		p := b.pos.Load()
+		if !b.holds(p) {
+			return out, 0
+		}
+		k := min(n, b.last-p+1) // no overflow: first <= p <= last, first >= 1
+		if b.pos.CompareAndSwap(p, p+k) {
+			for i := int64(0); i < k; i++ {
+				out = append(out, p+i)
+			}
+			return out, k
+		}
+	}
+}
+
+// tagState is the state of one tag. cur, needLoad and retryAt are read by the
+// lock-free fast path; everything else is guarded by mu.
+type tagState struct {
+	name string
+	cur  atomic.Pointer[buffer]
+	// needLoad is true while no next segment is buffered and no loader
+	// runs, so the fast path knows, with one load, whether to kick one.
+	needLoad atomic.Bool
+	// retryAt (monotonic nanos) is when the next load may start after a failure.
+	retryAt atomic.Int64
+
+	mu   sync.Mutex
+	next *buffer
+	// carry holds IDs taken for a request that then could not be completed
+	// (the store failed mid-way through a request spanning segments). They
+	// are served first, so no ID is burned. It is only non-empty while cur
+	// is exhausted and next is nil, so the fast path never overtakes it.
+	carry    []int64
+	loading  bool
+	loadDone chan struct{} // closed and replaced when a load finishes
+	removed  bool          // dropped from the tag map: the tag never existed
+
+	step     int64 // size of the next reservation; 0 until the first load
+	baseStep int64 // the tag's stored step
+	loaded   bool  // a segment was ever reserved
+	high     int64 // last ID of the newest segment; new segments must lie above
+
+	lastLoadAt   time.Time // wall time of the last successful reservation
+	lastLoadDur  time.Duration
+	lastLoadTime time.Time
+	lastLoadErr  error
+	failures     int
+	gone         bool // the last reservation said not_found
+
+	pendingReq  string // request_id kept across retries of one reservation
+	pendingSize int64
+	servedDone  int64 // IDs served from segments no longer current
+}
+
+func newTagState(name string) *tagState {
+	t := &tagState{name: name, loadDone: make(chan struct{})}
+	t.cur.Store(emptyBuffer)
+	t.needLoad.Store(true)
+	return t
+}
+
+// takeLocked takes n IDs: carry first, then cur, switching to next as
+// needed. If it cannot complete, whatever it took goes to carry and it
+// reports false with out unchanged.
+func (a *Allocator) takeLocked(t *tagState, n int64, out []int64) ([]int64, bool) {
+	start := len(out)
+	need := n
+	for need > 0 {
+		if len(t.carry) > 0 {
+			k := min(need, int64(len(t.carry)))
+			out = append(out, t.carry[:k]...)
+			t.carry = t.carry[k:]
+			need -= k
+			continue
+		}
+		var k int64
+		out, k = t.cur.Load().take(need, out)
+		need -= k
+		if need == 0 {
+			break
+		}
+		if t.next == nil {
+			break
+		}
+		a.switchLocked(t)
+	}
+	if need > 0 {
+		if len(out) > start {
+			t.carry = append(append([]int64(nil), out[start:]...), t.carry...)
+		}
+		return out[:start], false
+	}
+	if len(t.carry) == 0 {
+		t.carry = nil
+	}
+	return out, true
+}
+
+// switchLocked makes next the current segment.
+func (a *Allocator) switchLocked(t *tagState) {
+	if old := t.cur.Load(); old != emptyBuffer {
+		t.servedDone += old.last - old.first + 1
+	}
+	t.cur.Store(t.next)
+	t.next = nil
+	if !t.loading {
+		t.needLoad.Store(true)
+	}
+}

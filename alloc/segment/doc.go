@@ -1,0 +1,19 @@
+// Package segment is the Leaf-segment allocator: per-tag double buffers of
+// IDs refilled from the Raft-replicated store (Meituan Leaf-segment).
+//
+// Guarantees:
+//
+//   - Unique: every ID handed out lies in a segment the store committed for
+//     this process alone (ReserveSegment is linearizable and ranges never
+//     overlap), and each ID of a segment is handed out at most once.
+//   - Strictly increasing per tag within one process: a segment is only put
+//     in use when it lies above everything served before, and one NextIDs
+//     answer is strictly increasing even when it spans a segment switch.
+//   - Available: a request never waits on the store while a buffered
+//     segment can serve it. The next segment is reserved in the background
+//     once 10% of the current one is used, by at most one loader per tag.
+//     When both buffers are empty the request waits a bounded time for an
+//     in-flight load and then answers errs.Unavailable; it never hangs.
+//   - No burned IDs on bad input: tag names (spec.CheckTag) and counts are
+//     checked before anything touches the buffers or the store.
+package segment

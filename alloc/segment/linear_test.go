@@ -1,0 +1,116 @@
+package segment
+
+import (
+	"errors"
+	"math/rand/v2"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/seqsvr/seqsvr/internal/errs"
+)
+
+// op is one successful request, with its place in a global order of
+// call starts and returns.
+type op struct {
+	start, end int64
+	ids        []int64
+}
+
+// TestSegmentMonotonicUnderFlappingStore checks guarantee 3 in real time,
+// not just per goroutine: if request A returned before request B started,
+// every ID of A is below every ID of B. The store flaps so that requests
+// span segments, wait, time out and leave IDs in carry.
+func TestSegmentMonotonicUnderFlappingStore(t *testing.T) {
+	ctx := testCtx(t)
+	f := newFakeStore()
+	f.create("t", 0, 7)
+	a := newTest(t, f, Config{
+		MaxStep: 1, EmptyWait: 3 * time.Millisecond,
+		LoadBackoff: time.Millisecond, LoadBackoffMax: 2 * time.Millisecond,
+	})
+
+	stop := make(chan struct{})
+	var flapper sync.WaitGroup
+	flapper.Add(1)
+	go func() {
+		defer flapper.Done()
+		for {
+			select {
+			case <-stop:
+				f.down.Store(false)
+				return
+			case <-time.After(time.Duration(rand.IntN(3000)) * time.Microsecond):
+				f.down.Store(!f.down.Load())
+			}
+		}
+	}()
+
+	var clock atomic.Int64
+	var mu sync.Mutex
+	var ops []op
+	var unavailable atomic.Int64
+	var wg sync.WaitGroup
+	for range 12 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 300 {
+				n := 1 + rand.IntN(20)
+				start := clock.Add(1)
+				ids, err := a.NextIDs(ctx, "t", n)
+				end := clock.Add(1)
+				if errors.Is(err, errs.Unavailable) {
+					unavailable.Add(1)
+					continue
+				}
+				if err != nil {
+					t.Errorf("NextIDs: %v", err)
+					return
+				}
+				mu.Lock()
+				ops = append(ops, op{start, end, ids})
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	flapper.Wait()
+
+	var all []int64
+	for _, op := range ops {
+		for i := 1; i < len(op.ids); i++ {
+			if op.ids[i] <= op.ids[i-1] {
+				t.Fatalf("one answer not strictly increasing: %v", op.ids)
+			}
+		}
+		all = append(all, op.ids...)
+	}
+	checkUnique(t, "t", all, f.segments("t"))
+
+	// Real-time order: sort by end; the largest ID of everything that ended
+	// before B started must be below B's smallest.
+	sort.Slice(ops, func(i, j int) bool { return ops[i].end < ops[j].end })
+	ends := make([]int64, len(ops))
+	prefixMax := make([]int64, len(ops))
+	for i, op := range ops {
+		ends[i] = op.end
+		prefixMax[i] = op.ids[len(op.ids)-1]
+		if i > 0 {
+			prefixMax[i] = max(prefixMax[i], prefixMax[i-1])
+		}
+	}
+	for _, b := range ops {
+		k := sort.Search(len(ends), func(i int) bool { return ends[i] >= b.start }) // ops[:k] ended before b started
+		if k > 0 && prefixMax[k-1] >= b.ids[0] {
+			t.Fatalf("id %d handed out after an earlier request already returned %d", b.ids[0], prefixMax[k-1])
+		}
+	}
+	t.Logf("%d answers, %d ids, %d unavailable, %d reservations", len(ops), len(all), unavailable.Load(), f.reserves.Load())
+	if len(ops) == 0 || unavailable.Load() == 0 {
+		t.Fatalf("the test did not exercise both paths: %d answers, %d unavailable", len(ops), unavailable.Load())
+	}
+}

@@ -1,0 +1,379 @@
+package snowflake
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/internal/clock"
+	"github.com/seqsvr/seqsvr/internal/errs"
+	"github.com/seqsvr/seqsvr/internal/spec"
+)
+
+// Defaults of Config.
+const (
+	defaultRenewInterval  = 3 * time.Second
+	defaultFenceMargin    = 2 * time.Second
+	defaultMaxClockOffset = time.Second
+	highWaterAhead        = time.Second
+	registerBackoffMin    = 100 * time.Millisecond
+)
+
+// Config configures Start. Zero values take the defaults.
+type Config struct {
+	NodeID  string
+	DataDir string      // "" = no cache (restarts rely on the store alone)
+	Clock   clock.Clock // nil = clock.System()
+	Logger  *slog.Logger
+	// RenewInterval between lease renewals (default 3 s).
+	RenewInterval time.Duration
+	// FenceMargin: IDs stop once no renewal sent within the last
+	// lease TTL minus this succeeded (default 2 s).
+	FenceMargin time.Duration
+	// MaxClockOffset tolerated between the local clock and the store
+	// leader's at registration (default 1 s).
+	MaxClockOffset time.Duration
+	// MaxBackwardWait: a clock step back up to this is waited out (default
+	// 5 ms); more answers errs.Unavailable.
+	MaxBackwardWait time.Duration
+	Registerer      prometheus.Registerer // optional
+}
+
+// Service serves snowflake IDs under a worker ID leased from the store.
+//
+// Guarantees, on top of the Generator's (strictly increasing IDs,
+// waiting out small backward clock steps, refusing large ones):
+//
+//   - No overlap with another holder of the worker ID. The store refuses a
+//     second live holder; this process stops issuing once no renewal
+//     sent within lease TTL minus FenceMargin succeeded (measured on the
+//     monotonic clock), and never issues a timestamp above its last
+//     successful report plus TTL minus FenceMargin (wall clock), which the
+//     store puts below any later holder's floor.
+//   - No timestamp at or below the store's floor for the worker ID, nor at
+//     or below one issued before a restart: a high-water mark is fsync'd to
+//     DataDir ahead of every timestamp issued and is the floor after a
+//     restart.
+//   - A restart while the store is unreachable serves from the cache only
+//     inside the last lease's bounds (above the high-water mark, at or below
+//     the cached lease bound); otherwise it answers errs.Unavailable and keeps
+//     registering in the background.
+type Service struct {
+	cfg        Config
+	store      WorkerStore
+	clock      clock.Clock
+	log        *slog.Logger
+	instanceID string
+	cache      *cache
+	metrics    *metrics
+
+	gen    atomic.Pointer[Generator]
+	lease  atomic.Pointer[workerLease]
+	closed atomic.Bool
+
+	mu            sync.Mutex
+	needRegister  bool
+	lastErr       string
+	clockOffsetMs int64
+	ttl           time.Duration
+
+	cancel    context.CancelFunc
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+// Start registers a worker for cfg.NodeID, checks the clock against
+// the store leader's, and starts renewing the lease.
+//
+// It blocks until the registration succeeds, the clock check fails or ctx
+// is done; callers should pass a ctx with a timeout (a few seconds), since
+// the store may be down at start. Errors:
+//   - wrapping ErrClockOffset: the clock is off; the binary should exit.
+//   - wrapping errs.InvalidArgument: bad config.
+//   - the data dir is locked by another process.
+//
+// When ctx ends before a registration succeeded it does not fail: it
+// returns a Service that serves from the data-dir cache if that is
+// provably safe, otherwise answers errs.Unavailable, and keeps registering in
+// the background either way. Always Close the result.
+func Start(ctx context.Context, store WorkerStore, cfg Config) (*Service, error) {
+	if store == nil {
+		return nil, fmt.Errorf("%w: snowflake needs a worker store", errs.InvalidArgument)
+	}
+	if cfg.NodeID == "" {
+		return nil, fmt.Errorf("%w: snowflake needs a node ID", errs.InvalidArgument)
+	}
+	cfg = withDefaults(cfg)
+	s := &Service{
+		cfg:        cfg,
+		store:      store,
+		clock:      cfg.Clock,
+		log:        cfg.Logger.With("component", "snowflake"),
+		instanceID: newInstanceID(),
+		done:       make(chan struct{}),
+	}
+	s.metrics = newMetrics(cfg.Registerer, s)
+	if noSelfFence() {
+		s.log.Warn(plantedNote("snowflake IDs keep flowing after the lease is lost"))
+	}
+	if cfg.DataDir != "" {
+		c, err := openCache(cfg.DataDir, highWaterAhead.Milliseconds())
+		if err != nil {
+			return nil, err
+		}
+		s.cache = c
+		// The data-dir lock proves the previous holder of this cache is dead,
+		// and its high-water mark bounds every timestamp it issued. Keeping
+		// its instance ID lets the store hand the lease straight back instead
+		// of raising the floor by a whole lease TTL for a restart on the same
+		// data dir. A twin elsewhere has its own data dir, so a new instance ID.
+		if d, ok := c.loaded(); ok && d.NodeID == cfg.NodeID && d.InstanceID != "" {
+			s.instanceID = d.InstanceID
+		}
+	}
+	if err := s.initialRegister(ctx); err != nil {
+		s.cache.close()
+		return nil, err
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	go s.run(runCtx)
+	return s, nil
+}
+
+func withDefaults(cfg Config) Config {
+	cfg.Clock = clock.Or(cfg.Clock)
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.RenewInterval <= 0 {
+		cfg.RenewInterval = defaultRenewInterval
+	}
+	if cfg.FenceMargin <= 0 {
+		cfg.FenceMargin = defaultFenceMargin
+	}
+	if cfg.MaxClockOffset <= 0 {
+		cfg.MaxClockOffset = defaultMaxClockOffset
+	}
+	if cfg.MaxBackwardWait <= 0 {
+		cfg.MaxBackwardWait = defaultMaxBackwardWait
+	}
+	return cfg
+}
+
+// newInstanceID names this process lifetime for the store's lease.
+func newInstanceID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:]) // never fails on supported platforms
+	return hex.EncodeToString(b[:])
+}
+
+func (s *Service) initialRegister(ctx context.Context) error {
+	backoff := registerBackoffMin
+	for attempt := 1; ; attempt++ {
+		rctx, cancel := context.WithTimeout(ctx, s.cfg.RenewInterval)
+		err := s.registerWorker(rctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if errors.Is(err, ErrClockOffset) {
+			s.log.Error("snowflake refuses to start: clock offset", "err", err)
+			return err
+		}
+		s.setErr(err)
+		s.log.Warn("snowflake worker registration failed; retrying", "attempt", attempt, "err", err)
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			if !s.startFromCache() {
+				s.log.Warn("snowflake IDs unavailable until the worker registers; registering in the background", "err", err)
+			}
+			return nil
+		case <-t.C:
+		}
+		backoff = min(backoff*2, s.cfg.RenewInterval)
+	}
+}
+
+// run renews the lease every RenewInterval, or registers again (with
+// backoff) while there is no usable lease.
+func (s *Service) run(ctx context.Context) {
+	defer close(s.done)
+	backoff := registerBackoffMin
+	delay := s.cfg.RenewInterval
+	if s.needsRegister() {
+		delay = backoff
+	}
+	for {
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		delay = s.cfg.RenewInterval
+		rctx, cancel := context.WithTimeout(ctx, s.cfg.RenewInterval)
+		if s.needsRegister() {
+			if err := s.registerWorker(rctx); err != nil {
+				s.setErr(err)
+				lvl := slog.LevelWarn
+				if errors.Is(err, ErrClockOffset) {
+					lvl = slog.LevelError
+				}
+				s.log.Log(ctx, lvl, "snowflake worker registration failed; retrying", "err", err)
+				delay, backoff = backoff, min(backoff*2, s.cfg.RenewInterval)
+			} else {
+				backoff = registerBackoffMin
+			}
+		} else if err := s.renewWorker(rctx); err != nil {
+			s.setErr(err)
+			s.log.Warn("snowflake lease renewal failed", "err", err)
+			if s.needsRegister() {
+				delay = backoff // lease taken: register again soon
+			}
+		}
+		cancel()
+	}
+}
+
+func (s *Service) needsRegister() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.needRegister || s.lease.Load() == nil
+}
+
+func (s *Service) setErr(err error) {
+	s.mu.Lock()
+	s.lastErr = err.Error()
+	s.mu.Unlock()
+}
+
+func (s *Service) lastError() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastErr
+}
+
+// NextIDs returns count (1..10000) strictly increasing snowflake IDs, or
+// errs.Unavailable (not registered, clock behind), errs.FailedPrecondition
+// (lease lost) or errs.InvalidArgument (count).
+func (s *Service) NextIDs(ctx context.Context, count int) ([]int64, error) {
+	if count < 1 || count > spec.MaxCount {
+		return nil, fmt.Errorf("%w: count %d outside 1..%d", errs.InvalidArgument, count, spec.MaxCount)
+	}
+	gen, err := s.serving()
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]int64, count)
+	if err := gen.fill(ctx, ids); err != nil {
+		return nil, err
+	}
+	s.metrics.ids.Add(float64(count))
+	return ids, nil
+}
+
+// serving returns the generator when IDs may be issued now, or why not.
+func (s *Service) serving() (*Generator, error) {
+	if s.closed.Load() {
+		return nil, fmt.Errorf("%w: snowflake generator is shutting down", errs.Unavailable)
+	}
+	gen, l := s.gen.Load(), s.lease.Load()
+	if gen == nil || l == nil {
+		return nil, fmt.Errorf("%w: snowflake worker not registered yet: %s", errs.Unavailable, s.lastError())
+	}
+	if reason := s.fenceReason(l); reason != "" && !noSelfFence() {
+		return nil, fmt.Errorf("%w: %s", errs.FailedPrecondition, reason)
+	}
+	return gen, nil
+}
+
+// fenceReason says why the lease does not allow IDs now, "" when it does.
+func (s *Service) fenceReason(l *workerLease) string {
+	if l.lostReason != "" {
+		return l.lostReason
+	}
+	if !s.clock.Now().Before(l.fenceAt) {
+		return fmt.Sprintf("worker lease lost: no renewal succeeded within the lease TTL minus %s (last error: %s)",
+			s.cfg.FenceMargin, s.lastError())
+	}
+	return ""
+}
+
+// Decode splits id with the cluster's layout (the default layout before the
+// first registration). IDs that are negative, do not fit the layout, or
+// claim a time further ahead than twice MaxClockOffset plus a second are
+// errs.InvalidArgument.
+func (s *Service) Decode(id int64) (*seqsvrv1.DecodeSnowflakeResponse, error) {
+	lay, _ := newLayout(spec.DefaultLayout())
+	if gen := s.gen.Load(); gen != nil {
+		lay = gen.lay
+	}
+	limit := s.clock.Now().Add(2*s.cfg.MaxClockOffset + time.Second).UnixMilli()
+	return lay.decode(id, limit)
+}
+
+// Status reports the worker, lease, clock offset and fence state.
+func (s *Service) Status() *seqsvrv1.SnowflakeStatus {
+	st := &seqsvrv1.SnowflakeStatus{Enabled: true, NodeId: s.cfg.NodeID, WorkerId: -1}
+	s.mu.Lock()
+	st.ClockOffsetMs = s.clockOffsetMs
+	s.mu.Unlock()
+	gen, l := s.gen.Load(), s.lease.Load()
+	if gen == nil || l == nil {
+		st.Fenced = true
+		st.Reason = "snowflake worker not registered yet: " + s.lastError()
+		return st
+	}
+	st.WorkerId = gen.WorkerID()
+	st.LeaseExpiresMs = l.leaseExpiresMs
+	st.LastTimestampMs = gen.LastTimestampMs()
+	st.Layout = gen.lay.proto()
+	switch reason := s.fenceReason(l); {
+	case s.closed.Load():
+		st.Fenced, st.Reason = true, "shutting down"
+	case reason != "" && noSelfFence():
+		st.Reason = plantedNote("serving although " + reason)
+	case reason != "":
+		st.Fenced, st.Reason = true, reason
+	case l.fromCache:
+		st.Reason = "serving from the data-dir cache; store unreachable: " + s.lastError()
+	}
+	return st
+}
+
+// Close stops renewing and persists the cache with the exact last
+// timestamp issued, so a restart need not wait out the high-water margin.
+// Further NextIDs calls answer errs.Unavailable.
+func (s *Service) Close() {
+	s.closeOnce.Do(func() {
+		s.closed.Store(true)
+		if s.cancel != nil {
+			s.cancel()
+			<-s.done
+		}
+		if gen := s.gen.Load(); gen != nil && s.cache != nil {
+			last := gen.freeze()
+			if err := s.cache.update(func(c *cacheData) {
+				if c.WorkerID == gen.WorkerID() {
+					c.HighWaterMs = last
+				}
+			}); err != nil {
+				s.log.Warn("snowflake cache not saved at close", "err", err)
+			}
+		}
+		s.cache.close()
+	})
+}

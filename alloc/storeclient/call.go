@@ -1,0 +1,170 @@
+package storeclient
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/url"
+	"time"
+
+	"connectrpc.com/connect"
+
+	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
+	"github.com/seqsvr/seqsvr/internal/errs"
+)
+
+type rpc[Req, Res any] func(seqsvrv1connect.StoreServiceClient, context.Context, *connect.Request[Req]) (*connect.Response[Res], error)
+
+// invoke runs one RPC with leader following and retries. Every retry
+// sends the same request message, so an idempotency key in it holds across
+// retries.
+func invoke[Req, Res any](ctx context.Context, c *Client, method string, req *Req, call rpc[Req, Res]) (*Res, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.opts.RetryBudget)
+		defer cancel()
+	}
+	backoff := c.opts.BackoffInitial
+	for attempt := 1; ; attempt++ {
+		target := c.target(ctx)
+		actx, cancel := context.WithTimeout(ctx, c.opts.RequestTimeout)
+		res, err := call(c.client(target), actx, connect.NewRequest(req))
+		cancel()
+		if err == nil {
+			if cs, ok := any(res.Msg).(*seqsvrv1.ClusterStatusResponse); ok {
+				c.learnLeader(target, cs)
+			}
+			return res.Msg, nil
+		}
+		if ctx.Err() != nil {
+			return nil, giveUp(ctx, method, attempt, err)
+		}
+		if answer := errs.FromConnect("store "+method, err); !retryable(answer) {
+			return nil, answer
+		}
+		c.forget(target, err)
+		t := time.NewTimer(backoff/2 + rand.N(backoff/2+1))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, giveUp(ctx, method, attempt, err)
+		}
+		backoff = min(backoff*2, c.opts.BackoffMax)
+	}
+}
+
+// target is the member to send the next attempt to: the known leader, else
+// whoever a quick ClusterStatus round names, else the next member in turn
+// (a follower forwards writes to the leader, so that still works).
+func (c *Client) target(ctx context.Context) string {
+	c.mu.Lock()
+	leader := c.leader
+	c.mu.Unlock()
+	if leader != "" {
+		return leader
+	}
+	if l := c.discover(ctx); l != "" {
+		return l
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	u := c.urls[c.next%len(c.urls)].String()
+	c.next++
+	return u
+}
+
+// discover asks the members, one at a time starting with the next in turn,
+// who leads. It stops at the first answer, which may name no leader (an
+// election is on).
+func (c *Client) discover(ctx context.Context) string {
+	c.mu.Lock()
+	start := c.next
+	c.mu.Unlock()
+	for i := range c.urls {
+		if ctx.Err() != nil {
+			return ""
+		}
+		u := c.urls[(start+i)%len(c.urls)].String()
+		actx, cancel := context.WithTimeout(ctx, c.opts.RequestTimeout)
+		res, err := c.client(u).ClusterStatus(actx, connect.NewRequest(&seqsvrv1.ClusterStatusRequest{}))
+		cancel()
+		if err != nil {
+			continue
+		}
+		return c.learnLeader(u, res.Msg)
+	}
+	return ""
+}
+
+// learnLeader records the leader named by the member at from. An address
+// with an unspecified host (":7001", "0.0.0.0:7001") takes from's host.
+func (c *Client) learnLeader(from string, cs *seqsvrv1.ClusterStatusResponse) string {
+	addr := cs.GetLeaderHttpAddr()
+	if addr == "" {
+		return ""
+	}
+	fu, err := url.Parse(from)
+	if err != nil {
+		return ""
+	}
+	lu, err := parseURL(addr)
+	if err != nil {
+		c.log.Warn("store named an unusable leader address", "addr", addr, "err", err)
+		return ""
+	}
+	if !addrHasScheme(addr) {
+		lu.Scheme = fu.Scheme
+	}
+	if host, port, err := net.SplitHostPort(lu.Host); err == nil {
+		if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+			lu.Host = net.JoinHostPort(fu.Hostname(), port)
+		}
+	}
+	leader := lu.String()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.leader != leader {
+		c.log.Info("store leader", "leader", leader, "leader_id", cs.GetLeaderId(), "term", cs.GetTerm())
+		c.leader = leader
+	}
+	return leader
+}
+
+func addrHasScheme(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
+
+// forget drops target as the believed leader after it failed, and moves
+// the round-robin on so the next attempt tries another member.
+func (c *Client) forget(target string, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.leader == target {
+		c.log.Debug("store leader failed", "leader", target, "err", err)
+		c.leader = ""
+	}
+	c.next++
+}
+
+func (c *Client) client(base string) seqsvrv1connect.StoreServiceClient {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cl, ok := c.clients[base]
+	if !ok {
+		cl = seqsvrv1connect.NewStoreServiceClient(c.opts.HTTPClient, base, c.opts.ClientOptions...)
+		c.clients[base] = cl
+	}
+	return cl
+}
+
+// giveUp is the error once the caller's context ends during retries.
+func giveUp(ctx context.Context, method string, attempts int, last error) error {
+	if ctx.Err() == context.Canceled {
+		return fmt.Errorf("store %s: %w (after %d attempts, last error: %v)", method, ctx.Err(), attempts, last)
+	}
+	return fmt.Errorf("%w: store %s: no answer within the deadline after %d attempts: %w", errs.Unavailable, method, attempts, last)
+}

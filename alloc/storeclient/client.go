@@ -1,0 +1,159 @@
+package storeclient
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"connectrpc.com/connect"
+
+	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
+	"github.com/seqsvr/seqsvr/internal/errs"
+)
+
+// Options tunes a Client. Zero values take the defaults.
+type Options struct {
+	// HTTPClient defaults to a pooled client without an overall timeout
+	// (deadlines come from the contexts).
+	HTTPClient *http.Client
+	// Logger defaults to slog.Default(); the caller names the component.
+	Logger *slog.Logger
+	// RequestTimeout bounds one attempt against one member (default 2s), so
+	// a hung member costs one attempt, not the caller's whole deadline.
+	RequestTimeout time.Duration
+	// BackoffInitial and BackoffMax space out retries (defaults 20ms, 1s),
+	// doubling with jitter.
+	BackoffInitial, BackoffMax time.Duration
+	// RetryBudget bounds the retries of a call whose context has no
+	// deadline (default 10s).
+	RetryBudget time.Duration
+	// ClientOptions are passed to the Connect client (e.g. connect.WithGRPC()).
+	ClientOptions []connect.ClientOption
+}
+
+// Client calls the store cluster. It sends each call to the member it
+// believes leads (learned from ClusterStatus's leader_http_addr), and on
+// transport or unavailable errors forgets that leader, asks the members who
+// leads now, and retries with backoff until the context's deadline. Other
+// errors are answered at once, with the store's Connect code kept and the
+// matching kind (errs.NotFound, ...) reachable through errors.Is.
+type Client struct {
+	urls []*url.URL
+	opts Options
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	clients map[string]seqsvrv1connect.StoreServiceClient
+	leader  string // base URL of the believed leader; "" if unknown
+	next    int    // round-robin position among urls while no leader is known
+}
+
+// New returns a client for the store members at urls (base URLs
+// such as http://127.0.0.1:7001; a bare host:port means http).
+func New(urls []string, opts Options) (*Client, error) {
+	if len(urls) == 0 {
+		return nil, fmt.Errorf("%w: no store URLs", errs.InvalidArgument)
+	}
+	c := &Client{opts: opts, clients: map[string]seqsvrv1connect.StoreServiceClient{}}
+	for _, raw := range urls {
+		raw = strings.TrimSpace(raw)
+		if raw == "" {
+			continue
+		}
+		u, err := parseURL(raw)
+		if err != nil {
+			return nil, fmt.Errorf("%w: store URL %q: %v", errs.InvalidArgument, raw, err)
+		}
+		c.urls = append(c.urls, u)
+	}
+	if len(c.urls) == 0 {
+		return nil, fmt.Errorf("%w: no store URLs", errs.InvalidArgument)
+	}
+	if c.opts.HTTPClient == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = 32
+		c.opts.HTTPClient = &http.Client{Transport: tr}
+	}
+	if c.opts.Logger == nil {
+		c.opts.Logger = slog.Default()
+	}
+	c.log = c.opts.Logger
+	if c.opts.RequestTimeout <= 0 {
+		c.opts.RequestTimeout = 2 * time.Second
+	}
+	if c.opts.BackoffInitial <= 0 {
+		c.opts.BackoffInitial = 20 * time.Millisecond
+	}
+	if c.opts.BackoffMax < c.opts.BackoffInitial {
+		c.opts.BackoffMax = max(time.Second, c.opts.BackoffInitial)
+	}
+	if c.opts.RetryBudget <= 0 {
+		c.opts.RetryBudget = 10 * time.Second
+	}
+	return c, nil
+}
+
+func parseURL(raw string) (*url.URL, error) {
+	if !strings.Contains(raw, "://") {
+		raw = "http://" + raw
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, err
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, errors.New("scheme must be http or https")
+	}
+	if u.Host == "" {
+		return nil, errors.New("no host")
+	}
+	u.Path = strings.TrimRight(u.Path, "/")
+	return u, nil
+}
+
+// GetTag reads a tag (linearizable on the store).
+func (c *Client) GetTag(ctx context.Context, tag string) (*seqsvrv1.Tag, error) {
+	return invoke(ctx, c, "GetTag", &seqsvrv1.GetTagRequest{Tag: tag}, seqsvrv1connect.StoreServiceClient.GetTag)
+}
+
+// ReserveSegment reserves size IDs of tag (0 = the tag's step). requestID is
+// the idempotency key the store dedups on; an empty one is replaced by a
+// random one so this call's own retries still cannot burn a segment.
+func (c *Client) ReserveSegment(ctx context.Context, tag string, size int64, requestID string) (*seqsvrv1.Segment, error) {
+	if requestID == "" {
+		requestID = rand.Text()
+	}
+	req := &seqsvrv1.ReserveSegmentRequest{Tag: tag, Size: size, RequestId: requestID}
+	return invoke(ctx, c, "ReserveSegment", req, seqsvrv1connect.StoreServiceClient.ReserveSegment)
+}
+
+// RegisterWorker registers a snowflake worker.
+func (c *Client) RegisterWorker(ctx context.Context, req *seqsvrv1.RegisterWorkerRequest) (*seqsvrv1.Worker, error) {
+	return invoke(ctx, c, "RegisterWorker", req, seqsvrv1connect.StoreServiceClient.RegisterWorker)
+}
+
+// RenewWorker renews a snowflake worker's lease.
+func (c *Client) RenewWorker(ctx context.Context, req *seqsvrv1.RenewWorkerRequest) (*seqsvrv1.Worker, error) {
+	return invoke(ctx, c, "RenewWorker", req, seqsvrv1connect.StoreServiceClient.RenewWorker)
+}
+
+// ClusterStatus asks the believed leader (or any member) for the cluster's
+// state, and learns the leader from the answer.
+func (c *Client) ClusterStatus(ctx context.Context) (*seqsvrv1.ClusterStatusResponse, error) {
+	return invoke(ctx, c, "ClusterStatus", &seqsvrv1.ClusterStatusRequest{}, seqsvrv1connect.StoreServiceClient.ClusterStatus)
+}
+
+// Leader is the base URL of the member believed to lead, "" if unknown.
+func (c *Client) Leader() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.leader
+}

@@ -1,0 +1,357 @@
+package storeclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+
+	"github.com/seqsvr/seqsvr/alloc/segment"
+	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
+	"github.com/seqsvr/seqsvr/internal/errs"
+)
+
+// fakeCluster is a tiny in-process stand-in for a storesvr cluster,
+// for the store client's unit tests only: one member leads, the others
+// refuse with unavailable (no forwarding), so the client must follow.
+type fakeCluster struct {
+	mu        sync.Mutex
+	leader    int // -1: no leader
+	nodes     []*httptest.Server
+	addrStyle func(u string) string // how leader_http_addr is spelled
+	maxID     map[string]int64
+	byReq     map[string]*seqsvrv1.Segment
+	commits   int
+	loseReply bool
+	calls     map[string]int // "node/method" -> count
+}
+
+type fakeNode struct {
+	seqsvrv1connect.UnimplementedStoreServiceHandler
+	c *fakeCluster
+	i int
+}
+
+func newFakeCluster(t *testing.T, n int) *fakeCluster {
+	c := &fakeCluster{maxID: map[string]int64{"t": 0}, byReq: map[string]*seqsvrv1.Segment{}, calls: map[string]int{}}
+	c.addrStyle = func(u string) string { return strings.TrimPrefix(u, "http://") }
+	for i := range n {
+		mux := http.NewServeMux()
+		mux.Handle(seqsvrv1connect.NewStoreServiceHandler(&fakeNode{c: c, i: i}))
+		srv := httptest.NewServer(mux)
+		t.Cleanup(srv.Close)
+		c.nodes = append(c.nodes, srv)
+	}
+	return c
+}
+
+func (c *fakeCluster) urls() []string {
+	var u []string
+	for _, n := range c.nodes {
+		u = append(u, n.URL)
+	}
+	return u
+}
+
+func (c *fakeCluster) setLeader(i int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.leader = i
+}
+
+func (c *fakeCluster) count(node int, method string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.calls[fmt.Sprintf("%d/%s", node, method)]
+}
+
+// enter records a call and refuses it unless this node leads.
+func (n *fakeNode) enter(method string) error {
+	n.c.calls[fmt.Sprintf("%d/%s", n.i, method)]++
+	if n.c.leader != n.i {
+		return connect.NewError(connect.CodeUnavailable, errors.New("not the leader"))
+	}
+	return nil
+}
+
+func (n *fakeNode) ClusterStatus(context.Context, *connect.Request[seqsvrv1.ClusterStatusRequest]) (*connect.Response[seqsvrv1.ClusterStatusResponse], error) {
+	n.c.mu.Lock()
+	defer n.c.mu.Unlock()
+	n.c.calls[fmt.Sprintf("%d/ClusterStatus", n.i)]++
+	res := &seqsvrv1.ClusterStatusResponse{NodeId: fmt.Sprint(n.i)}
+	if n.c.leader >= 0 {
+		res.LeaderId = fmt.Sprint(n.c.leader)
+		res.LeaderHttpAddr = n.c.addrStyle(n.c.nodes[n.c.leader].URL)
+	}
+	return connect.NewResponse(res), nil
+}
+
+func (n *fakeNode) GetTag(_ context.Context, req *connect.Request[seqsvrv1.GetTagRequest]) (*connect.Response[seqsvrv1.Tag], error) {
+	n.c.mu.Lock()
+	defer n.c.mu.Unlock()
+	if err := n.enter("GetTag"); err != nil {
+		return nil, err
+	}
+	max, ok := n.c.maxID[req.Msg.GetTag()]
+	if !ok {
+		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("tag %q", req.Msg.GetTag()))
+	}
+	return connect.NewResponse(&seqsvrv1.Tag{Tag: req.Msg.GetTag(), MaxId: max, Step: 10}), nil
+}
+
+func (n *fakeNode) ReserveSegment(_ context.Context, req *connect.Request[seqsvrv1.ReserveSegmentRequest]) (*connect.Response[seqsvrv1.Segment], error) {
+	n.c.mu.Lock()
+	defer n.c.mu.Unlock()
+	if err := n.enter("ReserveSegment"); err != nil {
+		return nil, err
+	}
+	m := req.Msg
+	if m.GetSize() < 0 {
+		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("negative size"))
+	}
+	if s, ok := n.c.byReq[m.GetRequestId()]; ok {
+		return connect.NewResponse(s), nil
+	}
+	max, ok := n.c.maxID[m.GetTag()]
+	if !ok {
+		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("tag %q", m.GetTag()))
+	}
+	size := m.GetSize()
+	if size == 0 {
+		size = 10
+	}
+	s := &seqsvrv1.Segment{Tag: m.GetTag(), First: max + 1, Last: max + size, Step: 10}
+	n.c.maxID[m.GetTag()] = s.Last
+	n.c.byReq[m.GetRequestId()] = s
+	n.c.commits++
+	if n.c.loseReply {
+		n.c.loseReply = false
+		return nil, connect.NewError(connect.CodeUnavailable, errors.New("reply lost after commit"))
+	}
+	return connect.NewResponse(s), nil
+}
+
+func (n *fakeNode) RegisterWorker(_ context.Context, req *connect.Request[seqsvrv1.RegisterWorkerRequest]) (*connect.Response[seqsvrv1.Worker], error) {
+	n.c.mu.Lock()
+	defer n.c.mu.Unlock()
+	if err := n.enter("RegisterWorker"); err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&seqsvrv1.Worker{NodeId: req.Msg.GetNodeId(), WorkerId: 7}), nil
+}
+
+func (n *fakeNode) RenewWorker(_ context.Context, req *connect.Request[seqsvrv1.RenewWorkerRequest]) (*connect.Response[seqsvrv1.Worker], error) {
+	n.c.mu.Lock()
+	defer n.c.mu.Unlock()
+	if err := n.enter("RenewWorker"); err != nil {
+		return nil, err
+	}
+	if req.Msg.GetWorkerId() != 7 {
+		return nil, connect.NewError(connect.CodeFailedPrecondition, errors.New("lease lost"))
+	}
+	return connect.NewResponse(&seqsvrv1.Worker{NodeId: req.Msg.GetNodeId(), WorkerId: 7}), nil
+}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func testClient(t *testing.T, urls []string) *Client {
+	t.Helper()
+	c, err := New(urls, Options{
+		RequestTimeout: time.Second, BackoffInitial: time.Millisecond, BackoffMax: 10 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestClientFindsAndFollowsLeader(t *testing.T) {
+	ctx := testCtx(t)
+	fc := newFakeCluster(t, 3)
+	fc.setLeader(1)
+	c := testClient(t, fc.urls())
+
+	s, err := c.ReserveSegment(ctx, "t", 5, "r1")
+	if err != nil || s.GetFirst() != 1 || s.GetLast() != 5 {
+		t.Fatalf("reserve: %v %v", s, err)
+	}
+	if c.Leader() != fc.nodes[1].URL {
+		t.Fatalf("leader %q, want %q", c.Leader(), fc.nodes[1].URL)
+	}
+	if n := fc.count(0, "ReserveSegment") + fc.count(2, "ReserveSegment"); n != 0 {
+		t.Fatalf("%d reservations sent to followers before the leader was known", n)
+	}
+
+	fc.setLeader(2)
+	s, err = c.ReserveSegment(ctx, "t", 5, "r2")
+	if err != nil || s.GetFirst() != 6 {
+		t.Fatalf("reserve after leader change: %v %v", s, err)
+	}
+	if c.Leader() != fc.nodes[2].URL {
+		t.Fatalf("leader %q after change, want %q", c.Leader(), fc.nodes[2].URL)
+	}
+	if w, err := c.RegisterWorker(ctx, &seqsvrv1.RegisterWorkerRequest{NodeId: "n"}); err != nil || w.GetWorkerId() != 7 {
+		t.Fatalf("register: %v %v", w, err)
+	}
+	if w, err := c.RenewWorker(ctx, &seqsvrv1.RenewWorkerRequest{NodeId: "n", WorkerId: 7}); err != nil || w.GetWorkerId() != 7 {
+		t.Fatalf("renew: %v %v", w, err)
+	}
+	if cs, err := c.ClusterStatus(ctx); err != nil || cs.GetLeaderId() != "2" {
+		t.Fatalf("cluster status: %v %v", cs, err)
+	}
+}
+
+func TestClientUnspecifiedLeaderHost(t *testing.T) {
+	ctx := testCtx(t)
+	fc := newFakeCluster(t, 2)
+	fc.addrStyle = func(u string) string { // "0.0.0.0:PORT", as a member bound to all interfaces says
+		return "0.0.0.0:" + u[strings.LastIndex(u, ":")+1:]
+	}
+	fc.setLeader(1)
+	c := testClient(t, fc.urls())
+	if _, err := c.GetTag(ctx, "t"); err != nil {
+		t.Fatal(err)
+	}
+	if c.Leader() != fc.nodes[1].URL {
+		t.Fatalf("leader %q, want %q", c.Leader(), fc.nodes[1].URL)
+	}
+}
+
+func TestClientRetryKeepsRequestID(t *testing.T) {
+	ctx := testCtx(t)
+	fc := newFakeCluster(t, 3)
+	fc.setLeader(0)
+	c := testClient(t, fc.urls())
+	fc.mu.Lock()
+	fc.loseReply = true
+	fc.mu.Unlock()
+	s, err := c.ReserveSegment(ctx, "t", 10, "") // empty: the client makes one up
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc.mu.Lock()
+	commits := fc.commits
+	fc.mu.Unlock()
+	if commits != 1 || s.GetFirst() != 1 || s.GetLast() != 10 {
+		t.Fatalf("after a lost reply: %d commits, segment %v; want 1 commit of [1,10]", commits, s)
+	}
+}
+
+func TestClientErrorsKeepCodes(t *testing.T) {
+	ctx := testCtx(t)
+	fc := newFakeCluster(t, 1)
+	fc.setLeader(0)
+	c := testClient(t, fc.urls())
+
+	_, err := c.GetTag(ctx, "missing")
+	if !errors.Is(err, errs.NotFound) || connect.CodeOf(err) != connect.CodeNotFound ||
+		connect.CodeOf(errs.Connect(err)) != connect.CodeNotFound {
+		t.Fatalf("unknown tag: %v (code %v)", err, connect.CodeOf(err))
+	}
+	_, err = c.ReserveSegment(ctx, "t", -1, "x")
+	if !errors.Is(err, errs.InvalidArgument) || connect.CodeOf(err) != connect.CodeInvalidArgument {
+		t.Fatalf("negative size: %v", err)
+	}
+	_, err = c.RenewWorker(ctx, &seqsvrv1.RenewWorkerRequest{NodeId: "n", WorkerId: 8})
+	if !errors.Is(err, errs.FailedPrecondition) || connect.CodeOf(errs.Connect(err)) != connect.CodeFailedPrecondition {
+		t.Fatalf("lost lease: %v", err)
+	}
+	if n := fc.count(0, "GetTag"); n != 1 {
+		t.Fatalf("not_found was retried: %d calls", n)
+	}
+}
+
+func TestClientNoLeaderGivesUpWithUnavailable(t *testing.T) {
+	fc := newFakeCluster(t, 3)
+	fc.setLeader(-1)
+	c, err := New(fc.urls(), Options{
+		BackoffInitial: time.Millisecond, BackoffMax: 5 * time.Millisecond, RetryBudget: 100 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outer := testCtx(t)
+	_, err = c.ReserveSegment(context.Background(), "t", 1, "r") // no deadline: RetryBudget bounds it
+	if !errors.Is(err, errs.Unavailable) || connect.CodeOf(errs.Connect(err)) != connect.CodeUnavailable {
+		t.Fatalf("no leader: %v", err)
+	}
+	if outer.Err() != nil {
+		t.Fatal("no-leader call ran past the test deadline")
+	}
+	tries := fc.count(0, "ReserveSegment") + fc.count(1, "ReserveSegment") + fc.count(2, "ReserveSegment")
+	if tries < 2 {
+		t.Fatalf("%d attempts, want retries", tries)
+	}
+}
+
+func TestClientAllDownAndDeadMember(t *testing.T) {
+	fc := newFakeCluster(t, 1)
+	fc.setLeader(0)
+	dead := httptest.NewServer(http.NotFoundHandler())
+	deadURL := dead.URL
+	dead.Close()
+
+	c := testClient(t, []string{deadURL, fc.nodes[0].URL})
+	if _, err := c.ReserveSegment(testCtx(t), "t", 1, "r"); err != nil {
+		t.Fatalf("one dead member in the list: %v", err)
+	}
+
+	c = testClient(t, []string{deadURL})
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_, err := c.GetTag(ctx, "t")
+	if !errors.Is(err, errs.Unavailable) {
+		t.Fatalf("all down: %v, want errs.Unavailable", err)
+	}
+}
+
+func TestNewBadURLs(t *testing.T) {
+	for _, urls := range [][]string{nil, {""}, {"ftp://x"}, {"http://"}} {
+		if _, err := New(urls, Options{}); !errors.Is(err, errs.InvalidArgument) {
+			t.Errorf("%q: %v, want errs.InvalidArgument", urls, err)
+		}
+	}
+	c, err := New([]string{"127.0.0.1:1", " http://h:2/ "}, Options{})
+	if err != nil || c.urls[0].String() != "http://127.0.0.1:1" || c.urls[1].String() != "http://h:2" {
+		t.Fatalf("normalised: %v %v", c, err)
+	}
+}
+
+// The allocator over the real client over HTTP, through a leader change.
+func TestSegmentAllocatorOverClient(t *testing.T) {
+	ctx := testCtx(t)
+	fc := newFakeCluster(t, 3)
+	fc.setLeader(0)
+	a := segment.New(testClient(t, fc.urls()), segment.Config{})
+	t.Cleanup(a.Close)
+	var last int64
+	for i := range 300 {
+		if i == 100 {
+			fc.setLeader(2)
+		}
+		ids, err := a.NextIDs(ctx, "t", 1)
+		if err != nil {
+			t.Fatalf("id %d: %v", i, err)
+		}
+		id := ids[0]
+		if id <= last {
+			t.Fatalf("id %d after %d", id, last)
+		}
+		last = id
+	}
+	if _, err := a.NextIDs(ctx, "missing", 1); !errors.Is(err, errs.NotFound) {
+		t.Fatalf("unknown tag over the client: %v", err)
+	}
+}
