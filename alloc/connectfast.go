@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"math/bits"
-	"net/http"
 	"slices"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -15,22 +14,12 @@ import (
 	"github.com/seqsvr/seqsvr/internal/h1"
 )
 
-// NextIDsFastPath serves the commonest call, a Connect-protocol unary
-// NextIDs with the binary proto codec, through package connectfast, and
-// hands every other request to next (the connect-go handler of the same
-// Service). Under load connect-go's per-call work was about a fifth of the
-// allocsvr's CPU (pprof), as much as the rest of the HTTP stack.
-//
-// Answers are the same bytes a connect-go server sends (the packed ids, or
-// the Connect JSON error with the contract's code), so clients cannot tell
-// the two apart; the tests check that with connect-go clients.
-func (s *Service) NextIDsFastPath(next http.Handler, maxBodyBytes int64, logger *slog.Logger) http.Handler {
-	return connectfast.Handler(seqsvrv1connect.AllocServiceNextIDsProcedure, next, maxBodyBytes, logger, s.nextIDsFast)
-}
-
 // FastRoutes are the routes the HTTP/1.1 front (package h1) answers without
-// net/http: NextIDs as NextIDsFastPath serves it, and the Leaf API's
-// segment GET. What they decline goes to net/http and the full handlers.
+// net/http: a Connect-protocol unary NextIDs with the binary proto codec
+// (package connectfast; under load connect-go's per-call work was about a
+// fifth of the allocsvr's CPU, pprof), and the Leaf API's segment GET.
+// Answers are the bytes a connect-go server sends, so clients cannot tell
+// the two apart. What they decline goes to net/http and the full handlers.
 func (s *Service) FastRoutes(maxBodyBytes int64, logger *slog.Logger) h1.Handler {
 	var m h1.Mux
 	m.Handle(seqsvrv1connect.AllocServiceNextIDsProcedure, connectfast.H1(maxBodyBytes, logger, s.nextIDsFast))

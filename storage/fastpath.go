@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 
 	"github.com/hashicorp/raft"
 
@@ -18,24 +17,14 @@ import (
 	"github.com/seqsvr/seqsvr/internal/h1"
 )
 
-// ReserveFastPath serves the store's hot call, a Connect-protocol unary
-// ReserveSegment with the binary proto codec, on the leader through package
-// connectfast, and hands every other request to next (the connect-go
-// handler of s.Service()). Under load connect-go's per-call work was a
-// fifth of the leader's CPU (pprof), and at high concurrency the leader is
-// CPU-bound.
-//
-// The answer is the one the service gives: the same validation, the same
-// propose, the same error codes. When this member is not the leader,
-// nothing has been proposed (ErrNotLeader), and the request goes to next
-// with its body restored, which forwards it as usual.
-func (s *Store) ReserveFastPath(next http.Handler, maxBodyBytes int64, logger *slog.Logger) http.Handler {
-	return connectfast.Handler(seqsvrv1connect.StoreServiceReserveSegmentProcedure, next, maxBodyBytes, logger, s.reserveFast)
-}
-
 // FastRoutes are the routes the HTTP/1.1 front (package h1) answers without
-// net/http: ReserveSegment on the leader, as ReserveFastPath serves it. A
-// follower declines, and net/http's handlers forward the call.
+// net/http: a Connect-protocol unary ReserveSegment with the binary proto
+// codec, on the leader (package connectfast; under load connect-go's
+// per-call work was a fifth of the leader's CPU, pprof). The answer is the
+// one the service gives: the same validation, the same propose, the same
+// error codes. A follower, or a leader that lost leadership before
+// proposing (ErrNotLeader), declines, and net/http's handlers forward the
+// call.
 func (s *Store) FastRoutes(maxBodyBytes int64, logger *slog.Logger) h1.Handler {
 	var m h1.Mux
 	m.Handle(seqsvrv1connect.StoreServiceReserveSegmentProcedure, connectfast.H1(maxBodyBytes, logger, s.reserveFast))

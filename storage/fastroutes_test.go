@@ -16,11 +16,10 @@ import (
 )
 
 // frontServer serves n's store as the storesvr does: the HTTP/1.1 front
-// with FastRoutes, and behind it net/http with ReserveFastPath in front of
-// connect-go, counted.
+// with FastRoutes, and behind it net/http with connect-go, counted.
 func frontServer(t *testing.T, n *testNode) (seqsvrv1connect.StoreServiceClient, *atomic.Int64, *h1.Server) {
 	_, h := seqsvrv1connect.NewStoreServiceHandler(n.store.Service())
-	url, slow, front := connectfasttest.ServeH1(t, n.store.ReserveFastPath(h, 1<<20, testLogger()), n.store.FastRoutes(1<<20, testLogger()))
+	url, slow, front := connectfasttest.ServeH1(t, h, n.store.FastRoutes(1<<20, testLogger()))
 	return seqsvrv1connect.NewStoreServiceClient(connectfasttest.H1Client(t), url), slow, front
 }
 

@@ -78,7 +78,6 @@ func serveAlloc(cfg *config, logger *slog.Logger) error {
 	}
 
 	path, h := seqsvrv1connect.NewAllocServiceHandler(svc, serve.ConnectOptions(cfg.MaxBodyBytes, logger)...)
-	h = svc.NextIDsFastPath(h, cfg.MaxBodyBytes, logger)
 	handler := serve.NewHandler(serve.Options{
 		Logger:       logger,
 		Services:     []serve.Service{{Name: seqsvrv1connect.AllocServiceName, Path: path, Handler: h}},

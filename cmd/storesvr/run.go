@@ -87,7 +87,6 @@ func serveStore(cfg *config, logger *slog.Logger) error {
 		return fmt.Errorf("open store: %w", err)
 	}
 	path, h := seqsvrv1connect.NewStoreServiceHandler(st.Service(), serve.ConnectOptions(cfg.MaxBodyBytes, logger)...)
-	h = st.ReserveFastPath(h, cfg.MaxBodyBytes, logger)
 	srv.SetFast(st.FastRoutes(cfg.MaxBodyBytes, logger))
 	srvHandler.set(serve.NewHandler(serve.Options{
 		Logger:       logger,
