@@ -31,7 +31,7 @@ func TestConfigDefaultsAndEnv(t *testing.T) {
 	if _, err := parseConfig([]string{"--store", "http://a:1", "--snowflake=false"}, noenv, &out); err != nil {
 		t.Fatalf("--snowflake=false without --data-dir: %v", err)
 	}
-	if code := run([]string{"--help"}, noenv, &out); code != 0 || !strings.Contains(out.String(), "SEQSVR_NODE_ID") {
+	if code := run([]string{"--help"}, noenv, &out); code != 0 || !strings.Contains(out.String(), "SEQSVR_NODE_ID") || !strings.Contains(out.String(), "--fast-http") {
 		t.Fatalf("--help: code %d", code)
 	}
 }

@@ -22,7 +22,7 @@ const registerWait = 5 * time.Second
 // check (or any other startup error, such as a data dir held by another
 // process) is fatal: the process exits with a clear log line rather than
 // risk duplicate IDs. It returns the function that releases the generator.
-func runSnowflake(ctx context.Context, fatal context.CancelCauseFunc, cfg *config, store *alloc.StoreClient, svc *alloc.Service, reg prometheus.Registerer, logger *slog.Logger) func() {
+func runSnowflake(ctx context.Context, fatal func(error), cfg *config, store *alloc.StoreClient, svc *alloc.Service, reg prometheus.Registerer, logger *slog.Logger) func() {
 	log := logger.With("component", "snowflake")
 	svc.SetSnowflakeReason("snowflake worker registering")
 	rctx, cancel := context.WithTimeout(ctx, registerWait)
