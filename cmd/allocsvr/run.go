@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"sync/atomic"
 	"time"
@@ -14,15 +13,9 @@ import (
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 )
 
-// run is the whole process (serve.Main); it returns the exit code.
-func run(args []string, getenv func(string) string, stderr io.Writer) int {
-	return serve.Main("allocsvr", stderr, func() (*serve.Process, error) {
-		cfg, err := parseConfig(args, getenv, stderr)
-		if err != nil {
-			return nil, err
-		}
-		return &serve.Process{Addr: cfg.HTTPAddr, Common: cfg.Common, Open: cfg.open}, nil
-	})
+// Process serves cfg: serve.Main runs it.
+func (cfg *config) Process() serve.Process {
+	return serve.Process{Addr: cfg.HTTPAddr, Common: cfg.Common, Open: cfg.open}
 }
 
 // open builds the allocators: the store client, the segment buffers and,

@@ -3,28 +3,20 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 
 	"github.com/seqsvr/seqsvr/cmd/internal/serve"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 	"github.com/seqsvr/seqsvr/storage"
 )
 
-// run is the whole process (serve.Main); it returns the exit code. The
-// port is bound before the store opens, so a busy port fails fast and
-// other members reach this one as soon as Raft starts (answered 503 until
-// the store is open).
-func run(args []string, getenv func(string) string, stderr io.Writer) int {
-	return serve.Main("storesvr", stderr, func() (*serve.Process, error) {
-		cfg, err := parseConfig(args, getenv, stderr)
-		if err != nil {
-			return nil, err
-		}
-		return &serve.Process{Addr: cfg.HTTPAddr, Common: cfg.Common, Open: cfg.open}, nil
-	})
+// Process serves cfg: serve.Main runs it.
+func (cfg *config) Process() serve.Process {
+	return serve.Process{Addr: cfg.HTTPAddr, Common: cfg.Common, Open: cfg.open}
 }
 
-// open opens the store; Close closes it.
+// open opens the store; Close closes it. serve.Run binds the port first,
+// so a busy port fails fast and other members reach this one as soon as
+// Raft starts (answered 503 until the store is open).
 func (cfg *config) open(_ context.Context, env serve.Env) (*serve.App, error) {
 	logger := env.Logger
 	if err := serve.InstallRaftMetrics(env.Registry); err != nil {

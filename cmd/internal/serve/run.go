@@ -53,12 +53,19 @@ type App struct {
 	Close func()
 }
 
-// Main is a binary's whole life: parse its flags (parse prints usage for
-// --help and returns flag.ErrHelp), build the logger, Run until SIGINT or
-// SIGTERM. It returns the exit code: 0, 1 when serving failed, 2 for bad
-// flags.
-func Main(name string, stderr io.Writer, parse func() (*Process, error)) int {
-	p, err := parse()
+// Binary is a binary's parsed configuration.
+type Binary interface {
+	// Process is what Run serves; Main sets its Name and Logger.
+	Process() Process
+}
+
+// Main is a binary's whole life: parse its flags and SEQSVR_* variables
+// (parse prints usage to its writer for --help and returns flag.ErrHelp),
+// build the logger, Run until SIGINT or SIGTERM. It returns the exit
+// code: 0, 1 when serving failed, 2 for bad flags.
+func Main[B Binary](name string, args []string, getenv func(string) string, stderr io.Writer,
+	parse func(args []string, getenv func(string) string, out io.Writer) (B, error)) int {
+	b, err := parse(args, getenv, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
@@ -66,6 +73,7 @@ func Main(name string, stderr io.Writer, parse func() (*Process, error)) int {
 		fmt.Fprintf(stderr, "%s: %v\n(run %s --help for the flags)\n", name, err, name)
 		return 2
 	}
+	p := b.Process()
 	logger, err := p.Common.Log.NewLogger(stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
@@ -75,7 +83,7 @@ func Main(name string, stderr io.Writer, parse func() (*Process, error)) int {
 	p.Name, p.Logger = name, logger
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	if err := Run(ctx, *p); err != nil {
+	if err := Run(ctx, p); err != nil {
 		logger.Error(name+" failed", "err", err)
 		return 1
 	}
