@@ -5,10 +5,10 @@
 package proctest
 
 import (
+	"bufio"
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"slices"
@@ -134,18 +134,18 @@ func Metric(t *testing.T, base, name string) (float64, bool) {
 		t.Fatal(err)
 	}
 	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, name+" "); ok {
+	lines := bufio.NewScanner(res.Body)
+	for lines.Scan() {
+		if v, ok := strings.CutPrefix(lines.Text(), name+" "); ok {
 			f, err := strconv.ParseFloat(v, 64)
 			if err != nil {
-				t.Fatalf("%s: %q", name, line)
+				t.Fatalf("%s: %q", name, lines.Text())
 			}
 			return f, true
 		}
+	}
+	if err := lines.Err(); err != nil {
+		t.Fatalf("%s/metrics: %v", base, err)
 	}
 	return 0, false
 }
