@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -101,6 +100,3 @@ func defaultNodeID(httpAddr string) (string, error) {
 	}
 	return host + ":" + port, nil
 }
-
-// isHelp tells a --help request from a parse error.
-func isHelp(err error) bool { return errors.Is(err, flag.ErrHelp) }

@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/seqsvr/seqsvr/cmd/internal/serve"
 )
 
 func TestConfigDefaultsAndEnv(t *testing.T) {
@@ -31,7 +33,7 @@ func TestConfigDefaultsAndEnv(t *testing.T) {
 	if _, err := parseConfig([]string{"--store", "http://a:1", "--snowflake=false"}, noenv, &out); err != nil {
 		t.Fatalf("--snowflake=false without --data-dir: %v", err)
 	}
-	if code := run([]string{"--help"}, noenv, &out); code != 0 || !strings.Contains(out.String(), "SEQSVR_NODE_ID") {
+	if code := serve.Main("allocsvr", []string{"--help"}, noenv, &out, parseConfig); code != 0 || !strings.Contains(out.String(), "SEQSVR_NODE_ID") || !strings.Contains(out.String(), "--fast-http") {
 		t.Fatalf("--help: code %d", code)
 	}
 }

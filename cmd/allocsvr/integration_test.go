@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,15 +32,9 @@ var (
 	allocLeaseArgs = []string{"--snowflake-renew-interval", "300ms", "--snowflake-fence-margin", "1s"}
 )
 
-func ctxT(t *testing.T, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 func createTag(t *testing.T, c *cluster.Cluster, tag string, step int64) {
 	t.Helper()
-	if err := c.CreateTag(ctxT(t, 30*time.Second), &seqsvrv1.CreateTagRequest{Tag: tag, Step: step}); err != nil {
+	if err := c.CreateTag(proctest.Context(t, 30*time.Second), &seqsvrv1.CreateTagRequest{Tag: tag, Step: step}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -63,7 +58,7 @@ func snowIDs(ctx context.Context, c seqsvrv1connect.AllocServiceClient, n int32)
 // waitSnowflake polls until p serves snowflake IDs.
 func waitSnowflake(t *testing.T, c *cluster.Cluster, p *cluster.Proc) []int64 {
 	t.Helper()
-	ctx := ctxT(t, 30*time.Second)
+	ctx := proctest.Context(t, 30*time.Second)
 	for {
 		ids, err := snowIDs(ctx, c.AllocClient(p), 1)
 		if err == nil {
@@ -78,7 +73,7 @@ func waitSnowflake(t *testing.T, c *cluster.Cluster, p *cluster.Proc) []int64 {
 
 func workerOf(t *testing.T, c *cluster.Cluster, p *cluster.Proc, id int64) int64 {
 	t.Helper()
-	res, err := c.AllocClient(p).DecodeSnowflake(ctxT(t, 5*time.Second), connect.NewRequest(&seqsvrv1.DecodeSnowflakeRequest{Id: id}))
+	res, err := c.AllocClient(p).DecodeSnowflake(proctest.Context(t, 5*time.Second), connect.NewRequest(&seqsvrv1.DecodeSnowflakeRequest{Id: id}))
 	if err != nil {
 		t.Fatalf("decode %d: %v", id, err)
 	}
@@ -112,15 +107,15 @@ func (u *uniq) add(t *testing.T, who string, ids []int64) {
 func TestStoreLeaderKillTwoAllocsvrs(t *testing.T) {
 	c := proctest.StartCluster(t, 3, 2, nil, nil)
 	createTag(t, c, "ord", 5000)
-	ctx := ctxT(t, 60*time.Second)
+	ctx := proctest.Context(t, 60*time.Second)
 
 	var (
-		ids    uniq
-		wg     sync.WaitGroup
-		stop   = make(chan struct{})
-		mu     sync.Mutex
-		errs   []error
-		served = make([]int, 6)
+		ids   uniq
+		wg    sync.WaitGroup
+		stop  = make(chan struct{})
+		mu    sync.Mutex
+		errs  []error
+		calls = make([]int, 6) // successful NextIDs per client
 	)
 	for i := range 6 {
 		a := c.Allocs[i%2]
@@ -151,12 +146,30 @@ func TestStoreLeaderKillTwoAllocsvrs(t *testing.T) {
 				}
 				ids.add(t, who, got)
 				mu.Lock()
-				served[i] += len(got)
+				calls[i]++
 				mu.Unlock()
 			}
 		}()
 	}
-	time.Sleep(500 * time.Millisecond) // traffic before the fault
+	// waitCalls waits until every client has n more successful calls than
+	// it had when waitCalls was called.
+	waitCalls := func(n int, what string) {
+		t.Helper()
+		mu.Lock()
+		from := slices.Clone(calls)
+		mu.Unlock()
+		proctest.WaitUntil(ctx, t, what, func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			for i := range calls {
+				if calls[i] < from[i]+n {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	waitCalls(20, "traffic before the fault")
 	leader, err := c.Leader(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -168,23 +181,18 @@ func TestStoreLeaderKillTwoAllocsvrs(t *testing.T) {
 	if _, err := c.Leader(ctx); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(time.Second) // traffic under the new leader
+	waitCalls(20, "traffic under the new leader")
 	if err := leader.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.WaitReady(ctx, leader); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(500 * time.Millisecond)
+	waitCalls(20, "traffic with the old leader back")
 	close(stop)
 	wg.Wait()
 	if len(errs) > 0 {
 		t.Fatalf("%d errors while buffers lasted, first: %v", len(errs), errs[0])
-	}
-	for i, n := range served {
-		if n == 0 {
-			t.Fatalf("client %d got no IDs", i)
-		}
 	}
 	t.Logf("%d unique IDs served by 2 allocsvrs", len(ids.seen))
 }
@@ -198,7 +206,7 @@ func TestWholeStoreDownThenRecover(t *testing.T) {
 	createTag(t, c, "t", 100)
 	a := c.Allocs[0]
 	ac := c.AllocClient(a)
-	ctx := ctxT(t, 90*time.Second)
+	ctx := proctest.Context(t, 90*time.Second)
 	var segIDs, sfIDs uniq
 	var last int64
 	take := func(got []int64) {
@@ -289,12 +297,18 @@ func TestWholeStoreDownThenRecover(t *testing.T) {
 }
 
 // One test calls NextIDs over every protocol the port speaks, plus Leaf's
-// plain-number API; IDs keep increasing across all of them.
+// plain-number API; IDs keep increasing across all of them. It runs with
+// the HTTP/1.1 front and without (--fast-http=false): the answers are the
+// same.
 func TestEveryProtocolAndLeafAPI(t *testing.T) {
-	c := proctest.StartCluster(t, 3, 1, nil, nil)
+	proctest.EachFastHTTP(t, testEveryProtocolAndLeafAPI)
+}
+
+func testEveryProtocolAndLeafAPI(t *testing.T, flags []string) {
+	c := proctest.StartCluster(t, 3, 1, flags, flags)
 	createTag(t, c, "proto", 1000)
 	a := c.Allocs[0]
-	ctx := ctxT(t, 30*time.Second)
+	ctx := proctest.Context(t, 30*time.Second)
 	var p http.Protocols
 	p.SetUnencryptedHTTP2(true)
 	h2c := &http.Client{Transport: &http.Transport{Protocols: &p}}
@@ -329,7 +343,7 @@ func TestEveryProtocolAndLeafAPI(t *testing.T) {
 		}
 	}
 	// A client whose connections carry only binary NextIDs calls is served
-	// by the HTTP/1.1 front; /metrics counts those answers.
+	// by the HTTP/1.1 front when it is on; /metrics counts those answers.
 	plain := seqsvrv1connect.NewAllocServiceClient(&http.Client{Transport: &http.Transport{}}, a.URL())
 	for i := 0; i < 5; i++ {
 		ids, err := nextIDs(ctx, plain, "proto", 2)
@@ -338,7 +352,8 @@ func TestEveryProtocolAndLeafAPI(t *testing.T) {
 		}
 		last = ids[1]
 	}
-	if n := metricValue(t, a.URL(), "seqsvr_http_fast_requests_total"); n < 5 {
+	proctest.WantFront(t, a.URL(), flags)
+	if n, on := proctest.Metric(t, a.URL(), "seqsvr_http_fast_requests_total"); on && n < 5 {
 		t.Fatalf("seqsvr_http_fast_requests_total = %v after 5 plain calls", n)
 	}
 	res, err := http.Get(a.URL() + "/api/segment/get/proto")
@@ -399,7 +414,7 @@ func TestSnowflakeWorkerIDs(t *testing.T) {
 		t.Fatalf("a1 and a2 share worker ID %d", w1)
 	}
 
-	ctx := ctxT(t, 90*time.Second)
+	ctx := proctest.Context(t, 90*time.Second)
 	if err := a1.Restart(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -487,7 +502,7 @@ func TestSnowflakeWorkerIDs(t *testing.T) {
 // comes from a -tags faults build (SEQSVR_FAULTS_CLOCK_OFFSET_MS).
 func TestClockCheckFailureExits(t *testing.T) {
 	c := proctest.StartCluster(t, 3, 0, nil, nil)
-	ctx := ctxT(t, 120*time.Second)
+	ctx := proctest.Context(t, 120*time.Second)
 	faultsBin := t.TempDir()
 	if err := cluster.Build(ctx, faultsBin, "faults"); err != nil {
 		t.Fatal(err)
@@ -524,26 +539,4 @@ func TestClockCheckFailureExits(t *testing.T) {
 	if !strings.Contains(string(b), "clock check failed") {
 		t.Fatalf("no clear log line about the clock:\n%s", b)
 	}
-}
-
-// metricValue reads one unlabelled series from the process's /metrics.
-func metricValue(t *testing.T, base, name string) float64 {
-	t.Helper()
-	res, err := http.Get(base + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, name+" "); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				t.Fatalf("%s: %q", name, line)
-			}
-			return f
-		}
-	}
-	t.Fatalf("/metrics has no %s", name)
-	return 0
 }

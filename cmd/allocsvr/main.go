@@ -12,5 +12,5 @@ import (
 
 func main() {
 	serve.TuneRuntime()
-	os.Exit(run(os.Args[1:], os.Getenv, os.Stderr))
+	os.Exit(serve.Main("allocsvr", os.Args[1:], os.Getenv, os.Stderr, parseConfig))
 }

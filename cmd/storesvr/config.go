@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"io"
 	"time"
 
@@ -68,6 +67,3 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	}
 	return c, nil
 }
-
-// isHelp tells a --help request from a parse error.
-func isHelp(err error) bool { return errors.Is(err, flag.ErrHelp) }

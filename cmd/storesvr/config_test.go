@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/seqsvr/seqsvr/cmd/internal/serve"
 )
 
 func TestConfigRequiredAndEnv(t *testing.T) {
@@ -27,10 +29,10 @@ func TestConfigRequiredAndEnv(t *testing.T) {
 	if _, err := parseConfig([]string{"--node-id", "a", "--data-dir", "d", "--peers", "a=x@y", "--join", "h:1"}, func(string) string { return "" }, &out); err == nil {
 		t.Fatal("--peers with --join accepted")
 	}
-	if code := run([]string{"--help"}, func(string) string { return "" }, &out); code != 0 || !strings.Contains(out.String(), "SEQSVR_RAFT_ADDR") {
+	if code := serve.Main("storesvr", []string{"--help"}, func(string) string { return "" }, &out, parseConfig); code != 0 || !strings.Contains(out.String(), "SEQSVR_RAFT_ADDR") {
 		t.Fatalf("--help: code %d", code)
 	}
-	if code := run([]string{"--bogus"}, func(string) string { return "" }, &out); code != 2 {
+	if code := serve.Main("storesvr", []string{"--bogus"}, func(string) string { return "" }, &out, parseConfig); code != 2 {
 		t.Fatalf("bad flag: code %d, want 2", code)
 	}
 }

@@ -23,18 +23,22 @@ import (
 	"github.com/seqsvr/seqsvr/jepsen/cluster"
 )
 
-func ctxT(t *testing.T, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 func createTag(t *testing.T, c *cluster.Cluster, p *cluster.Proc, tag string, step int64) {
 	t.Helper()
-	_, err := c.StoreClient(p).CreateTag(ctxT(t, 10*time.Second), connect.NewRequest(&seqsvrv1.CreateTagRequest{Tag: tag, Step: step}))
+	_, err := c.StoreClient(p).CreateTag(proctest.Context(t, 10*time.Second), connect.NewRequest(&seqsvrv1.CreateTagRequest{Tag: tag, Step: step}))
 	if err != nil {
 		t.Fatalf("CreateTag %s: %v", tag, err)
 	}
+}
+
+// threeStores starts three storesvrs with flags, waits for a leader and
+// picks a store that is not it. ctx ends after d.
+func threeStores(t *testing.T, flags []string, d time.Duration) (c *cluster.Cluster, ctx context.Context, leader, follower *cluster.Proc) {
+	t.Helper()
+	c = proctest.StartCluster(t, 3, 0, flags, nil)
+	ctx = proctest.Context(t, d)
+	leader, follower = leaderAndFollower(ctx, t, c)
+	return c, ctx, leader, follower
 }
 
 // leaderAndFollower waits for the leader and picks a store that is not it.
@@ -55,7 +59,7 @@ func leaderAndFollower(ctx context.Context, t *testing.T, c *cluster.Cluster) (l
 // maxID reads max_id through the current leader (a linearizable read).
 func maxID(t *testing.T, c *cluster.Cluster, tag string) int64 {
 	t.Helper()
-	ctx := ctxT(t, 20*time.Second)
+	ctx := proctest.Context(t, 20*time.Second)
 	for {
 		l, err := c.Leader(ctx)
 		if err != nil {
@@ -92,7 +96,7 @@ func checkNoOverlap(t *testing.T, segs []*seqsvrv1.Segment) {
 // restarted from disk: max_id is kept.
 func TestLeaderKillDuringReservationsAndRestartFromDisk(t *testing.T) {
 	c := proctest.StartCluster(t, 3, 0, nil, nil)
-	ctx := ctxT(t, 90*time.Second)
+	ctx := proctest.Context(t, 90*time.Second)
 	leader, err := c.Leader(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -148,33 +152,19 @@ func TestLeaderKillDuringReservationsAndRestartFromDisk(t *testing.T) {
 		}()
 	}
 
-	waitAcked := func(n int) {
-		t.Helper()
-		for {
-			mu.Lock()
-			got := len(acked)
-			mu.Unlock()
-			if got >= n {
-				return
-			}
-			if ctx.Err() != nil {
-				t.Fatalf("only %d reservations acknowledged", got)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
-	waitAcked(200)
+	proctest.WaitUntil(ctx, t, "200 reservations acknowledged", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(acked) >= 200
+	})
 	t.Logf("killing leader %s", leader.Name)
 	if err := leader.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	killed.Store(true)
-	for afterKill.Load() < 200 && ctx.Err() == nil {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if afterKill.Load() < 200 {
-		t.Fatalf("reservations did not continue after the leader kill: %d", afterKill.Load())
-	}
+	proctest.WaitUntil(ctx, t, "200 reservations acknowledged after the leader kill", func() bool {
+		return afterKill.Load() >= 200
+	})
 	if err := leader.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -220,11 +210,14 @@ func TestLeaderKillDuringReservationsAndRestartFromDisk(t *testing.T) {
 	}
 }
 
-// A member joins with --join, serves (forwarding writes), and is removed.
+// A member joins with --join, serves (forwarding writes), and is removed;
+// with the HTTP/1.1 front and without.
 func TestJoinForwardAndRemoveMember(t *testing.T) {
-	c := proctest.StartCluster(t, 3, 0, nil, nil)
-	ctx := ctxT(t, 60*time.Second)
-	leader, follower := leaderAndFollower(ctx, t, c)
+	proctest.EachFastHTTP(t, testJoinForwardAndRemoveMember)
+}
+
+func testJoinForwardAndRemoveMember(t *testing.T, flags []string) {
+	c, ctx, leader, follower := threeStores(t, flags, 60*time.Second)
 	createTag(t, c, follower, "fwd", 100) // a write to a follower is forwarded
 	res, err := c.StoreClient(follower).ReserveSegment(ctx, connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: "fwd", Size: 5}))
 	if err != nil || res.Msg.GetFirst() != 1 || res.Msg.GetLast() != 5 {
@@ -248,6 +241,7 @@ func TestJoinForwardAndRemoveMember(t *testing.T) {
 		HTTPAddr: fmt.Sprintf("127.0.0.1:%d", hp), RaftAddr: fmt.Sprintf("127.0.0.1:%d", rp),
 		DataDir: filepath.Join(dir, "data"), LogPath: filepath.Join(dir, "s4.log"),
 		Binary: filepath.Join(proctest.BinDir(), "storesvr"), Join: follower.HTTPAddr,
+		ExtraArgs: flags,
 	}
 	t.Cleanup(func() { _ = s4.Kill() })
 	if err := s4.Start(ctx); err != nil {
@@ -297,11 +291,13 @@ func TestJoinForwardAndRemoveMember(t *testing.T) {
 }
 
 // Every kind of bad input answers its contract code, does not crash the
-// process, and changes nothing.
+// process, and changes nothing; with the HTTP/1.1 front and without.
 func TestBadInputCodes(t *testing.T) {
-	c := proctest.StartCluster(t, 3, 0, nil, nil)
-	ctx := ctxT(t, 60*time.Second)
-	leader, follower := leaderAndFollower(ctx, t, c)
+	proctest.EachFastHTTP(t, testBadInputCodes)
+}
+
+func testBadInputCodes(t *testing.T, flags []string) {
+	c, ctx, leader, follower := threeStores(t, flags, 60*time.Second)
 	sc := c.StoreClient(follower)
 	createTag(t, c, leader, "ok", 10)
 	if _, err := c.StoreClient(leader).CreateTag(ctx, connect.NewRequest(&seqsvrv1.CreateTagRequest{Tag: "edge", Start: math.MaxInt64 - 5})); err != nil {
@@ -375,15 +371,18 @@ func TestBadInputCodes(t *testing.T) {
 }
 
 // /metrics carries hashicorp/raft's own metrics (go-metrics Prometheus sink,
-// -tags hashicorpmetrics), plus health, reflection-free gRPC and h2c.
+// -tags hashicorpmetrics), plus health, reflection-free gRPC and h2c; with
+// the HTTP/1.1 front and without.
 func TestMetricsHealthAndProtocols(t *testing.T) {
-	c := proctest.StartCluster(t, 3, 0, nil, nil)
-	ctx := ctxT(t, 30*time.Second)
-	leader, err := c.Leader(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	proctest.EachFastHTTP(t, testMetricsHealthAndProtocols)
+}
+
+func testMetricsHealthAndProtocols(t *testing.T, flags []string) {
+	c, ctx, leader, _ := threeStores(t, flags, 30*time.Second)
 	createTag(t, c, leader, "m", 10)
+	for _, s := range c.Stores {
+		proctest.WantFront(t, s.URL(), flags)
+	}
 	res, err := http.Get(leader.URL() + "/metrics")
 	if err != nil {
 		t.Fatal(err)
@@ -419,15 +418,13 @@ func TestMetricsHealthAndProtocols(t *testing.T) {
 // Three command lines started in reverse order, a moment apart, still form
 // one cluster.
 func TestAnyStartOrder(t *testing.T) {
-	if testing.Short() {
-		t.Skip("real-process test")
-	}
+	proctest.SkipShort(t)
 	c, err := cluster.New(cluster.Options{BinDir: proctest.BinDir(), Dir: t.TempDir(), Stores: 3, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	ctx := ctxT(t, 30*time.Second)
+	ctx := proctest.Context(t, 30*time.Second)
 	for i := len(c.Stores) - 1; i >= 0; i-- {
 		if err := c.Stores[i].Start(ctx); err != nil {
 			t.Fatal(err)

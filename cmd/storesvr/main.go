@@ -10,5 +10,5 @@ import (
 
 func main() {
 	serve.TuneRuntime()
-	os.Exit(run(os.Args[1:], os.Getenv, os.Stderr))
+	os.Exit(serve.Main("storesvr", os.Args[1:], os.Getenv, os.Stderr, parseConfig))
 }

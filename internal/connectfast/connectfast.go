@@ -1,21 +1,24 @@
-// Package connectfast serves one hot Connect RPC, unary with the binary
-// proto codec, without connect-go's generic machinery (codec and
-// compression negotiation, header building, interceptor chain), which
-// under load was about a fifth of a server's CPU (pprof). It holds the
-// framing only; each RPC brings its own decode, work and encode.
+// Package connectfast serves hot Connect RPCs on the HTTP/1.1 front
+// (package h1): unary with the binary proto codec, without connect-go's
+// generic machinery (codec and compression negotiation, header building,
+// interceptor chain), which under load was about a fifth of a server's CPU
+// (pprof). It holds the Connect framing only; each RPC brings its own
+// decode, work and encode. Package h1 knows HTTP/1.1 and nothing of
+// Connect; this package is the one place that knows which Connect requests
+// the front may answer and how connect-go would answer them.
 //
 // Guarantees:
-//   - Only a request connect-go would answer exactly the same way takes the
-//     fast path (see Eligible); every other request, and every other
-//     procedure, goes to the connect-go handler unchanged.
+//   - Only a request connect-go would answer exactly the same way is
+//     served (see eligible); every other request is declined and goes to
+//     net/http, and so to the connect-go handler, unchanged.
 //   - Answers are the bytes connect-go sends: the proto body with
 //     Content-Type application/proto, or connect-go's own JSON error
 //     (written by connect.ErrorWriter), so clients cannot tell the two
 //     apart.
-//   - A body shorter than its Content-Length or that does not decode is
-//     invalid_argument; a panic in the RPC is logged and answered internal.
+//   - A body that does not decode is invalid_argument; a panic in the RPC
+//     is logged and answered internal.
 //   - An RPC that returns ErrFallThrough before acting has its request
-//     handed to the connect-go handler with the body as it arrived.
+//     declined, and net/http serves it with the body as it arrived.
 //   - One known difference: a request whose deadline is already over
 //     (Connect-Timeout-Ms: 0) is answered deadline_exceeded before its
 //     body is decoded; connect-go decodes first, so if that body is also
@@ -23,139 +26,156 @@
 package connectfast
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"strconv"
-	"sync"
 	"time"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/seqsvr/seqsvr/internal/h1"
 )
 
 // Func serves one eligible request. body is the whole request body; it is
 // valid only during the call, and once Func no longer needs it Func may
-// append its answer to body[:0] so the pooled buffer is reused. It returns
-// the encoded response message, or an error that is written as connect-go
-// would write it (a *connect.Error keeps its code), or ErrFallThrough.
+// append its answer to body[:0] so the connection's buffer is reused. It
+// returns the encoded response message, or an error that is written as
+// connect-go would write it (a *connect.Error keeps its code), or
+// ErrFallThrough.
 type Func func(ctx context.Context, body []byte) ([]byte, error)
 
 // ErrFallThrough is returned by a Func that has done nothing and wants
 // connect-go to serve the request instead (a follower forwarding, say).
 var ErrFallThrough = errors.New("connectfast: fall through to connect-go")
 
-// Handler serves procedure with serve when the request is Eligible and
-// hands everything else to next, the connect-go handler of the same
-// service. A nil logger means slog.Default().
-func Handler(procedure string, next http.Handler, maxBodyBytes int64, logger *slog.Logger, serve Func) http.Handler {
+// H1 serves one procedure for the HTTP/1.1 front; the front routes by
+// path (h1.Mux), so the procedure is the route's, not checked here. A
+// request that is not eligible, or whose RPC returns ErrFallThrough, is
+// declined and goes to net/http unchanged. A nil logger means
+// slog.Default().
+func H1(maxBodyBytes int64, logger *slog.Logger, serve Func) h1.Handler {
 	if logger == nil {
 		logger = slog.Default()
 	}
 	errw := connect.NewErrorWriter()
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != procedure || !Eligible(r, maxBodyBytes) {
-			next.ServeHTTP(w, r)
-			return
+	return h1.HandlerFunc(func(req *h1.Request, resp *h1.Response) bool {
+		d, hasDeadline, ok := eligible(req.Method, len(req.Body), req, maxBodyBytes)
+		if !ok {
+			return false
 		}
-		bp := bufs.Get().(*[]byte)
-		defer bufs.Put(bp)
-		body, err := readBody(r, bp)
-		if err != nil {
-			_ = errw.Write(w, r, err)
-			return
-		}
-		ctx := r.Context()
-		if d, ok := timeout(r.Header); ok {
+		ctx := req.Context
+		if hasDeadline {
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithTimeout(ctx, d)
 			defer cancel()
 		}
-		out, err := call(ctx, logger, r.URL.Path, serve, body)
+		// The request body lives in the connection's read buffer; the RPC
+		// gets a copy in the connection's scratch, where it may append its
+		// answer.
+		body := append(resp.Buf[:0], req.Body...)
+		out, err := call(ctx, logger, string(req.Path), serve, body)
 		if errors.Is(err, ErrFallThrough) {
-			// next runs to completion before the deferred Put returns the
-			// buffer to the pool, so it can read body in place.
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			next.ServeHTTP(w, r)
-			return
+			return false
 		}
 		if err != nil {
-			_ = errw.Write(w, r, err)
-			return
+			_ = errw.Write(resp.Writer(), errorRequest, err)
+			return true
 		}
-		*bp = out
-		h := w.Header()
-		h["Content-Type"] = protoContentType
-		h["Content-Length"] = []string{strconv.Itoa(len(out))}
-		_, _ = w.Write(out)
+		resp.Buf, resp.Body = out, out
+		resp.SetHeader("Content-Type", "application/proto")
+		return true
 	})
 }
 
 // Decode unmarshals body into m, answering a malformed body with the
-// invalid_argument error connect-go gives.
+// invalid_argument error connect-go gives, word for word (its proto codec
+// names the message type, its protocol handler adds the prefix).
 func Decode(body []byte, m proto.Message) error {
 	if err := proto.Unmarshal(body, m); err != nil {
-		return connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("unmarshal message: %w", err))
+		return connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("unmarshal message: unmarshal into %T: %w", m, err))
 	}
 	return nil
 }
 
-// Eligible reports whether connect-go would answer r exactly as Handler
-// does: POST, Content-Type application/proto, no Content-Encoding, a
-// Connect-Timeout-Ms that is absent or well-formed (Handler applies it as
+// headers is what eligible reads of a request: h1.Request's Header.
+type headers interface {
+	Header(name string) (value []byte, n int)
+}
+
+// eligible reports whether connect-go would answer the request exactly as
+// H1 does: POST, Content-Type application/proto, no Content-Encoding,
+// protocol version absent or 1, a body within maxBodyBytes, and a
+// Connect-Timeout-Ms that is absent or well-formed (H1 applies it as
 // connect-go does; connect-go's own clients send it on every call with a
-// deadline, so refusing it would keep the fast path from real callers),
-// protocol version absent or 1, and a known Content-Length within
-// maxBodyBytes.
-func Eligible(r *http.Request, maxBodyBytes int64) bool {
-	h := r.Header
-	if r.Method != http.MethodPost || r.ContentLength < 0 || r.ContentLength > maxBodyBytes {
-		return false
+// deadline, so refusing it would keep the front from real callers). It
+// returns that timeout and whether there is one.
+func eligible(method []byte, bodyLen int, h headers, maxBodyBytes int64) (timeout time.Duration, hasTimeout, ok bool) {
+	if string(method) != http.MethodPost || int64(bodyLen) > maxBodyBytes {
+		return 0, false, false
 	}
-	if ct := h["Content-Type"]; len(ct) != 1 || ct[0] != "application/proto" {
-		return false
+	if v, n := h.Header("Content-Type"); n != 1 || string(v) != "application/proto" {
+		return 0, false, false
 	}
-	if v := h["Connect-Protocol-Version"]; len(v) > 1 || len(v) == 1 && v[0] != "1" {
-		return false
+	if v, n := h.Header("Connect-Protocol-Version"); n > 1 || n == 1 && string(v) != "1" {
+		return 0, false, false
 	}
-	if v := h["Connect-Timeout-Ms"]; len(v) > 0 {
-		if _, ok := timeout(h); !ok {
-			return false // malformed: connect-go answers it with its own error
-		}
+	if _, n := h.Header("Content-Encoding"); n != 0 {
+		return 0, false, false
 	}
-	return len(h["Content-Encoding"]) == 0
+	v, n := h.Header("Connect-Timeout-Ms")
+	if n == 0 {
+		return 0, false, true
+	}
+	d, ok := parseTimeout(v, n)
+	// A malformed timeout is connect-go's to answer, with its own error.
+	return d, ok, ok
 }
 
-// timeout parses Connect-Timeout-Ms by the Connect protocol's rule: one
-// value of 1 to 10 ASCII digits.
-func timeout(h http.Header) (time.Duration, bool) {
-	v := h["Connect-Timeout-Ms"]
-	if len(v) == 0 {
-		return 0, false
-	}
-	return parseTimeout(v[0], len(v))
-}
-
-// parseTimeout is timeout for the first of n values v: a string from
-// net/http's header map or bytes from the HTTP/1.1 front's buffer, read in
-// place either way.
-func parseTimeout[T string | []byte](v T, n int) (time.Duration, bool) {
+// parseTimeout reads the first of n Connect-Timeout-Ms values, in place,
+// by the Connect protocol's rule: one value of 1 to 10 ASCII digits.
+func parseTimeout(v []byte, n int) (time.Duration, bool) {
 	if n != 1 || len(v) == 0 || len(v) > 10 {
 		return 0, false
 	}
 	var ms int64
-	for i := 0; i < len(v); i++ {
-		c := v[i]
+	for _, c := range v {
 		if c < '0' || c > '9' {
 			return 0, false
 		}
 		ms = ms*10 + int64(c-'0')
 	}
 	return time.Duration(ms) * time.Millisecond, true
+}
+
+// errorRequest is what connect.ErrorWriter needs to know of an eligible
+// request: a Connect unary call, answered with a JSON error.
+var errorRequest = &http.Request{
+	Method: http.MethodPost,
+	Header: http.Header{"Content-Type": {"application/proto"}, "Connect-Protocol-Version": {"1"}},
+}
+
+// call runs serve, turning a panic into connect-go's internal error and a
+// bare context error into connect-go's code for it.
+func call(ctx context.Context, logger *slog.Logger, procedure string, serve Func, body []byte) (out []byte, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			logger.ErrorContext(ctx, "panic in handler", "procedure", procedure, "panic", fmt.Sprint(p))
+			out, err = nil, connect.NewError(connect.CodeInternal, errors.New("internal error"))
+		}
+	}()
+	// connect-go answers a deadline that is already over without calling
+	// the RPC (Connect-Timeout-Ms: 0, say); so does the front.
+	if err := ctx.Err(); err != nil {
+		return nil, contextCode(err)
+	}
+	out, err = serve(ctx, body)
+	if err != nil {
+		return nil, contextCode(err)
+	}
+	return out, nil
 }
 
 // contextCode gives a deadline or cancellation the code connect-go gives
@@ -172,22 +192,3 @@ func contextCode(err error) error {
 	}
 	return err
 }
-
-// readBody reads exactly r.ContentLength bytes into the pooled buffer *bp,
-// growing it when too small. Eligible has bounded the length already.
-func readBody(r *http.Request, bp *[]byte) ([]byte, error) {
-	n := int(r.ContentLength)
-	if cap(*bp) < n {
-		*bp = make([]byte, n)
-	}
-	buf := (*bp)[:n]
-	if _, err := io.ReadFull(r.Body, buf); err != nil {
-		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("read message: %w", err))
-	}
-	return buf, nil
-}
-
-var (
-	protoContentType = []string{"application/proto"}
-	bufs             = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
-)

@@ -7,20 +7,22 @@ import (
 )
 
 // Common holds the flags both binaries take besides their own: the body
-// bound, the shutdown grace, logging and diagnostics. Embedded in a
+// bound, the shutdown grace, the HTTP/1.1 front, logging and diagnostics. Embedded in a
 // binary's config, its fields read as the config's own.
 type Common struct {
 	MaxBodyBytes  int64
 	ShutdownGrace time.Duration
+	FastHTTP      bool
 	Log           LogConfig
 	Debug         DebugConfig
 }
 
-// Register adds --max-body-bytes, --shutdown-grace, the logging flags and
-// --pprof to fs.
+// Register adds --max-body-bytes, --shutdown-grace, --fast-http, the
+// logging flags and --pprof to fs.
 func (c *Common) Register(fs *flag.FlagSet) {
 	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", DefaultMaxBodyBytes, "largest request body accepted")
 	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", 5*time.Second, "how long in-flight requests may finish on SIGINT/SIGTERM")
+	fs.BoolVar(&c.FastHTTP, "fast-http", true, "answer the hot calls (binary Connect NextIDs and ReserveSegment, Leaf segment GET) on a lean\nHTTP/1.1 front before net/http; false serves every call with net/http and connect-go")
 	c.Log.Register(fs)
 	c.Debug.Register(fs)
 }

@@ -114,11 +114,17 @@ func TestCommon(t *testing.T) {
 	if err := Parse(fs, nil, envOf(map[string]string{"SEQSVR_PPROF": "true"})); err != nil {
 		t.Fatal(err)
 	}
-	if c.MaxBodyBytes != DefaultMaxBodyBytes || c.ShutdownGrace != 5*time.Second || c.Log.Level != "info" || !c.Debug.Pprof {
+	if c.MaxBodyBytes != DefaultMaxBodyBytes || c.ShutdownGrace != 5*time.Second || c.Log.Level != "info" || !c.Debug.Pprof || !c.FastHTTP {
 		t.Fatalf("defaults and environment: %+v", c)
 	}
 	if errs := c.Check(); errs != nil {
 		t.Fatalf("defaults rejected: %v", errs)
+	}
+	c = Common{}
+	fs = NewFlagSet("allocsvr", "test binary", io.Discard)
+	c.Register(fs)
+	if err := Parse(fs, nil, envOf(map[string]string{"SEQSVR_FAST_HTTP": "false"})); err != nil || c.FastHTTP {
+		t.Fatalf("SEQSVR_FAST_HTTP=false: FastHTTP %v (%v)", c.FastHTTP, err)
 	}
 	for _, v := range []string{"0", "-1"} {
 		c = Common{}

@@ -1,6 +1,6 @@
 // Package serve is the process plumbing shared by storesvr and allocsvr:
-// flags with SEQSVR_* environment equivalents, slog logging, and one HTTP
-// server per process.
+// flags with SEQSVR_* environment equivalents, slog logging, one HTTP
+// server per process and one lifecycle (Main, Run) for both binaries.
 //
 // Guarantees:
 //   - A flag given on the command line always wins over its environment
@@ -13,6 +13,12 @@
 //   - /healthz answers 200 while the process is up; /readyz and the
 //     grpc.health.v1 service answer from the Ready function.
 //   - Go's profiler (/debug/pprof/) is served only when asked (--pprof).
-//   - Shutdown stops accepting, lets in-flight requests finish within the
-//     given context, then returns; the caller closes its store/allocator after.
+//   - The hot routes are answered by an HTTP/1.1 front (package h1) unless
+//     --fast-http=false; then net/http and connect-go serve every call. The
+//     answers are the same either way.
+//   - The port is bound before the component (store, allocators) is built;
+//     until it is, /healthz answers 200 and everything else 503.
+//   - On SIGINT/SIGTERM (or a component's Fatal) the server stops
+//     accepting and lets in-flight requests finish within --shutdown-grace;
+//     only then does the component's context end and its Close run.
 package serve

@@ -1,9 +1,12 @@
 package serve
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -15,23 +18,62 @@ import (
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 )
 
-// startTest serves o on 127.0.0.1:0 and stops it when the test ends.
+// startTest serves o with Run on 127.0.0.1:0, the HTTP/1.1 front on, and
+// stops it when the test ends.
 func startTest(t *testing.T, o Options) string {
 	t.Helper()
-	s, err := Listen("127.0.0.1:0", NewHandler(o), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	return startRun(t, true, o)
+}
+
+// startRun serves o with Run on 127.0.0.1:0, the front on or off, and
+// stops it when the test ends, failing unless Run returned nil.
+func startRun(t *testing.T, fastHTTP bool, o Options) string {
+	t.Helper()
+	addr := make(chan string, 1)
+	p := testProcess(fastHTTP, func(_ context.Context, env Env) (*App, error) {
+		addr <- env.Addr
+		return &App{Handler: o}, nil
+	})
+	p.Common.MaxBodyBytes = cmp.Or(o.MaxBodyBytes, DefaultMaxBodyBytes)
+	p.Common.Debug.Pprof = o.Pprof
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx, 5*time.Second) }()
+	go func() { done <- Run(ctx, p) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("Run: %v", err)
 		}
 	})
-	return "http://" + s.Addr()
+	base := "http://" + <-addr
+	waitServing(t, base)
+	return base
+}
+
+// waitServing waits until Run has set the component's handler: /metrics
+// answers 503 until then.
+func waitServing(t *testing.T, base string) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		code, _, _ := get(t, http.DefaultClient, base+"/metrics")
+		if code == http.StatusOK {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s/metrics still %d", base, code)
+		}
+	}
+}
+
+// testProcess is a Process on 127.0.0.1:0 with open as its Open.
+func testProcess(fastHTTP bool, open func(context.Context, Env) (*App, error)) Process {
+	return Process{
+		Name:   "test",
+		Addr:   "127.0.0.1:0",
+		Common: Common{MaxBodyBytes: DefaultMaxBodyBytes, ShutdownGrace: 5 * time.Second, FastHTTP: fastHTTP},
+		Logger: slog.New(slog.DiscardHandler),
+		Open:   open,
+	}
 }
 
 func protoEcho() map[string]http.Handler {
@@ -61,15 +103,19 @@ func get(t *testing.T, c *http.Client, url string) (int, string, *http.Response)
 }
 
 func TestHTTP1AndH2COnOnePort(t *testing.T) {
-	base := startTest(t, Options{Routes: protoEcho()})
-	if _, body, _ := get(t, http.DefaultClient, base+"/proto"); body != "HTTP/1.1" {
-		t.Fatalf("HTTP/1.1 client saw %q", body)
-	}
-	var p http.Protocols
-	p.SetUnencryptedHTTP2(true)
-	h2c := &http.Client{Transport: &http.Transport{Protocols: &p}}
-	if _, body, _ := get(t, h2c, base+"/proto"); body != "HTTP/2.0" {
-		t.Fatalf("h2c client saw %q", body)
+	for _, fast := range []bool{true, false} {
+		t.Run(fmt.Sprintf("fast-http=%v", fast), func(t *testing.T) {
+			base := startRun(t, fast, Options{Routes: protoEcho()})
+			if _, body, _ := get(t, http.DefaultClient, base+"/proto"); body != "HTTP/1.1" {
+				t.Fatalf("HTTP/1.1 client saw %q", body)
+			}
+			var p http.Protocols
+			p.SetUnencryptedHTTP2(true)
+			h2c := &http.Client{Transport: &http.Transport{Protocols: &p}}
+			if _, body, _ := get(t, h2c, base+"/proto"); body != "HTTP/2.0" {
+				t.Fatalf("h2c client saw %q", body)
+			}
+		})
 	}
 }
 

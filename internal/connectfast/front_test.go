@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,6 +20,17 @@ import (
 	"github.com/seqsvr/seqsvr/internal/connectfast/connectfasttest"
 	"github.com/seqsvr/seqsvr/internal/h1"
 )
+
+const procedure = "/test.v1.Echo/Echo"
+
+// echo answers the request message itself, marshalled again.
+func echo(_ context.Context, body []byte) ([]byte, error) {
+	var m wrapperspb.StringValue
+	if err := Decode(body, &m); err != nil {
+		return nil, err
+	}
+	return proto.MarshalOptions{}.MarshalAppend(body[:0], &m)
+}
 
 // echoUnary is connect-go's own implementation of echo, answering err
 // instead when it is set.
@@ -71,11 +83,18 @@ func front(t *testing.T, serve Func) (string, *bodyRecorder, *h1.Server, func() 
 	return url, slow, srv, n.Load
 }
 
-// reference serves procedure with connect-go alone, answering with impl.
+// reference serves procedure with connect-go alone on net/http (HTTP/1.1
+// and h2c), answering with impl.
 func reference(t *testing.T, impl func(context.Context, *connect.Request[wrapperspb.StringValue]) (*connect.Response[wrapperspb.StringValue], error)) string {
 	t.Helper()
-	url, _ := connectfasttest.Serve(t, connect.NewUnaryHandler(procedure, impl, recoverInternal), func(next http.Handler) http.Handler { return next })
-	return url
+	srv := httptest.NewUnstartedServer(connect.NewUnaryHandler(procedure, impl, recoverInternal))
+	var p http.Protocols
+	p.SetHTTP1(true)
+	p.SetUnencryptedHTTP2(true)
+	srv.Config.Protocols = &p
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv.URL
 }
 
 func echoClient(hc connect.HTTPClient, url string, opts ...connect.ClientOption) *connect.Client[wrapperspb.StringValue, wrapperspb.StringValue] {
@@ -377,5 +396,29 @@ func TestH1FallThroughReplaysBody(t *testing.T) {
 	}
 	if st := srv.Stats(); slow() != 1 || st.Served != 0 || st.HandOffs["declined"] != 1 {
 		t.Fatalf("net/http got %d, front served %d, declined %d; want 1, 0, 1", slow(), st.Served, st.HandOffs["declined"])
+	}
+}
+
+// A body that does not decode is invalid_argument, the same bytes as
+// connect-go's answer, from the front itself.
+func TestH1BadBodyIsConnects(t *testing.T) {
+	url, _, srv, slow := front(t, echo)
+	ref := reference(t, echoUnary(nil))
+	hc := connectfasttest.H1Client(t)
+	for name, body := range map[string][]byte{
+		"garbage":   {0xff, 0xff, 0xff},
+		"truncated": {0x0a, 0x05, 'a'},
+	} {
+		fs, fct, fb := post(t, hc, url, body, nil)
+		rs, rct, rb := post(t, http.DefaultClient, ref, body, nil)
+		if fs != http.StatusBadRequest || !strings.Contains(fb, `"code":"invalid_argument"`) {
+			t.Fatalf("%s: front answered %d %s, want invalid_argument", name, fs, fb)
+		}
+		if fs != rs || fct != rct || fb != rb {
+			t.Fatalf("%s: front answered %d %q %s; connect-go %d %q %s", name, fs, fct, fb, rs, rct, rb)
+		}
+	}
+	if srv.Stats().Served != 2 || slow() != 0 {
+		t.Fatalf("front served %d, net/http %d; want both on the front", srv.Stats().Served, slow())
 	}
 }

@@ -1,0 +1,169 @@
+package serve
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/seqsvr/seqsvr/internal/h1"
+)
+
+// Process is one binary as Run serves it.
+type Process struct {
+	Name   string // "storesvr", for log lines
+	Addr   string // --http-addr
+	Common Common
+	Logger *slog.Logger // nil means slog.Default()
+	// Open builds the process's component (a store, allocators) once the
+	// port is bound; until it returns the server answers 503. ctx lives
+	// until the server has drained, for the component's background work.
+	Open func(ctx context.Context, env Env) (*App, error)
+}
+
+// Env is what Run hands Open.
+type Env struct {
+	Addr   string // the bound address (with the real port when :0 was asked)
+	Logger *slog.Logger
+	// Registry backs /metrics; the component registers its metrics here.
+	Registry *prometheus.Registry
+	// Fatal ends the process with err as its failure (a snowflake clock
+	// check, say): the server shuts down as on a signal, and Run returns err.
+	Fatal func(err error)
+}
+
+// App is a component ready to serve.
+type App struct {
+	// Handler is what net/http serves; Run fills in the logger, the
+	// metrics registry, the body bound and --pprof.
+	Handler Options
+	// Fast are the routes the HTTP/1.1 front answers (--fast-http).
+	Fast h1.Handler
+	// Attrs are logged with the "serving" line.
+	Attrs []any
+	// Close releases the component once the server has drained.
+	Close func()
+}
+
+// Binary is a binary's parsed configuration.
+type Binary interface {
+	// Process is what Run serves; Main sets its Name and Logger.
+	Process() Process
+}
+
+// Main is a binary's whole life: parse its flags and SEQSVR_* variables
+// (parse prints usage to its writer for --help and returns flag.ErrHelp),
+// build the logger, Run until SIGINT or SIGTERM. It returns the exit
+// code: 0, 1 when serving failed, 2 for bad flags.
+func Main[B Binary](name string, args []string, getenv func(string) string, stderr io.Writer,
+	parse func(args []string, getenv func(string) string, out io.Writer) (B, error)) int {
+	b, err := parse(args, getenv, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n(run %s --help for the flags)\n", name, err, name)
+		return 2
+	}
+	p := b.Process()
+	logger, err := p.Common.Log.NewLogger(stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return 2
+	}
+	slog.SetDefault(logger)
+	p.Name, p.Logger = name, logger
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := Run(ctx, p); err != nil {
+		logger.Error(name+" failed", "err", err)
+		return 1
+	}
+	return 0
+}
+
+// Run binds p.Addr, serves 503 while Open builds the component, then the
+// component's handler (and its fast routes, with --fast-http) until ctx
+// ends, the component calls Fatal or the server fails. It then shuts down:
+// no new connections, in-flight requests get --shutdown-grace to finish,
+// the component's context ends, and its Close runs. It returns nil after a
+// clean shutdown.
+func Run(ctx context.Context, p Process) error {
+	logger := p.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	reg := NewRegistry()
+	srv, err := Listen(p.Addr, p.Common.FastHTTP, logger)
+	if err != nil {
+		return err
+	}
+	srv.Start()
+	// life is the component's: it outlives ctx until the server drained.
+	life, end := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer end(nil)
+	app, err := open(life, p, srv, reg, logger, end)
+	if err != nil {
+		_ = shutdown(srv, 0, logger)
+		return err
+	}
+	logger.Info(p.Name+" serving", append([]any{"http_addr", srv.Addr(), "fast_http", p.Common.FastHTTP}, app.Attrs...)...)
+	var serveErr error
+	select {
+	case <-ctx.Done():
+		serveErr = shutdown(srv, p.Common.ShutdownGrace, logger)
+	case <-life.Done():
+		serveErr = shutdown(srv, p.Common.ShutdownGrace, logger)
+	case err := <-srv.Done():
+		serveErr = fmt.Errorf("serve: %w", cmp.Or(err, errors.New("stopped")))
+	}
+	end(context.Canceled)
+	if app.Close != nil {
+		app.Close()
+	}
+	if cause := context.Cause(life); !errors.Is(cause, context.Canceled) {
+		return cause
+	}
+	logger.Info(p.Name + " stopped")
+	return serveErr
+}
+
+// open builds the component and hands its routes to srv.
+func open(ctx context.Context, p Process, srv *Server, reg *prometheus.Registry, logger *slog.Logger, end context.CancelCauseFunc) (*App, error) {
+	if err := srv.RegisterMetrics(reg); err != nil {
+		return nil, err
+	}
+	app, err := p.Open(ctx, Env{Addr: srv.Addr(), Logger: logger, Registry: reg, Fatal: end})
+	if err != nil {
+		return nil, err
+	}
+	o := app.Handler
+	o.Logger, o.Gatherer = logger, reg
+	o.MaxBodyBytes, o.Pprof = p.Common.MaxBodyBytes, p.Common.Debug.Pprof
+	srv.SetHandler(NewHandler(o))
+	if app.Fast != nil {
+		srv.SetFast(app.Fast)
+	}
+	return app, nil
+}
+
+// shutdown stops srv, giving in-flight requests up to grace, and waits
+// for Serve to return.
+func shutdown(srv *Server, grace time.Duration, logger *slog.Logger) error {
+	logger.Info("shutting down", "grace", grace)
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	err := srv.Shutdown(ctx)
+	if serr := <-srv.Done(); err == nil {
+		err = serr
+	}
+	return err
+}
