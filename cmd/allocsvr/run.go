@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/seqsvr/seqsvr/alloc"
+	"github.com/seqsvr/seqsvr/alloc/segment"
+	"github.com/seqsvr/seqsvr/alloc/storeclient"
 	"github.com/seqsvr/seqsvr/cmd/internal/serve"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 )
@@ -23,14 +25,14 @@ func (cfg *config) Process() serve.Process {
 // then the buffers.
 func (cfg *config) open(ctx context.Context, env serve.Env) (*serve.App, error) {
 	logger := env.Logger
-	store, err := alloc.NewStoreClient(cfg.Stores, alloc.StoreClientOptions{
+	store, err := storeclient.New(cfg.Stores, storeclient.Options{
 		Logger:         logger.With("component", "storeclient"),
 		RequestTimeout: cfg.StoreRequestTimeout,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("--store: %w", err)
 	}
-	seg := alloc.NewSegmentAllocator(store, alloc.SegmentConfig{
+	seg := segment.New(store, segment.Config{
 		MaxStep:          cfg.MaxStep,
 		PrefetchRatio:    cfg.PrefetchRatio,
 		EmptyWait:        cfg.EmptyWait,
@@ -78,7 +80,7 @@ func (cfg *config) open(ctx context.Context, env serve.Env) (*serve.App, error) 
 // waitForStore marks the allocsvr ready once any store member answered
 // with a leader. Ready stays true afterwards: buffers keep serving through
 // store outages, which is the point of the double buffer.
-func waitForStore(ctx context.Context, store *alloc.StoreClient, reached *atomic.Bool, logger *slog.Logger) {
+func waitForStore(ctx context.Context, store *storeclient.Client, reached *atomic.Bool, logger *slog.Logger) {
 	delay := 50 * time.Millisecond
 	for {
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)

@@ -9,6 +9,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/seqsvr/seqsvr/alloc"
+	"github.com/seqsvr/seqsvr/alloc/snowflake"
+	"github.com/seqsvr/seqsvr/alloc/storeclient"
+	"github.com/seqsvr/seqsvr/internal/clock"
 )
 
 // registerWait bounds how long the first registration may block before
@@ -22,15 +25,15 @@ const registerWait = 5 * time.Second
 // check (or any other startup error, such as a data dir held by another
 // process) is fatal: the process exits with a clear log line rather than
 // risk duplicate IDs. It returns the function that releases the generator.
-func runSnowflake(ctx context.Context, fatal func(error), cfg *config, store *alloc.StoreClient, svc *alloc.Service, reg prometheus.Registerer, logger *slog.Logger) func() {
+func runSnowflake(ctx context.Context, fatal func(error), cfg *config, store *storeclient.Client, svc *alloc.Service, reg prometheus.Registerer, logger *slog.Logger) func() {
 	log := logger.With("component", "snowflake")
 	svc.SetSnowflakeReason("snowflake worker registering")
 	rctx, cancel := context.WithTimeout(ctx, registerWait)
 	defer cancel()
-	sf, err := alloc.StartSnowflake(rctx, store, alloc.SnowflakeConfig{
+	sf, err := snowflake.Start(rctx, store, snowflake.Config{
 		NodeID:          cfg.NodeID,
 		DataDir:         cfg.DataDir,
-		Clock:           alloc.SystemClock(),
+		Clock:           clock.System(),
 		Logger:          logger,
 		RenewInterval:   cfg.SnowflakeRenewInterval,
 		FenceMargin:     cfg.SnowflakeFenceMargin,
@@ -42,7 +45,7 @@ func runSnowflake(ctx context.Context, fatal func(error), cfg *config, store *al
 		if ctx.Err() != nil { // shutting down anyway
 			return func() {}
 		}
-		if errors.Is(err, alloc.ErrClockOffset) {
+		if errors.Is(err, snowflake.ErrClockOffset) {
 			log.Error("snowflake clock check failed; exiting. Fix the clock (NTP) or raise --snowflake-max-clock-offset", "node_id", cfg.NodeID, "err", err)
 		} else {
 			log.Error("snowflake cannot start; exiting", "node_id", cfg.NodeID, "data_dir", cfg.DataDir, "err", err)
