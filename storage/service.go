@@ -18,7 +18,12 @@ import (
 )
 
 // service implements seqsvrv1connect.StoreServiceHandler on a Store.
-type service struct{ s *Store }
+type service struct {
+	s *Store
+	// TODO(issue 10): the per-key sequence RPCs are being written on a
+	// branch; until they land they answer unimplemented.
+	seqsvrv1connect.UnimplementedStoreServiceHandler
+}
 
 // Service returns the Connect handler implementation, with leader
 // forwarding. Mount it with seqsvrv1connect.NewStoreServiceHandler.

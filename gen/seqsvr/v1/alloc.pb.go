@@ -671,6 +671,7 @@ type StatusResponse struct {
 	Tags          []*TagStatus           `protobuf:"bytes,1,rep,name=tags,proto3" json:"tags,omitempty"`
 	Snowflake     *SnowflakeStatus       `protobuf:"bytes,2,opt,name=snowflake,proto3" json:"snowflake,omitempty"`
 	NodeId        string                 `protobuf:"bytes,3,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	Seq           *SeqStatus             `protobuf:"bytes,4,opt,name=seq,proto3" json:"seq,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -726,6 +727,181 @@ func (x *StatusResponse) GetNodeId() string {
 	return ""
 }
 
+func (x *StatusResponse) GetSeq() *SeqStatus {
+	if x != nil {
+		return x.Seq
+	}
+	return nil
+}
+
+// SeqStatus is this allocsvr's share of per-key sequences.
+type SeqStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Whether the membership lease is valid by this process's own clock
+	// (with the safety margin); sections are served only while it is.
+	LeaseValid  bool  `protobuf:"varint,1,opt,name=lease_valid,json=leaseValid,proto3" json:"lease_valid,omitempty"`
+	LeaseLeftMs int64 `protobuf:"varint,2,opt,name=lease_left_ms,json=leaseLeftMs,proto3" json:"lease_left_ms,omitempty"`
+	// Why it is not serving, when it is not.
+	Reason string            `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	Spaces []*SeqSpaceStatus `protobuf:"bytes,4,rep,name=spaces,proto3" json:"spaces,omitempty"`
+	// Calls this allocsvr forwarded to a section's owner.
+	Forwards uint64 `protobuf:"varint,5,opt,name=forwards,proto3" json:"forwards,omitempty"`
+	// RaiseSections writes (each one Raft entry for one or more sections).
+	MaxSeqWrites  uint64 `protobuf:"varint,6,opt,name=max_seq_writes,json=maxSeqWrites,proto3" json:"max_seq_writes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SeqStatus) Reset() {
+	*x = SeqStatus{}
+	mi := &file_seqsvr_v1_alloc_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SeqStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SeqStatus) ProtoMessage() {}
+
+func (x *SeqStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_seqsvr_v1_alloc_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SeqStatus.ProtoReflect.Descriptor instead.
+func (*SeqStatus) Descriptor() ([]byte, []int) {
+	return file_seqsvr_v1_alloc_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *SeqStatus) GetLeaseValid() bool {
+	if x != nil {
+		return x.LeaseValid
+	}
+	return false
+}
+
+func (x *SeqStatus) GetLeaseLeftMs() int64 {
+	if x != nil {
+		return x.LeaseLeftMs
+	}
+	return 0
+}
+
+func (x *SeqStatus) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *SeqStatus) GetSpaces() []*SeqSpaceStatus {
+	if x != nil {
+		return x.Spaces
+	}
+	return nil
+}
+
+func (x *SeqStatus) GetForwards() uint64 {
+	if x != nil {
+		return x.Forwards
+	}
+	return 0
+}
+
+func (x *SeqStatus) GetMaxSeqWrites() uint64 {
+	if x != nil {
+		return x.MaxSeqWrites
+	}
+	return 0
+}
+
+type SeqSpaceStatus struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Space          string                 `protobuf:"bytes,1,opt,name=space,proto3" json:"space,omitempty"`
+	RoutingVersion uint64                 `protobuf:"varint,2,opt,name=routing_version,json=routingVersion,proto3" json:"routing_version,omitempty"`
+	// Sections the routing table gives this allocsvr.
+	SectionsOwned uint64 `protobuf:"varint,3,opt,name=sections_owned,json=sectionsOwned,proto3" json:"sections_owned,omitempty"`
+	// Sections with keys in memory, and the keys they hold.
+	SectionsLoaded uint64 `protobuf:"varint,4,opt,name=sections_loaded,json=sectionsLoaded,proto3" json:"sections_loaded,omitempty"`
+	KeysInMemory   uint64 `protobuf:"varint,5,opt,name=keys_in_memory,json=keysInMemory,proto3" json:"keys_in_memory,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *SeqSpaceStatus) Reset() {
+	*x = SeqSpaceStatus{}
+	mi := &file_seqsvr_v1_alloc_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SeqSpaceStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SeqSpaceStatus) ProtoMessage() {}
+
+func (x *SeqSpaceStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_seqsvr_v1_alloc_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SeqSpaceStatus.ProtoReflect.Descriptor instead.
+func (*SeqSpaceStatus) Descriptor() ([]byte, []int) {
+	return file_seqsvr_v1_alloc_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *SeqSpaceStatus) GetSpace() string {
+	if x != nil {
+		return x.Space
+	}
+	return ""
+}
+
+func (x *SeqSpaceStatus) GetRoutingVersion() uint64 {
+	if x != nil {
+		return x.RoutingVersion
+	}
+	return 0
+}
+
+func (x *SeqSpaceStatus) GetSectionsOwned() uint64 {
+	if x != nil {
+		return x.SectionsOwned
+	}
+	return 0
+}
+
+func (x *SeqSpaceStatus) GetSectionsLoaded() uint64 {
+	if x != nil {
+		return x.SectionsLoaded
+	}
+	return 0
+}
+
+func (x *SeqSpaceStatus) GetKeysInMemory() uint64 {
+	if x != nil {
+		return x.KeysInMemory
+	}
+	return 0
+}
+
 var File_seqsvr_v1_alloc_proto protoreflect.FileDescriptor
 
 const file_seqsvr_v1_alloc_proto_rawDesc = "" +
@@ -776,11 +952,26 @@ const file_seqsvr_v1_alloc_proto_rawDesc = "" +
 	"\x11last_timestamp_ms\x18\x06 \x01(\x03R\x0flastTimestampMs\x12\x16\n" +
 	"\x06fenced\x18\a \x01(\bR\x06fenced\x12\x16\n" +
 	"\x06reason\x18\b \x01(\tR\x06reason\x122\n" +
-	"\x06layout\x18\t \x01(\v2\x1a.seqsvr.v1.SnowflakeLayoutR\x06layout\"\x8d\x01\n" +
+	"\x06layout\x18\t \x01(\v2\x1a.seqsvr.v1.SnowflakeLayoutR\x06layout\"\xb5\x01\n" +
 	"\x0eStatusResponse\x12(\n" +
 	"\x04tags\x18\x01 \x03(\v2\x14.seqsvr.v1.TagStatusR\x04tags\x128\n" +
 	"\tsnowflake\x18\x02 \x01(\v2\x1a.seqsvr.v1.SnowflakeStatusR\tsnowflake\x12\x17\n" +
-	"\anode_id\x18\x03 \x01(\tR\x06nodeId2\xc6\x02\n" +
+	"\anode_id\x18\x03 \x01(\tR\x06nodeId\x12&\n" +
+	"\x03seq\x18\x04 \x01(\v2\x14.seqsvr.v1.SeqStatusR\x03seq\"\xdd\x01\n" +
+	"\tSeqStatus\x12\x1f\n" +
+	"\vlease_valid\x18\x01 \x01(\bR\n" +
+	"leaseValid\x12\"\n" +
+	"\rlease_left_ms\x18\x02 \x01(\x03R\vleaseLeftMs\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x121\n" +
+	"\x06spaces\x18\x04 \x03(\v2\x19.seqsvr.v1.SeqSpaceStatusR\x06spaces\x12\x1a\n" +
+	"\bforwards\x18\x05 \x01(\x04R\bforwards\x12$\n" +
+	"\x0emax_seq_writes\x18\x06 \x01(\x04R\fmaxSeqWrites\"\xc5\x01\n" +
+	"\x0eSeqSpaceStatus\x12\x14\n" +
+	"\x05space\x18\x01 \x01(\tR\x05space\x12'\n" +
+	"\x0frouting_version\x18\x02 \x01(\x04R\x0eroutingVersion\x12%\n" +
+	"\x0esections_owned\x18\x03 \x01(\x04R\rsectionsOwned\x12'\n" +
+	"\x0fsections_loaded\x18\x04 \x01(\x04R\x0esectionsLoaded\x12$\n" +
+	"\x0ekeys_in_memory\x18\x05 \x01(\x04R\fkeysInMemory2\xc6\x02\n" +
 	"\fAllocService\x12@\n" +
 	"\aNextIDs\x12\x19.seqsvr.v1.NextIDsRequest\x1a\x1a.seqsvr.v1.NextIDsResponse\x12[\n" +
 	"\x10NextSnowflakeIDs\x12\".seqsvr.v1.NextSnowflakeIDsRequest\x1a#.seqsvr.v1.NextSnowflakeIDsResponse\x12X\n" +
@@ -799,7 +990,7 @@ func file_seqsvr_v1_alloc_proto_rawDescGZIP() []byte {
 	return file_seqsvr_v1_alloc_proto_rawDescData
 }
 
-var file_seqsvr_v1_alloc_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_seqsvr_v1_alloc_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_seqsvr_v1_alloc_proto_goTypes = []any{
 	(*NextIDsRequest)(nil),           // 0: seqsvr.v1.NextIDsRequest
 	(*NextIDsResponse)(nil),          // 1: seqsvr.v1.NextIDsResponse
@@ -812,29 +1003,33 @@ var file_seqsvr_v1_alloc_proto_goTypes = []any{
 	(*TagStatus)(nil),                // 8: seqsvr.v1.TagStatus
 	(*SnowflakeStatus)(nil),          // 9: seqsvr.v1.SnowflakeStatus
 	(*StatusResponse)(nil),           // 10: seqsvr.v1.StatusResponse
-	(*timestamppb.Timestamp)(nil),    // 11: google.protobuf.Timestamp
-	(*SnowflakeLayout)(nil),          // 12: seqsvr.v1.SnowflakeLayout
+	(*SeqStatus)(nil),                // 11: seqsvr.v1.SeqStatus
+	(*SeqSpaceStatus)(nil),           // 12: seqsvr.v1.SeqSpaceStatus
+	(*timestamppb.Timestamp)(nil),    // 13: google.protobuf.Timestamp
+	(*SnowflakeLayout)(nil),          // 14: seqsvr.v1.SnowflakeLayout
 }
 var file_seqsvr_v1_alloc_proto_depIdxs = []int32{
 	7,  // 0: seqsvr.v1.TagStatus.current:type_name -> seqsvr.v1.SegmentStatus
 	7,  // 1: seqsvr.v1.TagStatus.next:type_name -> seqsvr.v1.SegmentStatus
-	11, // 2: seqsvr.v1.TagStatus.last_load_time:type_name -> google.protobuf.Timestamp
-	12, // 3: seqsvr.v1.SnowflakeStatus.layout:type_name -> seqsvr.v1.SnowflakeLayout
+	13, // 2: seqsvr.v1.TagStatus.last_load_time:type_name -> google.protobuf.Timestamp
+	14, // 3: seqsvr.v1.SnowflakeStatus.layout:type_name -> seqsvr.v1.SnowflakeLayout
 	8,  // 4: seqsvr.v1.StatusResponse.tags:type_name -> seqsvr.v1.TagStatus
 	9,  // 5: seqsvr.v1.StatusResponse.snowflake:type_name -> seqsvr.v1.SnowflakeStatus
-	0,  // 6: seqsvr.v1.AllocService.NextIDs:input_type -> seqsvr.v1.NextIDsRequest
-	2,  // 7: seqsvr.v1.AllocService.NextSnowflakeIDs:input_type -> seqsvr.v1.NextSnowflakeIDsRequest
-	4,  // 8: seqsvr.v1.AllocService.DecodeSnowflake:input_type -> seqsvr.v1.DecodeSnowflakeRequest
-	6,  // 9: seqsvr.v1.AllocService.Status:input_type -> seqsvr.v1.StatusRequest
-	1,  // 10: seqsvr.v1.AllocService.NextIDs:output_type -> seqsvr.v1.NextIDsResponse
-	3,  // 11: seqsvr.v1.AllocService.NextSnowflakeIDs:output_type -> seqsvr.v1.NextSnowflakeIDsResponse
-	5,  // 12: seqsvr.v1.AllocService.DecodeSnowflake:output_type -> seqsvr.v1.DecodeSnowflakeResponse
-	10, // 13: seqsvr.v1.AllocService.Status:output_type -> seqsvr.v1.StatusResponse
-	10, // [10:14] is the sub-list for method output_type
-	6,  // [6:10] is the sub-list for method input_type
-	6,  // [6:6] is the sub-list for extension type_name
-	6,  // [6:6] is the sub-list for extension extendee
-	0,  // [0:6] is the sub-list for field type_name
+	11, // 6: seqsvr.v1.StatusResponse.seq:type_name -> seqsvr.v1.SeqStatus
+	12, // 7: seqsvr.v1.SeqStatus.spaces:type_name -> seqsvr.v1.SeqSpaceStatus
+	0,  // 8: seqsvr.v1.AllocService.NextIDs:input_type -> seqsvr.v1.NextIDsRequest
+	2,  // 9: seqsvr.v1.AllocService.NextSnowflakeIDs:input_type -> seqsvr.v1.NextSnowflakeIDsRequest
+	4,  // 10: seqsvr.v1.AllocService.DecodeSnowflake:input_type -> seqsvr.v1.DecodeSnowflakeRequest
+	6,  // 11: seqsvr.v1.AllocService.Status:input_type -> seqsvr.v1.StatusRequest
+	1,  // 12: seqsvr.v1.AllocService.NextIDs:output_type -> seqsvr.v1.NextIDsResponse
+	3,  // 13: seqsvr.v1.AllocService.NextSnowflakeIDs:output_type -> seqsvr.v1.NextSnowflakeIDsResponse
+	5,  // 14: seqsvr.v1.AllocService.DecodeSnowflake:output_type -> seqsvr.v1.DecodeSnowflakeResponse
+	10, // 15: seqsvr.v1.AllocService.Status:output_type -> seqsvr.v1.StatusResponse
+	12, // [12:16] is the sub-list for method output_type
+	8,  // [8:12] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_seqsvr_v1_alloc_proto_init() }
@@ -849,7 +1044,7 @@ func file_seqsvr_v1_alloc_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_seqsvr_v1_alloc_proto_rawDesc), len(file_seqsvr_v1_alloc_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   11,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

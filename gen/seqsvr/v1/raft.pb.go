@@ -38,6 +38,9 @@ type Command struct {
 	//	*Command_SetMember
 	//	*Command_RemoveMember
 	//	*Command_Noop
+	//	*Command_CreateSpace
+	//	*Command_SeqHeartbeat
+	//	*Command_RaiseSections
 	Cmd           isCommand_Cmd `protobuf_oneof:"cmd"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -168,6 +171,33 @@ func (x *Command) GetNoop() *NoopCommand {
 	return nil
 }
 
+func (x *Command) GetCreateSpace() *CreateSpaceCommand {
+	if x != nil {
+		if x, ok := x.Cmd.(*Command_CreateSpace); ok {
+			return x.CreateSpace
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetSeqHeartbeat() *SeqHeartbeatCommand {
+	if x != nil {
+		if x, ok := x.Cmd.(*Command_SeqHeartbeat); ok {
+			return x.SeqHeartbeat
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetRaiseSections() *RaiseSectionsCommand {
+	if x != nil {
+		if x, ok := x.Cmd.(*Command_RaiseSections); ok {
+			return x.RaiseSections
+		}
+	}
+	return nil
+}
+
 type isCommand_Cmd interface {
 	isCommand_Cmd()
 }
@@ -208,6 +238,18 @@ type Command_Noop struct {
 	Noop *NoopCommand `protobuf:"bytes,18,opt,name=noop,proto3,oneof"`
 }
 
+type Command_CreateSpace struct {
+	CreateSpace *CreateSpaceCommand `protobuf:"bytes,19,opt,name=create_space,json=createSpace,proto3,oneof"`
+}
+
+type Command_SeqHeartbeat struct {
+	SeqHeartbeat *SeqHeartbeatCommand `protobuf:"bytes,20,opt,name=seq_heartbeat,json=seqHeartbeat,proto3,oneof"`
+}
+
+type Command_RaiseSections struct {
+	RaiseSections *RaiseSectionsCommand `protobuf:"bytes,21,opt,name=raise_sections,json=raiseSections,proto3,oneof"`
+}
+
 func (*Command_CreateTag) isCommand_Cmd() {}
 
 func (*Command_UpdateTag) isCommand_Cmd() {}
@@ -225,6 +267,12 @@ func (*Command_SetMember) isCommand_Cmd() {}
 func (*Command_RemoveMember) isCommand_Cmd() {}
 
 func (*Command_Noop) isCommand_Cmd() {}
+
+func (*Command_CreateSpace) isCommand_Cmd() {}
+
+func (*Command_SeqHeartbeat) isCommand_Cmd() {}
+
+func (*Command_RaiseSections) isCommand_Cmd() {}
 
 type CreateTagCommand struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -773,6 +821,8 @@ type FSMSnapshot struct {
 	Members       []*MemberInfo          `protobuf:"bytes,4,rep,name=members,proto3" json:"members,omitempty"`
 	Layout        *SnowflakeLayout       `protobuf:"bytes,5,opt,name=layout,proto3" json:"layout,omitempty"`
 	NextWorkerId  int64                  `protobuf:"varint,6,opt,name=next_worker_id,json=nextWorkerId,proto3" json:"next_worker_id,omitempty"`
+	Spaces        []*SpaceState          `protobuf:"bytes,7,rep,name=spaces,proto3" json:"spaces,omitempty"`
+	SeqMembers    []*SeqMemberState      `protobuf:"bytes,8,rep,name=seq_members,json=seqMembers,proto3" json:"seq_members,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -847,6 +897,20 @@ func (x *FSMSnapshot) GetNextWorkerId() int64 {
 		return x.NextWorkerId
 	}
 	return 0
+}
+
+func (x *FSMSnapshot) GetSpaces() []*SpaceState {
+	if x != nil {
+		return x.Spaces
+	}
+	return nil
+}
+
+func (x *FSMSnapshot) GetSeqMembers() []*SeqMemberState {
+	if x != nil {
+		return x.SeqMembers
+	}
+	return nil
 }
 
 type TagState struct {
@@ -1139,11 +1203,479 @@ func (x *MemberInfo) GetHttpAddr() string {
 	return ""
 }
 
+type CreateSpaceCommand struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Space         string                 `protobuf:"bytes,1,opt,name=space,proto3" json:"space,omitempty"`
+	KeyCount      uint64                 `protobuf:"varint,2,opt,name=key_count,json=keyCount,proto3" json:"key_count,omitempty"`
+	SectionSize   uint64                 `protobuf:"varint,3,opt,name=section_size,json=sectionSize,proto3" json:"section_size,omitempty"`
+	Step          int64                  `protobuf:"varint,4,opt,name=step,proto3" json:"step,omitempty"`
+	Description   string                 `protobuf:"bytes,5,opt,name=description,proto3" json:"description,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateSpaceCommand) Reset() {
+	*x = CreateSpaceCommand{}
+	mi := &file_seqsvr_v1_raft_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateSpaceCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateSpaceCommand) ProtoMessage() {}
+
+func (x *CreateSpaceCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_seqsvr_v1_raft_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateSpaceCommand.ProtoReflect.Descriptor instead.
+func (*CreateSpaceCommand) Descriptor() ([]byte, []int) {
+	return file_seqsvr_v1_raft_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *CreateSpaceCommand) GetSpace() string {
+	if x != nil {
+		return x.Space
+	}
+	return ""
+}
+
+func (x *CreateSpaceCommand) GetKeyCount() uint64 {
+	if x != nil {
+		return x.KeyCount
+	}
+	return 0
+}
+
+func (x *CreateSpaceCommand) GetSectionSize() uint64 {
+	if x != nil {
+		return x.SectionSize
+	}
+	return 0
+}
+
+func (x *CreateSpaceCommand) GetStep() int64 {
+	if x != nil {
+		return x.Step
+	}
+	return 0
+}
+
+func (x *CreateSpaceCommand) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+type SeqHeartbeatCommand struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	NodeId     string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	InstanceId string                 `protobuf:"bytes,2,opt,name=instance_id,json=instanceId,proto3" json:"instance_id,omitempty"`
+	Url        string                 `protobuf:"bytes,3,opt,name=url,proto3" json:"url,omitempty"`
+	Leaving    bool                   `protobuf:"varint,4,opt,name=leaving,proto3" json:"leaving,omitempty"`
+	Released   []*SectionSpan         `protobuf:"bytes,5,rep,name=released,proto3" json:"released,omitempty"`
+	// Lease length, carried in the command so Apply is deterministic.
+	LeaseTtlMs    int64 `protobuf:"varint,6,opt,name=lease_ttl_ms,json=leaseTtlMs,proto3" json:"lease_ttl_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SeqHeartbeatCommand) Reset() {
+	*x = SeqHeartbeatCommand{}
+	mi := &file_seqsvr_v1_raft_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SeqHeartbeatCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SeqHeartbeatCommand) ProtoMessage() {}
+
+func (x *SeqHeartbeatCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_seqsvr_v1_raft_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SeqHeartbeatCommand.ProtoReflect.Descriptor instead.
+func (*SeqHeartbeatCommand) Descriptor() ([]byte, []int) {
+	return file_seqsvr_v1_raft_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *SeqHeartbeatCommand) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *SeqHeartbeatCommand) GetInstanceId() string {
+	if x != nil {
+		return x.InstanceId
+	}
+	return ""
+}
+
+func (x *SeqHeartbeatCommand) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *SeqHeartbeatCommand) GetLeaving() bool {
+	if x != nil {
+		return x.Leaving
+	}
+	return false
+}
+
+func (x *SeqHeartbeatCommand) GetReleased() []*SectionSpan {
+	if x != nil {
+		return x.Released
+	}
+	return nil
+}
+
+func (x *SeqHeartbeatCommand) GetLeaseTtlMs() int64 {
+	if x != nil {
+		return x.LeaseTtlMs
+	}
+	return 0
+}
+
+type RaiseSectionsCommand struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	NodeId        string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	InstanceId    string                 `protobuf:"bytes,2,opt,name=instance_id,json=instanceId,proto3" json:"instance_id,omitempty"`
+	Space         string                 `protobuf:"bytes,3,opt,name=space,proto3" json:"space,omitempty"`
+	Sections      []*SectionRaise        `protobuf:"bytes,4,rep,name=sections,proto3" json:"sections,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RaiseSectionsCommand) Reset() {
+	*x = RaiseSectionsCommand{}
+	mi := &file_seqsvr_v1_raft_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RaiseSectionsCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RaiseSectionsCommand) ProtoMessage() {}
+
+func (x *RaiseSectionsCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_seqsvr_v1_raft_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RaiseSectionsCommand.ProtoReflect.Descriptor instead.
+func (*RaiseSectionsCommand) Descriptor() ([]byte, []int) {
+	return file_seqsvr_v1_raft_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *RaiseSectionsCommand) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *RaiseSectionsCommand) GetInstanceId() string {
+	if x != nil {
+		return x.InstanceId
+	}
+	return ""
+}
+
+func (x *RaiseSectionsCommand) GetSpace() string {
+	if x != nil {
+		return x.Space
+	}
+	return ""
+}
+
+func (x *RaiseSectionsCommand) GetSections() []*SectionRaise {
+	if x != nil {
+		return x.Sections
+	}
+	return nil
+}
+
+// SpaceState is a space with its routing table and the durable max_seq of
+// every section ever raised (sections never raised are at 0).
+type SpaceState struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Space          string                 `protobuf:"bytes,1,opt,name=space,proto3" json:"space,omitempty"`
+	KeyCount       uint64                 `protobuf:"varint,2,opt,name=key_count,json=keyCount,proto3" json:"key_count,omitempty"`
+	SectionSize    uint64                 `protobuf:"varint,3,opt,name=section_size,json=sectionSize,proto3" json:"section_size,omitempty"`
+	Step           int64                  `protobuf:"varint,4,opt,name=step,proto3" json:"step,omitempty"`
+	Description    string                 `protobuf:"bytes,5,opt,name=description,proto3" json:"description,omitempty"`
+	CreateTimeMs   int64                  `protobuf:"varint,6,opt,name=create_time_ms,json=createTimeMs,proto3" json:"create_time_ms,omitempty"`
+	RoutingVersion uint64                 `protobuf:"varint,7,opt,name=routing_version,json=routingVersion,proto3" json:"routing_version,omitempty"`
+	// Owner and next_owner only; URLs and leases come from the members.
+	Sections      []*SectionRange    `protobuf:"bytes,8,rep,name=sections,proto3" json:"sections,omitempty"`
+	Maxes         []*SectionMaxState `protobuf:"bytes,9,rep,name=maxes,proto3" json:"maxes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SpaceState) Reset() {
+	*x = SpaceState{}
+	mi := &file_seqsvr_v1_raft_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SpaceState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SpaceState) ProtoMessage() {}
+
+func (x *SpaceState) ProtoReflect() protoreflect.Message {
+	mi := &file_seqsvr_v1_raft_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SpaceState.ProtoReflect.Descriptor instead.
+func (*SpaceState) Descriptor() ([]byte, []int) {
+	return file_seqsvr_v1_raft_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *SpaceState) GetSpace() string {
+	if x != nil {
+		return x.Space
+	}
+	return ""
+}
+
+func (x *SpaceState) GetKeyCount() uint64 {
+	if x != nil {
+		return x.KeyCount
+	}
+	return 0
+}
+
+func (x *SpaceState) GetSectionSize() uint64 {
+	if x != nil {
+		return x.SectionSize
+	}
+	return 0
+}
+
+func (x *SpaceState) GetStep() int64 {
+	if x != nil {
+		return x.Step
+	}
+	return 0
+}
+
+func (x *SpaceState) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *SpaceState) GetCreateTimeMs() int64 {
+	if x != nil {
+		return x.CreateTimeMs
+	}
+	return 0
+}
+
+func (x *SpaceState) GetRoutingVersion() uint64 {
+	if x != nil {
+		return x.RoutingVersion
+	}
+	return 0
+}
+
+func (x *SpaceState) GetSections() []*SectionRange {
+	if x != nil {
+		return x.Sections
+	}
+	return nil
+}
+
+func (x *SpaceState) GetMaxes() []*SectionMaxState {
+	if x != nil {
+		return x.Maxes
+	}
+	return nil
+}
+
+type SectionMaxState struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Section       uint64                 `protobuf:"varint,1,opt,name=section,proto3" json:"section,omitempty"`
+	MaxSeq        int64                  `protobuf:"varint,2,opt,name=max_seq,json=maxSeq,proto3" json:"max_seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SectionMaxState) Reset() {
+	*x = SectionMaxState{}
+	mi := &file_seqsvr_v1_raft_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SectionMaxState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SectionMaxState) ProtoMessage() {}
+
+func (x *SectionMaxState) ProtoReflect() protoreflect.Message {
+	mi := &file_seqsvr_v1_raft_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SectionMaxState.ProtoReflect.Descriptor instead.
+func (*SectionMaxState) Descriptor() ([]byte, []int) {
+	return file_seqsvr_v1_raft_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *SectionMaxState) GetSection() uint64 {
+	if x != nil {
+		return x.Section
+	}
+	return 0
+}
+
+func (x *SectionMaxState) GetMaxSeq() int64 {
+	if x != nil {
+		return x.MaxSeq
+	}
+	return 0
+}
+
+type SeqMemberState struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	NodeId         string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	InstanceId     string                 `protobuf:"bytes,2,opt,name=instance_id,json=instanceId,proto3" json:"instance_id,omitempty"`
+	Url            string                 `protobuf:"bytes,3,opt,name=url,proto3" json:"url,omitempty"`
+	LeaseExpiresMs int64                  `protobuf:"varint,4,opt,name=lease_expires_ms,json=leaseExpiresMs,proto3" json:"lease_expires_ms,omitempty"`
+	Leaving        bool                   `protobuf:"varint,5,opt,name=leaving,proto3" json:"leaving,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *SeqMemberState) Reset() {
+	*x = SeqMemberState{}
+	mi := &file_seqsvr_v1_raft_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SeqMemberState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SeqMemberState) ProtoMessage() {}
+
+func (x *SeqMemberState) ProtoReflect() protoreflect.Message {
+	mi := &file_seqsvr_v1_raft_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SeqMemberState.ProtoReflect.Descriptor instead.
+func (*SeqMemberState) Descriptor() ([]byte, []int) {
+	return file_seqsvr_v1_raft_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *SeqMemberState) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *SeqMemberState) GetInstanceId() string {
+	if x != nil {
+		return x.InstanceId
+	}
+	return ""
+}
+
+func (x *SeqMemberState) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *SeqMemberState) GetLeaseExpiresMs() int64 {
+	if x != nil {
+		return x.LeaseExpiresMs
+	}
+	return 0
+}
+
+func (x *SeqMemberState) GetLeaving() bool {
+	if x != nil {
+		return x.Leaving
+	}
+	return false
+}
+
 var File_seqsvr_v1_raft_proto protoreflect.FileDescriptor
 
 const file_seqsvr_v1_raft_proto_rawDesc = "" +
 	"\n" +
-	"\x14seqsvr/v1/raft.proto\x12\tseqsvr.v1\x1a\x15seqsvr/v1/store.proto\"\xf2\x04\n" +
+	"\x14seqsvr/v1/raft.proto\x12\tseqsvr.v1\x1a\x15seqsvr/v1/store.proto\"\xc7\x06\n" +
 	"\aCommand\x12\x15\n" +
 	"\x06now_ms\x18\x01 \x01(\x03R\x05nowMs\x12<\n" +
 	"\n" +
@@ -1159,7 +1691,10 @@ const file_seqsvr_v1_raft_proto_rawDesc = "" +
 	"\n" +
 	"set_member\x18\x10 \x01(\v2\x1b.seqsvr.v1.SetMemberCommandH\x00R\tsetMember\x12E\n" +
 	"\rremove_member\x18\x11 \x01(\v2\x1e.seqsvr.v1.RemoveMemberCommandH\x00R\fremoveMember\x12,\n" +
-	"\x04noop\x18\x12 \x01(\v2\x16.seqsvr.v1.NoopCommandH\x00R\x04noopB\x05\n" +
+	"\x04noop\x18\x12 \x01(\v2\x16.seqsvr.v1.NoopCommandH\x00R\x04noop\x12B\n" +
+	"\fcreate_space\x18\x13 \x01(\v2\x1d.seqsvr.v1.CreateSpaceCommandH\x00R\vcreateSpace\x12E\n" +
+	"\rseq_heartbeat\x18\x14 \x01(\v2\x1e.seqsvr.v1.SeqHeartbeatCommandH\x00R\fseqHeartbeat\x12H\n" +
+	"\x0eraise_sections\x18\x15 \x01(\v2\x1f.seqsvr.v1.RaiseSectionsCommandH\x00R\rraiseSectionsB\x05\n" +
 	"\x03cmd\"p\n" +
 	"\x10CreateTagCommand\x12\x10\n" +
 	"\x03tag\x18\x01 \x01(\tR\x03tag\x12\x14\n" +
@@ -1201,14 +1736,17 @@ const file_seqsvr_v1_raft_proto_rawDesc = "" +
 	"\thttp_addr\x18\x03 \x01(\tR\bhttpAddr\"%\n" +
 	"\x13RemoveMemberCommand\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"\r\n" +
-	"\vNoopCommand\"\xa9\x02\n" +
+	"\vNoopCommand\"\x94\x03\n" +
 	"\vFSMSnapshot\x12'\n" +
 	"\x04tags\x18\x01 \x03(\v2\x13.seqsvr.v1.TagStateR\x04tags\x124\n" +
 	"\brequests\x18\x02 \x03(\v2\x18.seqsvr.v1.RequestRecordR\brequests\x120\n" +
 	"\aworkers\x18\x03 \x03(\v2\x16.seqsvr.v1.WorkerStateR\aworkers\x12/\n" +
 	"\amembers\x18\x04 \x03(\v2\x15.seqsvr.v1.MemberInfoR\amembers\x122\n" +
 	"\x06layout\x18\x05 \x01(\v2\x1a.seqsvr.v1.SnowflakeLayoutR\x06layout\x12$\n" +
-	"\x0enext_worker_id\x18\x06 \x01(\x03R\fnextWorkerId\"\x8f\x01\n" +
+	"\x0enext_worker_id\x18\x06 \x01(\x03R\fnextWorkerId\x12-\n" +
+	"\x06spaces\x18\a \x03(\v2\x15.seqsvr.v1.SpaceStateR\x06spaces\x12:\n" +
+	"\vseq_members\x18\b \x03(\v2\x19.seqsvr.v1.SeqMemberStateR\n" +
+	"seqMembers\"\x8f\x01\n" +
 	"\bTagState\x12\x10\n" +
 	"\x03tag\x18\x01 \x01(\tR\x03tag\x12\x15\n" +
 	"\x06max_id\x18\x02 \x01(\x03R\x05maxId\x12\x12\n" +
@@ -1233,7 +1771,49 @@ const file_seqsvr_v1_raft_proto_rawDesc = "" +
 	"MemberInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\traft_addr\x18\x02 \x01(\tR\braftAddr\x12\x1b\n" +
-	"\thttp_addr\x18\x03 \x01(\tR\bhttpAddrB1Z/github.com/seqsvr/seqsvr/gen/seqsvr/v1;seqsvrv1b\x06proto3"
+	"\thttp_addr\x18\x03 \x01(\tR\bhttpAddr\"\xa0\x01\n" +
+	"\x12CreateSpaceCommand\x12\x14\n" +
+	"\x05space\x18\x01 \x01(\tR\x05space\x12\x1b\n" +
+	"\tkey_count\x18\x02 \x01(\x04R\bkeyCount\x12!\n" +
+	"\fsection_size\x18\x03 \x01(\x04R\vsectionSize\x12\x12\n" +
+	"\x04step\x18\x04 \x01(\x03R\x04step\x12 \n" +
+	"\vdescription\x18\x05 \x01(\tR\vdescription\"\xd1\x01\n" +
+	"\x13SeqHeartbeatCommand\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1f\n" +
+	"\vinstance_id\x18\x02 \x01(\tR\n" +
+	"instanceId\x12\x10\n" +
+	"\x03url\x18\x03 \x01(\tR\x03url\x12\x18\n" +
+	"\aleaving\x18\x04 \x01(\bR\aleaving\x122\n" +
+	"\breleased\x18\x05 \x03(\v2\x16.seqsvr.v1.SectionSpanR\breleased\x12 \n" +
+	"\flease_ttl_ms\x18\x06 \x01(\x03R\n" +
+	"leaseTtlMs\"\x9b\x01\n" +
+	"\x14RaiseSectionsCommand\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1f\n" +
+	"\vinstance_id\x18\x02 \x01(\tR\n" +
+	"instanceId\x12\x14\n" +
+	"\x05space\x18\x03 \x01(\tR\x05space\x123\n" +
+	"\bsections\x18\x04 \x03(\v2\x17.seqsvr.v1.SectionRaiseR\bsections\"\xce\x02\n" +
+	"\n" +
+	"SpaceState\x12\x14\n" +
+	"\x05space\x18\x01 \x01(\tR\x05space\x12\x1b\n" +
+	"\tkey_count\x18\x02 \x01(\x04R\bkeyCount\x12!\n" +
+	"\fsection_size\x18\x03 \x01(\x04R\vsectionSize\x12\x12\n" +
+	"\x04step\x18\x04 \x01(\x03R\x04step\x12 \n" +
+	"\vdescription\x18\x05 \x01(\tR\vdescription\x12$\n" +
+	"\x0ecreate_time_ms\x18\x06 \x01(\x03R\fcreateTimeMs\x12'\n" +
+	"\x0frouting_version\x18\a \x01(\x04R\x0eroutingVersion\x123\n" +
+	"\bsections\x18\b \x03(\v2\x17.seqsvr.v1.SectionRangeR\bsections\x120\n" +
+	"\x05maxes\x18\t \x03(\v2\x1a.seqsvr.v1.SectionMaxStateR\x05maxes\"D\n" +
+	"\x0fSectionMaxState\x12\x18\n" +
+	"\asection\x18\x01 \x01(\x04R\asection\x12\x17\n" +
+	"\amax_seq\x18\x02 \x01(\x03R\x06maxSeq\"\xa0\x01\n" +
+	"\x0eSeqMemberState\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1f\n" +
+	"\vinstance_id\x18\x02 \x01(\tR\n" +
+	"instanceId\x12\x10\n" +
+	"\x03url\x18\x03 \x01(\tR\x03url\x12(\n" +
+	"\x10lease_expires_ms\x18\x04 \x01(\x03R\x0eleaseExpiresMs\x12\x18\n" +
+	"\aleaving\x18\x05 \x01(\bR\aleavingB1Z/github.com/seqsvr/seqsvr/gen/seqsvr/v1;seqsvrv1b\x06proto3"
 
 var (
 	file_seqsvr_v1_raft_proto_rawDescOnce sync.Once
@@ -1247,7 +1827,7 @@ func file_seqsvr_v1_raft_proto_rawDescGZIP() []byte {
 	return file_seqsvr_v1_raft_proto_rawDescData
 }
 
-var file_seqsvr_v1_raft_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_seqsvr_v1_raft_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_seqsvr_v1_raft_proto_goTypes = []any{
 	(*Command)(nil),               // 0: seqsvr.v1.Command
 	(*CreateTagCommand)(nil),      // 1: seqsvr.v1.CreateTagCommand
@@ -1264,7 +1844,16 @@ var file_seqsvr_v1_raft_proto_goTypes = []any{
 	(*RequestRecord)(nil),         // 12: seqsvr.v1.RequestRecord
 	(*WorkerState)(nil),           // 13: seqsvr.v1.WorkerState
 	(*MemberInfo)(nil),            // 14: seqsvr.v1.MemberInfo
-	(*SnowflakeLayout)(nil),       // 15: seqsvr.v1.SnowflakeLayout
+	(*CreateSpaceCommand)(nil),    // 15: seqsvr.v1.CreateSpaceCommand
+	(*SeqHeartbeatCommand)(nil),   // 16: seqsvr.v1.SeqHeartbeatCommand
+	(*RaiseSectionsCommand)(nil),  // 17: seqsvr.v1.RaiseSectionsCommand
+	(*SpaceState)(nil),            // 18: seqsvr.v1.SpaceState
+	(*SectionMaxState)(nil),       // 19: seqsvr.v1.SectionMaxState
+	(*SeqMemberState)(nil),        // 20: seqsvr.v1.SeqMemberState
+	(*SnowflakeLayout)(nil),       // 21: seqsvr.v1.SnowflakeLayout
+	(*SectionSpan)(nil),           // 22: seqsvr.v1.SectionSpan
+	(*SectionRaise)(nil),          // 23: seqsvr.v1.SectionRaise
+	(*SectionRange)(nil),          // 24: seqsvr.v1.SectionRange
 }
 var file_seqsvr_v1_raft_proto_depIdxs = []int32{
 	1,  // 0: seqsvr.v1.Command.create_tag:type_name -> seqsvr.v1.CreateTagCommand
@@ -1276,16 +1865,25 @@ var file_seqsvr_v1_raft_proto_depIdxs = []int32{
 	7,  // 6: seqsvr.v1.Command.set_member:type_name -> seqsvr.v1.SetMemberCommand
 	8,  // 7: seqsvr.v1.Command.remove_member:type_name -> seqsvr.v1.RemoveMemberCommand
 	9,  // 8: seqsvr.v1.Command.noop:type_name -> seqsvr.v1.NoopCommand
-	11, // 9: seqsvr.v1.FSMSnapshot.tags:type_name -> seqsvr.v1.TagState
-	12, // 10: seqsvr.v1.FSMSnapshot.requests:type_name -> seqsvr.v1.RequestRecord
-	13, // 11: seqsvr.v1.FSMSnapshot.workers:type_name -> seqsvr.v1.WorkerState
-	14, // 12: seqsvr.v1.FSMSnapshot.members:type_name -> seqsvr.v1.MemberInfo
-	15, // 13: seqsvr.v1.FSMSnapshot.layout:type_name -> seqsvr.v1.SnowflakeLayout
-	14, // [14:14] is the sub-list for method output_type
-	14, // [14:14] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	15, // 9: seqsvr.v1.Command.create_space:type_name -> seqsvr.v1.CreateSpaceCommand
+	16, // 10: seqsvr.v1.Command.seq_heartbeat:type_name -> seqsvr.v1.SeqHeartbeatCommand
+	17, // 11: seqsvr.v1.Command.raise_sections:type_name -> seqsvr.v1.RaiseSectionsCommand
+	11, // 12: seqsvr.v1.FSMSnapshot.tags:type_name -> seqsvr.v1.TagState
+	12, // 13: seqsvr.v1.FSMSnapshot.requests:type_name -> seqsvr.v1.RequestRecord
+	13, // 14: seqsvr.v1.FSMSnapshot.workers:type_name -> seqsvr.v1.WorkerState
+	14, // 15: seqsvr.v1.FSMSnapshot.members:type_name -> seqsvr.v1.MemberInfo
+	21, // 16: seqsvr.v1.FSMSnapshot.layout:type_name -> seqsvr.v1.SnowflakeLayout
+	18, // 17: seqsvr.v1.FSMSnapshot.spaces:type_name -> seqsvr.v1.SpaceState
+	20, // 18: seqsvr.v1.FSMSnapshot.seq_members:type_name -> seqsvr.v1.SeqMemberState
+	22, // 19: seqsvr.v1.SeqHeartbeatCommand.released:type_name -> seqsvr.v1.SectionSpan
+	23, // 20: seqsvr.v1.RaiseSectionsCommand.sections:type_name -> seqsvr.v1.SectionRaise
+	24, // 21: seqsvr.v1.SpaceState.sections:type_name -> seqsvr.v1.SectionRange
+	19, // 22: seqsvr.v1.SpaceState.maxes:type_name -> seqsvr.v1.SectionMaxState
+	23, // [23:23] is the sub-list for method output_type
+	23, // [23:23] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_seqsvr_v1_raft_proto_init() }
@@ -1304,6 +1902,9 @@ func file_seqsvr_v1_raft_proto_init() {
 		(*Command_SetMember)(nil),
 		(*Command_RemoveMember)(nil),
 		(*Command_Noop)(nil),
+		(*Command_CreateSpace)(nil),
+		(*Command_SeqHeartbeat)(nil),
+		(*Command_RaiseSections)(nil),
 	}
 	file_seqsvr_v1_raft_proto_msgTypes[2].OneofWrappers = []any{}
 	type x struct{}
@@ -1312,7 +1913,7 @@ func file_seqsvr_v1_raft_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_seqsvr_v1_raft_proto_rawDesc), len(file_seqsvr_v1_raft_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   15,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1243,6 +1243,1004 @@ func (x *RemoveMemberRequest) GetHttpAddr() string {
 	return ""
 }
 
+// Space holds key_count keys (0..key_count-1), each with its own sequence.
+type Space struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Space    string                 `protobuf:"bytes,1,opt,name=space,proto3" json:"space,omitempty"`
+	KeyCount uint64                 `protobuf:"varint,2,opt,name=key_count,json=keyCount,proto3" json:"key_count,omitempty"`
+	// Consecutive keys that share one durable max_seq.
+	SectionSize uint64 `protobuf:"varint,3,opt,name=section_size,json=sectionSize,proto3" json:"section_size,omitempty"`
+	// How far one raise moves a section's max_seq.
+	Step        int64                  `protobuf:"varint,4,opt,name=step,proto3" json:"step,omitempty"`
+	Description string                 `protobuf:"bytes,5,opt,name=description,proto3" json:"description,omitempty"`
+	CreateTime  *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
+	// ceil(key_count / section_size).
+	SectionCount  uint64 `protobuf:"varint,7,opt,name=section_count,json=sectionCount,proto3" json:"section_count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Space) Reset() {
+	*x = Space{}
+	mi := &file_seqsvr_v1_store_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Space) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Space) ProtoMessage() {}
+
+func (x *Space) ProtoReflect() protoreflect.Message {
+	mi := &file_seqsvr_v1_store_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Space.ProtoReflect.Descriptor instead.
+func (*Space) Descriptor() ([]byte, []int) {
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *Space) GetSpace() string {
+	if x != nil {
+		return x.Space
+	}
+	return ""
+}
+
+func (x *Space) GetKeyCount() uint64 {
+	if x != nil {
+		return x.KeyCount
+	}
+	return 0
+}
+
+func (x *Space) GetSectionSize() uint64 {
+	if x != nil {
+		return x.SectionSize
+	}
+	return 0
+}
+
+func (x *Space) GetStep() int64 {
+	if x != nil {
+		return x.Step
+	}
+	return 0
+}
+
+func (x *Space) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *Space) GetCreateTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreateTime
+	}
+	return nil
+}
+
+func (x *Space) GetSectionCount() uint64 {
+	if x != nil {
+		return x.SectionCount
+	}
+	return 0
+}
+
+type CreateSpaceRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Space string                 `protobuf:"bytes,1,opt,name=space,proto3" json:"space,omitempty"`
+	// 0 means 2^32.
+	KeyCount uint64 `protobuf:"varint,2,opt,name=key_count,json=keyCount,proto3" json:"key_count,omitempty"`
+	// 0 means 100000.
+	SectionSize uint64 `protobuf:"varint,3,opt,name=section_size,json=sectionSize,proto3" json:"section_size,omitempty"`
+	// 0 means 10000.
+	Step          int64  `protobuf:"varint,4,opt,name=step,proto3" json:"step,omitempty"`
+	Description   string `protobuf:"bytes,5,opt,name=description,proto3" json:"description,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateSpaceRequest) Reset() {
+	*x = CreateSpaceRequest{}
+	mi := &file_seqsvr_v1_store_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateSpaceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateSpaceRequest) ProtoMessage() {}
+
+func (x *CreateSpaceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_seqsvr_v1_store_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateSpaceRequest.ProtoReflect.Descriptor instead.
+func (*CreateSpaceRequest) Descriptor() ([]byte, []int) {
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *CreateSpaceRequest) GetSpace() string {
+	if x != nil {
+		return x.Space
+	}
+	return ""
+}
+
+func (x *CreateSpaceRequest) GetKeyCount() uint64 {
+	if x != nil {
+		return x.KeyCount
+	}
+	return 0
+}
+
+func (x *CreateSpaceRequest) GetSectionSize() uint64 {
+	if x != nil {
+		return x.SectionSize
+	}
+	return 0
+}
+
+func (x *CreateSpaceRequest) GetStep() int64 {
+	if x != nil {
+		return x.Step
+	}
+	return 0
+}
+
+func (x *CreateSpaceRequest) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+type GetSpaceRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Space         string                 `protobuf:"bytes,1,opt,name=space,proto3" json:"space,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSpaceRequest) Reset() {
+	*x = GetSpaceRequest{}
+	mi := &file_seqsvr_v1_store_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSpaceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSpaceRequest) ProtoMessage() {}
+
+func (x *GetSpaceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_seqsvr_v1_store_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSpaceRequest.ProtoReflect.Descriptor instead.
+func (*GetSpaceRequest) Descriptor() ([]byte, []int) {
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *GetSpaceRequest) GetSpace() string {
+	if x != nil {
+		return x.Space
+	}
+	return ""
+}
+
+type ListSpacesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	PageSize      int32                  `protobuf:"varint,1,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	PageToken     string                 `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListSpacesRequest) Reset() {
+	*x = ListSpacesRequest{}
+	mi := &file_seqsvr_v1_store_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSpacesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSpacesRequest) ProtoMessage() {}
+
+func (x *ListSpacesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_seqsvr_v1_store_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSpacesRequest.ProtoReflect.Descriptor instead.
+func (*ListSpacesRequest) Descriptor() ([]byte, []int) {
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *ListSpacesRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListSpacesRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+type ListSpacesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Spaces        []*Space               `protobuf:"bytes,1,rep,name=spaces,proto3" json:"spaces,omitempty"`
+	NextPageToken string                 `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListSpacesResponse) Reset() {
+	*x = ListSpacesResponse{}
+	mi := &file_seqsvr_v1_store_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSpacesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSpacesResponse) ProtoMessage() {}
+
+func (x *ListSpacesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_seqsvr_v1_store_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSpacesResponse.ProtoReflect.Descriptor instead.
+func (*ListSpacesResponse) Descriptor() ([]byte, []int) {
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *ListSpacesResponse) GetSpaces() []*Space {
+	if x != nil {
+		return x.Spaces
+	}
+	return nil
+}
+
+func (x *ListSpacesResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+type GetRoutingRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Space         string                 `protobuf:"bytes,1,opt,name=space,proto3" json:"space,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetRoutingRequest) Reset() {
+	*x = GetRoutingRequest{}
+	mi := &file_seqsvr_v1_store_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetRoutingRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetRoutingRequest) ProtoMessage() {}
+
+func (x *GetRoutingRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_seqsvr_v1_store_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetRoutingRequest.ProtoReflect.Descriptor instead.
+func (*GetRoutingRequest) Descriptor() ([]byte, []int) {
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *GetRoutingRequest) GetSpace() string {
+	if x != nil {
+		return x.Space
+	}
+	return ""
+}
+
+// SectionRange is a run of consecutive sections with one owner.
+type SectionRange struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	FirstSection uint64                 `protobuf:"varint,1,opt,name=first_section,json=firstSection,proto3" json:"first_section,omitempty"`
+	// Inclusive.
+	LastSection uint64 `protobuf:"varint,2,opt,name=last_section,json=lastSection,proto3" json:"last_section,omitempty"`
+	// The allocsvr node_id serving these sections; empty while unowned.
+	Owner string `protobuf:"bytes,3,opt,name=owner,proto3" json:"owner,omitempty"`
+	// The owner's base URL, where other allocsvrs forward calls.
+	OwnerUrl string `protobuf:"bytes,4,opt,name=owner_url,json=ownerUrl,proto3" json:"owner_url,omitempty"`
+	// The owner's lease, on the store leader's clock (Unix ms).
+	LeaseExpiresMs int64 `protobuf:"varint,5,opt,name=lease_expires_ms,json=leaseExpiresMs,proto3" json:"lease_expires_ms,omitempty"`
+	// Set while a handover waits for the owner to release the sections: the
+	// next owner starts only once the owner released them or its lease
+	// expired.
+	NextOwner     string `protobuf:"bytes,6,opt,name=next_owner,json=nextOwner,proto3" json:"next_owner,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SectionRange) Reset() {
+	*x = SectionRange{}
+	mi := &file_seqsvr_v1_store_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SectionRange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SectionRange) ProtoMessage() {}
+
+func (x *SectionRange) ProtoReflect() protoreflect.Message {
+	mi := &file_seqsvr_v1_store_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SectionRange.ProtoReflect.Descriptor instead.
+func (*SectionRange) Descriptor() ([]byte, []int) {
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *SectionRange) GetFirstSection() uint64 {
+	if x != nil {
+		return x.FirstSection
+	}
+	return 0
+}
+
+func (x *SectionRange) GetLastSection() uint64 {
+	if x != nil {
+		return x.LastSection
+	}
+	return 0
+}
+
+func (x *SectionRange) GetOwner() string {
+	if x != nil {
+		return x.Owner
+	}
+	return ""
+}
+
+func (x *SectionRange) GetOwnerUrl() string {
+	if x != nil {
+		return x.OwnerUrl
+	}
+	return ""
+}
+
+func (x *SectionRange) GetLeaseExpiresMs() int64 {
+	if x != nil {
+		return x.LeaseExpiresMs
+	}
+	return 0
+}
+
+func (x *SectionRange) GetNextOwner() string {
+	if x != nil {
+		return x.NextOwner
+	}
+	return ""
+}
+
+// RoutingTable maps a space's sections to allocsvrs.
+type RoutingTable struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Space       string                 `protobuf:"bytes,1,opt,name=space,proto3" json:"space,omitempty"`
+	KeyCount    uint64                 `protobuf:"varint,2,opt,name=key_count,json=keyCount,proto3" json:"key_count,omitempty"`
+	SectionSize uint64                 `protobuf:"varint,3,opt,name=section_size,json=sectionSize,proto3" json:"section_size,omitempty"`
+	// Grows on every change of this space's table.
+	RoutingVersion uint64          `protobuf:"varint,4,opt,name=routing_version,json=routingVersion,proto3" json:"routing_version,omitempty"`
+	Sections       []*SectionRange `protobuf:"bytes,5,rep,name=sections,proto3" json:"sections,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *RoutingTable) Reset() {
+	*x = RoutingTable{}
+	mi := &file_seqsvr_v1_store_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RoutingTable) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RoutingTable) ProtoMessage() {}
+
+func (x *RoutingTable) ProtoReflect() protoreflect.Message {
+	mi := &file_seqsvr_v1_store_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RoutingTable.ProtoReflect.Descriptor instead.
+func (*RoutingTable) Descriptor() ([]byte, []int) {
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *RoutingTable) GetSpace() string {
+	if x != nil {
+		return x.Space
+	}
+	return ""
+}
+
+func (x *RoutingTable) GetKeyCount() uint64 {
+	if x != nil {
+		return x.KeyCount
+	}
+	return 0
+}
+
+func (x *RoutingTable) GetSectionSize() uint64 {
+	if x != nil {
+		return x.SectionSize
+	}
+	return 0
+}
+
+func (x *RoutingTable) GetRoutingVersion() uint64 {
+	if x != nil {
+		return x.RoutingVersion
+	}
+	return 0
+}
+
+func (x *RoutingTable) GetSections() []*SectionRange {
+	if x != nil {
+		return x.Sections
+	}
+	return nil
+}
+
+// SectionSpan names sections [first_section, last_section] of a space.
+type SectionSpan struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Space         string                 `protobuf:"bytes,1,opt,name=space,proto3" json:"space,omitempty"`
+	FirstSection  uint64                 `protobuf:"varint,2,opt,name=first_section,json=firstSection,proto3" json:"first_section,omitempty"`
+	LastSection   uint64                 `protobuf:"varint,3,opt,name=last_section,json=lastSection,proto3" json:"last_section,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SectionSpan) Reset() {
+	*x = SectionSpan{}
+	mi := &file_seqsvr_v1_store_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SectionSpan) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SectionSpan) ProtoMessage() {}
+
+func (x *SectionSpan) ProtoReflect() protoreflect.Message {
+	mi := &file_seqsvr_v1_store_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SectionSpan.ProtoReflect.Descriptor instead.
+func (*SectionSpan) Descriptor() ([]byte, []int) {
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *SectionSpan) GetSpace() string {
+	if x != nil {
+		return x.Space
+	}
+	return ""
+}
+
+func (x *SectionSpan) GetFirstSection() uint64 {
+	if x != nil {
+		return x.FirstSection
+	}
+	return 0
+}
+
+func (x *SectionSpan) GetLastSection() uint64 {
+	if x != nil {
+		return x.LastSection
+	}
+	return 0
+}
+
+type SeqHeartbeatRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	NodeId string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// One process lifetime. A heartbeat from another instance of a node_id
+	// whose lease is live is refused (failed_precondition).
+	InstanceId string `protobuf:"bytes,2,opt,name=instance_id,json=instanceId,proto3" json:"instance_id,omitempty"`
+	// Base URL other allocsvrs forward calls to.
+	Url string `protobuf:"bytes,3,opt,name=url,proto3" json:"url,omitempty"`
+	// The caller's wall clock in Unix milliseconds (informational).
+	NowMs int64 `protobuf:"varint,4,opt,name=now_ms,json=nowMs,proto3" json:"now_ms,omitempty"`
+	// Graceful stop: the caller serves no section any more; its sections
+	// move at once.
+	Leaving bool `protobuf:"varint,5,opt,name=leaving,proto3" json:"leaving,omitempty"`
+	// Sections the caller has stopped serving (handover).
+	Released      []*SectionSpan `protobuf:"bytes,6,rep,name=released,proto3" json:"released,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SeqHeartbeatRequest) Reset() {
+	*x = SeqHeartbeatRequest{}
+	mi := &file_seqsvr_v1_store_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SeqHeartbeatRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SeqHeartbeatRequest) ProtoMessage() {}
+
+func (x *SeqHeartbeatRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_seqsvr_v1_store_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SeqHeartbeatRequest.ProtoReflect.Descriptor instead.
+func (*SeqHeartbeatRequest) Descriptor() ([]byte, []int) {
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *SeqHeartbeatRequest) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *SeqHeartbeatRequest) GetInstanceId() string {
+	if x != nil {
+		return x.InstanceId
+	}
+	return ""
+}
+
+func (x *SeqHeartbeatRequest) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *SeqHeartbeatRequest) GetNowMs() int64 {
+	if x != nil {
+		return x.NowMs
+	}
+	return 0
+}
+
+func (x *SeqHeartbeatRequest) GetLeaving() bool {
+	if x != nil {
+		return x.Leaving
+	}
+	return false
+}
+
+func (x *SeqHeartbeatRequest) GetReleased() []*SectionSpan {
+	if x != nil {
+		return x.Released
+	}
+	return nil
+}
+
+type SeqHeartbeatResponse struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	LeaseTtlMs int64                  `protobuf:"varint,1,opt,name=lease_ttl_ms,json=leaseTtlMs,proto3" json:"lease_ttl_ms,omitempty"`
+	// The caller's lease, on the store leader's clock.
+	LeaseExpiresMs int64 `protobuf:"varint,2,opt,name=lease_expires_ms,json=leaseExpiresMs,proto3" json:"lease_expires_ms,omitempty"`
+	LeaderNowMs    int64 `protobuf:"varint,3,opt,name=leader_now_ms,json=leaderNowMs,proto3" json:"leader_now_ms,omitempty"`
+	// Every space's routing table.
+	Tables        []*RoutingTable `protobuf:"bytes,4,rep,name=tables,proto3" json:"tables,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SeqHeartbeatResponse) Reset() {
+	*x = SeqHeartbeatResponse{}
+	mi := &file_seqsvr_v1_store_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SeqHeartbeatResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SeqHeartbeatResponse) ProtoMessage() {}
+
+func (x *SeqHeartbeatResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_seqsvr_v1_store_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SeqHeartbeatResponse.ProtoReflect.Descriptor instead.
+func (*SeqHeartbeatResponse) Descriptor() ([]byte, []int) {
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *SeqHeartbeatResponse) GetLeaseTtlMs() int64 {
+	if x != nil {
+		return x.LeaseTtlMs
+	}
+	return 0
+}
+
+func (x *SeqHeartbeatResponse) GetLeaseExpiresMs() int64 {
+	if x != nil {
+		return x.LeaseExpiresMs
+	}
+	return 0
+}
+
+func (x *SeqHeartbeatResponse) GetLeaderNowMs() int64 {
+	if x != nil {
+		return x.LeaderNowMs
+	}
+	return 0
+}
+
+func (x *SeqHeartbeatResponse) GetTables() []*RoutingTable {
+	if x != nil {
+		return x.Tables
+	}
+	return nil
+}
+
+// SectionRaise asks for one section's max_seq to be raised.
+type SectionRaise struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Section uint64                 `protobuf:"varint,1,opt,name=section,proto3" json:"section,omitempty"`
+	// The max_seq the caller holds; the store raises the section's max_seq
+	// to at least known_max + step (a retry is harmless). -1 is a first load:
+	// the store raises it to its current value + step and answers prev_max,
+	// where the caller starts every key of the section.
+	KnownMax      int64 `protobuf:"varint,2,opt,name=known_max,json=knownMax,proto3" json:"known_max,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SectionRaise) Reset() {
+	*x = SectionRaise{}
+	mi := &file_seqsvr_v1_store_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SectionRaise) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SectionRaise) ProtoMessage() {}
+
+func (x *SectionRaise) ProtoReflect() protoreflect.Message {
+	mi := &file_seqsvr_v1_store_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SectionRaise.ProtoReflect.Descriptor instead.
+func (*SectionRaise) Descriptor() ([]byte, []int) {
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *SectionRaise) GetSection() uint64 {
+	if x != nil {
+		return x.Section
+	}
+	return 0
+}
+
+func (x *SectionRaise) GetKnownMax() int64 {
+	if x != nil {
+		return x.KnownMax
+	}
+	return 0
+}
+
+type RaiseSectionsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	NodeId        string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	InstanceId    string                 `protobuf:"bytes,2,opt,name=instance_id,json=instanceId,proto3" json:"instance_id,omitempty"`
+	Space         string                 `protobuf:"bytes,3,opt,name=space,proto3" json:"space,omitempty"`
+	Sections      []*SectionRaise        `protobuf:"bytes,4,rep,name=sections,proto3" json:"sections,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RaiseSectionsRequest) Reset() {
+	*x = RaiseSectionsRequest{}
+	mi := &file_seqsvr_v1_store_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RaiseSectionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RaiseSectionsRequest) ProtoMessage() {}
+
+func (x *RaiseSectionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_seqsvr_v1_store_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RaiseSectionsRequest.ProtoReflect.Descriptor instead.
+func (*RaiseSectionsRequest) Descriptor() ([]byte, []int) {
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *RaiseSectionsRequest) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *RaiseSectionsRequest) GetInstanceId() string {
+	if x != nil {
+		return x.InstanceId
+	}
+	return ""
+}
+
+func (x *RaiseSectionsRequest) GetSpace() string {
+	if x != nil {
+		return x.Space
+	}
+	return ""
+}
+
+func (x *RaiseSectionsRequest) GetSections() []*SectionRaise {
+	if x != nil {
+		return x.Sections
+	}
+	return nil
+}
+
+type SectionMax struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Section uint64                 `protobuf:"varint,1,opt,name=section,proto3" json:"section,omitempty"`
+	// max_seq before this raise.
+	PrevMax int64 `protobuf:"varint,2,opt,name=prev_max,json=prevMax,proto3" json:"prev_max,omitempty"`
+	// The durable max_seq now.
+	MaxSeq        int64 `protobuf:"varint,3,opt,name=max_seq,json=maxSeq,proto3" json:"max_seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SectionMax) Reset() {
+	*x = SectionMax{}
+	mi := &file_seqsvr_v1_store_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SectionMax) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SectionMax) ProtoMessage() {}
+
+func (x *SectionMax) ProtoReflect() protoreflect.Message {
+	mi := &file_seqsvr_v1_store_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SectionMax.ProtoReflect.Descriptor instead.
+func (*SectionMax) Descriptor() ([]byte, []int) {
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *SectionMax) GetSection() uint64 {
+	if x != nil {
+		return x.Section
+	}
+	return 0
+}
+
+func (x *SectionMax) GetPrevMax() int64 {
+	if x != nil {
+		return x.PrevMax
+	}
+	return 0
+}
+
+func (x *SectionMax) GetMaxSeq() int64 {
+	if x != nil {
+		return x.MaxSeq
+	}
+	return 0
+}
+
+type RaiseSectionsResponse struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Sections       []*SectionMax          `protobuf:"bytes,1,rep,name=sections,proto3" json:"sections,omitempty"`
+	RoutingVersion uint64                 `protobuf:"varint,2,opt,name=routing_version,json=routingVersion,proto3" json:"routing_version,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *RaiseSectionsResponse) Reset() {
+	*x = RaiseSectionsResponse{}
+	mi := &file_seqsvr_v1_store_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RaiseSectionsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RaiseSectionsResponse) ProtoMessage() {}
+
+func (x *RaiseSectionsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_seqsvr_v1_store_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RaiseSectionsResponse.ProtoReflect.Descriptor instead.
+func (*RaiseSectionsResponse) Descriptor() ([]byte, []int) {
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *RaiseSectionsResponse) GetSections() []*SectionMax {
+	if x != nil {
+		return x.Sections
+	}
+	return nil
+}
+
+func (x *RaiseSectionsResponse) GetRoutingVersion() uint64 {
+	if x != nil {
+		return x.RoutingVersion
+	}
+	return 0
+}
+
 var File_seqsvr_v1_store_proto protoreflect.FileDescriptor
 
 const file_seqsvr_v1_store_proto_rawDesc = "" +
@@ -1339,7 +2337,82 @@ const file_seqsvr_v1_store_proto_rawDesc = "" +
 	"\x13RemoveMemberRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\traft_addr\x18\x02 \x01(\tR\braftAddr\x12\x1b\n" +
-	"\thttp_addr\x18\x03 \x01(\tR\bhttpAddr2\x85\x06\n" +
+	"\thttp_addr\x18\x03 \x01(\tR\bhttpAddr\"\xf5\x01\n" +
+	"\x05Space\x12\x14\n" +
+	"\x05space\x18\x01 \x01(\tR\x05space\x12\x1b\n" +
+	"\tkey_count\x18\x02 \x01(\x04R\bkeyCount\x12!\n" +
+	"\fsection_size\x18\x03 \x01(\x04R\vsectionSize\x12\x12\n" +
+	"\x04step\x18\x04 \x01(\x03R\x04step\x12 \n" +
+	"\vdescription\x18\x05 \x01(\tR\vdescription\x12;\n" +
+	"\vcreate_time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"createTime\x12#\n" +
+	"\rsection_count\x18\a \x01(\x04R\fsectionCount\"\xa0\x01\n" +
+	"\x12CreateSpaceRequest\x12\x14\n" +
+	"\x05space\x18\x01 \x01(\tR\x05space\x12\x1b\n" +
+	"\tkey_count\x18\x02 \x01(\x04R\bkeyCount\x12!\n" +
+	"\fsection_size\x18\x03 \x01(\x04R\vsectionSize\x12\x12\n" +
+	"\x04step\x18\x04 \x01(\x03R\x04step\x12 \n" +
+	"\vdescription\x18\x05 \x01(\tR\vdescription\"'\n" +
+	"\x0fGetSpaceRequest\x12\x14\n" +
+	"\x05space\x18\x01 \x01(\tR\x05space\"O\n" +
+	"\x11ListSpacesRequest\x12\x1b\n" +
+	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x02 \x01(\tR\tpageToken\"f\n" +
+	"\x12ListSpacesResponse\x12(\n" +
+	"\x06spaces\x18\x01 \x03(\v2\x10.seqsvr.v1.SpaceR\x06spaces\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\")\n" +
+	"\x11GetRoutingRequest\x12\x14\n" +
+	"\x05space\x18\x01 \x01(\tR\x05space\"\xd2\x01\n" +
+	"\fSectionRange\x12#\n" +
+	"\rfirst_section\x18\x01 \x01(\x04R\ffirstSection\x12!\n" +
+	"\flast_section\x18\x02 \x01(\x04R\vlastSection\x12\x14\n" +
+	"\x05owner\x18\x03 \x01(\tR\x05owner\x12\x1b\n" +
+	"\towner_url\x18\x04 \x01(\tR\bownerUrl\x12(\n" +
+	"\x10lease_expires_ms\x18\x05 \x01(\x03R\x0eleaseExpiresMs\x12\x1d\n" +
+	"\n" +
+	"next_owner\x18\x06 \x01(\tR\tnextOwner\"\xc2\x01\n" +
+	"\fRoutingTable\x12\x14\n" +
+	"\x05space\x18\x01 \x01(\tR\x05space\x12\x1b\n" +
+	"\tkey_count\x18\x02 \x01(\x04R\bkeyCount\x12!\n" +
+	"\fsection_size\x18\x03 \x01(\x04R\vsectionSize\x12'\n" +
+	"\x0frouting_version\x18\x04 \x01(\x04R\x0eroutingVersion\x123\n" +
+	"\bsections\x18\x05 \x03(\v2\x17.seqsvr.v1.SectionRangeR\bsections\"k\n" +
+	"\vSectionSpan\x12\x14\n" +
+	"\x05space\x18\x01 \x01(\tR\x05space\x12#\n" +
+	"\rfirst_section\x18\x02 \x01(\x04R\ffirstSection\x12!\n" +
+	"\flast_section\x18\x03 \x01(\x04R\vlastSection\"\xc6\x01\n" +
+	"\x13SeqHeartbeatRequest\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1f\n" +
+	"\vinstance_id\x18\x02 \x01(\tR\n" +
+	"instanceId\x12\x10\n" +
+	"\x03url\x18\x03 \x01(\tR\x03url\x12\x15\n" +
+	"\x06now_ms\x18\x04 \x01(\x03R\x05nowMs\x12\x18\n" +
+	"\aleaving\x18\x05 \x01(\bR\aleaving\x122\n" +
+	"\breleased\x18\x06 \x03(\v2\x16.seqsvr.v1.SectionSpanR\breleased\"\xb7\x01\n" +
+	"\x14SeqHeartbeatResponse\x12 \n" +
+	"\flease_ttl_ms\x18\x01 \x01(\x03R\n" +
+	"leaseTtlMs\x12(\n" +
+	"\x10lease_expires_ms\x18\x02 \x01(\x03R\x0eleaseExpiresMs\x12\"\n" +
+	"\rleader_now_ms\x18\x03 \x01(\x03R\vleaderNowMs\x12/\n" +
+	"\x06tables\x18\x04 \x03(\v2\x17.seqsvr.v1.RoutingTableR\x06tables\"E\n" +
+	"\fSectionRaise\x12\x18\n" +
+	"\asection\x18\x01 \x01(\x04R\asection\x12\x1b\n" +
+	"\tknown_max\x18\x02 \x01(\x03R\bknownMax\"\x9b\x01\n" +
+	"\x14RaiseSectionsRequest\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1f\n" +
+	"\vinstance_id\x18\x02 \x01(\tR\n" +
+	"instanceId\x12\x14\n" +
+	"\x05space\x18\x03 \x01(\tR\x05space\x123\n" +
+	"\bsections\x18\x04 \x03(\v2\x17.seqsvr.v1.SectionRaiseR\bsections\"Z\n" +
+	"\n" +
+	"SectionMax\x12\x18\n" +
+	"\asection\x18\x01 \x01(\x04R\asection\x12\x19\n" +
+	"\bprev_max\x18\x02 \x01(\x03R\aprevMax\x12\x17\n" +
+	"\amax_seq\x18\x03 \x01(\x03R\x06maxSeq\"s\n" +
+	"\x15RaiseSectionsResponse\x121\n" +
+	"\bsections\x18\x01 \x03(\v2\x15.seqsvr.v1.SectionMaxR\bsections\x12'\n" +
+	"\x0frouting_version\x18\x02 \x01(\x04R\x0eroutingVersion2\xb4\t\n" +
 	"\fStoreService\x128\n" +
 	"\tCreateTag\x12\x1b.seqsvr.v1.CreateTagRequest\x1a\x0e.seqsvr.v1.Tag\x122\n" +
 	"\x06GetTag\x12\x18.seqsvr.v1.GetTagRequest\x1a\x0e.seqsvr.v1.Tag\x12C\n" +
@@ -1351,7 +2424,15 @@ const file_seqsvr_v1_store_proto_rawDesc = "" +
 	"\vRenewWorker\x12\x1d.seqsvr.v1.RenewWorkerRequest\x1a\x11.seqsvr.v1.Worker\x12R\n" +
 	"\rClusterStatus\x12\x1f.seqsvr.v1.ClusterStatusRequest\x1a .seqsvr.v1.ClusterStatusResponse\x12J\n" +
 	"\tAddMember\x12\x1b.seqsvr.v1.AddMemberRequest\x1a .seqsvr.v1.ClusterStatusResponse\x12P\n" +
-	"\fRemoveMember\x12\x1e.seqsvr.v1.RemoveMemberRequest\x1a .seqsvr.v1.ClusterStatusResponseB1Z/github.com/seqsvr/seqsvr/gen/seqsvr/v1;seqsvrv1b\x06proto3"
+	"\fRemoveMember\x12\x1e.seqsvr.v1.RemoveMemberRequest\x1a .seqsvr.v1.ClusterStatusResponse\x12>\n" +
+	"\vCreateSpace\x12\x1d.seqsvr.v1.CreateSpaceRequest\x1a\x10.seqsvr.v1.Space\x128\n" +
+	"\bGetSpace\x12\x1a.seqsvr.v1.GetSpaceRequest\x1a\x10.seqsvr.v1.Space\x12I\n" +
+	"\n" +
+	"ListSpaces\x12\x1c.seqsvr.v1.ListSpacesRequest\x1a\x1d.seqsvr.v1.ListSpacesResponse\x12C\n" +
+	"\n" +
+	"GetRouting\x12\x1c.seqsvr.v1.GetRoutingRequest\x1a\x17.seqsvr.v1.RoutingTable\x12O\n" +
+	"\fSeqHeartbeat\x12\x1e.seqsvr.v1.SeqHeartbeatRequest\x1a\x1f.seqsvr.v1.SeqHeartbeatResponse\x12R\n" +
+	"\rRaiseSections\x12\x1f.seqsvr.v1.RaiseSectionsRequest\x1a .seqsvr.v1.RaiseSectionsResponseB1Z/github.com/seqsvr/seqsvr/gen/seqsvr/v1;seqsvrv1b\x06proto3"
 
 var (
 	file_seqsvr_v1_store_proto_rawDescOnce sync.Once
@@ -1365,7 +2446,7 @@ func file_seqsvr_v1_store_proto_rawDescGZIP() []byte {
 	return file_seqsvr_v1_store_proto_rawDescData
 }
 
-var file_seqsvr_v1_store_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_seqsvr_v1_store_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
 var file_seqsvr_v1_store_proto_goTypes = []any{
 	(*Tag)(nil),                   // 0: seqsvr.v1.Tag
 	(*CreateTagRequest)(nil),      // 1: seqsvr.v1.CreateTagRequest
@@ -1386,40 +2467,74 @@ var file_seqsvr_v1_store_proto_goTypes = []any{
 	(*ClusterStatusResponse)(nil), // 16: seqsvr.v1.ClusterStatusResponse
 	(*AddMemberRequest)(nil),      // 17: seqsvr.v1.AddMemberRequest
 	(*RemoveMemberRequest)(nil),   // 18: seqsvr.v1.RemoveMemberRequest
-	(*timestamppb.Timestamp)(nil), // 19: google.protobuf.Timestamp
+	(*Space)(nil),                 // 19: seqsvr.v1.Space
+	(*CreateSpaceRequest)(nil),    // 20: seqsvr.v1.CreateSpaceRequest
+	(*GetSpaceRequest)(nil),       // 21: seqsvr.v1.GetSpaceRequest
+	(*ListSpacesRequest)(nil),     // 22: seqsvr.v1.ListSpacesRequest
+	(*ListSpacesResponse)(nil),    // 23: seqsvr.v1.ListSpacesResponse
+	(*GetRoutingRequest)(nil),     // 24: seqsvr.v1.GetRoutingRequest
+	(*SectionRange)(nil),          // 25: seqsvr.v1.SectionRange
+	(*RoutingTable)(nil),          // 26: seqsvr.v1.RoutingTable
+	(*SectionSpan)(nil),           // 27: seqsvr.v1.SectionSpan
+	(*SeqHeartbeatRequest)(nil),   // 28: seqsvr.v1.SeqHeartbeatRequest
+	(*SeqHeartbeatResponse)(nil),  // 29: seqsvr.v1.SeqHeartbeatResponse
+	(*SectionRaise)(nil),          // 30: seqsvr.v1.SectionRaise
+	(*RaiseSectionsRequest)(nil),  // 31: seqsvr.v1.RaiseSectionsRequest
+	(*SectionMax)(nil),            // 32: seqsvr.v1.SectionMax
+	(*RaiseSectionsResponse)(nil), // 33: seqsvr.v1.RaiseSectionsResponse
+	(*timestamppb.Timestamp)(nil), // 34: google.protobuf.Timestamp
 }
 var file_seqsvr_v1_store_proto_depIdxs = []int32{
-	19, // 0: seqsvr.v1.Tag.update_time:type_name -> google.protobuf.Timestamp
+	34, // 0: seqsvr.v1.Tag.update_time:type_name -> google.protobuf.Timestamp
 	0,  // 1: seqsvr.v1.ListTagsResponse.tags:type_name -> seqsvr.v1.Tag
 	12, // 2: seqsvr.v1.Worker.layout:type_name -> seqsvr.v1.SnowflakeLayout
 	15, // 3: seqsvr.v1.ClusterStatusResponse.members:type_name -> seqsvr.v1.Member
-	1,  // 4: seqsvr.v1.StoreService.CreateTag:input_type -> seqsvr.v1.CreateTagRequest
-	2,  // 5: seqsvr.v1.StoreService.GetTag:input_type -> seqsvr.v1.GetTagRequest
-	3,  // 6: seqsvr.v1.StoreService.ListTags:input_type -> seqsvr.v1.ListTagsRequest
-	5,  // 7: seqsvr.v1.StoreService.UpdateTag:input_type -> seqsvr.v1.UpdateTagRequest
-	6,  // 8: seqsvr.v1.StoreService.DeleteTag:input_type -> seqsvr.v1.DeleteTagRequest
-	8,  // 9: seqsvr.v1.StoreService.ReserveSegment:input_type -> seqsvr.v1.ReserveSegmentRequest
-	10, // 10: seqsvr.v1.StoreService.RegisterWorker:input_type -> seqsvr.v1.RegisterWorkerRequest
-	11, // 11: seqsvr.v1.StoreService.RenewWorker:input_type -> seqsvr.v1.RenewWorkerRequest
-	14, // 12: seqsvr.v1.StoreService.ClusterStatus:input_type -> seqsvr.v1.ClusterStatusRequest
-	17, // 13: seqsvr.v1.StoreService.AddMember:input_type -> seqsvr.v1.AddMemberRequest
-	18, // 14: seqsvr.v1.StoreService.RemoveMember:input_type -> seqsvr.v1.RemoveMemberRequest
-	0,  // 15: seqsvr.v1.StoreService.CreateTag:output_type -> seqsvr.v1.Tag
-	0,  // 16: seqsvr.v1.StoreService.GetTag:output_type -> seqsvr.v1.Tag
-	4,  // 17: seqsvr.v1.StoreService.ListTags:output_type -> seqsvr.v1.ListTagsResponse
-	0,  // 18: seqsvr.v1.StoreService.UpdateTag:output_type -> seqsvr.v1.Tag
-	7,  // 19: seqsvr.v1.StoreService.DeleteTag:output_type -> seqsvr.v1.DeleteTagResponse
-	9,  // 20: seqsvr.v1.StoreService.ReserveSegment:output_type -> seqsvr.v1.Segment
-	13, // 21: seqsvr.v1.StoreService.RegisterWorker:output_type -> seqsvr.v1.Worker
-	13, // 22: seqsvr.v1.StoreService.RenewWorker:output_type -> seqsvr.v1.Worker
-	16, // 23: seqsvr.v1.StoreService.ClusterStatus:output_type -> seqsvr.v1.ClusterStatusResponse
-	16, // 24: seqsvr.v1.StoreService.AddMember:output_type -> seqsvr.v1.ClusterStatusResponse
-	16, // 25: seqsvr.v1.StoreService.RemoveMember:output_type -> seqsvr.v1.ClusterStatusResponse
-	15, // [15:26] is the sub-list for method output_type
-	4,  // [4:15] is the sub-list for method input_type
-	4,  // [4:4] is the sub-list for extension type_name
-	4,  // [4:4] is the sub-list for extension extendee
-	0,  // [0:4] is the sub-list for field type_name
+	34, // 4: seqsvr.v1.Space.create_time:type_name -> google.protobuf.Timestamp
+	19, // 5: seqsvr.v1.ListSpacesResponse.spaces:type_name -> seqsvr.v1.Space
+	25, // 6: seqsvr.v1.RoutingTable.sections:type_name -> seqsvr.v1.SectionRange
+	27, // 7: seqsvr.v1.SeqHeartbeatRequest.released:type_name -> seqsvr.v1.SectionSpan
+	26, // 8: seqsvr.v1.SeqHeartbeatResponse.tables:type_name -> seqsvr.v1.RoutingTable
+	30, // 9: seqsvr.v1.RaiseSectionsRequest.sections:type_name -> seqsvr.v1.SectionRaise
+	32, // 10: seqsvr.v1.RaiseSectionsResponse.sections:type_name -> seqsvr.v1.SectionMax
+	1,  // 11: seqsvr.v1.StoreService.CreateTag:input_type -> seqsvr.v1.CreateTagRequest
+	2,  // 12: seqsvr.v1.StoreService.GetTag:input_type -> seqsvr.v1.GetTagRequest
+	3,  // 13: seqsvr.v1.StoreService.ListTags:input_type -> seqsvr.v1.ListTagsRequest
+	5,  // 14: seqsvr.v1.StoreService.UpdateTag:input_type -> seqsvr.v1.UpdateTagRequest
+	6,  // 15: seqsvr.v1.StoreService.DeleteTag:input_type -> seqsvr.v1.DeleteTagRequest
+	8,  // 16: seqsvr.v1.StoreService.ReserveSegment:input_type -> seqsvr.v1.ReserveSegmentRequest
+	10, // 17: seqsvr.v1.StoreService.RegisterWorker:input_type -> seqsvr.v1.RegisterWorkerRequest
+	11, // 18: seqsvr.v1.StoreService.RenewWorker:input_type -> seqsvr.v1.RenewWorkerRequest
+	14, // 19: seqsvr.v1.StoreService.ClusterStatus:input_type -> seqsvr.v1.ClusterStatusRequest
+	17, // 20: seqsvr.v1.StoreService.AddMember:input_type -> seqsvr.v1.AddMemberRequest
+	18, // 21: seqsvr.v1.StoreService.RemoveMember:input_type -> seqsvr.v1.RemoveMemberRequest
+	20, // 22: seqsvr.v1.StoreService.CreateSpace:input_type -> seqsvr.v1.CreateSpaceRequest
+	21, // 23: seqsvr.v1.StoreService.GetSpace:input_type -> seqsvr.v1.GetSpaceRequest
+	22, // 24: seqsvr.v1.StoreService.ListSpaces:input_type -> seqsvr.v1.ListSpacesRequest
+	24, // 25: seqsvr.v1.StoreService.GetRouting:input_type -> seqsvr.v1.GetRoutingRequest
+	28, // 26: seqsvr.v1.StoreService.SeqHeartbeat:input_type -> seqsvr.v1.SeqHeartbeatRequest
+	31, // 27: seqsvr.v1.StoreService.RaiseSections:input_type -> seqsvr.v1.RaiseSectionsRequest
+	0,  // 28: seqsvr.v1.StoreService.CreateTag:output_type -> seqsvr.v1.Tag
+	0,  // 29: seqsvr.v1.StoreService.GetTag:output_type -> seqsvr.v1.Tag
+	4,  // 30: seqsvr.v1.StoreService.ListTags:output_type -> seqsvr.v1.ListTagsResponse
+	0,  // 31: seqsvr.v1.StoreService.UpdateTag:output_type -> seqsvr.v1.Tag
+	7,  // 32: seqsvr.v1.StoreService.DeleteTag:output_type -> seqsvr.v1.DeleteTagResponse
+	9,  // 33: seqsvr.v1.StoreService.ReserveSegment:output_type -> seqsvr.v1.Segment
+	13, // 34: seqsvr.v1.StoreService.RegisterWorker:output_type -> seqsvr.v1.Worker
+	13, // 35: seqsvr.v1.StoreService.RenewWorker:output_type -> seqsvr.v1.Worker
+	16, // 36: seqsvr.v1.StoreService.ClusterStatus:output_type -> seqsvr.v1.ClusterStatusResponse
+	16, // 37: seqsvr.v1.StoreService.AddMember:output_type -> seqsvr.v1.ClusterStatusResponse
+	16, // 38: seqsvr.v1.StoreService.RemoveMember:output_type -> seqsvr.v1.ClusterStatusResponse
+	19, // 39: seqsvr.v1.StoreService.CreateSpace:output_type -> seqsvr.v1.Space
+	19, // 40: seqsvr.v1.StoreService.GetSpace:output_type -> seqsvr.v1.Space
+	23, // 41: seqsvr.v1.StoreService.ListSpaces:output_type -> seqsvr.v1.ListSpacesResponse
+	26, // 42: seqsvr.v1.StoreService.GetRouting:output_type -> seqsvr.v1.RoutingTable
+	29, // 43: seqsvr.v1.StoreService.SeqHeartbeat:output_type -> seqsvr.v1.SeqHeartbeatResponse
+	33, // 44: seqsvr.v1.StoreService.RaiseSections:output_type -> seqsvr.v1.RaiseSectionsResponse
+	28, // [28:45] is the sub-list for method output_type
+	11, // [11:28] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_seqsvr_v1_store_proto_init() }
@@ -1434,7 +2549,7 @@ func file_seqsvr_v1_store_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_seqsvr_v1_store_proto_rawDesc), len(file_seqsvr_v1_store_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   19,
+			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

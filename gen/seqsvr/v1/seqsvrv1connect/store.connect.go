@@ -60,6 +60,21 @@ const (
 	// StoreServiceRemoveMemberProcedure is the fully-qualified name of the StoreService's RemoveMember
 	// RPC.
 	StoreServiceRemoveMemberProcedure = "/seqsvr.v1.StoreService/RemoveMember"
+	// StoreServiceCreateSpaceProcedure is the fully-qualified name of the StoreService's CreateSpace
+	// RPC.
+	StoreServiceCreateSpaceProcedure = "/seqsvr.v1.StoreService/CreateSpace"
+	// StoreServiceGetSpaceProcedure is the fully-qualified name of the StoreService's GetSpace RPC.
+	StoreServiceGetSpaceProcedure = "/seqsvr.v1.StoreService/GetSpace"
+	// StoreServiceListSpacesProcedure is the fully-qualified name of the StoreService's ListSpaces RPC.
+	StoreServiceListSpacesProcedure = "/seqsvr.v1.StoreService/ListSpaces"
+	// StoreServiceGetRoutingProcedure is the fully-qualified name of the StoreService's GetRouting RPC.
+	StoreServiceGetRoutingProcedure = "/seqsvr.v1.StoreService/GetRouting"
+	// StoreServiceSeqHeartbeatProcedure is the fully-qualified name of the StoreService's SeqHeartbeat
+	// RPC.
+	StoreServiceSeqHeartbeatProcedure = "/seqsvr.v1.StoreService/SeqHeartbeat"
+	// StoreServiceRaiseSectionsProcedure is the fully-qualified name of the StoreService's
+	// RaiseSections RPC.
+	StoreServiceRaiseSectionsProcedure = "/seqsvr.v1.StoreService/RaiseSections"
 )
 
 // StoreServiceClient is a client for the seqsvr.v1.StoreService service.
@@ -75,6 +90,22 @@ type StoreServiceClient interface {
 	ClusterStatus(context.Context, *connect.Request[v1.ClusterStatusRequest]) (*connect.Response[v1.ClusterStatusResponse], error)
 	AddMember(context.Context, *connect.Request[v1.AddMemberRequest]) (*connect.Response[v1.ClusterStatusResponse], error)
 	RemoveMember(context.Context, *connect.Request[v1.RemoveMemberRequest]) (*connect.Response[v1.ClusterStatusResponse], error)
+	// Per-key sequences (WeChat seqsvr mode). A space's keys are grouped in
+	// sections that share one durable max_seq; each section is served by one
+	// allocsvr at a time, as recorded in the space's routing table.
+	CreateSpace(context.Context, *connect.Request[v1.CreateSpaceRequest]) (*connect.Response[v1.Space], error)
+	GetSpace(context.Context, *connect.Request[v1.GetSpaceRequest]) (*connect.Response[v1.Space], error)
+	ListSpaces(context.Context, *connect.Request[v1.ListSpacesRequest]) (*connect.Response[v1.ListSpacesResponse], error)
+	// GetRouting is a linearizable read of one space's routing table.
+	GetRouting(context.Context, *connect.Request[v1.GetRoutingRequest]) (*connect.Response[v1.RoutingTable], error)
+	// SeqHeartbeat is an allocsvr's membership lease for per-key sequences:
+	// it renews the caller's lease, reports the sections it stopped serving,
+	// lets the store rebalance sections over the live allocsvrs, and answers
+	// every space's routing table.
+	SeqHeartbeat(context.Context, *connect.Request[v1.SeqHeartbeatRequest]) (*connect.Response[v1.SeqHeartbeatResponse], error)
+	// RaiseSections raises the durable max_seq of sections the caller owns,
+	// before any key of them passes it.
+	RaiseSections(context.Context, *connect.Request[v1.RaiseSectionsRequest]) (*connect.Response[v1.RaiseSectionsResponse], error)
 }
 
 // NewStoreServiceClient constructs a client for the seqsvr.v1.StoreService service. By default, it
@@ -154,6 +185,42 @@ func NewStoreServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			connect.WithSchema(storeServiceMethods.ByName("RemoveMember")),
 			connect.WithClientOptions(opts...),
 		),
+		createSpace: connect.NewClient[v1.CreateSpaceRequest, v1.Space](
+			httpClient,
+			baseURL+StoreServiceCreateSpaceProcedure,
+			connect.WithSchema(storeServiceMethods.ByName("CreateSpace")),
+			connect.WithClientOptions(opts...),
+		),
+		getSpace: connect.NewClient[v1.GetSpaceRequest, v1.Space](
+			httpClient,
+			baseURL+StoreServiceGetSpaceProcedure,
+			connect.WithSchema(storeServiceMethods.ByName("GetSpace")),
+			connect.WithClientOptions(opts...),
+		),
+		listSpaces: connect.NewClient[v1.ListSpacesRequest, v1.ListSpacesResponse](
+			httpClient,
+			baseURL+StoreServiceListSpacesProcedure,
+			connect.WithSchema(storeServiceMethods.ByName("ListSpaces")),
+			connect.WithClientOptions(opts...),
+		),
+		getRouting: connect.NewClient[v1.GetRoutingRequest, v1.RoutingTable](
+			httpClient,
+			baseURL+StoreServiceGetRoutingProcedure,
+			connect.WithSchema(storeServiceMethods.ByName("GetRouting")),
+			connect.WithClientOptions(opts...),
+		),
+		seqHeartbeat: connect.NewClient[v1.SeqHeartbeatRequest, v1.SeqHeartbeatResponse](
+			httpClient,
+			baseURL+StoreServiceSeqHeartbeatProcedure,
+			connect.WithSchema(storeServiceMethods.ByName("SeqHeartbeat")),
+			connect.WithClientOptions(opts...),
+		),
+		raiseSections: connect.NewClient[v1.RaiseSectionsRequest, v1.RaiseSectionsResponse](
+			httpClient,
+			baseURL+StoreServiceRaiseSectionsProcedure,
+			connect.WithSchema(storeServiceMethods.ByName("RaiseSections")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -170,6 +237,12 @@ type storeServiceClient struct {
 	clusterStatus  *connect.Client[v1.ClusterStatusRequest, v1.ClusterStatusResponse]
 	addMember      *connect.Client[v1.AddMemberRequest, v1.ClusterStatusResponse]
 	removeMember   *connect.Client[v1.RemoveMemberRequest, v1.ClusterStatusResponse]
+	createSpace    *connect.Client[v1.CreateSpaceRequest, v1.Space]
+	getSpace       *connect.Client[v1.GetSpaceRequest, v1.Space]
+	listSpaces     *connect.Client[v1.ListSpacesRequest, v1.ListSpacesResponse]
+	getRouting     *connect.Client[v1.GetRoutingRequest, v1.RoutingTable]
+	seqHeartbeat   *connect.Client[v1.SeqHeartbeatRequest, v1.SeqHeartbeatResponse]
+	raiseSections  *connect.Client[v1.RaiseSectionsRequest, v1.RaiseSectionsResponse]
 }
 
 // CreateTag calls seqsvr.v1.StoreService.CreateTag.
@@ -227,6 +300,36 @@ func (c *storeServiceClient) RemoveMember(ctx context.Context, req *connect.Requ
 	return c.removeMember.CallUnary(ctx, req)
 }
 
+// CreateSpace calls seqsvr.v1.StoreService.CreateSpace.
+func (c *storeServiceClient) CreateSpace(ctx context.Context, req *connect.Request[v1.CreateSpaceRequest]) (*connect.Response[v1.Space], error) {
+	return c.createSpace.CallUnary(ctx, req)
+}
+
+// GetSpace calls seqsvr.v1.StoreService.GetSpace.
+func (c *storeServiceClient) GetSpace(ctx context.Context, req *connect.Request[v1.GetSpaceRequest]) (*connect.Response[v1.Space], error) {
+	return c.getSpace.CallUnary(ctx, req)
+}
+
+// ListSpaces calls seqsvr.v1.StoreService.ListSpaces.
+func (c *storeServiceClient) ListSpaces(ctx context.Context, req *connect.Request[v1.ListSpacesRequest]) (*connect.Response[v1.ListSpacesResponse], error) {
+	return c.listSpaces.CallUnary(ctx, req)
+}
+
+// GetRouting calls seqsvr.v1.StoreService.GetRouting.
+func (c *storeServiceClient) GetRouting(ctx context.Context, req *connect.Request[v1.GetRoutingRequest]) (*connect.Response[v1.RoutingTable], error) {
+	return c.getRouting.CallUnary(ctx, req)
+}
+
+// SeqHeartbeat calls seqsvr.v1.StoreService.SeqHeartbeat.
+func (c *storeServiceClient) SeqHeartbeat(ctx context.Context, req *connect.Request[v1.SeqHeartbeatRequest]) (*connect.Response[v1.SeqHeartbeatResponse], error) {
+	return c.seqHeartbeat.CallUnary(ctx, req)
+}
+
+// RaiseSections calls seqsvr.v1.StoreService.RaiseSections.
+func (c *storeServiceClient) RaiseSections(ctx context.Context, req *connect.Request[v1.RaiseSectionsRequest]) (*connect.Response[v1.RaiseSectionsResponse], error) {
+	return c.raiseSections.CallUnary(ctx, req)
+}
+
 // StoreServiceHandler is an implementation of the seqsvr.v1.StoreService service.
 type StoreServiceHandler interface {
 	CreateTag(context.Context, *connect.Request[v1.CreateTagRequest]) (*connect.Response[v1.Tag], error)
@@ -240,6 +343,22 @@ type StoreServiceHandler interface {
 	ClusterStatus(context.Context, *connect.Request[v1.ClusterStatusRequest]) (*connect.Response[v1.ClusterStatusResponse], error)
 	AddMember(context.Context, *connect.Request[v1.AddMemberRequest]) (*connect.Response[v1.ClusterStatusResponse], error)
 	RemoveMember(context.Context, *connect.Request[v1.RemoveMemberRequest]) (*connect.Response[v1.ClusterStatusResponse], error)
+	// Per-key sequences (WeChat seqsvr mode). A space's keys are grouped in
+	// sections that share one durable max_seq; each section is served by one
+	// allocsvr at a time, as recorded in the space's routing table.
+	CreateSpace(context.Context, *connect.Request[v1.CreateSpaceRequest]) (*connect.Response[v1.Space], error)
+	GetSpace(context.Context, *connect.Request[v1.GetSpaceRequest]) (*connect.Response[v1.Space], error)
+	ListSpaces(context.Context, *connect.Request[v1.ListSpacesRequest]) (*connect.Response[v1.ListSpacesResponse], error)
+	// GetRouting is a linearizable read of one space's routing table.
+	GetRouting(context.Context, *connect.Request[v1.GetRoutingRequest]) (*connect.Response[v1.RoutingTable], error)
+	// SeqHeartbeat is an allocsvr's membership lease for per-key sequences:
+	// it renews the caller's lease, reports the sections it stopped serving,
+	// lets the store rebalance sections over the live allocsvrs, and answers
+	// every space's routing table.
+	SeqHeartbeat(context.Context, *connect.Request[v1.SeqHeartbeatRequest]) (*connect.Response[v1.SeqHeartbeatResponse], error)
+	// RaiseSections raises the durable max_seq of sections the caller owns,
+	// before any key of them passes it.
+	RaiseSections(context.Context, *connect.Request[v1.RaiseSectionsRequest]) (*connect.Response[v1.RaiseSectionsResponse], error)
 }
 
 // NewStoreServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -315,6 +434,42 @@ func NewStoreServiceHandler(svc StoreServiceHandler, opts ...connect.HandlerOpti
 		connect.WithSchema(storeServiceMethods.ByName("RemoveMember")),
 		connect.WithHandlerOptions(opts...),
 	)
+	storeServiceCreateSpaceHandler := connect.NewUnaryHandler(
+		StoreServiceCreateSpaceProcedure,
+		svc.CreateSpace,
+		connect.WithSchema(storeServiceMethods.ByName("CreateSpace")),
+		connect.WithHandlerOptions(opts...),
+	)
+	storeServiceGetSpaceHandler := connect.NewUnaryHandler(
+		StoreServiceGetSpaceProcedure,
+		svc.GetSpace,
+		connect.WithSchema(storeServiceMethods.ByName("GetSpace")),
+		connect.WithHandlerOptions(opts...),
+	)
+	storeServiceListSpacesHandler := connect.NewUnaryHandler(
+		StoreServiceListSpacesProcedure,
+		svc.ListSpaces,
+		connect.WithSchema(storeServiceMethods.ByName("ListSpaces")),
+		connect.WithHandlerOptions(opts...),
+	)
+	storeServiceGetRoutingHandler := connect.NewUnaryHandler(
+		StoreServiceGetRoutingProcedure,
+		svc.GetRouting,
+		connect.WithSchema(storeServiceMethods.ByName("GetRouting")),
+		connect.WithHandlerOptions(opts...),
+	)
+	storeServiceSeqHeartbeatHandler := connect.NewUnaryHandler(
+		StoreServiceSeqHeartbeatProcedure,
+		svc.SeqHeartbeat,
+		connect.WithSchema(storeServiceMethods.ByName("SeqHeartbeat")),
+		connect.WithHandlerOptions(opts...),
+	)
+	storeServiceRaiseSectionsHandler := connect.NewUnaryHandler(
+		StoreServiceRaiseSectionsProcedure,
+		svc.RaiseSections,
+		connect.WithSchema(storeServiceMethods.ByName("RaiseSections")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/seqsvr.v1.StoreService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case StoreServiceCreateTagProcedure:
@@ -339,6 +494,18 @@ func NewStoreServiceHandler(svc StoreServiceHandler, opts ...connect.HandlerOpti
 			storeServiceAddMemberHandler.ServeHTTP(w, r)
 		case StoreServiceRemoveMemberProcedure:
 			storeServiceRemoveMemberHandler.ServeHTTP(w, r)
+		case StoreServiceCreateSpaceProcedure:
+			storeServiceCreateSpaceHandler.ServeHTTP(w, r)
+		case StoreServiceGetSpaceProcedure:
+			storeServiceGetSpaceHandler.ServeHTTP(w, r)
+		case StoreServiceListSpacesProcedure:
+			storeServiceListSpacesHandler.ServeHTTP(w, r)
+		case StoreServiceGetRoutingProcedure:
+			storeServiceGetRoutingHandler.ServeHTTP(w, r)
+		case StoreServiceSeqHeartbeatProcedure:
+			storeServiceSeqHeartbeatHandler.ServeHTTP(w, r)
+		case StoreServiceRaiseSectionsProcedure:
+			storeServiceRaiseSectionsHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -390,4 +557,28 @@ func (UnimplementedStoreServiceHandler) AddMember(context.Context, *connect.Requ
 
 func (UnimplementedStoreServiceHandler) RemoveMember(context.Context, *connect.Request[v1.RemoveMemberRequest]) (*connect.Response[v1.ClusterStatusResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("seqsvr.v1.StoreService.RemoveMember is not implemented"))
+}
+
+func (UnimplementedStoreServiceHandler) CreateSpace(context.Context, *connect.Request[v1.CreateSpaceRequest]) (*connect.Response[v1.Space], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("seqsvr.v1.StoreService.CreateSpace is not implemented"))
+}
+
+func (UnimplementedStoreServiceHandler) GetSpace(context.Context, *connect.Request[v1.GetSpaceRequest]) (*connect.Response[v1.Space], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("seqsvr.v1.StoreService.GetSpace is not implemented"))
+}
+
+func (UnimplementedStoreServiceHandler) ListSpaces(context.Context, *connect.Request[v1.ListSpacesRequest]) (*connect.Response[v1.ListSpacesResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("seqsvr.v1.StoreService.ListSpaces is not implemented"))
+}
+
+func (UnimplementedStoreServiceHandler) GetRouting(context.Context, *connect.Request[v1.GetRoutingRequest]) (*connect.Response[v1.RoutingTable], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("seqsvr.v1.StoreService.GetRouting is not implemented"))
+}
+
+func (UnimplementedStoreServiceHandler) SeqHeartbeat(context.Context, *connect.Request[v1.SeqHeartbeatRequest]) (*connect.Response[v1.SeqHeartbeatResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("seqsvr.v1.StoreService.SeqHeartbeat is not implemented"))
+}
+
+func (UnimplementedStoreServiceHandler) RaiseSections(context.Context, *connect.Request[v1.RaiseSectionsRequest]) (*connect.Response[v1.RaiseSectionsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("seqsvr.v1.StoreService.RaiseSections is not implemented"))
 }
