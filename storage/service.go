@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"sort"
 	"time"
 
 	"connectrpc.com/connect"
@@ -20,9 +19,6 @@ import (
 // service implements seqsvrv1connect.StoreServiceHandler on a Store.
 type service struct {
 	s *Store
-	// TODO(issue 10): the per-key sequence RPCs are being written on a
-	// branch; until they land they answer unimplemented.
-	seqsvrv1connect.UnimplementedStoreServiceHandler
 }
 
 // Service returns the Connect handler implementation, with leader
@@ -131,7 +127,7 @@ func (s *Store) getTagLocal(r *seqsvrv1.GetTagRequest) (*seqsvrv1.Tag, error) {
 }
 
 func (s *Store) listTags(ctx context.Context, r *seqsvrv1.ListTagsRequest) (*seqsvrv1.ListTagsResponse, error) {
-	size, after, err := pageParams(r)
+	size, after, err := pageParams(r.GetPageSize(), r.GetPageToken())
 	if err != nil {
 		return nil, err
 	}
@@ -140,17 +136,8 @@ func (s *Store) listTags(ctx context.Context, r *seqsvrv1.ListTagsRequest) (*seq
 	}
 	out := &seqsvrv1.ListTagsResponse{}
 	s.fsm.read(func(st *fsmState) {
-		names := make([]string, 0, len(st.tags))
-		for name := range st.tags {
-			if name > after {
-				names = append(names, name)
-			}
-		}
-		sort.Strings(names)
-		if len(names) > size {
-			names = names[:size]
-			out.NextPageToken = pageToken(names[size-1])
-		}
+		var names []string
+		names, out.NextPageToken = page(st.tags, size, after)
 		for _, name := range names {
 			out.Tags = append(out.Tags, apiTag(st.tags[name]))
 		}
