@@ -40,40 +40,33 @@ func (h *service) RaiseSections(ctx context.Context, req *connect.Request[seqsvr
 }
 
 func (s *Store) createSpace(ctx context.Context, r *seqsvrv1.CreateSpaceRequest) (*seqsvrv1.Space, error) {
-	if err := validateCreateSpace(r); err != nil {
-		return nil, err
-	}
-	res, err := s.propose(ctx, &seqsvrv1.Command{Cmd: &seqsvrv1.Command_CreateSpace{CreateSpace: &seqsvrv1.CreateSpaceCommand{
+	res, err := s.proposeChecked(ctx, validateCreateSpace(r), &seqsvrv1.Command{Cmd: &seqsvrv1.Command_CreateSpace{CreateSpace: &seqsvrv1.CreateSpaceCommand{
 		Space: r.GetSpace(), KeyCount: r.GetKeyCount(), SectionSize: r.GetSectionSize(), Step: r.GetStep(), Description: r.GetDescription()}}})
-	if err != nil {
-		return nil, err
-	}
-	return res.space, nil
+	return res.space, err
 }
 
+// seqHeartbeat carries this member's lease TTL in the command, so every
+// member applies the same lease whatever its own flag says.
 func (s *Store) seqHeartbeat(ctx context.Context, r *seqsvrv1.SeqHeartbeatRequest) (*seqsvrv1.SeqHeartbeatResponse, error) {
-	if err := validateSeqHeartbeat(r); err != nil {
-		return nil, err
-	}
-	res, err := s.propose(ctx, &seqsvrv1.Command{Cmd: &seqsvrv1.Command_SeqHeartbeat{SeqHeartbeat: &seqsvrv1.SeqHeartbeatCommand{
+	res, err := s.proposeChecked(ctx, validateSeqHeartbeat(r), &seqsvrv1.Command{Cmd: &seqsvrv1.Command_SeqHeartbeat{SeqHeartbeat: &seqsvrv1.SeqHeartbeatCommand{
 		NodeId: r.GetNodeId(), InstanceId: r.GetInstanceId(), Url: r.GetUrl(), Leaving: r.GetLeaving(), Released: r.GetReleased(),
 		LeaseTtlMs: s.cfg.SeqLeaseTTL.Milliseconds()}}})
-	if err != nil {
-		return nil, err
-	}
-	return res.heartbeat, nil
+	return res.heartbeat, err
 }
 
 func (s *Store) raiseSections(ctx context.Context, r *seqsvrv1.RaiseSectionsRequest) (*seqsvrv1.RaiseSectionsResponse, error) {
-	if err := validateRaiseSections(r); err != nil {
-		return nil, err
-	}
-	res, err := s.propose(ctx, &seqsvrv1.Command{Cmd: &seqsvrv1.Command_RaiseSections{RaiseSections: &seqsvrv1.RaiseSectionsCommand{
+	res, err := s.proposeChecked(ctx, validateRaiseSections(r), &seqsvrv1.Command{Cmd: &seqsvrv1.Command_RaiseSections{RaiseSections: &seqsvrv1.RaiseSectionsCommand{
 		NodeId: r.GetNodeId(), InstanceId: r.GetInstanceId(), Space: r.GetSpace(), Sections: r.GetSections()}}})
-	if err != nil {
-		return nil, err
+	return res.raise, err
+}
+
+// proposeChecked proposes cmd unless the request failed its check
+// (checkErr), which is then the answer.
+func (s *Store) proposeChecked(ctx context.Context, checkErr error, cmd *seqsvrv1.Command) (applyResult, error) {
+	if checkErr != nil {
+		return applyResult{}, checkErr
 	}
-	return res.raise, nil
+	return s.propose(ctx, cmd)
 }
 
 func (s *Store) getSpace(ctx context.Context, r *seqsvrv1.GetSpaceRequest) (*seqsvrv1.Space, error) {
@@ -111,20 +104,9 @@ func (s *Store) readSpace(ctx context.Context, name string, fn func(*fsmState, *
 }
 
 func (s *Store) listSpaces(ctx context.Context, r *seqsvrv1.ListSpacesRequest) (*seqsvrv1.ListSpacesResponse, error) {
-	size, after, err := pageParams(r.GetPageSize(), r.GetPageToken())
-	if err != nil {
-		return nil, err
-	}
-	if err := s.linearize(ctx); err != nil {
-		return nil, err
-	}
 	out := &seqsvrv1.ListSpacesResponse{}
-	s.fsm.read(func(st *fsmState) {
-		var names []string
-		names, out.NextPageToken = page(st.spaces, size, after)
-		for _, name := range names {
-			out.Spaces = append(out.Spaces, st.spaces[name].api())
-		}
-	})
-	return out, nil
+	var err error
+	out.Spaces, out.NextPageToken, err = listPage(ctx, s, r.GetPageSize(), r.GetPageToken(),
+		func(st *fsmState) map[string]*space { return st.spaces }, (*space).api)
+	return out, err
 }
