@@ -14,7 +14,7 @@ import (
 	"connectrpc.com/connect"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
-	"github.com/seqsvr/seqsvr/jepsen/cluster"
+	"github.com/seqsvr/seqsvr/internal/cluster"
 	"github.com/seqsvr/seqsvr/jepsen/history"
 	"github.com/seqsvr/seqsvr/jepsen/nemesis"
 )

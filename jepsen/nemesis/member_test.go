@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seqsvr/seqsvr/jepsen/cluster"
+	"github.com/seqsvr/seqsvr/internal/cluster"
 )
 
 // The member-replace fault settles an ambiguous RemoveMember by retrying it

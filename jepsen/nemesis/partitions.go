@@ -6,7 +6,7 @@ import (
 	"math/rand"
 	"time"
 
-	"github.com/seqsvr/seqsvr/jepsen/cluster"
+	"github.com/seqsvr/seqsvr/internal/cluster"
 )
 
 func names(ps []*cluster.Proc) []string {

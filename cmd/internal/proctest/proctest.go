@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seqsvr/seqsvr/jepsen/cluster"
+	"github.com/seqsvr/seqsvr/internal/cluster"
 )
 
 // binDir holds the binaries Main built.

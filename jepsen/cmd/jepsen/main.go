@@ -22,7 +22,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/seqsvr/seqsvr/jepsen/cluster"
+	"github.com/seqsvr/seqsvr/internal/cluster"
 	"github.com/seqsvr/seqsvr/jepsen/harness"
 	"github.com/seqsvr/seqsvr/jepsen/nemesis"
 )
