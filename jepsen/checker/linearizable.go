@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"time"
 
@@ -38,10 +39,17 @@ const defaultStep = 1000
 
 // tagState is one tag of the store. An absent tag is the zero value: the
 // store keeps nothing of a deleted tag. step 0 means not observed yet.
+//
+// ended marks the state after the end marker (endKind), past every
+// operation whose outcome is known.
 type tagState struct {
 	exists      bool
 	maxID, step int64
+	ended       bool
 }
+
+// endKind is the end marker Linearizable adds to each tag's history.
+const endKind = "end"
 
 // stepIs checks an answered step against the state's; an unobserved step
 // takes the answered one.
@@ -70,9 +78,10 @@ func (s tagState) stepIs(step int64) (bool, tagState) {
 //     never max_id, and answers the tag; on an absent tag not_found.
 //   - DeleteTag removes an existing tag; on an absent tag not_found.
 //
-// A call whose outcome is unknown does what it would have done at its
-// linearization point; if it never took effect, the search places it after
-// every other operation, where its effect is unobservable.
+// A tag write whose outcome is unknown does what it would have done at its
+// linearization point; if it never took effect (or changed nothing), the
+// search places it after an end marker that follows every other
+// operation, where its effect is unobservable (see unknownStep).
 //
 // Every tag starts as created before the history with start 0 and a step
 // not yet known: the first answer that shows the step fixes it (a
@@ -106,6 +115,9 @@ func StoreModel() porcupine.Model {
 		},
 		DescribeState: func(state any) string {
 			s := state.(tagState)
+			if s.ended {
+				return "ended"
+			}
 			if !s.exists {
 				return "absent"
 			}
@@ -114,8 +126,20 @@ func StoreModel() porcupine.Model {
 	}
 }
 
+// created is the state CreateTag(start, step) makes of an absent tag.
+func created(in linInput) tagState {
+	return tagState{exists: true, maxID: in.start, step: cmp.Or(in.step, defaultStep)}
+}
+
 func step(s tagState, in linInput, out linOutput) (bool, tagState) {
-	if !out.unknown && !out.ok {
+	switch {
+	case in.kind == endKind:
+		return true, tagState{ended: true}
+	case out.unknown:
+		return unknownStep(s, in)
+	case s.ended:
+		return false, s // only the unknown writes come after the end
+	case !out.ok:
 		// An answered failure: the tag's presence was observed and
 		// nothing changed.
 		want := history.CodeNotFound
@@ -123,35 +147,25 @@ func step(s tagState, in linInput, out linOutput) (bool, tagState) {
 			want = history.CodeAlreadyExists
 		}
 		return out.code == want && s.exists == (in.kind == history.Create), s
+	case !s.exists && in.kind != history.Create:
+		return false, s // it would have answered not_found
 	}
 	switch in.kind {
 	case history.Create:
 		if s.exists {
-			return out.unknown, s // an unknown one failed with already_exists
+			return false, s // it would have answered already_exists
 		}
-		n := tagState{exists: true, maxID: in.start, step: cmp.Or(in.step, defaultStep)}
-		return out.unknown || (out.maxID == n.maxID && (out.step == 0 || out.step == n.step)), n
+		n := created(in)
+		return out.maxID == n.maxID && (out.step == 0 || out.step == n.step), n
 	case history.Update:
-		if !s.exists {
-			return out.unknown, s
-		}
 		if in.step > 0 {
 			s.step = in.step
 		}
-		if out.unknown {
-			return true, s
-		}
-		ok, s := s.stepIs(out.step)
-		return ok && out.maxID == s.maxID, s
+		ok, n := s.stepIs(out.step)
+		return ok && out.maxID == n.maxID, n
 	case history.Delete:
-		if !s.exists {
-			return out.unknown, s
-		}
 		return true, tagState{}
 	case history.Reserve:
-		if !s.exists {
-			return out.unknown, s
-		}
 		size := in.size
 		if size == 0 {
 			if s.step == 0 { // unobserved: the segment shows it
@@ -159,18 +173,39 @@ func step(s tagState, in linInput, out linOutput) (bool, tagState) {
 			}
 			size = s.step
 		}
-		// Never unknown: Linearizable resolves unknown reservations
-		// (by request_id) or refuses to decide.
 		ok, n := s.stepIs(out.step)
 		n.maxID = out.last
 		return ok && out.first == s.maxID+1 && out.last == s.maxID+size, n
 	default: // GetTag
-		if !s.exists {
-			return out.unknown, s
-		}
 		ok, n := s.stepIs(out.step)
-		return out.unknown || (ok && out.maxID == s.maxID), n
+		return ok && out.maxID == n.maxID, n
 	}
+}
+
+// unknownStep places a tag write of unknown outcome. It either changed the
+// state at some point after its call, or it changed nothing (it never
+// took effect, or failed as already_exists or not_found): all of the
+// latter are the same as taking place after everything else, so they are
+// allowed only after the end marker. Letting them in anywhere would make
+// porcupine try every subset of them at every point of the history.
+func unknownStep(s tagState, in linInput) (bool, tagState) {
+	if s.ended {
+		return true, s
+	}
+	n := s
+	switch in.kind {
+	case history.Create:
+		if !s.exists {
+			n = created(in)
+		}
+	case history.Update:
+		if s.exists && in.step > 0 {
+			n.step = in.step
+		}
+	case history.Delete:
+		n = tagState{}
+	}
+	return n != s, n
 }
 
 func describe(in linInput, out linOutput) string {
@@ -182,6 +217,8 @@ func describe(in linInput, out linOutput) string {
 		call = fmt.Sprintf("create(%s,start=%d,step=%d)", in.tag, in.start, in.step)
 	case history.Update:
 		call = fmt.Sprintf("update(%s,step=%d)", in.tag, in.step)
+	case endKind:
+		return "end of the history"
 	default:
 		call = fmt.Sprintf("%s(%s)", in.kind, in.tag)
 	}
@@ -233,7 +270,7 @@ func Linearizable(ops []*history.Op, outDir string, timeout time.Duration) Resul
 			unresolved++
 			continue
 		case op.OK, op.Answered():
-		case op.Kind == history.Create, op.Kind == history.Update, op.Kind == history.Delete:
+		case op.Open():
 			out = linOutput{unknown: true}
 			open = append(open, len(h))
 		default:
@@ -253,28 +290,41 @@ func Linearizable(ops []*history.Op, outDir string, timeout time.Duration) Resul
 			Metadata: fmt.Sprintf("op %d on %s", op.ID, op.Target),
 		})
 	}
-	for _, i := range open {
-		h[i].Return = end + 1 // after everything: it may take effect anywhere, or never
+	n := len(h)
+	if len(open) > 0 {
+		// Each tag gets an end marker after every known operation; the
+		// unknown writes stay open past it (see unknownStep).
+		var tags []string
+		for _, op := range h {
+			tags = append(tags, op.Input.(linInput).tag)
+		}
+		slices.Sort(tags)
+		for _, t := range slices.Compact(tags) {
+			h = append(h, porcupine.Operation{ClientId: extra, Input: linInput{kind: endKind, tag: t}, Output: linOutput{}, Call: end + 1, Return: end + 2})
+		}
+		for _, i := range open {
+			h[i].Return = end + 3
+		}
 	}
 	if unresolved > 0 {
-		r := fail(name, len(h), "%d reservation(s) with unknown outcome could not be resolved; verdict Unknown", unresolved)
+		r := fail(name, n, "%d reservation(s) with unknown outcome could not be resolved; verdict Unknown", unresolved)
 		r.Undecided = true
 		return r
 	}
-	if len(h) == 0 {
+	if n == 0 {
 		return fail(name, 0, "no store operations succeeded")
 	}
 	model := StoreModel()
 	res, info := porcupine.CheckOperationsVerbose(model, h, timeout)
 	switch res {
 	case porcupine.Ok:
-		return pass(name, len(h), "%d operations linearizable (%d tag writes of unknown outcome)", len(h), len(open))
+		return pass(name, n, "%d operations linearizable (%d tag writes of unknown outcome)", n, len(open))
 	case porcupine.Unknown:
-		r := fail(name, len(h), "porcupine timed out after %s: verdict Unknown", timeout)
+		r := fail(name, n, "porcupine timed out after %s: verdict Unknown", timeout)
 		r.Undecided = true
 		return r
 	}
-	r := fail(name, len(h), "history of %d operations is NOT linearizable", len(h))
+	r := fail(name, n, "history of %d operations is NOT linearizable", n)
 	if outDir != "" {
 		path := filepath.Join(outDir, "linearizability.html")
 		if err := porcupine.VisualizePath(model, info, path); err == nil {

@@ -90,6 +90,14 @@ func (op *Op) Answered() bool {
 	return !op.OK && (op.Code == CodeNotFound || op.Code == CodeAlreadyExists)
 }
 
+// Open reports whether op is a tag write (create, update, delete) whose
+// outcome is unknown: it failed, left the client, and was not answered.
+// Tag writes carry no idempotency key, so nothing can resolve them.
+func (op *Op) Open() bool {
+	write := op.Kind == Create || op.Kind == Update || op.Kind == Delete
+	return write && !op.OK && !op.NotSent && !op.Answered()
+}
+
 // Recorder collects operations from many goroutines.
 type Recorder struct {
 	start time.Time

@@ -55,14 +55,8 @@ func hold(ctx context.Context, r *rand.Rand, lo, hi time.Duration) time.Duration
 	return d
 }
 
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
-}
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) { _ = cluster.Sleep(ctx, d) }
 
 func (e *Env) leader(ctx context.Context) (*cluster.Proc, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
