@@ -10,26 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seqsvr/seqsvr/bench/loadgen/result"
 	"github.com/seqsvr/seqsvr/internal/cluster"
 	"github.com/seqsvr/seqsvr/internal/cluster/clustertest"
 )
 
-// Result mirrors the JSON line bench/loadgen prints.
-type Result struct {
-	Target      string  `json:"target"`
-	Concurrency int     `json:"concurrency"`
-	Count       int     `json:"count"`
-	Seconds     float64 `json:"seconds"`
-	Ops         int64   `json:"ops"`
-	IDs         int64   `json:"ids"`
-	Errors      int64   `json:"errors"`
-	FirstError  string  `json:"first_error"`
-	OpsPerSec   float64 `json:"ops_per_sec"`
-	IDsPerSec   float64 `json:"ids_per_sec"`
-	P50us       int64   `json:"p50_us"`
-	P99us       int64   `json:"p99_us"`
-	P999us      int64   `json:"p999_us"`
-}
+// Result is the JSON line bench/loadgen prints.
+type Result = result.Result
 
 // TestMain removes the binaries the benchmarks built.
 func TestMain(m *testing.M) {

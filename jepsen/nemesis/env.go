@@ -58,6 +58,16 @@ func hold(ctx context.Context, r *rand.Rand, lo, hi time.Duration) time.Duration
 // sleep waits d or until ctx ends.
 func sleep(ctx context.Context, d time.Duration) { _ = cluster.Sleep(ctx, d) }
 
+// skipped logs fault name as skipped, and reports true, when its target
+// could not be found (err).
+func (e *Env) skipped(name string, err error) bool {
+	if err != nil {
+		e.Log.Skip(name, "%v", err)
+		return true
+	}
+	return false
+}
+
 func (e *Env) leader(ctx context.Context) (*cluster.Proc, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
