@@ -137,6 +137,10 @@ func TestLinearizableTagLifecycle(t *testing.T) {
 			func() *history.Op { op := unknownOp(del(1, 0, 1)); op.NotSent = true; return op }(),
 			read(0, 2, 3, 0, 10),
 		}},
+		{"a call the store refused changes nothing", true, []*history.Op{
+			func() *history.Op { op := unknownOp(del(1, 0, 1)); op.Refused = true; return op }(),
+			read(0, 2, 3, 0, 10),
+		}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

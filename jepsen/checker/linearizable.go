@@ -241,8 +241,8 @@ var storeKinds = map[string]bool{history.Reserve: true, history.GetTag: true, hi
 // Linearizable checks the store operations (ReserveSegment, GetTag,
 // CreateTag, UpdateTag, DeleteTag) of ops with porcupine. Successful
 // operations, resolved reservations and calls answered not_found or
-// already_exists take part; calls that never left the client and failed
-// reads are dropped (they change nothing). A tag write (create, update,
+// already_exists take part; calls that never left the client or that the
+// store refused, and failed reads, are dropped (they change nothing). A tag write (create, update,
 // delete) whose outcome is unknown takes part as one that may take effect
 // at any point after its call. A reservation whose outcome stayed unknown
 // fails the check, since it might have taken effect anywhere and its
@@ -261,7 +261,7 @@ func Linearizable(ops []*history.Op, outDir string, timeout time.Duration) Resul
 	}
 	extra := maxClient + 1
 	for _, op := range ops {
-		if !storeKinds[op.Kind] || (op.NotSent && !op.OK) {
+		if !storeKinds[op.Kind] || op.NoEffect() {
 			continue
 		}
 		out := linOutput{ok: op.OK, code: op.Code, first: op.First, last: op.Last, maxID: op.MaxID, step: op.TagStep}

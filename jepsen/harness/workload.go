@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math/rand"
 	"net"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,6 +31,9 @@ type workload struct {
 	// starts numbers their creates.
 	lifeTags []string
 	starts   atomic.Int64
+	// open counts each life tag's writes of unknown outcome (see
+	// maxOpenWrites).
+	open sync.Map // tag -> *atomic.Int32
 
 	mu     sync.Mutex
 	allocs []*cluster.Proc // the allocsvrs clients may call (twins come and go)
@@ -121,10 +126,22 @@ func (w *workload) end(op *history.Op, p *cluster.Proc, err error) {
 		op.Code = connect.CodeOf(err).String()
 		var ne *net.OpError
 		op.NotSent = errors.As(err, &ne) && ne.Op == "dial"
+		op.Refused = refused(op.Err)
 	} else {
 		op.OK = true
 	}
 	w.rec.Add(op)
+}
+
+// refusals are the store's answers that say it proposed nothing: the
+// member asked knew no leader (storage.ErrNoLeader), a forwarded call
+// reached a member that no longer led (storage.ErrNotLeader), or the call,
+// or the member's forward of it, failed to connect. Only the error text
+// tells them apart from the unavailable answers that may have committed.
+var refusals = []string{"no raft leader", "not the raft leader", "unavailable: dial tcp"}
+
+func refused(msg string) bool {
+	return slices.ContainsFunc(refusals, func(r string) bool { return strings.Contains(msg, r) })
 }
 
 // storeOp: a ReserveSegment (with a request_id) or a GetTag on a lin tag.
@@ -173,21 +190,36 @@ const (
 	tagBackoff = 500 * time.Millisecond
 )
 
+// maxOpenWrites bounds the writes of unknown outcome per life tag: once a
+// tag has that many, its workers only reserve on it and read it. Porcupine
+// may have to try each subset of a tag's open writes, so this keeps its
+// search small however many faults the run injects.
+const maxOpenWrites = 10
+
+func (w *workload) openWrites(tag string) *atomic.Int32 {
+	n, _ := w.open.LoadOrStore(tag, new(atomic.Int32))
+	return n.(*atomic.Int32)
+}
+
 // lifeSteps are the steps tag writes set; UpdateTag's 0 keeps the step.
 var lifeSteps = []int64{0, 10, 20, 30}
 
 // tagOp is one call of a tag's life cycle on a life tag: CreateTag,
-// UpdateTag, DeleteTag (half of the calls, see tagWrite), a ReserveSegment
-// of the tag's step (size 0) or a GetTag. It reports whether the call was
+// UpdateTag, DeleteTag (half of the calls, see tagWrite, while the tag has
+// fewer than maxOpenWrites open ones), a ReserveSegment of the tag's step
+// (size 0) or a GetTag. It reports whether the call was
 // answered (success, not_found or already_exists).
 func (w *workload) tagOp(ctx context.Context, r *rand.Rand, client int, p *cluster.Proc) bool {
 	tag := w.lifeTags[r.Intn(len(w.lifeTags))]
 	cctx, cancel := context.WithTimeout(ctx, w.cfg.OpTimeout)
 	defer cancel()
 	var op *history.Op
+	open := w.openWrites(tag)
 	switch n := r.Intn(10); {
-	case n < 5:
-		op = w.tagWrite(cctx, r, client, p, tag)
+	case n < 5 && open.Load() < maxOpenWrites:
+		if op = w.tagWrite(cctx, r, client, p, tag); op.Open() {
+			open.Add(1)
+		}
 	case n < 8:
 		op = w.reserve(cctx, r, client, p, tag, 0)
 	default:

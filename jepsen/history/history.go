@@ -82,6 +82,10 @@ type Op struct {
 	// process): no byte of it left the client, so it cannot have taken
 	// effect and needs no resolving.
 	NotSent bool `json:"not_sent,omitempty"`
+	// Refused marks a call the store refused before proposing anything
+	// (no leader known, not the leader, a forward that failed to
+	// connect): like NotSent, it cannot have taken effect.
+	Refused bool `json:"refused,omitempty"`
 }
 
 // Answered reports whether op failed with an answer about the committed
@@ -90,12 +94,17 @@ func (op *Op) Answered() bool {
 	return !op.OK && (op.Code == CodeNotFound || op.Code == CodeAlreadyExists)
 }
 
+// NoEffect reports whether op failed in a way that proves it changed
+// nothing: it never left the client, or the store refused it.
+func (op *Op) NoEffect() bool { return !op.OK && (op.NotSent || op.Refused) }
+
 // Open reports whether op is a tag write (create, update, delete) whose
-// outcome is unknown: it failed, left the client, and was not answered.
-// Tag writes carry no idempotency key, so nothing can resolve them.
+// outcome is unknown: it failed, may have taken effect, and was not
+// answered. Tag writes carry no idempotency key, so nothing can resolve
+// them.
 func (op *Op) Open() bool {
 	write := op.Kind == Create || op.Kind == Update || op.Kind == Delete
-	return write && !op.OK && !op.NotSent && !op.Answered()
+	return write && !op.OK && !op.NoEffect() && !op.Answered()
 }
 
 // Recorder collects operations from many goroutines.
