@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -370,10 +371,5 @@ func (c *Cluster) NewAlloc(name, nodeID string) (*Proc, error) {
 func (c *Cluster) DropAlloc(p *Proc) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for i, q := range c.extra {
-		if q == p {
-			c.extra = append(c.extra[:i], c.extra[i+1:]...)
-			return
-		}
-	}
+	c.extra = slices.DeleteFunc(c.extra, func(q *Proc) bool { return q == p })
 }

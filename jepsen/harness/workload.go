@@ -48,12 +48,7 @@ func (w *workload) addAlloc(p *cluster.Proc) {
 func (w *workload) removeAlloc(p *cluster.Proc) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for i, q := range w.allocs {
-		if q == p {
-			w.allocs = append(w.allocs[:i], w.allocs[i+1:]...)
-			return
-		}
-	}
+	w.allocs = slices.DeleteFunc(w.allocs, func(q *cluster.Proc) bool { return q == p })
 }
 
 func (w *workload) pickAlloc(r *rand.Rand) *cluster.Proc {
