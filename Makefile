@@ -42,7 +42,7 @@ build: ## build bin/storesvr and bin/allocsvr
 
 .PHONY: run
 run: build ## a local 3-member store cluster and an allocsvr, in the foreground (Ctrl-C stops all)
-	$(GO) build -tags $(TAGS) -o bin/devcluster ./jepsen/cmd/devcluster
+	$(GO) build -tags $(TAGS) -o bin/devcluster ./cmd/devcluster
 	@# Ctrl-C is how a user stops it: exit status 130 is a clean stop, not a failure.
 	@./bin/devcluster -bin bin -dir run; rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 130 ] || exit $$rc
 
