@@ -42,6 +42,10 @@ type Config struct {
 	// once its lease expired this long ago (default
 	// spec.DefaultWorkerRetention).
 	WorkerRetention time.Duration
+	// SeqLeaseTTL is the allocsvrs' per-key sequence lease length (default
+	// spec.DefaultSeqLeaseTTL): a dead allocsvr's sections move this long
+	// after its last heartbeat.
+	SeqLeaseTTL time.Duration
 	// Clock is read for the time put into every command and into
 	// ClusterStatus (default clock.System()).
 	Clock clock.Clock
@@ -84,6 +88,7 @@ func (c Config) withDefaults() (Config, error) {
 	c.Logger = c.Logger.With("node_id", c.NodeID)
 	setDur(&c.WorkerLeaseTTL, spec.DefaultWorkerLeaseTTL)
 	setDur(&c.WorkerRetention, spec.DefaultWorkerRetention)
+	setDur(&c.SeqLeaseTTL, spec.DefaultSeqLeaseTTL)
 	if c.RequestRecordLimit <= 0 {
 		c.RequestRecordLimit = DefaultRequestRecordLimit
 	}

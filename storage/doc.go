@@ -1,6 +1,7 @@
-// Package storage is the Raft-replicated tag store behind storesvr: the
-// FSM, the Raft member around it and the Connect handler
-// (seqsvr.v1.StoreService) with leader forwarding.
+// Package storage is the Raft-replicated store behind storesvr (tags,
+// snowflake workers, per-key sequence spaces): the FSM, the Raft member
+// around it and the Connect handler (seqsvr.v1.StoreService) with leader
+// forwarding.
 //
 // API used by cmd/storesvr:
 //
@@ -47,7 +48,26 @@
 //     over by a new instance starts above the old holder's last timestamp
 //     plus one lease TTL; expired IDs are reclaimed only after the retention
 //     period, otherwise resource_exhausted.
+//   - Per-key sequences (spaces): a space's sections each have one durable
+//     max_seq and at most one owner among the allocsvrs, recorded in the
+//     space's routing table (compact runs of sections). An allocsvr holds a
+//     lease by SeqHeartbeat (Config.SeqLeaseTTL on the leader's clock,
+//     carried in the command); another instance of its node_id is refused
+//     (failed_precondition) while the lease is live. Every heartbeat and
+//     CreateSpace rebalances the sections evenly over the live allocsvrs,
+//     but a section moves away from a live owner only after that owner
+//     released it (or left, or its lease expired): until then the target is
+//     only next_owner. routing_version grows on every change of a table and
+//     only then. RaiseSections is accepted only from the live instance that
+//     owns every listed section, never lowers a max_seq, answers a first
+//     load (known_max -1) with the previous max_seq, is idempotent for a
+//     retried known_max, refuses an int64 overflow (resource_exhausted) and
+//     is all-or-nothing. So a new owner's first load answers at least
+//     everything a previous owner could hand out, and a stale owner cannot
+//     commit a limit after losing its section. GetSpace, ListSpaces and
+//     GetRouting are linearizable like GetTag.
 //
 // Planted bugs (internal/faults, only in -tags faults builds):
-// reserve-before-commit, stale-reads, snapshot-drops-maxid.
+// reserve-before-commit, stale-reads, snapshot-drops-maxid,
+// seq-no-handover-wait.
 package storage

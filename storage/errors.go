@@ -24,4 +24,10 @@ var (
 	// ErrWorkersExhausted: every worker ID of the layout is taken and none
 	// can be reclaimed.
 	ErrWorkersExhausted = errs.New(errs.ResourceExhausted, "worker IDs exhausted")
+	// ErrSeqNodeHeld: a SeqHeartbeat for a node_id whose per-key sequence
+	// lease is held by another live instance.
+	ErrSeqNodeHeld = errs.New(errs.FailedPrecondition, "node held by another live instance")
+	// ErrNotSectionOwner: a RaiseSections from a caller that is not the
+	// live owner of every section it names; it must stop serving them.
+	ErrNotSectionOwner = errs.New(errs.FailedPrecondition, "not the section owner")
 )

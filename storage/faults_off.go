@@ -14,3 +14,5 @@ func (s *Store) plantedReserveBeforeCommit(*seqsvrv1.Command) (*seqsvrv1.Segment
 func plantedStaleReads() bool { return false }
 
 func plantedSnapshotDropsMaxID(*seqsvrv1.FSMSnapshot) {}
+
+func plantedNoHandoverWait() bool { return false }

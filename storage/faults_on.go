@@ -70,3 +70,9 @@ func plantedSnapshotDropsMaxID(snap *seqsvrv1.FSMSnapshot) {
 		t.MaxId = 0
 	}
 }
+
+// plantedNoHandoverWait is seq-no-handover-wait: when planted, rebalance
+// gives a section owned by a live allocsvr to its new target at once
+// instead of setting next_owner and waiting for the release or the lease
+// expiry, so two allocsvrs may serve the same keys.
+func plantedNoHandoverWait() bool { return faults.Bug(faults.BugSeqNoHandoverWait) }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -30,6 +31,19 @@ func snapshotMaxID(t *testing.T, f *fsm, tag string) int64 {
 	return 0
 }
 
+// handoverRuns is the routing of a 4-section space after a second allocsvr
+// joins a live one: without seq-no-handover-wait, sections 2..3 stay with
+// a and wait for b.
+func handoverRuns(t *testing.T) []run {
+	t.Helper()
+	f := newFSM(nil)
+	mustApply(t, f, 1000, hbCmd("a", "a1", false))
+	mustApply(t, f, 1000, spaceCmd("s", 4, 1, 10))
+	mustApply(t, f, 1001, hbCmd("b", "b1", false))
+	runs, _ := routing(f, "s")
+	return runs
+}
+
 // The bugs are planted only by name: in this process none is, so every
 // hook is inert even in a faults build.
 func TestPlantedBugsOffUnlessNamed(t *testing.T) {
@@ -47,6 +61,9 @@ func TestPlantedBugsOffUnlessNamed(t *testing.T) {
 	if _, ok := (&Store{}).plantedReserveBeforeCommit(reserveCmd("a", 0, "", 0)); ok {
 		t.Fatal("reserve-before-commit active without being planted")
 	}
+	if got, want := handoverRuns(t), []run{{0, 1, "a", ""}, {2, 3, "a", "b"}}; !slices.Equal(got, want) {
+		t.Fatalf("handover without the bug: %+v, want %+v", got, want)
+	}
 }
 
 // With SEQSVR_FAULTS_BUGS naming them (in a child process: the variable is
@@ -55,7 +72,7 @@ func TestPlantedBugsWhenNamed(t *testing.T) {
 	if os.Getenv("STORAGE_PLANTED_CHILD") == "" {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestPlantedBugsWhenNamed$", "-test.count=1")
 		cmd.Env = append(os.Environ(), "STORAGE_PLANTED_CHILD=1", "SEQSVR_FAULTS_BUGS="+
-			strings.Join([]string{faults.BugStaleReads, faults.BugSnapshotDropsMaxID, faults.BugReserveBeforeCommit}, ","))
+			strings.Join([]string{faults.BugStaleReads, faults.BugSnapshotDropsMaxID, faults.BugReserveBeforeCommit, faults.BugSeqNoHandoverWait}, ","))
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("child: %v\n%s", err, out)
 		}
@@ -68,6 +85,10 @@ func TestPlantedBugsWhenNamed(t *testing.T) {
 	}
 	if maxID(f, "a") != 500 {
 		t.Fatal("snapshot-drops-maxid changed the live state")
+	}
+	// seq-no-handover-wait: b serves 2..3 while a, still live, may too.
+	if got, want := handoverRuns(t), []run{{0, 1, "a", ""}, {2, 3, "b", ""}}; !slices.Equal(got, want) {
+		t.Fatalf("seq-no-handover-wait: %+v, want %+v", got, want)
 	}
 	// No raft at all: a read is served without consulting it.
 	if err := (&Store{}).linearize(context.Background()); err != nil {

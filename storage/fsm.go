@@ -20,7 +20,12 @@ type applyResult struct {
 	tag    *seqsvrv1.TagState
 	seg    *seqsvrv1.RequestRecord
 	worker *workerAnswer
-	err    error
+	// Per-key sequences: what CreateSpace, SeqHeartbeat and RaiseSections
+	// answer, built under the lock.
+	space     *seqsvrv1.Space
+	heartbeat *seqsvrv1.SeqHeartbeatResponse
+	raise     *seqsvrv1.RaiseSectionsResponse
+	err       error
 }
 
 // workerAnswer is a worker's state plus what the Worker reply needs.
@@ -50,6 +55,8 @@ type fsmState struct {
 	members      map[string]*seqsvrv1.MemberInfo
 	layout       *seqsvrv1.SnowflakeLayout
 	nextWorkerID int64
+	spaces       map[string]*space
+	seqMembers   map[string]*seqsvrv1.SeqMemberState // by node_id
 }
 
 // newFSM makes an empty state machine. A nil layout is the store's,
@@ -63,11 +70,13 @@ func newFSM(layout *seqsvrv1.SnowflakeLayout) *fsm {
 
 func newState(layout *seqsvrv1.SnowflakeLayout) *fsmState {
 	return &fsmState{
-		tags:     map[string]*seqsvrv1.TagState{},
-		requests: map[string]*seqsvrv1.RequestRecord{},
-		workers:  map[string]*seqsvrv1.WorkerState{},
-		members:  map[string]*seqsvrv1.MemberInfo{},
-		layout:   proto.Clone(layout).(*seqsvrv1.SnowflakeLayout),
+		tags:       map[string]*seqsvrv1.TagState{},
+		requests:   map[string]*seqsvrv1.RequestRecord{},
+		workers:    map[string]*seqsvrv1.WorkerState{},
+		members:    map[string]*seqsvrv1.MemberInfo{},
+		spaces:     map[string]*space{},
+		seqMembers: map[string]*seqsvrv1.SeqMemberState{},
+		layout:     proto.Clone(layout).(*seqsvrv1.SnowflakeLayout),
 	}
 }
 
@@ -103,6 +112,12 @@ func (f *fsm) applyCommand(cmd *seqsvrv1.Command) applyResult {
 		return f.st.applySetMember(c.SetMember)
 	case *seqsvrv1.Command_RemoveMember:
 		return f.st.applyRemoveMember(c.RemoveMember)
+	case *seqsvrv1.Command_CreateSpace:
+		return f.st.applyCreateSpace(now, c.CreateSpace)
+	case *seqsvrv1.Command_SeqHeartbeat:
+		return f.st.applySeqHeartbeat(now, c.SeqHeartbeat)
+	case *seqsvrv1.Command_RaiseSections:
+		return f.st.applyRaiseSections(now, c.RaiseSections)
 	case *seqsvrv1.Command_Noop:
 		return applyResult{}
 	default:

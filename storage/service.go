@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"sort"
 	"time"
 
 	"connectrpc.com/connect"
@@ -20,9 +19,6 @@ import (
 // service implements seqsvrv1connect.StoreServiceHandler on a Store.
 type service struct {
 	s *Store
-	// TODO(issue 10): the per-key sequence RPCs are being written on a
-	// branch; until they land they answer unimplemented.
-	seqsvrv1connect.UnimplementedStoreServiceHandler
 }
 
 // Service returns the Connect handler implementation, with leader
@@ -131,31 +127,35 @@ func (s *Store) getTagLocal(r *seqsvrv1.GetTagRequest) (*seqsvrv1.Tag, error) {
 }
 
 func (s *Store) listTags(ctx context.Context, r *seqsvrv1.ListTagsRequest) (*seqsvrv1.ListTagsResponse, error) {
-	size, after, err := pageParams(r)
+	out := &seqsvrv1.ListTagsResponse{}
+	var err error
+	out.Tags, out.NextPageToken, err = listPage(ctx, s, r.GetPageSize(), r.GetPageToken(),
+		func(st *fsmState) map[string]*seqsvrv1.TagState { return st.tags }, apiTag)
+	return out, err
+}
+
+// listPage is a linearizable read of one page of the named entries of the
+// map of picks, in name order, each converted by api.
+func listPage[V, Out any](ctx context.Context, s *Store, pageSize int32, token string,
+	pick func(*fsmState) map[string]V, api func(V) Out) ([]Out, string, error) {
+	size, after, err := pageParams(pageSize, token)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if err := s.linearize(ctx); err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	out := &seqsvrv1.ListTagsResponse{}
+	var out []Out
+	var next string
 	s.fsm.read(func(st *fsmState) {
-		names := make([]string, 0, len(st.tags))
-		for name := range st.tags {
-			if name > after {
-				names = append(names, name)
-			}
-		}
-		sort.Strings(names)
-		if len(names) > size {
-			names = names[:size]
-			out.NextPageToken = pageToken(names[size-1])
-		}
+		m := pick(st)
+		var names []string
+		names, next = page(m, size, after)
 		for _, name := range names {
-			out.Tags = append(out.Tags, apiTag(st.tags[name]))
+			out = append(out, api(m[name]))
 		}
 	})
-	return out, nil
+	return out, next, nil
 }
 
 func (s *Store) updateTag(ctx context.Context, r *seqsvrv1.UpdateTagRequest) (*seqsvrv1.Tag, error) {

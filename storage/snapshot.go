@@ -1,8 +1,10 @@
 package storage
 
 import (
+	"cmp"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 
 	"github.com/hashicorp/raft"
 	"google.golang.org/protobuf/proto"
@@ -36,7 +38,7 @@ func (st *fsmState) toProto() *seqsvrv1.FSMSnapshot {
 	for _, k := range sortedKeys(st.tags) {
 		snap.Tags = append(snap.Tags, cloneTag(st.tags[k]))
 	}
-	// Records and members are never changed after they are stored (eviction
+	// Records and members (both kinds) are never changed after they are stored (eviction
 	// and SetMember replace map entries), so the snapshot may share them;
 	// copying up to RequestRecordLimit records here would hold up Apply.
 	for _, id := range st.order[st.head:] {
@@ -47,6 +49,12 @@ func (st *fsmState) toProto() *seqsvrv1.FSMSnapshot {
 	}
 	for _, k := range sortedKeys(st.members) {
 		snap.Members = append(snap.Members, st.members[k])
+	}
+	for _, k := range sortedKeys(st.spaces) {
+		snap.Spaces = append(snap.Spaces, st.spaces[k].state())
+	}
+	for _, k := range sortedKeys(st.seqMembers) {
+		snap.SeqMembers = append(snap.SeqMembers, st.seqMembers[k])
 	}
 	return snap
 }
@@ -73,14 +81,17 @@ func stateFromProto(snap *seqsvrv1.FSMSnapshot, defaultLayout *seqsvrv1.Snowflak
 	for _, m := range snap.GetMembers() {
 		st.members[m.GetId()] = m
 	}
+	for _, sp := range snap.GetSpaces() {
+		st.spaces[sp.GetSpace()] = spaceFromState(sp)
+	}
+	for _, m := range snap.GetSeqMembers() {
+		st.seqMembers[m.GetNodeId()] = m
+	}
 	return st
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
+// sortedKeys lists m's keys in order, so whatever is built from a map does
+// not depend on Go's map order.
+func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
+	return slices.Sorted(maps.Keys(m))
 }

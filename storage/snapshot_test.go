@@ -40,6 +40,14 @@ func populated(t *testing.T) *fsm {
 	applyAt(t, f, 15, reserveCmd("a", 0, "r4", 3)) // evicts r1
 	applyAt(t, f, 16, registerCmd("n1", "i1", 16, ttl, retention))
 	applyAt(t, f, 17, &seqsvrv1.Command{Cmd: &seqsvrv1.Command_SetMember{SetMember: &seqsvrv1.SetMemberCommand{Id: "m", RaftAddr: "r", HttpAddr: "h"}}})
+	// Per-key sequences: a pending handover, a member that left, raised
+	// sections.
+	mustApply(t, f, 18, hbCmd("sa", "i", false))
+	mustApply(t, f, 18, spaceCmd("sp", 100, 10, 7))
+	mustApply(t, f, 18, spaceCmd("sq", 5, 1, 3))
+	mustApply(t, f, 19, hbCmd("sb", "j", false))
+	mustApply(t, f, 19, hbCmd("sc", "k", true))
+	mustApply(t, f, 19, raiseCmd("sa", "i", "sp", 0, -1, 9, 40))
 	return f
 }
 
@@ -69,13 +77,14 @@ func TestSnapshotRestoreRoundTrip(t *testing.T) {
 	applyAt(t, dst, 1, createCmd("stale", 0, 1))
 	applyAt(t, dst, 1, reserveCmd("stale", 0, "old", 0))
 	applyAt(t, dst, 1, registerCmd("ghost", "g", 1, ttl, retention))
+	applyAt(t, dst, 1, spaceCmd("ghost", 1, 1, 1))
 	if err := dst.Restore(io.NopCloser(bytes.NewReader(data))); err != nil {
 		t.Fatal(err)
 	}
 	if !proto.Equal(src.st.toProto(), dst.st.toProto()) {
 		t.Fatalf("restored state differs:\n%v\n%v", src.st.toProto(), dst.st.toProto())
 	}
-	if maxID(dst, "stale") != -1 || dst.member("m") == nil {
+	if _, v := routing(dst, "ghost"); maxID(dst, "stale") != -1 || v != 0 || dst.member("m") == nil {
 		t.Fatal("prior state survived Restore or members lost")
 	}
 	if dst.st.layout.GetWorkerBits() != 2 {
@@ -85,6 +94,12 @@ func TestSnapshotRestoreRoundTrip(t *testing.T) {
 	for _, f := range []*fsm{src, dst} {
 		applyAt(t, f, 20, reserveCmd("a", 0, "r5", 3)) // evicts r2
 		applyAt(t, f, 21, registerCmd("n2", "i2", 21, ttl, retention))
+		mustApply(t, f, 22, hbCmd("sa", "i", false, span("sp", 5, 9)))
+		mustApply(t, f, 22, raiseCmd("sa", "i", "sp", 0, 7))
+	}
+	wantRuns(t, dst, "sp", run{0, 4, "sa", ""}, run{5, 9, "sb", ""})
+	if maxSeq(dst, "sp", 0) != 14 || maxSeq(dst, "sp", 9) != 47 {
+		t.Fatalf("restored maxes: %d %d", maxSeq(dst, "sp", 0), maxSeq(dst, "sp", 9))
 	}
 	if !proto.Equal(src.st.toProto(), dst.st.toProto()) {
 		t.Fatal("states diverge after restore")

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"math"
+	"sort"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/internal/errs"
@@ -119,18 +120,19 @@ func validateMember(id, raftAddr, httpAddr string) error {
 	return validateKey("http_addr", httpAddr, true)
 }
 
-// pageParams resolves ListTags paging: the size (default 100, at most 1000)
-// and the tag name to start after (the token is that name, base64url).
-func pageParams(r *seqsvrv1.ListTagsRequest) (size int, after string, err error) {
-	size = int(r.GetPageSize())
+// pageParams resolves ListTags and ListSpaces paging: the size (default
+// 100, at most 1000) and the name to start after (the token is that name,
+// base64url).
+func pageParams(pageSize int32, token string) (size int, after string, err error) {
+	size = int(pageSize)
 	switch {
 	case size == 0:
 		size = DefaultPageSize
 	case size < 0 || size > MaxPageSize:
 		return 0, "", fmt.Errorf("%w: page_size must be 0..%d, got %d", errs.InvalidArgument, MaxPageSize, size)
 	}
-	if tok := r.GetPageToken(); tok != "" {
-		b, derr := base64.RawURLEncoding.DecodeString(tok)
+	if token != "" {
+		b, derr := base64.RawURLEncoding.DecodeString(token)
 		if derr != nil || spec.CheckTag(string(b)) != nil {
 			return 0, "", fmt.Errorf("%w: malformed page_token", errs.InvalidArgument)
 		}
@@ -139,6 +141,22 @@ func pageParams(r *seqsvrv1.ListTagsRequest) (size int, after string, err error)
 	return size, after, nil
 }
 
-func pageToken(lastTag string) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(lastTag))
+// page is the next page of m's names after after, at most size of them, in
+// order, and the token of the page after it ("" at the end).
+func page[V any](m map[string]V, size int, after string) (names []string, next string) {
+	for name := range m {
+		if name > after {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	if len(names) > size {
+		names = names[:size]
+		next = pageToken(names[size-1])
+	}
+	return names, next
+}
+
+func pageToken(lastName string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(lastName))
 }

@@ -37,16 +37,16 @@ func TestValidateRequests(t *testing.T) {
 }
 
 func TestPageParams(t *testing.T) {
-	size, after, err := pageParams(&seqsvrv1.ListTagsRequest{})
+	size, after, err := pageParams(0, "")
 	if err != nil || size != DefaultPageSize || after != "" {
 		t.Fatalf("defaults: %d %q %v", size, after, err)
 	}
-	size, after, err = pageParams(&seqsvrv1.ListTagsRequest{PageSize: 7, PageToken: pageToken("abc")})
+	size, after, err = pageParams(7, pageToken("abc"))
 	if err != nil || size != 7 || after != "abc" {
 		t.Fatalf("token round trip: %d %q %v", size, after, err)
 	}
 	for _, r := range []*seqsvrv1.ListTagsRequest{{PageSize: -1}, {PageSize: MaxPageSize + 1}, {PageToken: "!!!"}, {PageToken: pageToken("a b")}} {
-		if _, _, err := pageParams(r); !errors.Is(err, errs.InvalidArgument) {
+		if _, _, err := pageParams(r.GetPageSize(), r.GetPageToken()); !errors.Is(err, errs.InvalidArgument) {
 			t.Errorf("%v: err %v", r, err)
 		}
 	}

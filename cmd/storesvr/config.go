@@ -19,6 +19,7 @@ type config struct {
 	SnapshotInterval                                                     time.Duration
 	RequestRecordLimit                                                   int
 	WorkerLeaseTTL, WorkerRetention                                      time.Duration
+	SeqLeaseTTL                                                          time.Duration
 
 	serve.Common
 }
@@ -47,6 +48,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	fs.IntVar(&c.RequestRecordLimit, "request-record-limit", 0, "request_ids remembered for idempotent retries (0: storage default)")
 	fs.DurationVar(&c.WorkerLeaseTTL, "worker-lease-ttl", 0, "snowflake worker lease TTL (0: storage default, about 10s)")
 	fs.DurationVar(&c.WorkerRetention, "worker-retention", 0, "how long an expired worker ID is kept before it may be reclaimed (0: storage default)")
+	fs.DurationVar(&c.SeqLeaseTTL, "seq-lease-ttl", 0, "per-key sequence lease of an allocsvr: its sections move this long after its last heartbeat (0: storage default, 5s)")
 	c.Common.Register(fs)
 	if err := serve.Parse(fs, args, getenv); err != nil {
 		return nil, err

@@ -14,12 +14,12 @@ func TestConfigRequiredAndEnv(t *testing.T) {
 		!strings.Contains(err.Error(), "--node-id") || !strings.Contains(err.Error(), "--data-dir") {
 		t.Fatalf("missing required flags: err %v", err)
 	}
-	env := map[string]string{"SEQSVR_NODE_ID": "s9", "SEQSVR_DATA_DIR": "/d", "SEQSVR_PEERS": "x", "SEQSVR_ELECTION_TIMEOUT": "1s"}
+	env := map[string]string{"SEQSVR_NODE_ID": "s9", "SEQSVR_DATA_DIR": "/d", "SEQSVR_PEERS": "x", "SEQSVR_ELECTION_TIMEOUT": "1s", "SEQSVR_SEQ_LEASE_TTL": "3s"}
 	c, err := parseConfig([]string{"--node-id", "s1", "--peers", ""}, func(k string) string { return env[k] }, &out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.NodeID != "s1" || c.DataDir != "/d" || c.ElectionTimeout.String() != "1s" {
+	if c.NodeID != "s1" || c.DataDir != "/d" || c.ElectionTimeout.String() != "1s" || c.SeqLeaseTTL.String() != "3s" {
 		t.Fatalf("config %+v", c)
 	}
 	// An explicitly empty flag still wins over the environment.
@@ -29,7 +29,8 @@ func TestConfigRequiredAndEnv(t *testing.T) {
 	if _, err := parseConfig([]string{"--node-id", "a", "--data-dir", "d", "--peers", "a=x@y", "--join", "h:1"}, func(string) string { return "" }, &out); err == nil {
 		t.Fatal("--peers with --join accepted")
 	}
-	if code := serve.Main("storesvr", []string{"--help"}, func(string) string { return "" }, &out, parseConfig); code != 0 || !strings.Contains(out.String(), "SEQSVR_RAFT_ADDR") {
+	if code := serve.Main("storesvr", []string{"--help"}, func(string) string { return "" }, &out, parseConfig); code != 0 || !strings.Contains(out.String(), "SEQSVR_RAFT_ADDR") ||
+		!strings.Contains(out.String(), "--seq-lease-ttl") {
 		t.Fatalf("--help: code %d", code)
 	}
 	if code := serve.Main("storesvr", []string{"--bogus"}, func(string) string { return "" }, &out, parseConfig); code != 2 {

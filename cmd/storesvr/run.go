@@ -46,6 +46,7 @@ func (cfg *config) open(_ context.Context, env serve.Env) (*serve.App, error) {
 		RequestRecordLimit: cfg.RequestRecordLimit,
 		WorkerLeaseTTL:     cfg.WorkerLeaseTTL,
 		WorkerRetention:    cfg.WorkerRetention,
+		SeqLeaseTTL:        cfg.SeqLeaseTTL,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)

@@ -11,6 +11,7 @@
 //	stale-reads            storage: GetTag/ListTags skip VerifyLeader and the barrier
 //	no-self-fence          alloc: snowflake IDs keep flowing after the lease is lost
 //	snapshot-drops-maxid   storage: snapshots store max_id as 0
+//	seq-no-handover-wait   storage: rebalance moves a live owner's sections at once
 package faults
 
 import "time"
@@ -21,6 +22,7 @@ const (
 	BugStaleReads          = "stale-reads"
 	BugNoSelfFence         = "no-self-fence"
 	BugSnapshotDropsMaxID  = "snapshot-drops-maxid"
+	BugSeqNoHandoverWait   = "seq-no-handover-wait"
 )
 
 // Now is the wall clock every time-reading part of the service should use

@@ -81,3 +81,26 @@ const (
 	// new node once its lease expired this long ago.
 	DefaultWorkerRetention = 24 * time.Hour
 )
+
+// Per-key sequence spaces (issue 10): the defaults CreateSpace applies to a
+// zero field and the limits the store enforces. A section's memory on the
+// allocsvr is 8*section_size bytes, hence MaxSectionSize.
+const (
+	DefaultKeyCount    = uint64(1) << 32
+	DefaultSectionSize = 100000
+	DefaultSeqStep     = 10000
+	MaxSectionSize     = 10_000_000
+	MaxSectionCount    = 1_000_000
+	MaxSeqStep         = 1_000_000_000
+	// MaxRaiseSections is the most sections one RaiseSections names.
+	MaxRaiseSections = 10000
+	// DefaultSeqLeaseTTL is the allocsvr membership lease for per-key
+	// sequences the store grants unless configured otherwise.
+	DefaultSeqLeaseTTL = 5 * time.Second
+)
+
+// SectionCount is ceil(keyCount/sectionSize): the number of sections of a
+// space. sectionSize must not be 0.
+func SectionCount(keyCount, sectionSize uint64) uint64 {
+	return keyCount/sectionSize + min(keyCount%sectionSize, 1)
+}

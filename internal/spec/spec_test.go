@@ -54,3 +54,14 @@ func TestDefaultLayoutFits(t *testing.T) {
 		t.Fatal("DefaultLayout must return a fresh copy")
 	}
 }
+
+func TestSectionCount(t *testing.T) {
+	for _, c := range []struct{ keys, size, want uint64 }{
+		{1, 1, 1}, {1, 100, 1}, {100, 100, 1}, {101, 100, 2}, {DefaultKeyCount, DefaultSectionSize, 42950},
+		{^uint64(0), 1 << 63, 2},
+	} {
+		if got := SectionCount(c.keys, c.size); got != c.want {
+			t.Errorf("SectionCount(%d, %d) = %d, want %d", c.keys, c.size, got, c.want)
+		}
+	}
+}

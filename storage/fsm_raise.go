@@ -1,0 +1,88 @@
+package storage
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+
+	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/internal/errs"
+)
+
+// applyRaiseSections raises the durable max_seq of sections the caller
+// owns. Only the live instance that owns every listed section may raise
+// (a stale owner can never commit a limit it could use after losing the
+// section). known_max -1 is a first load: max_seq + step, answering the
+// previous max_seq where the caller starts the section's keys; otherwise
+// max(max_seq, known_max + step), so a retry changes nothing. All or
+// nothing: the first refused item leaves every section as it was.
+func (st *fsmState) applyRaiseSections(now int64, c *seqsvrv1.RaiseSectionsCommand) applyResult {
+	sp, ok := st.spaces[c.GetSpace()]
+	if !ok {
+		return applyResult{err: fmt.Errorf("%w: space %q", errs.NotFound, c.GetSpace())}
+	}
+	if err := st.checkSeqCaller(c.GetNodeId(), c.GetInstanceId(), now); err != nil {
+		return applyResult{err: err}
+	}
+	out := &seqsvrv1.RaiseSectionsResponse{Sections: make([]*seqsvrv1.SectionMax, 0, len(c.GetSections()))}
+	for _, item := range c.GetSections() {
+		sec := item.GetSection()
+		if sec >= sp.sections {
+			return applyResult{err: fmt.Errorf("%w: section %d of space %q, which has %d", errs.InvalidArgument, sec, sp.name, sp.sections)}
+		}
+		if owner := sp.owner(sec); owner != c.GetNodeId() {
+			return applyResult{err: fmt.Errorf("%w: not the owner of section %d of space %q (owner %q)", ErrNotSectionOwner, sec, sp.name, owner)}
+		}
+		prev := sp.maxes[sec]
+		next, err := raised(prev, item.GetKnownMax(), sp.step)
+		if err != nil {
+			return applyResult{err: fmt.Errorf("%w: section %d of space %q", err, sec, sp.name)}
+		}
+		out.Sections = append(out.Sections, &seqsvrv1.SectionMax{Section: sec, PrevMax: prev, MaxSeq: next})
+	}
+	for _, m := range out.GetSections() {
+		sp.maxes[m.GetSection()] = m.GetMaxSeq()
+	}
+	out.RoutingVersion = sp.routingVersion
+	return applyResult{raise: out}
+}
+
+// checkSeqCaller refuses a caller that is not the live instance of node.
+func (st *fsmState) checkSeqCaller(node, instance string, now int64) error {
+	m, ok := st.seqMembers[node]
+	switch {
+	case !ok:
+		return fmt.Errorf("%w: node %q has no per-key sequence lease; heartbeat first", ErrNotSectionOwner, node)
+	case m.GetInstanceId() != instance:
+		return fmt.Errorf("%w: node %q is held by instance %q, not %q", ErrNotSectionOwner, node, m.GetInstanceId(), instance)
+	case !st.seqLive(node, now):
+		return fmt.Errorf("%w: the lease of node %q expired %d ms ago or it left", ErrNotSectionOwner, node, now-m.GetLeaseExpiresMs())
+	}
+	return nil
+}
+
+// raised is a section's new max_seq: prev + step for a first load
+// (knownMax -1), else max(prev, knownMax + step).
+func raised(prev, knownMax, step int64) (int64, error) {
+	base := knownMax
+	if knownMax == -1 {
+		base = prev
+	}
+	if knownMax < -1 {
+		return 0, fmt.Errorf("%w: known_max %d is below -1", errs.InvalidArgument, knownMax)
+	}
+	if base > math.MaxInt64-step {
+		return 0, fmt.Errorf("%w: max_seq %d + step %d passes 2^63-1", errs.ResourceExhausted, base, step)
+	}
+	return max(prev, base+step), nil
+}
+
+// owner is the node that owns section sec ("" if none).
+func (sp *space) owner(sec uint64) string {
+	i, _ := slices.BinarySearchFunc(sp.runs, sec, func(r run, s uint64) int { return cmp.Compare(r.last, s) })
+	if i < len(sp.runs) && sp.runs[i].first <= sec {
+		return sp.runs[i].owner
+	}
+	return ""
+}

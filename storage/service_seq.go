@@ -1,0 +1,112 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+
+	"connectrpc.com/connect"
+
+	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/internal/errs"
+	"github.com/seqsvr/seqsvr/internal/spec"
+)
+
+// The per-key sequence RPCs. CreateSpace, SeqHeartbeat and RaiseSections
+// are writes (proposed on the leader, forwarded there from a follower);
+// GetSpace, ListSpaces and GetRouting are linearizable reads like GetTag.
+
+func (h *service) CreateSpace(ctx context.Context, req *connect.Request[seqsvrv1.CreateSpaceRequest]) (*connect.Response[seqsvrv1.Space], error) {
+	return serve(ctx, h.s, req, h.s.createSpace, client.CreateSpace)
+}
+
+func (h *service) GetSpace(ctx context.Context, req *connect.Request[seqsvrv1.GetSpaceRequest]) (*connect.Response[seqsvrv1.Space], error) {
+	return serve(ctx, h.s, req, h.s.getSpace, client.GetSpace)
+}
+
+func (h *service) ListSpaces(ctx context.Context, req *connect.Request[seqsvrv1.ListSpacesRequest]) (*connect.Response[seqsvrv1.ListSpacesResponse], error) {
+	return serve(ctx, h.s, req, h.s.listSpaces, client.ListSpaces)
+}
+
+func (h *service) GetRouting(ctx context.Context, req *connect.Request[seqsvrv1.GetRoutingRequest]) (*connect.Response[seqsvrv1.RoutingTable], error) {
+	return serve(ctx, h.s, req, h.s.getRouting, client.GetRouting)
+}
+
+func (h *service) SeqHeartbeat(ctx context.Context, req *connect.Request[seqsvrv1.SeqHeartbeatRequest]) (*connect.Response[seqsvrv1.SeqHeartbeatResponse], error) {
+	return serve(ctx, h.s, req, h.s.seqHeartbeat, client.SeqHeartbeat)
+}
+
+func (h *service) RaiseSections(ctx context.Context, req *connect.Request[seqsvrv1.RaiseSectionsRequest]) (*connect.Response[seqsvrv1.RaiseSectionsResponse], error) {
+	return serve(ctx, h.s, req, h.s.raiseSections, client.RaiseSections)
+}
+
+func (s *Store) createSpace(ctx context.Context, r *seqsvrv1.CreateSpaceRequest) (*seqsvrv1.Space, error) {
+	res, err := s.proposeChecked(ctx, validateCreateSpace(r), &seqsvrv1.Command{Cmd: &seqsvrv1.Command_CreateSpace{CreateSpace: &seqsvrv1.CreateSpaceCommand{
+		Space: r.GetSpace(), KeyCount: r.GetKeyCount(), SectionSize: r.GetSectionSize(), Step: r.GetStep(), Description: r.GetDescription()}}})
+	return res.space, err
+}
+
+// seqHeartbeat carries this member's lease TTL in the command, so every
+// member applies the same lease whatever its own flag says.
+func (s *Store) seqHeartbeat(ctx context.Context, r *seqsvrv1.SeqHeartbeatRequest) (*seqsvrv1.SeqHeartbeatResponse, error) {
+	res, err := s.proposeChecked(ctx, validateSeqHeartbeat(r), &seqsvrv1.Command{Cmd: &seqsvrv1.Command_SeqHeartbeat{SeqHeartbeat: &seqsvrv1.SeqHeartbeatCommand{
+		NodeId: r.GetNodeId(), InstanceId: r.GetInstanceId(), Url: r.GetUrl(), Leaving: r.GetLeaving(), Released: r.GetReleased(),
+		LeaseTtlMs: s.cfg.SeqLeaseTTL.Milliseconds()}}})
+	return res.heartbeat, err
+}
+
+func (s *Store) raiseSections(ctx context.Context, r *seqsvrv1.RaiseSectionsRequest) (*seqsvrv1.RaiseSectionsResponse, error) {
+	res, err := s.proposeChecked(ctx, validateRaiseSections(r), &seqsvrv1.Command{Cmd: &seqsvrv1.Command_RaiseSections{RaiseSections: &seqsvrv1.RaiseSectionsCommand{
+		NodeId: r.GetNodeId(), InstanceId: r.GetInstanceId(), Space: r.GetSpace(), Sections: r.GetSections()}}})
+	return res.raise, err
+}
+
+// proposeChecked proposes cmd unless the request failed its check
+// (checkErr), which is then the answer.
+func (s *Store) proposeChecked(ctx context.Context, checkErr error, cmd *seqsvrv1.Command) (applyResult, error) {
+	if checkErr != nil {
+		return applyResult{}, checkErr
+	}
+	return s.propose(ctx, cmd)
+}
+
+func (s *Store) getSpace(ctx context.Context, r *seqsvrv1.GetSpaceRequest) (*seqsvrv1.Space, error) {
+	var out *seqsvrv1.Space
+	err := s.readSpace(ctx, r.GetSpace(), func(_ *fsmState, sp *space) { out = sp.api() })
+	return out, err
+}
+
+func (s *Store) getRouting(ctx context.Context, r *seqsvrv1.GetRoutingRequest) (*seqsvrv1.RoutingTable, error) {
+	var out *seqsvrv1.RoutingTable
+	err := s.readSpace(ctx, r.GetSpace(), func(st *fsmState, sp *space) { out = st.table(sp) })
+	return out, err
+}
+
+// readSpace is a linearizable read of one space: fn runs under the FSM's
+// read lock.
+func (s *Store) readSpace(ctx context.Context, name string, fn func(*fsmState, *space)) error {
+	if err := spec.CheckTag(name); err != nil {
+		return err
+	}
+	if err := s.linearize(ctx); err != nil {
+		return err
+	}
+	found := false
+	s.fsm.read(func(st *fsmState) {
+		if sp, ok := st.spaces[name]; ok {
+			found = true
+			fn(st, sp)
+		}
+	})
+	if !found {
+		return fmt.Errorf("%w: space %q", errs.NotFound, name)
+	}
+	return nil
+}
+
+func (s *Store) listSpaces(ctx context.Context, r *seqsvrv1.ListSpacesRequest) (*seqsvrv1.ListSpacesResponse, error) {
+	out := &seqsvrv1.ListSpacesResponse{}
+	var err error
+	out.Spaces, out.NextPageToken, err = listPage(ctx, s, r.GetPageSize(), r.GetPageToken(),
+		func(st *fsmState) map[string]*space { return st.spaces }, (*space).api)
+	return out, err
+}
