@@ -10,7 +10,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 	"github.com/seqsvr/seqsvr/internal/clock"
 	"github.com/seqsvr/seqsvr/internal/errs"
 )
@@ -54,8 +53,7 @@ type Node struct {
 	beatMu  sync.Mutex
 	beatErr error
 
-	peersMu sync.Mutex
-	peers   map[string]seqsvrv1connect.SeqServiceClient
+	peers sync.Map // base URL -> seqsvrv1connect.SeqServiceClient
 
 	forwards, writes atomic.Uint64
 }
@@ -70,7 +68,7 @@ func New(store Store, cfg Config) (*Node, error) {
 	n := &Node{
 		cfg: cfg, store: store, clock: cfg.Clock, log: cfg.Logger.With("component", "seq"),
 		instance: rand.Text(), sections: map[secKey]*section{},
-		kick: make(chan struct{}, 1), peers: map[string]seqsvrv1connect.SeqServiceClient{},
+		kick: make(chan struct{}, 1),
 	}
 	n.lease.Store(&lease{})
 	n.life, n.stop = context.WithCancel(context.Background())

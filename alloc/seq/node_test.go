@@ -200,12 +200,17 @@ func TestLapseWithoutDropIsNotServed(t *testing.T) {
 	}
 }
 
-func TestHandover(t *testing.T) {
+// twoNodes is a store with space "s" (keyCount keys, sections of 10, step
+// 10) and nodes "a" and "b" at urlA and urlB, before any heartbeat.
+func twoNodes(t *testing.T, keyCount uint64, urlA, urlB string) (*fakeStore, *Node, *Node) {
 	c := clocktest.New(t0)
 	st := newFakeStore(c)
-	st.createSpace("s", 20, 10, 10)
-	a := newNode(t, st, c, "a", "http://a")
-	b := newNode(t, st, c, "b", "http://b")
+	st.createSpace("s", keyCount, 10, 10)
+	return st, newNode(t, st, c, "a", urlA), newNode(t, st, c, "b", urlB)
+}
+
+func TestHandover(t *testing.T) {
+	st, a, b := twoNodes(t, 20, "http://a", "http://b")
 	mustBeat(t, a)
 	old := next(t, a, "s", 15)[0] // section 1, a's for now
 	mustBeat(t, b)                // b live: section 1 goes to b, pending a's release
@@ -237,11 +242,7 @@ func TestHandover(t *testing.T) {
 }
 
 func TestClose(t *testing.T) {
-	c := clocktest.New(t0)
-	st := newFakeStore(c)
-	st.createSpace("s", 20, 10, 10)
-	a := newNode(t, st, c, "a", "http://a")
-	b := newNode(t, st, c, "b", "http://b")
+	st, a, b := twoNodes(t, 20, "http://a", "http://b")
 	mustBeat(t, a)
 	mustBeat(t, b)
 	mustBeat(t, a)
@@ -267,15 +268,11 @@ func serveNode(t *testing.T, mux *http.ServeMux, n *Node) {
 }
 
 func TestRoutingSplitAndForward(t *testing.T) {
-	c := clocktest.New(t0)
-	st := newFakeStore(c)
-	st.createSpace("s", 40, 10, 10) // sections 0,1 -> a; 2,3 -> b
 	muxA, muxB := http.NewServeMux(), http.NewServeMux()
 	srvA, srvB := httptest.NewServer(muxA), httptest.NewServer(muxB)
 	defer srvA.Close()
 	defer srvB.Close()
-	a := newNode(t, st, c, "a", srvA.URL)
-	b := newNode(t, st, c, "b", srvB.URL)
+	_, a, b := twoNodes(t, 40, srvA.URL, srvB.URL) // sections 0,1 -> a; 2,3 -> b
 	serveNode(t, muxA, a)
 	serveNode(t, muxB, b)
 	mustBeat(t, a)

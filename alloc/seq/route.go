@@ -185,13 +185,11 @@ func forwardOnce[Req, Res any](ctx context.Context, call func(context.Context, *
 	return res.Msg, nil
 }
 
+// peer is the client for the allocsvr at url, made on first use.
 func (n *Node) peer(url string) seqsvrv1connect.SeqServiceClient {
-	n.peersMu.Lock()
-	defer n.peersMu.Unlock()
-	c, ok := n.peers[url]
-	if !ok {
-		c = seqsvrv1connect.NewSeqServiceClient(n.cfg.HTTPClient, url, n.cfg.ClientOptions...)
-		n.peers[url] = c
+	if c, ok := n.peers.Load(url); ok {
+		return c.(seqsvrv1connect.SeqServiceClient)
 	}
-	return c
+	c, _ := n.peers.LoadOrStore(url, seqsvrv1connect.NewSeqServiceClient(n.cfg.HTTPClient, url, n.cfg.ClientOptions...))
+	return c.(seqsvrv1connect.SeqServiceClient)
 }
