@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 
 	"github.com/seqsvr/seqsvr/alloc"
 	"github.com/seqsvr/seqsvr/alloc/seq"
@@ -20,6 +21,9 @@ func openSeq(ctx context.Context, cfg *config, env serve.Env, store *storeclient
 	url := cfg.AdvertiseURL
 	if url == "" {
 		url = "http://" + env.Addr
+		if host, _, err := net.SplitHostPort(env.Addr); err == nil && (host == "" || net.ParseIP(host).IsUnspecified()) {
+			env.Logger.Warn("other allocsvrs cannot forward per-key calls to a wildcard address; set --advertise-url", "url", url)
+		}
 	}
 	n, err := seq.New(store, seq.Config{
 		NodeID:            cfg.NodeID,
