@@ -8,7 +8,7 @@ import (
 	"time"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
-	"github.com/seqsvr/seqsvr/internal/clock/clocktest"
+	"github.com/seqsvr/seqsvr/internal/clock"
 	"github.com/seqsvr/seqsvr/internal/errs"
 )
 
@@ -17,7 +17,7 @@ import (
 // enough for these tests), on a fake clock.
 type fakeStore struct {
 	mu      sync.Mutex
-	clock   *clocktest.Fake
+	clock   clock.Clock
 	ttl     time.Duration
 	members map[string]*fakeMember
 	spaces  map[string]*fakeSpace
@@ -44,7 +44,7 @@ type fakeSpace struct {
 	version               uint64
 }
 
-func newFakeStore(c *clocktest.Fake) *fakeStore {
+func newFakeStore(c clock.Clock) *fakeStore {
 	return &fakeStore{clock: c, ttl: 5 * time.Second, members: map[string]*fakeMember{}, spaces: map[string]*fakeSpace{}}
 }
 
