@@ -3,6 +3,7 @@ package seq
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -181,6 +182,10 @@ func (f *fakeStore) RaiseSections(ctx context.Context, req *seqsvrv1.RaiseSectio
 			return nil, fmt.Errorf("%w: not the owner of section %d", errs.FailedPrecondition, r.Section)
 		}
 		prev := sp.max[r.Section]
+		from := max(prev, r.KnownMax)
+		if from > math.MaxInt64-sp.step {
+			return nil, fmt.Errorf("%w: section %d would pass 2^63-1", errs.ResourceExhausted, r.Section)
+		}
 		next := prev + sp.step
 		if r.KnownMax != -1 {
 			next = max(prev, r.KnownMax+sp.step)
@@ -199,6 +204,12 @@ func (f *fakeStore) maxSeq(space string, section uint64) int64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.spaces[space].max[section]
+}
+
+func (f *fakeStore) setMax(space string, section uint64, v int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.spaces[space].max[section] = v
 }
 
 func (f *fakeStore) lastBeat() *seqsvrv1.SeqHeartbeatRequest {

@@ -57,7 +57,7 @@ func (n *Node) beat(ctx context.Context, leaving bool) error {
 	req.NowMs = sent.UnixMilli()
 	res, err := n.store.SeqHeartbeat(ctx, req)
 	if err == nil && !leaving {
-		err = n.apply(sent, res)
+		err = n.apply(sent, res, len(req.Released) > 0)
 	}
 	n.noteBeat(err)
 	return err
@@ -75,8 +75,10 @@ func (n *Node) releases() []*seqsvrv1.SectionSpan {
 // apply installs an answered heartbeat: the new lease and tables, and
 // drops the memory of every section this Node may no longer serve (moved,
 // handover pending, or loaded under a lease that lapsed since). It asks
-// the loop for another heartbeat at once when a handover is pending.
-func (n *Node) apply(sent time.Time, res *seqsvrv1.SeqHeartbeatResponse) error {
+// the loop for another heartbeat at once when a handover is pending,
+// unless this one released sections already (then the next tick does, so
+// a store that keeps a handover pending cannot make it spin).
+func (n *Node) apply(sent time.Time, res *seqsvrv1.SeqHeartbeatResponse, released bool) error {
 	ttl, err := leaseTTL(res)
 	if err != nil {
 		return err
@@ -97,7 +99,7 @@ func (n *Node) apply(sent time.Time, res *seqsvrv1.SeqHeartbeatResponse) error {
 		}
 	}
 	n.mu.Unlock()
-	if len(n.releases()) > 0 {
+	if !released && len(n.releases()) > 0 {
 		n.kickLoop()
 	}
 	return nil

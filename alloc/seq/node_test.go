@@ -3,6 +3,7 @@ package seq
 import (
 	"context"
 	"errors"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -96,6 +97,26 @@ func TestSectionValues(t *testing.T) {
 			t.Fatalf("handed out %d above the committed max_seq %d", v, m)
 		}
 		prev = v
+	}
+}
+
+func TestNeverPastMaxInt64(t *testing.T) {
+	st, _, n := oneNode(t)
+	st.setMax("s", 0, math.MaxInt64-10) // the load takes it to 2^63-1
+	var last int64
+	for {
+		got, _, err := n.Next(context.Background(), "s", []uint64{0}, false)
+		if err != nil {
+			wantCode(t, err, connect.CodeResourceExhausted)
+			break
+		}
+		if got[0] <= last {
+			t.Fatalf("%d after %d", got[0], last)
+		}
+		last = got[0]
+	}
+	if last != math.MaxInt64 {
+		t.Fatalf("stopped at %d, want 2^63-1", last)
 	}
 }
 

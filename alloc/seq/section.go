@@ -73,7 +73,8 @@ func (n *Node) take(ctx context.Context, s *section, i int, o op) (int64, error)
 				s.mu.Unlock()
 				return v, nil
 			}
-			if v++; v <= s.limit {
+			if v < s.limit { // never past the committed max_seq (nor 2^63-1)
+				v++
 				s.cur[i] = v
 				s.high = max(s.high, v)
 				if s.raising == nil && (s.limit-s.high)*raiseAheadDen < s.step*raiseAheadNum {
