@@ -17,7 +17,7 @@ import (
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 	"github.com/seqsvr/seqsvr/internal/spec"
-	"github.com/seqsvr/seqsvr/jepsen/cluster"
+	"github.com/seqsvr/seqsvr/internal/cluster"
 )
 
 // Short per-key leases: the store's lease is 2 s, allocsvrs heartbeat
