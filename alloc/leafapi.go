@@ -33,7 +33,21 @@ func (s *Service) LeafRoutes() map[string]http.Handler {
 		}),
 	}
 	maps.Copy(routes, s.seqRoutes())
+	// Only GET hands out IDs. ServeMux lets a GET pattern answer HEAD too,
+	// which would consume an ID and drop the body; a HEAD pattern is more
+	// specific and refuses it.
+	for pattern := range maps.Clone(routes) {
+		if path, ok := strings.CutPrefix(pattern, http.MethodGet+" "); ok {
+			routes[http.MethodHead+" "+path] = http.HandlerFunc(getOnly)
+		}
+	}
 	return routes
+}
+
+// getOnly answers 405 to a method other than GET on a Leaf route.
+func getOnly(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Allow", http.MethodGet)
+	writeLeaf(w, http.StatusMethodNotAllowed, []byte("only GET hands out IDs\n"))
 }
 
 // leafSegment is the answer to GET /api/segment/get/{tag}, for net/http

@@ -71,3 +71,29 @@ func TestLeafErrorsStatusAndOneLine(t *testing.T) {
 	sf.err = fmt.Errorf("%w: lease lost", errs.FailedPrecondition)
 	check("/api/snowflake/get/order", http.StatusPreconditionFailed)
 }
+
+func TestLeafOnlyGetHandsOutIDs(t *testing.T) {
+	_, seg, _, srv := newTestService(t)
+	for _, path := range []string{"/api/segment/get/order", "/api/snowflake/get/order", "/api/seq/next/inbox/1", "/api/seq/current/inbox/1"} {
+		for _, method := range []string{http.MethodHead, http.MethodPost, http.MethodPut, http.MethodDelete} {
+			req, err := http.NewRequest(method, srv.URL+path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			if res.StatusCode != http.StatusMethodNotAllowed || !strings.Contains(res.Header.Get("Allow"), http.MethodGet) {
+				t.Errorf("%s %s: status %d Allow %q, want 405 allowing GET", method, path, res.StatusCode, res.Header.Get("Allow"))
+			}
+		}
+	}
+	if n := seg.callCount(); n != 0 {
+		t.Fatalf("%d segment calls made by requests that are not GET", n)
+	}
+	if code, body := leafGet(t, srv.URL+"/api/segment/get/order"); code != http.StatusOK || body != "1" {
+		t.Fatalf("GET after the refused methods: %d %q, want the first ID", code, body)
+	}
+}
