@@ -16,6 +16,7 @@ require (
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
 	github.com/rs/cors v1.11.1
+	go.etcd.io/bbolt v1.3.5
 	google.golang.org/protobuf v1.36.12
 )
 
@@ -33,6 +34,5 @@ require (
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
-	go.etcd.io/bbolt v1.3.5 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 )

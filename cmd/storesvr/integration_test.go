@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
 	"net/http"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -443,5 +445,35 @@ func TestAnyStartOrder(t *testing.T) {
 		if err != nil || st.GetLeaderId() != l.NodeID || len(st.GetMembers()) != 3 {
 			t.Fatalf("%s sees %v (%v), want leader %s and 3 members", s.Name, st, err, l.NodeID)
 		}
+	}
+}
+
+// A storesvr pointed at a data dir a live storesvr holds exits at once with
+// an error naming the directory, instead of blocking on bolt's lock.
+func TestDataDirInUseExits(t *testing.T) {
+	c := proctest.StartCluster(t, 1, 0, nil, nil)
+	held := c.Stores[0]
+	ports := make([]string, 2)
+	for i := range ports {
+		p, err := cluster.FreePort("127.0.0.1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ports[i] = fmt.Sprintf("127.0.0.1:%d", p)
+	}
+	ctx := proctest.Context(t, 20*time.Second)
+	cmd := exec.CommandContext(ctx, filepath.Join(proctest.BinDir(), "storesvr"),
+		"--node-id", held.NodeID, "--raft-addr", ports[0], "--http-addr", ports[1], "--data-dir", held.DataDir,
+		"--peers", held.NodeID+"="+ports[0]+"@"+ports[1])
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || ctx.Err() != nil {
+		t.Fatalf("second storesvr on %s: %v (context %v), want a prompt non-zero exit\n%s", held.DataDir, err, ctx.Err(), out)
+	}
+	if !strings.Contains(string(out), held.DataDir) || !strings.Contains(string(out), "in use") {
+		t.Fatalf("exit message does not name the data dir in use:\n%s", out)
+	}
+	if !held.Running() {
+		t.Fatal("the storesvr holding the data dir died")
 	}
 }

@@ -6,6 +6,7 @@
 package raftconf
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"go.etcd.io/bbolt"
 )
 
 // LAN defaults. A follower notices a dead leader after 1-2 heartbeat
@@ -99,10 +101,21 @@ type Stores struct {
 	Logs raft.LogStore
 }
 
+// LockTimeout bounds the wait for bolt's file lock: a data dir held by a
+// live process must end the start with a clear error, not block for ever.
+const LockTimeout = time.Second
+
+// ErrInUse means the bolt file is locked by another process (or another
+// open in this one).
+var ErrInUse = errors.New("in use by another process")
+
 // OpenStores opens path with bolt's defaults: every commit is fsynced, so
 // an entry is on disk before it is acknowledged.
 func OpenStores(path string) (Stores, error) {
-	bolt, err := raftboltdb.New(raftboltdb.Options{Path: path})
+	bolt, err := raftboltdb.New(raftboltdb.Options{Path: path, BoltOptions: &bbolt.Options{Timeout: LockTimeout}})
+	if errors.Is(err, bbolt.ErrTimeout) {
+		return Stores{}, fmt.Errorf("%s is %w (its lock was not released within %v)", path, ErrInUse, LockTimeout)
+	}
 	if err != nil {
 		return Stores{}, err
 	}

@@ -1,7 +1,9 @@
 package raftconf
 
 import (
+	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -49,5 +51,20 @@ func TestOpenStores(t *testing.T) {
 	}
 	if _, err := OpenStores(filepath.Join(t.TempDir(), "missing", "raft.db")); err == nil {
 		t.Fatal("opened a path in a missing directory")
+	}
+}
+
+func TestOpenStoresInUse(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "raft.db")
+	st, err := OpenStores(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Bolt.Close()
+	// bolt's lock is a flock on the open file, so a second open in this
+	// process is refused like one from another process.
+	_, err = OpenStores(path)
+	if !errors.Is(err, ErrInUse) || !strings.Contains(err.Error(), path) {
+		t.Fatalf("second open: %v, want ErrInUse naming %s", err, path)
 	}
 }
