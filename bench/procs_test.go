@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -99,12 +100,20 @@ func startProc(tb testing.TB, name string, args ...string) {
 // startCluster launches real processes with the repo's binaries.
 func startCluster(tb testing.TB, stores, allocs int, allocArgs ...string) *cluster.Cluster {
 	tb.Helper()
+	return launch(tb, cluster.Options{Stores: stores, Allocs: allocs, AllocArgs: allocArgs})
+}
+
+// launch is startCluster with every option (BinDir and Dir are filled in).
+// Under -short it skips: real processes take tens of seconds.
+func launch(tb testing.TB, opts cluster.Options) *cluster.Cluster {
+	tb.Helper()
+	if testing.Short() {
+		tb.Skip("starts real processes")
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c, err := cluster.Start(ctx, cluster.Options{
-		BinDir: bins(tb), Dir: tb.TempDir(), Stores: stores, Allocs: allocs,
-		AllocArgs: allocArgs,
-	})
+	opts.BinDir, opts.Dir = bins(tb), tb.TempDir()
+	c, err := cluster.Start(ctx, opts)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -130,4 +139,24 @@ func leaderURL(tb testing.TB, c *cluster.Cluster) (*cluster.Proc, string) {
 		tb.Fatal(err)
 	}
 	return p, p.URL()
+}
+
+// restart kills p if it runs, starts it again and waits until it is ready.
+func restart(tb testing.TB, c *cluster.Cluster, p *cluster.Proc) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := p.Restart(ctx); err != nil {
+		tb.Fatal(err)
+	}
+	if err := c.WaitReady(ctx, p); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// median of ds (the upper one of an even count).
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
 }
