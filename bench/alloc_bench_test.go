@@ -83,11 +83,8 @@ func BenchmarkAllocNetwork(b *testing.B) {
 			if r.Errors > 0 {
 				b.Errorf("%d errors, first: %s", r.Errors, r.FirstError)
 			}
-			b.ReportMetric(r.OpsPerSec, "calls/s")
+			reportLoad(b, r)
 			b.ReportMetric(r.IDsPerSec, "ids/s")
-			b.ReportMetric(float64(r.P50us), "p50-us")
-			b.ReportMetric(float64(r.P99us), "p99-us")
-			b.ReportMetric(float64(r.P999us), "p999-us")
 			b.ReportMetric(bare.OpsPerSec, "bare-req/s")
 			b.ReportMetric(r.OpsPerSec/bare.OpsPerSec, "x-bare-http")
 			b.ReportMetric(front.OpsPerSec, "front-req/s")

@@ -111,10 +111,7 @@ func BenchmarkSeqNetwork(b *testing.B) {
 	if s.Errors > 0 || id.Errors > 0 {
 		b.Errorf("errors: NextSeq %d (first: %s), NextIDs %d (first: %s)", s.Errors, s.FirstError, id.Errors, id.FirstError)
 	}
-	b.ReportMetric(s.OpsPerSec, "calls/s")
-	b.ReportMetric(float64(s.P50us), "p50-us")
-	b.ReportMetric(float64(s.P99us), "p99-us")
-	b.ReportMetric(float64(s.P999us), "p999-us")
+	reportLoad(b, s)
 	b.ReportMetric(id.OpsPerSec, "nextids-calls/s")
 	b.ReportMetric(s.OpsPerSec/id.OpsPerSec, "x-nextids")
 	b.ReportMetric(bare.OpsPerSec, "bare-req/s")
