@@ -42,15 +42,20 @@ build: ## build bin/storesvr and bin/allocsvr
 
 .PHONY: run
 run: build ## a local 3-member store cluster and an allocsvr, in the foreground (Ctrl-C stops all)
-	$(GO) build -tags $(TAGS) -o bin/devcluster ./jepsen/cmd/devcluster
+	$(GO) build -tags $(TAGS) -o bin/devcluster ./cmd/devcluster
 	@# Ctrl-C is how a user stops it: exit status 130 is a clean stop, not a failure.
 	@./bin/devcluster -bin bin -dir run; rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 130 ] || exit $$rc
+
+.PHONY: test-unit
+test-unit: ## the fast tier: unit tests only (-short: no Raft cluster, no real process), seconds
+	$(GO) test -tags $(TAGS) -short -count=1 ./...
 
 .PHONY: test
 test: ## the whole suite: unit, in-process cluster, real-process integration, jepsen smoke
 	$(GO) vet -tags $(TAGS) ./...
 	$(GO) test -tags $(TAGS) -race -count=1 -timeout 20m ./...
-	$(GO) test -tags faults -count=1 ./internal/faults/
+	@# the planted bugs and fault hooks exist only in -tags faults builds
+	$(GO) test -tags $(TAGS),faults -count=1 ./internal/faults/ ./storage/... ./alloc/...
 
 .PHONY: bench
 bench: ## benchmarks with their same-run references (see README)

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seqsvr/seqsvr/jepsen/cluster"
+	"github.com/seqsvr/seqsvr/internal/cluster"
 )
 
 // freePort is a loopback port for a reference server (bare handler,

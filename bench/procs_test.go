@@ -4,70 +4,37 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
-	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
-	"github.com/seqsvr/seqsvr/jepsen/cluster"
+	"github.com/seqsvr/seqsvr/bench/loadgen/result"
+	"github.com/seqsvr/seqsvr/internal/cluster"
+	"github.com/seqsvr/seqsvr/internal/cluster/clustertest"
 )
 
-// Result mirrors the JSON line bench/loadgen prints.
-type Result struct {
-	Target      string  `json:"target"`
-	Concurrency int     `json:"concurrency"`
-	Count       int     `json:"count"`
-	Seconds     float64 `json:"seconds"`
-	Ops         int64   `json:"ops"`
-	IDs         int64   `json:"ids"`
-	Errors      int64   `json:"errors"`
-	FirstError  string  `json:"first_error"`
-	OpsPerSec   float64 `json:"ops_per_sec"`
-	IDsPerSec   float64 `json:"ids_per_sec"`
-	P50us       int64   `json:"p50_us"`
-	P99us       int64   `json:"p99_us"`
-	P999us      int64   `json:"p999_us"`
+// Result is the JSON line bench/loadgen prints.
+type Result = result.Result
+
+// TestMain removes the binaries the benchmarks built.
+func TestMain(m *testing.M) {
+	os.Exit(clustertest.Main(m))
 }
 
-var (
-	binOnce sync.Once
-	binDir  string
-	binErr  error
-)
-
-// bins builds storesvr, allocsvr and loadgen once per test process.
+// bins is the directory holding storesvr and allocsvr (clustertest.Bins)
+// and loadgen, built once per test process.
 func bins(tb testing.TB) string {
 	tb.Helper()
-	binOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		binDir, binErr = os.MkdirTemp("", "seqsvr-bench-bin-")
-		if binErr != nil {
-			return
-		}
-		if binErr = cluster.Build(ctx, binDir); binErr != nil {
-			return
-		}
-		root, err := cluster.ModuleRoot(ctx)
-		if err != nil {
-			binErr = err
-			return
-		}
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(binDir, "loadgen"), "./bench/loadgen")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			binErr = fmt.Errorf("build loadgen: %v\n%s", err, out)
-		}
-	})
-	if binErr != nil {
-		tb.Fatal(binErr)
+	dir := clustertest.BinDir(tb)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if err := cluster.BuildPackages(ctx, dir, nil, "./bench/loadgen"); err != nil {
+		tb.Fatal(err)
 	}
-	return binDir
+	return dir
 }
 
 // loadgen runs the load generator as its own process and parses its line.
@@ -103,41 +70,21 @@ func startCluster(tb testing.TB, stores, allocs int, allocArgs ...string) *clust
 	return launch(tb, cluster.Options{Stores: stores, Allocs: allocs, AllocArgs: allocArgs})
 }
 
-// launch is startCluster with every option (BinDir and Dir are filled in).
-// Under -short it skips: real processes take tens of seconds.
+// launch is startCluster with every option; it skips under -short (see
+// clustertest.Start).
 func launch(tb testing.TB, opts cluster.Options) *cluster.Cluster {
 	tb.Helper()
-	if testing.Short() {
-		tb.Skip("starts real processes")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	opts.BinDir, opts.Dir = bins(tb), tb.TempDir()
-	c, err := cluster.Start(ctx, opts)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(c.Close)
-	return c
+	return clustertest.Start(tb, opts)
 }
 
 func createTag(tb testing.TB, c *cluster.Cluster, tag string, step int64) {
 	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := c.CreateTag(ctx, &seqsvrv1.CreateTagRequest{Tag: tag, Step: step}); err != nil {
-		tb.Fatal(err)
-	}
+	clustertest.CreateTag(tb, c, tag, step)
 }
 
 func leaderURL(tb testing.TB, c *cluster.Cluster) (*cluster.Proc, string) {
 	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	p, err := c.Leader(ctx)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	p := clustertest.Leader(tb, c)
 	return p, p.URL()
 }
 

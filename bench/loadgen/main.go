@@ -35,26 +35,12 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/seqsvr/seqsvr/bench/loadgen/result"
 	"github.com/seqsvr/seqsvr/internal/h1"
 )
 
 // Result is what one run prints.
-type Result struct {
-	Target      string  `json:"target"`
-	Concurrency int     `json:"concurrency"`
-	Count       int     `json:"count"`
-	Seconds     float64 `json:"seconds"`
-	Ops         int64   `json:"ops"`
-	IDs         int64   `json:"ids"`
-	Errors      int64   `json:"errors"`
-	FirstError  string  `json:"first_error,omitempty"`
-	OpsPerSec   float64 `json:"ops_per_sec"`
-	IDsPerSec   float64 `json:"ids_per_sec"`
-	P50us       int64   `json:"p50_us"`
-	P99us       int64   `json:"p99_us"`
-	P999us      int64   `json:"p999_us"`
-	MaxUs       int64   `json:"max_us"`
-}
+type Result = result.Result
 
 // doer performs one operation and returns how many IDs it got.
 type doer func(ctx context.Context) (int, error)

@@ -168,14 +168,19 @@ func decimalIDs(b []byte) (int, error) {
 func protoIDs(want int) func([]byte) (int, error) {
 	return func(b []byte) (int, error) {
 		n, prev := 0, int64(-1<<63)
-		add := func(v uint64) error {
+		// add consumes one varint ID from the front of b.
+		add := func(b []byte) ([]byte, error) {
+			v, l := protowire.ConsumeVarint(b)
+			if l < 0 {
+				return nil, protowire.ParseError(l)
+			}
 			id := int64(v)
 			if n > 0 && id <= prev {
-				return fmt.Errorf("ids not increasing: %d after %d", id, prev)
+				return nil, fmt.Errorf("ids not increasing: %d after %d", id, prev)
 			}
 			prev = id
 			n++
-			return nil
+			return b[l:], nil
 		}
 		for len(b) > 0 {
 			num, typ, l := protowire.ConsumeTag(b)
@@ -191,22 +196,14 @@ func protoIDs(want int) func([]byte) (int, error) {
 				}
 				b = b[l:]
 				for len(packed) > 0 {
-					v, l := protowire.ConsumeVarint(packed)
-					if l < 0 {
-						return 0, protowire.ParseError(l)
-					}
-					packed = packed[l:]
-					if err := add(v); err != nil {
+					var err error
+					if packed, err = add(packed); err != nil {
 						return 0, err
 					}
 				}
 			case num == 1 && typ == protowire.VarintType:
-				v, l := protowire.ConsumeVarint(b)
-				if l < 0 {
-					return 0, protowire.ParseError(l)
-				}
-				b = b[l:]
-				if err := add(v); err != nil {
+				var err error
+				if b, err = add(b); err != nil {
 					return 0, err
 				}
 			default:

@@ -16,8 +16,8 @@ import (
 	"github.com/seqsvr/seqsvr/cmd/internal/proctest"
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
+	"github.com/seqsvr/seqsvr/internal/cluster"
 	"github.com/seqsvr/seqsvr/internal/spec"
-	"github.com/seqsvr/seqsvr/jepsen/cluster"
 )
 
 // Short per-key leases: the store's lease is 2 s, allocsvrs heartbeat

@@ -130,4 +130,11 @@ func TestProgress(t *testing.T) {
 	if r := Progress(noSnow); r.OK {
 		t.Fatal("a history without one successful snowflake call accepted")
 	}
+	noDelete := append(append([]*history.Op{}, all...), create(0, 5, 6, 100, 10), failed(del(0, 7, 8), "unavailable"))
+	if r := Progress(noDelete); r.OK {
+		t.Fatal("a history whose deletes all failed accepted")
+	}
+	if r := Progress(noDelete[:5]); !r.OK {
+		t.Fatalf("a history with successful creates and no delete rejected: %s", r.Detail)
+	}
 }

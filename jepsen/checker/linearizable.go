@@ -1,8 +1,10 @@
 package checker
 
 import (
+	"cmp"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"time"
 
@@ -12,18 +14,79 @@ import (
 )
 
 type linInput struct {
-	kind string
-	tag  string
-	size int64
+	kind  string
+	tag   string
+	size  int64 // ReserveSegment; 0: the tag's step
+	start int64 // CreateTag
+	step  int64 // CreateTag (0: defaultStep), UpdateTag (0: unchanged)
 }
 
 type linOutput struct {
+	// unknown: the outcome of the call is not known; it may have taken
+	// effect at any point after its call, and nothing it answered is
+	// checked.
+	unknown bool
+	ok      bool
+	code    string // !ok: history.CodeNotFound or history.CodeAlreadyExists
+
 	first, last, maxID int64
+	step               int64 // 0: not recorded
 }
 
-// StoreModel is a fetch-and-add register per tag: the state is the tag's
-// max_id; ReserveSegment(size) must return [s+1, s+size] and moves the
-// state to s+size; GetTag must return s. Tags start at 0.
+// defaultStep is the step of a tag created with step 0 (the contract's
+// CreateTag default; storage.DefaultStep).
+const defaultStep = 1000
+
+// tagState is one tag of the store. An absent tag is the zero value: the
+// store keeps nothing of a deleted tag. step 0 means not observed yet.
+//
+// ended marks the state after the end marker (endKind), past every
+// operation whose outcome is known.
+type tagState struct {
+	exists      bool
+	maxID, step int64
+	ended       bool
+}
+
+// endKind is the end marker Linearizable adds to each tag's history.
+const endKind = "end"
+
+// stepIs checks an answered step against the state's; an unobserved step
+// takes the answered one.
+func (s tagState) stepIs(step int64) (bool, tagState) {
+	switch {
+	case step == 0:
+		return true, s
+	case s.step == 0:
+		s.step = step
+		return true, s
+	}
+	return s.step == step, s
+}
+
+// StoreModel is the store as storage/fsm_tags.go implements it, one tag
+// per partition, the state being (exists, max_id, step):
+//   - ReserveSegment(size) on an existing tag answers [max_id+1,
+//     max_id+size] (size 0: the step) and moves max_id there; on an absent
+//     tag it answers not_found.
+//   - GetTag answers max_id and step, or not_found.
+//   - CreateTag(start, step) on an absent tag makes it exist with max_id =
+//     start (nothing of a deleted incarnation is kept) and the step (0:
+//     defaultStep), and answers that; on an existing tag it answers
+//     already_exists.
+//   - UpdateTag(step) on an existing tag sets the step unless it is 0,
+//     never max_id, and answers the tag; on an absent tag not_found.
+//   - DeleteTag removes an existing tag; on an absent tag not_found.
+//
+// A tag write whose outcome is unknown does what it would have done at its
+// linearization point; if it never took effect (or changed nothing), the
+// search places it after an end marker that follows every other
+// operation, where its effect is unobservable (see unknownStep).
+//
+// Every tag starts as created before the history with start 0 and a step
+// not yet known: the first answer that shows the step fixes it (a
+// history is linearizable iff it is for some initial step, and until an
+// update the step is that one).
 func StoreModel() porcupine.Model {
 	return porcupine.Model{
 		Partition: func(h []porcupine.Operation) [][]porcupine.Operation {
@@ -43,52 +106,173 @@ func StoreModel() porcupine.Model {
 			}
 			return out
 		},
-		Init: func() any { return int64(0) },
+		Init: func() any { return tagState{exists: true} },
 		Step: func(state, input, output any) (bool, any) {
-			s, in, out := state.(int64), input.(linInput), output.(linOutput)
-			switch in.kind {
-			case history.Reserve:
-				if out.first == s+1 && out.last == s+in.size {
-					return true, out.last
-				}
-				return false, s
-			default:
-				return out.maxID == s, s
-			}
+			return step(state.(tagState), input.(linInput), output.(linOutput))
 		},
 		DescribeOperation: func(input, output any) string {
-			in, out := input.(linInput), output.(linOutput)
-			if in.kind == history.Reserve {
-				return fmt.Sprintf("reserve(%s,%d) -> [%d,%d]", in.tag, in.size, out.first, out.last)
-			}
-			return fmt.Sprintf("get(%s) -> %d", in.tag, out.maxID)
+			return describe(input.(linInput), output.(linOutput))
 		},
-		DescribeState: func(state any) string { return fmt.Sprintf("max_id=%d", state.(int64)) },
+		DescribeState: func(state any) string {
+			s := state.(tagState)
+			if s.ended {
+				return "ended"
+			}
+			if !s.exists {
+				return "absent"
+			}
+			return fmt.Sprintf("max_id=%d step=%d", s.maxID, s.step)
+		},
 	}
 }
 
-// Linearizable checks the store operations (ReserveSegment, GetTag) of ops
-// with porcupine. Successful operations and resolved reservations take
-// part; failed reads are dropped (they change nothing); a reservation whose
-// outcome stayed unknown fails the check, since it might have taken effect
-// anywhere. On a violation the HTML visualization is written to outDir.
+// created is the state CreateTag(start, step) makes of an absent tag.
+func created(in linInput) tagState {
+	return tagState{exists: true, maxID: in.start, step: cmp.Or(in.step, defaultStep)}
+}
+
+func step(s tagState, in linInput, out linOutput) (bool, tagState) {
+	switch {
+	case in.kind == endKind:
+		return true, tagState{ended: true}
+	case out.unknown:
+		return unknownStep(s, in)
+	case s.ended:
+		return false, s // only the unknown writes come after the end
+	case !out.ok:
+		// An answered failure: the tag's presence was observed and
+		// nothing changed.
+		want := history.CodeNotFound
+		if in.kind == history.Create {
+			want = history.CodeAlreadyExists
+		}
+		return out.code == want && s.exists == (in.kind == history.Create), s
+	case !s.exists && in.kind != history.Create:
+		return false, s // it would have answered not_found
+	}
+	switch in.kind {
+	case history.Create:
+		if s.exists {
+			return false, s // it would have answered already_exists
+		}
+		n := created(in)
+		return out.maxID == n.maxID && (out.step == 0 || out.step == n.step), n
+	case history.Update:
+		if in.step > 0 {
+			s.step = in.step
+		}
+		ok, n := s.stepIs(out.step)
+		return ok && out.maxID == n.maxID, n
+	case history.Delete:
+		return true, tagState{}
+	case history.Reserve:
+		size := in.size
+		if size == 0 {
+			if s.step == 0 { // unobserved: the segment shows it
+				s.step = out.last - out.first + 1
+			}
+			size = s.step
+		}
+		ok, n := s.stepIs(out.step)
+		n.maxID = out.last
+		return ok && out.first == s.maxID+1 && out.last == s.maxID+size, n
+	default: // GetTag
+		ok, n := s.stepIs(out.step)
+		return ok && out.maxID == n.maxID, n
+	}
+}
+
+// unknownStep places a tag write of unknown outcome. It either changed the
+// state at some point after its call, or it changed nothing (it never
+// took effect, or failed as already_exists or not_found): all of the
+// latter are the same as taking place after everything else, so they are
+// allowed only after the end marker. Letting them in anywhere would make
+// porcupine try every subset of them at every point of the history.
+func unknownStep(s tagState, in linInput) (bool, tagState) {
+	if s.ended {
+		return true, s
+	}
+	n := s
+	switch in.kind {
+	case history.Create:
+		if !s.exists {
+			n = created(in)
+		}
+	case history.Update:
+		if s.exists && in.step > 0 {
+			n.step = in.step
+		}
+	case history.Delete:
+		n = tagState{}
+	}
+	return n != s, n
+}
+
+func describe(in linInput, out linOutput) string {
+	var call string
+	switch in.kind {
+	case history.Reserve:
+		call = fmt.Sprintf("reserve(%s,%d)", in.tag, in.size)
+	case history.Create:
+		call = fmt.Sprintf("create(%s,start=%d,step=%d)", in.tag, in.start, in.step)
+	case history.Update:
+		call = fmt.Sprintf("update(%s,step=%d)", in.tag, in.step)
+	case endKind:
+		return "end of the history"
+	default:
+		call = fmt.Sprintf("%s(%s)", in.kind, in.tag)
+	}
+	switch {
+	case out.unknown:
+		return call + " -> ?"
+	case !out.ok:
+		return call + " -> " + out.code
+	case in.kind == history.Reserve:
+		return fmt.Sprintf("%s -> [%d,%d] step=%d", call, out.first, out.last, out.step)
+	case in.kind == history.Delete:
+		return call + " -> ok"
+	}
+	return fmt.Sprintf("%s -> max_id=%d step=%d", call, out.maxID, out.step)
+}
+
+// storeKinds are the operations StoreModel covers.
+var storeKinds = map[string]bool{history.Reserve: true, history.GetTag: true, history.Create: true, history.Update: true, history.Delete: true}
+
+// Linearizable checks the store operations (ReserveSegment, GetTag,
+// CreateTag, UpdateTag, DeleteTag) of ops with porcupine. Successful
+// operations, resolved reservations and calls answered not_found or
+// already_exists take part; calls that never left the client or that the
+// store refused, and failed reads, are dropped (they change nothing). A tag write (create, update,
+// delete) whose outcome is unknown takes part as one that may take effect
+// at any point after its call. A reservation whose outcome stayed unknown
+// fails the check, since it might have taken effect anywhere and its
+// answer matters. On a violation the HTML visualization is written to
+// outDir.
 func Linearizable(ops []*history.Op, outDir string, timeout time.Duration) Result {
 	const name = Linearizability
 	var h []porcupine.Operation
+	var open []int // indexes in h of the unknown tag writes
 	unresolved := 0
 	maxClient := 0
+	var end int64
 	for _, op := range ops {
-		if op.Client > maxClient {
-			maxClient = op.Client
-		}
+		maxClient = max(maxClient, op.Client)
+		end = max(end, op.Return)
 	}
 	extra := maxClient + 1
 	for _, op := range ops {
+		if !storeKinds[op.Kind] || op.NoEffect() {
+			continue
+		}
+		out := linOutput{ok: op.OK, code: op.Code, first: op.First, last: op.Last, maxID: op.MaxID, step: op.TagStep}
 		switch {
 		case op.Kind == history.Reserve && op.Unresolved:
 			unresolved++
 			continue
-		case op.Kind == history.Reserve && op.OK, op.Kind == history.GetTag && op.OK:
+		case op.OK, op.Answered():
+		case op.Open():
+			out = linOutput{unknown: true}
+			open = append(open, len(h))
 		default:
 			continue
 		}
@@ -99,32 +283,48 @@ func Linearizable(ops []*history.Op, outDir string, timeout time.Duration) Resul
 		}
 		h = append(h, porcupine.Operation{
 			ClientId: client,
-			Input:    linInput{kind: op.Kind, tag: op.Tag, size: op.Size},
-			Output:   linOutput{first: op.First, last: op.Last, maxID: op.MaxID},
+			Input:    linInput{kind: op.Kind, tag: op.Tag, size: op.Size, start: op.Start, step: op.Step},
+			Output:   out,
 			Call:     op.Call,
 			Return:   op.Return,
 			Metadata: fmt.Sprintf("op %d on %s", op.ID, op.Target),
 		})
 	}
+	n := len(h)
+	if len(open) > 0 {
+		// Each tag gets an end marker after every known operation; the
+		// unknown writes stay open past it (see unknownStep).
+		var tags []string
+		for _, op := range h {
+			tags = append(tags, op.Input.(linInput).tag)
+		}
+		slices.Sort(tags)
+		for _, t := range slices.Compact(tags) {
+			h = append(h, porcupine.Operation{ClientId: extra, Input: linInput{kind: endKind, tag: t}, Output: linOutput{}, Call: end + 1, Return: end + 2})
+		}
+		for _, i := range open {
+			h[i].Return = end + 3
+		}
+	}
 	if unresolved > 0 {
-		r := fail(name, len(h), "%d reservation(s) with unknown outcome could not be resolved; verdict Unknown", unresolved)
+		r := fail(name, n, "%d reservation(s) with unknown outcome could not be resolved; verdict Unknown", unresolved)
 		r.Undecided = true
 		return r
 	}
-	if len(h) == 0 {
+	if n == 0 {
 		return fail(name, 0, "no store operations succeeded")
 	}
 	model := StoreModel()
 	res, info := porcupine.CheckOperationsVerbose(model, h, timeout)
 	switch res {
 	case porcupine.Ok:
-		return pass(name, len(h), "%d operations linearizable", len(h))
+		return pass(name, n, "%d operations linearizable (%d tag writes of unknown outcome)", n, len(open))
 	case porcupine.Unknown:
-		r := fail(name, len(h), "porcupine timed out after %s: verdict Unknown", timeout)
+		r := fail(name, n, "porcupine timed out after %s: verdict Unknown", timeout)
 		r.Undecided = true
 		return r
 	}
-	r := fail(name, len(h), "history of %d operations is NOT linearizable", len(h))
+	r := fail(name, n, "history of %d operations is NOT linearizable", n)
 	if outDir != "" {
 		path := filepath.Join(outDir, "linearizability.html")
 		if err := porcupine.VisualizePath(model, info, path); err == nil {

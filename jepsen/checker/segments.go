@@ -7,6 +7,23 @@ import (
 	"github.com/seqsvr/seqsvr/jepsen/history"
 )
 
+// forKind picks a checker's name for segment IDs or for snowflake IDs.
+func forKind(kind, segment, snowflake string) string {
+	if kind == history.Snowflake {
+		return snowflake
+	}
+	return segment
+}
+
+// idScope is what an ID is unique and increasing within: its tag for a
+// segment ID, nothing narrower than the process for a snowflake ID.
+func idScope(op *history.Op) string {
+	if op.Kind == history.Snowflake {
+		return ""
+	}
+	return op.Tag
+}
+
 type owner struct {
 	op  int64
 	who string
@@ -15,10 +32,7 @@ type owner struct {
 // UniqueIDs checks that no ID of the given kind (NextIDs or Snowflake)
 // was returned twice, by any process, per tag for segment IDs.
 func UniqueIDs(ops []*history.Op, kind string) Result {
-	name := SegmentUnique
-	if kind == history.Snowflake {
-		name = SnowflakeUnique
-	}
+	name := forKind(kind, SegmentUnique, SnowflakeUnique)
 	seen := map[string]map[int64]owner{}
 	var p problems
 	n := 0
@@ -26,10 +40,7 @@ func UniqueIDs(ops []*history.Op, kind string) Result {
 		if op.Kind != kind || !op.OK {
 			continue
 		}
-		key := op.Tag
-		if kind == history.Snowflake {
-			key = ""
-		}
+		key := idScope(op)
 		m := seen[key]
 		if m == nil {
 			m = map[int64]owner{}
@@ -65,10 +76,7 @@ type lifeKey struct {
 // responses in real-time order (a response that returned before another
 // was called holds only smaller IDs). Snowflake ops use the tag "".
 func MonotonicPerLifetime(ops []*history.Op, kind string) Result {
-	name := SegmentMonotonic
-	if kind == history.Snowflake {
-		name = SnowflakeMonotonic
-	}
+	name := forKind(kind, SegmentMonotonic, SnowflakeMonotonic)
 	groups := map[lifeKey][]*history.Op{}
 	n := 0
 	var p problems
@@ -82,10 +90,7 @@ func MonotonicPerLifetime(ops []*history.Op, kind string) Result {
 				break
 			}
 		}
-		k := lifeKey{op.Target, op.Life, op.Pid, op.Tag}
-		if kind == history.Snowflake {
-			k.tag = ""
-		}
+		k := lifeKey{op.Target, op.Life, op.Pid, idScope(op)}
 		groups[k] = append(groups[k], op)
 		n++
 	}

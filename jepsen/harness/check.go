@@ -130,7 +130,7 @@ func agreedMax(final map[string]map[string]int64) map[string]int64 {
 func (r *Report) check(in Inputs) {
 	r.Ops = len(in.Ops)
 	r.OpsByKind = map[string][2]int{}
-	r.Resolved, r.Unresolved, r.NotSent = 0, 0, 0
+	r.Resolved, r.Unresolved, r.NotSent, r.OpenWrites = 0, 0, 0, 0
 	for _, op := range in.Ops {
 		v := r.OpsByKind[op.Kind]
 		v[0]++
@@ -145,6 +145,8 @@ func (r *Report) check(in Inputs) {
 			r.Unresolved++
 		case op.Kind == history.Reserve && !op.OK && op.NotSent:
 			r.NotSent++
+		case op.Open():
+			r.OpenWrites++
 		}
 	}
 	r.Results = Check(in, r.OutDir)

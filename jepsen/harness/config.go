@@ -21,7 +21,10 @@
 // the same Check.
 package harness
 
-import "time"
+import (
+	"cmp"
+	"time"
+)
 
 // Config describes one run.
 type Config struct {
@@ -52,10 +55,14 @@ type Config struct {
 	// LeaseTTL is the stores' --worker-lease-ttl.
 	LeaseTTL time.Duration
 
-	StoreWorkers, AllocWorkers int
+	// TagWorkers create, update, delete, reserve on and read the
+	// LifeTags at a modest rate.
+	StoreWorkers, AllocWorkers, TagWorkers int
 	// LinTags are the tags only the store workers touch (porcupine);
-	// AllocTags are served by the allocsvrs.
-	LinTags, AllocTags int
+	// AllocTags are served by the allocsvrs; LifeTags are created and
+	// deleted over and over (porcupine too). None of the life tags is in
+	// the final state: it may be absent at the end.
+	LinTags, AllocTags, LifeTags int
 	// OpTimeout bounds one client call.
 	OpTimeout time.Duration
 
@@ -63,39 +70,21 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.Name == "" {
-		c.Name = "run"
-	}
-	if c.Duration == 0 {
-		c.Duration = 30 * time.Second
-	}
-	if c.Stores == 0 {
-		c.Stores = 3
-	}
-	if c.Allocs == 0 {
-		c.Allocs = 2
-	}
+	c.Name = cmp.Or(c.Name, "run")
+	c.Duration = cmp.Or(c.Duration, 30*time.Second)
+	c.Stores = cmp.Or(c.Stores, 3)
+	c.Allocs = cmp.Or(c.Allocs, 2)
 	if c.GapLo == 0 && c.GapHi == 0 {
 		c.GapLo, c.GapHi = 100*time.Millisecond, 600*time.Millisecond
 	}
-	if c.LeaseTTL == 0 {
-		c.LeaseTTL = 3 * time.Second
-	}
-	if c.StoreWorkers == 0 {
-		c.StoreWorkers = 4
-	}
-	if c.AllocWorkers == 0 {
-		c.AllocWorkers = 4
-	}
-	if c.LinTags == 0 {
-		c.LinTags = 3
-	}
-	if c.AllocTags == 0 {
-		c.AllocTags = 2
-	}
-	if c.OpTimeout == 0 {
-		c.OpTimeout = time.Second
-	}
+	c.LeaseTTL = cmp.Or(c.LeaseTTL, 3*time.Second)
+	c.StoreWorkers = cmp.Or(c.StoreWorkers, 4)
+	c.AllocWorkers = cmp.Or(c.AllocWorkers, 4)
+	c.TagWorkers = cmp.Or(c.TagWorkers, 2)
+	c.LinTags = cmp.Or(c.LinTags, 3)
+	c.AllocTags = cmp.Or(c.AllocTags, 2)
+	c.LifeTags = cmp.Or(c.LifeTags, 2)
+	c.OpTimeout = cmp.Or(c.OpTimeout, time.Second)
 	if c.Logf == nil {
 		c.Logf = func(string, ...any) {}
 	}

@@ -9,7 +9,7 @@ import (
 	"connectrpc.com/connect"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
-	"github.com/seqsvr/seqsvr/jepsen/cluster"
+	"github.com/seqsvr/seqsvr/internal/cluster"
 )
 
 // finalState reads every tag's max_id from every member's own applied
@@ -83,11 +83,5 @@ func readLocal(ctx context.Context, c *cluster.Cluster, tags []string) map[strin
 	return out
 }
 
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
-}
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) { _ = cluster.Sleep(ctx, d) }

@@ -24,6 +24,10 @@ type Report struct {
 	Resolved   int               `json:"resolved"`
 	Unresolved int               `json:"unresolved"`
 	NotSent    int               `json:"not_sent"` // failed reservations that never left the client
+	// OpenWrites are tag writes (create, update, delete) whose outcome
+	// stayed unknown; porcupine lets each take effect anywhere after its
+	// call, or never.
+	OpenWrites int `json:"open_writes"`
 
 	Faults     map[string]int `json:"faults"`
 	FaultTotal int            `json:"fault_total"`
@@ -70,7 +74,8 @@ func (r *Report) Table() string {
 		}
 		fmt.Fprintf(&b, "%s %d/%d ok", k, r.OpsByKind[k][1], r.OpsByKind[k][0])
 	}
-	fmt.Fprintf(&b, "); unknown reservations resolved %d, unresolved %d (%d more failed to connect: not sent)\n", r.Resolved, r.Unresolved, r.NotSent)
+	fmt.Fprintf(&b, "); unknown reservations resolved %d, unresolved %d (%d more failed to connect: not sent); tag writes of unknown outcome %d\n",
+		r.Resolved, r.Unresolved, r.NotSent, r.OpenWrites)
 	fmt.Fprintf(&b, "faults injected: %d (", r.FaultTotal)
 	for i, k := range nemesis.SortedFaults(r.Faults) {
 		if i > 0 {

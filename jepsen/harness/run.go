@@ -2,7 +2,6 @@ package harness
 
 import (
 	"context"
-
 	"fmt"
 	"io"
 	"os"
@@ -14,7 +13,7 @@ import (
 	"connectrpc.com/connect"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
-	"github.com/seqsvr/seqsvr/jepsen/cluster"
+	"github.com/seqsvr/seqsvr/internal/cluster"
 	"github.com/seqsvr/seqsvr/jepsen/history"
 	"github.com/seqsvr/seqsvr/jepsen/nemesis"
 )
@@ -101,11 +100,19 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	for i := range cfg.AllocTags {
 		w.allocTags = append(w.allocTags, fmt.Sprintf("ids-%d", i))
 	}
+	for i := range cfg.LifeTags {
+		w.lifeTags = append(w.lifeTags, fmt.Sprintf("life-%d", i))
+	}
 	w.allocs = append(w.allocs, c.Allocs...)
 	if err := createTags(ctx, c, w.linTags, 1000); err != nil {
 		return nil, err
 	}
 	if err := createTags(ctx, c, w.allocTags, 50); err != nil {
+		return nil, err
+	}
+	// Created like the others, with start 0, as the store model assumes
+	// of every tag at the start of the history.
+	if err := createTags(ctx, c, w.lifeTags, 10); err != nil {
 		return nil, err
 	}
 
@@ -115,7 +122,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	env := &nemesis.Env{C: c, Log: nlog, Net: net, ElectionTimeout: ElectionTimeout, LeaseTTL: cfg.LeaseTTL,
 		AddAlloc: w.addAlloc, RemoveAlloc: w.removeAlloc}
-	probeClient := cfg.StoreWorkers + cfg.AllocWorkers
+	probeClient := cfg.StoreWorkers + cfg.AllocWorkers + cfg.TagWorkers
 	var probeMu sync.Mutex
 	env.AfterResume = func(p *cluster.Proc) {
 		probeMu.Lock()

@@ -6,13 +6,16 @@ import (
 	"fmt"
 	"math/rand"
 	"net"
+	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"connectrpc.com/connect"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
-	"github.com/seqsvr/seqsvr/jepsen/cluster"
+	"github.com/seqsvr/seqsvr/internal/cluster"
 	"github.com/seqsvr/seqsvr/jepsen/history"
 )
 
@@ -24,6 +27,13 @@ type workload struct {
 	runID string
 
 	linTags, allocTags []string
+	// lifeTags are created, updated and deleted by the tag workers;
+	// starts numbers their creates.
+	lifeTags []string
+	starts   atomic.Int64
+	// open counts each life tag's writes of unknown outcome (see
+	// maxOpenWrites).
+	open sync.Map // tag -> *atomic.Int32
 
 	mu     sync.Mutex
 	allocs []*cluster.Proc // the allocsvrs clients may call (twins come and go)
@@ -38,12 +48,7 @@ func (w *workload) addAlloc(p *cluster.Proc) {
 func (w *workload) removeAlloc(p *cluster.Proc) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for i, q := range w.allocs {
-		if q == p {
-			w.allocs = append(w.allocs[:i], w.allocs[i+1:]...)
-			return
-		}
-	}
+	w.allocs = slices.DeleteFunc(w.allocs, func(q *cluster.Proc) bool { return q == p })
 }
 
 func (w *workload) pickAlloc(r *rand.Rand) *cluster.Proc {
@@ -65,44 +70,46 @@ func (w *workload) pickStore(r *rand.Rand) *cluster.Proc {
 	return up[r.Intn(len(up))]
 }
 
-// run starts the workers; they stop when ctx ends.
+// run starts the workers; they stop when ctx ends. Client numbers: store
+// workers, then alloc workers, then tag workers.
 func (w *workload) run(ctx context.Context, seed int64) *sync.WaitGroup {
 	var wg sync.WaitGroup
 	client := 0
-	for range w.cfg.StoreWorkers {
-		id := client
-		client++
-		r := rand.New(rand.NewSource(seed*31 + int64(id)))
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ctx.Err() == nil {
-				if !w.storeOp(ctx, r, id, w.pickStore(r)) {
-					// Back off a little: a refused connection fails in
-					// microseconds, and thousands of failed reservations
-					// only add unknowns to resolve, not coverage.
-					sleep(ctx, 10*time.Millisecond)
+	spawn := func(n int, step func(r *rand.Rand, id int)) {
+		for range n {
+			id := client
+			client++
+			r := rand.New(rand.NewSource(seed*31 + int64(id)))
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for ctx.Err() == nil {
+					step(r, id)
 				}
-			}
-		}()
+			}()
+		}
 	}
-	for range w.cfg.AllocWorkers {
-		id := client
-		client++
-		r := rand.New(rand.NewSource(seed*31 + int64(id)))
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ctx.Err() == nil {
-				w.allocOp(ctx, r, id, w.pickAlloc(r))
-			}
-		}()
-	}
+	spawn(w.cfg.StoreWorkers, func(r *rand.Rand, id int) {
+		if !w.storeOp(ctx, r, id, w.pickStore(r)) {
+			// Back off a little: a refused connection fails in
+			// microseconds, and thousands of failed reservations only
+			// add unknowns to resolve, not coverage.
+			sleep(ctx, 10*time.Millisecond)
+		}
+	})
+	spawn(w.cfg.AllocWorkers, func(r *rand.Rand, id int) { w.allocOp(ctx, r, id, w.pickAlloc(r)) })
+	spawn(w.cfg.TagWorkers, func(r *rand.Rand, id int) {
+		if w.tagOp(ctx, r, id, w.pickStore(r)) {
+			sleep(ctx, tagOpGap)
+		} else {
+			sleep(ctx, tagBackoff)
+		}
+	})
 	return &wg
 }
 
-func (w *workload) begin(client int, kind string, p *cluster.Proc) *history.Op {
-	return &history.Op{Client: client, Kind: kind, Target: p.Name, Life: p.Starts(), Pid: p.Pid(), Call: w.rec.Now()}
+func (w *workload) begin(client int, kind, tag string, p *cluster.Proc) *history.Op {
+	return &history.Op{Client: client, Kind: kind, Tag: tag, Target: p.Name, Life: p.Starts(), Pid: p.Pid(), Call: w.rec.Now()}
 }
 
 func (w *workload) end(op *history.Op, p *cluster.Proc, err error) {
@@ -114,42 +121,136 @@ func (w *workload) end(op *history.Op, p *cluster.Proc, err error) {
 		op.Code = connect.CodeOf(err).String()
 		var ne *net.OpError
 		op.NotSent = errors.As(err, &ne) && ne.Op == "dial"
+		op.Refused = refused(op.Err)
 	} else {
 		op.OK = true
 	}
 	w.rec.Add(op)
 }
 
+// refusals are the store's answers that say it proposed nothing: the
+// member asked knew no leader (storage.ErrNoLeader), a forwarded call
+// reached a member that no longer led (storage.ErrNotLeader), or the call,
+// or the member's forward of it, failed to connect. Only the error text
+// tells them apart from the unavailable answers that may have committed.
+var refusals = []string{"no raft leader", "not the raft leader", "unavailable: dial tcp"}
+
+func refused(msg string) bool {
+	return slices.ContainsFunc(refusals, func(r string) bool { return strings.Contains(msg, r) })
+}
+
 // storeOp: a ReserveSegment (with a request_id) or a GetTag on a lin tag.
 // It reports whether the call succeeded.
 func (w *workload) storeOp(ctx context.Context, r *rand.Rand, client int, p *cluster.Proc) bool {
 	tag := w.linTags[r.Intn(len(w.linTags))]
-	cli := w.c.StoreClient(p)
 	cctx, cancel := context.WithTimeout(ctx, w.cfg.OpTimeout)
 	defer cancel()
 	if r.Intn(10) < 6 {
-		op := w.begin(client, history.Reserve, p)
-		op.Tag, op.Size = tag, int64(1+r.Intn(5))
-		op.RequestID = fmt.Sprintf("%s-c%d-%d", w.runID, client, r.Int63())
-		resp, err := cli.ReserveSegment(cctx, connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: tag, Size: op.Size, RequestId: op.RequestID}))
-		if err == nil {
-			op.First, op.Last = resp.Msg.GetFirst(), resp.Msg.GetLast()
-		}
-		w.end(op, p, err)
-		return err == nil
+		return w.reserve(cctx, r, client, p, tag, int64(1+r.Intn(5))).OK
 	}
-	return w.get(cctx, client, p, tag)
+	return w.get(cctx, client, p, tag).OK
 }
 
-func (w *workload) get(ctx context.Context, client int, p *cluster.Proc, tag string) bool {
-	op := w.begin(client, history.GetTag, p)
-	op.Tag = tag
-	resp, err := w.c.StoreClient(p).GetTag(ctx, connect.NewRequest(&seqsvrv1.GetTagRequest{Tag: tag}))
+// reserve is a ReserveSegment with a fresh request_id, so that resolve can
+// learn its outcome if it is unknown.
+func (w *workload) reserve(ctx context.Context, r *rand.Rand, client int, p *cluster.Proc, tag string, size int64) *history.Op {
+	op := w.begin(client, history.Reserve, tag, p)
+	op.Size = size
+	op.RequestID = fmt.Sprintf("%s-c%d-%d", w.runID, client, r.Int63())
+	resp, err := w.c.StoreClient(p).ReserveSegment(ctx, connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: tag, Size: size, RequestId: op.RequestID}))
 	if err == nil {
-		op.MaxID = resp.Msg.GetMaxId()
+		op.First, op.Last, op.TagStep = resp.Msg.GetFirst(), resp.Msg.GetLast(), resp.Msg.GetStep()
 	}
 	w.end(op, p, err)
-	return err == nil
+	return op
+}
+
+func (w *workload) get(ctx context.Context, client int, p *cluster.Proc, tag string) *history.Op {
+	op := w.begin(client, history.GetTag, tag, p)
+	resp, err := w.c.StoreClient(p).GetTag(ctx, connect.NewRequest(&seqsvrv1.GetTagRequest{Tag: tag}))
+	if err == nil {
+		op.MaxID, op.TagStep = resp.Msg.GetMaxId(), resp.Msg.GetStep()
+	}
+	w.end(op, p, err)
+	return op
+}
+
+// tagOpGap spaces one tag worker's calls: the life tags get a modest rate.
+// After a call without an answer (the cluster is failing over, or the
+// member is down), the worker waits tagBackoff: every tag write of
+// unknown outcome stays open to the end of the history, and porcupine must
+// try it at every point after its call.
+const (
+	tagOpGap   = 20 * time.Millisecond
+	tagBackoff = 500 * time.Millisecond
+)
+
+// maxOpenWrites bounds the writes of unknown outcome per life tag: once a
+// tag has that many, its workers only reserve on it and read it. Porcupine
+// may have to try each subset of a tag's open writes, so this keeps its
+// search small however many faults the run injects.
+const maxOpenWrites = 10
+
+func (w *workload) openWrites(tag string) *atomic.Int32 {
+	n, _ := w.open.LoadOrStore(tag, new(atomic.Int32))
+	return n.(*atomic.Int32)
+}
+
+// lifeSteps are the steps tag writes set; UpdateTag's 0 keeps the step.
+var lifeSteps = []int64{0, 10, 20, 30}
+
+// tagOp is one call of a tag's life cycle on a life tag: CreateTag,
+// UpdateTag, DeleteTag (half of the calls, see tagWrite, while the tag has
+// fewer than maxOpenWrites open ones), a ReserveSegment of the tag's step
+// (size 0) or a GetTag. It reports whether the call was
+// answered (success, not_found or already_exists).
+func (w *workload) tagOp(ctx context.Context, r *rand.Rand, client int, p *cluster.Proc) bool {
+	tag := w.lifeTags[r.Intn(len(w.lifeTags))]
+	cctx, cancel := context.WithTimeout(ctx, w.cfg.OpTimeout)
+	defer cancel()
+	var op *history.Op
+	open := w.openWrites(tag)
+	switch n := r.Intn(10); {
+	case n < 5 && open.Load() < maxOpenWrites:
+		if op = w.tagWrite(cctx, r, client, p, tag); op.Open() {
+			open.Add(1)
+		}
+	case n < 8:
+		op = w.reserve(cctx, r, client, p, tag, 0)
+	default:
+		op = w.get(cctx, client, p, tag)
+	}
+	return op.OK || op.Answered()
+}
+
+// tagWrite is a CreateTag (2 in 5), an UpdateTag (2 in 5) or a DeleteTag.
+// Each create uses a start no other create uses, n<<32: every incarnation
+// of a tag hands out IDs from a range of its own, so the reserved segments
+// of all incarnations stay disjoint (the store starts a re-created tag at
+// its start, not above the deleted one's max_id).
+func (w *workload) tagWrite(ctx context.Context, r *rand.Rand, client int, p *cluster.Proc, tag string) *history.Op {
+	cli := w.c.StoreClient(p)
+	var op *history.Op
+	var resp *connect.Response[seqsvrv1.Tag]
+	var err error
+	switch n := r.Intn(5); {
+	case n < 2:
+		op = w.begin(client, history.Create, tag, p)
+		op.Start, op.Step = w.starts.Add(1)<<32, lifeSteps[1+r.Intn(len(lifeSteps)-1)]
+		resp, err = cli.CreateTag(ctx, connect.NewRequest(&seqsvrv1.CreateTagRequest{Tag: tag, Start: op.Start, Step: op.Step}))
+	case n < 4:
+		op = w.begin(client, history.Update, tag, p)
+		op.Step = lifeSteps[r.Intn(len(lifeSteps))]
+		resp, err = cli.UpdateTag(ctx, connect.NewRequest(&seqsvrv1.UpdateTagRequest{Tag: tag, Step: op.Step}))
+	default:
+		op = w.begin(client, history.Delete, tag, p)
+		_, err = cli.DeleteTag(ctx, connect.NewRequest(&seqsvrv1.DeleteTagRequest{Tag: tag}))
+	}
+	if err == nil && resp != nil {
+		op.MaxID, op.TagStep = resp.Msg.GetMaxId(), resp.Msg.GetStep()
+	}
+	w.end(op, p, err)
+	return op
 }
 
 // probe aims a burst of reads at a member just resumed from a pause: if
@@ -172,15 +273,15 @@ func (w *workload) allocOp(ctx context.Context, r *rand.Rand, client int, p *clu
 	defer cancel()
 	count := 1 + r.Intn(20)
 	if r.Intn(2) == 0 {
-		op := w.begin(client, history.NextIDs, p)
-		op.Tag, op.Count = w.allocTags[r.Intn(len(w.allocTags))], count
+		op := w.begin(client, history.NextIDs, w.allocTags[r.Intn(len(w.allocTags))], p)
+		op.Count = count
 		resp, err := cli.NextIDs(cctx, connect.NewRequest(&seqsvrv1.NextIDsRequest{Tag: op.Tag, Count: int32(count)}))
 		if err == nil {
 			op.IDs = resp.Msg.GetIds()
 		}
 		w.end(op, p, err)
 	} else {
-		op := w.begin(client, history.Snowflake, p)
+		op := w.begin(client, history.Snowflake, "", p)
 		op.Count = count
 		resp, err := cli.NextSnowflakeIDs(cctx, connect.NewRequest(&seqsvrv1.NextSnowflakeIDsRequest{Count: int32(count)}))
 		if err == nil {
@@ -202,10 +303,13 @@ const resolveParallel = 16
 // resolve learns the outcome of every reservation that failed or timed
 // out by re-issuing it with the same request_id: the store answers a
 // retried request_id with the segment it reserved the first time, or
-// reserves it now; either way the operation took effect between its call
-// and the re-issue's return. Re-issues run resolveParallel at a time.
-// Calls that never left the client (NotSent) are left alone. Each op
-// re-issued ends Resolved or Unresolved, which is what the report counts.
+// reserves it now (or answers not_found if the tag is absent now); either
+// way the operation took effect between its call and the re-issue's
+// return. This holds because the re-issue is committed by a leader whose
+// log no longer lets the first call commit later. Re-issues run
+// resolveParallel at a time. Calls that never left the client (NotSent)
+// and those answered not_found are left alone. Each op re-issued ends
+// Resolved or Unresolved, which is what the report counts.
 func (w *workload) resolve(ctx context.Context, ops []*history.Op) {
 	todo := make(chan *history.Op)
 	var wg sync.WaitGroup
@@ -220,7 +324,7 @@ func (w *workload) resolve(ctx context.Context, ops []*history.Op) {
 		}()
 	}
 	for _, op := range ops {
-		if op.Kind == history.Reserve && !op.OK && !op.NotSent {
+		if op.Kind == history.Reserve && !op.OK && !op.NotSent && !op.Answered() {
 			todo <- op
 		}
 	}
@@ -237,6 +341,14 @@ func (w *workload) resolveOne(ctx context.Context, r *rand.Rand, op *history.Op)
 		if err == nil {
 			op.OK, op.Resolved = true, true
 			op.First, op.Last = resp.Msg.GetFirst(), resp.Msg.GetLast()
+			op.Return = w.rec.Now()
+			return
+		}
+		if connect.CodeOf(err) == connect.CodeNotFound {
+			// The request_id is not in the record, so the first call
+			// never took effect (and no longer can: see resolve); the
+			// re-issue found the tag absent, within the op's interval.
+			op.Resolved, op.Code = true, history.CodeNotFound
 			op.Return = w.rec.Now()
 			return
 		}

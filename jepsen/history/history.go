@@ -22,6 +22,17 @@ const (
 	GetTag    = "get"       // StoreService.GetTag
 	NextIDs   = "next"      // AllocService.NextIDs
 	Snowflake = "snowflake" // AllocService.NextSnowflakeIDs
+	Create    = "create"    // StoreService.CreateTag
+	Update    = "update"    // StoreService.UpdateTag
+	Delete    = "delete"    // StoreService.DeleteTag
+)
+
+// Codes of the failures that are answers: the store gives them only from
+// its committed state (a tag absent or present), so such a call is an
+// observation that took effect, not an unknown outcome.
+const (
+	CodeNotFound      = "not_found"
+	CodeAlreadyExists = "already_exists"
 )
 
 // Op is one client call.
@@ -40,6 +51,10 @@ type Op struct {
 	Size      int64  `json:"size,omitempty"`
 	Count     int    `json:"count,omitempty"`
 	RequestID string `json:"request_id,omitempty"`
+	// Start and Step are CreateTag's start and step, or UpdateTag's step
+	// (0: unchanged).
+	Start int64 `json:"start,omitempty"`
+	Step  int64 `json:"step,omitempty"`
 
 	// Call and Return are nanoseconds since the run started (monotonic).
 	Call   int64 `json:"call"`
@@ -53,6 +68,9 @@ type Op struct {
 	Last  int64   `json:"last,omitempty"`
 	MaxID int64   `json:"max_id,omitempty"`
 	IDs   []int64 `json:"ids,omitempty"`
+	// TagStep is the step in the answer (a Tag, or a Segment answered
+	// by its first issue); 0 when not recorded.
+	TagStep int64 `json:"tag_step,omitempty"`
 
 	// Resolved marks a reservation whose outcome was unknown (error or
 	// timeout) and was learned after the run by re-issuing its request_id;
@@ -64,6 +82,29 @@ type Op struct {
 	// process): no byte of it left the client, so it cannot have taken
 	// effect and needs no resolving.
 	NotSent bool `json:"not_sent,omitempty"`
+	// Refused marks a call the store refused before proposing anything
+	// (no leader known, not the leader, a forward that failed to
+	// connect): like NotSent, it cannot have taken effect.
+	Refused bool `json:"refused,omitempty"`
+}
+
+// Answered reports whether op failed with an answer about the committed
+// state (not_found, already_exists) rather than an unknown outcome.
+func (op *Op) Answered() bool {
+	return !op.OK && (op.Code == CodeNotFound || op.Code == CodeAlreadyExists)
+}
+
+// NoEffect reports whether op failed in a way that proves it changed
+// nothing: it never left the client, or the store refused it.
+func (op *Op) NoEffect() bool { return !op.OK && (op.NotSent || op.Refused) }
+
+// Open reports whether op is a tag write (create, update, delete) whose
+// outcome is unknown: it failed, may have taken effect, and was not
+// answered. Tag writes carry no idempotency key, so nothing can resolve
+// them.
+func (op *Op) Open() bool {
+	write := op.Kind == Create || op.Kind == Update || op.Kind == Delete
+	return write && !op.OK && !op.NoEffect() && !op.Answered()
 }
 
 // Recorder collects operations from many goroutines.

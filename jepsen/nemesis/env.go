@@ -11,7 +11,7 @@ import (
 	"connectrpc.com/connect"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
-	"github.com/seqsvr/seqsvr/jepsen/cluster"
+	"github.com/seqsvr/seqsvr/internal/cluster"
 )
 
 // Env is what faults act on.
@@ -55,13 +55,17 @@ func hold(ctx context.Context, r *rand.Rand, lo, hi time.Duration) time.Duration
 	return d
 }
 
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) { _ = cluster.Sleep(ctx, d) }
+
+// skipped logs fault name as skipped, and reports true, when its target
+// could not be found (err).
+func (e *Env) skipped(name string, err error) bool {
+	if err != nil {
+		e.Log.Skip(name, "%v", err)
+		return true
 	}
+	return false
 }
 
 func (e *Env) leader(ctx context.Context) (*cluster.Proc, error) {

@@ -7,7 +7,7 @@ import (
 	"math/rand"
 	"time"
 
-	"github.com/seqsvr/seqsvr/jepsen/cluster"
+	"github.com/seqsvr/seqsvr/internal/cluster"
 )
 
 // Catalogue lists every fault by name.
@@ -39,8 +39,7 @@ func Catalogue() map[string]Fault {
 
 func killLeader(ctx context.Context, e *Env, r *rand.Rand) error {
 	l, err := e.leader(ctx)
-	if err != nil {
-		e.Log.Skip("kill-leader", "%v", err)
+	if e.skipped("kill-leader", err) {
 		return nil
 	}
 	return killHoldRestart(ctx, e, r, "kill-leader", l)
@@ -48,8 +47,7 @@ func killLeader(ctx context.Context, e *Env, r *rand.Rand) error {
 
 func killFollower(ctx context.Context, e *Env, r *rand.Rand) error {
 	f, _, err := e.follower(ctx, r)
-	if err != nil {
-		e.Log.Skip("kill-follower", "%v", err)
+	if e.skipped("kill-follower", err) {
 		return nil
 	}
 	return killHoldRestart(ctx, e, r, "kill-follower", f)
@@ -92,8 +90,7 @@ func killAllStores(ctx context.Context, e *Env, r *rand.Rand) error {
 
 func pauseLeader(ctx context.Context, e *Env, r *rand.Rand) error {
 	l, err := e.leader(ctx)
-	if err != nil {
-		e.Log.Skip("pause-leader", "%v", err)
+	if e.skipped("pause-leader", err) {
 		return nil
 	}
 	return pauseHold(ctx, e, r, "pause-leader", l, 2, 6)
@@ -101,8 +98,7 @@ func pauseLeader(ctx context.Context, e *Env, r *rand.Rand) error {
 
 func pauseFollower(ctx context.Context, e *Env, r *rand.Rand) error {
 	f, _, err := e.follower(ctx, r)
-	if err != nil {
-		e.Log.Skip("pause-follower", "%v", err)
+	if e.skipped("pause-follower", err) {
 		return nil
 	}
 	return pauseHold(ctx, e, r, "pause-follower", f, 2, 6)
@@ -135,8 +131,7 @@ func memberReplace(ctx context.Context, e *Env, r *rand.Rand) error {
 	e.memberMu.Lock()
 	defer e.memberMu.Unlock()
 	f, l, err := e.follower(ctx, r)
-	if err != nil {
-		e.Log.Skip("member-replace", "%v", err)
+	if e.skipped("member-replace", err) {
 		return nil
 	}
 	if err := e.removeMember(ctx, l, f); err != nil {

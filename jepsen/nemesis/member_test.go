@@ -2,11 +2,11 @@ package nemesis
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/seqsvr/seqsvr/jepsen/cluster"
+	"github.com/seqsvr/seqsvr/internal/cluster"
+	"github.com/seqsvr/seqsvr/internal/cluster/clustertest"
 )
 
 // The member-replace fault settles an ambiguous RemoveMember by retrying it
@@ -14,21 +14,9 @@ import (
 // real storesvr checked here: removing an absent member succeeds, and the
 // leader's ClusterStatus stops listing a removed member at once.
 func TestRemoveMemberSettles(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: real-process test")
-	}
+	c := clustertest.Start(t, cluster.Options{Stores: 3})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "bin")
-	if err := cluster.Build(ctx, bin); err != nil {
-		t.Fatal(err)
-	}
-	c, err := cluster.Start(ctx, cluster.Options{BinDir: bin, Dir: dir, Stores: 3, Logf: t.Logf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
 	e := &Env{C: c}
 
 	leader, err := c.Leader(ctx)

@@ -6,7 +6,7 @@ import (
 	"math/rand"
 	"time"
 
-	"github.com/seqsvr/seqsvr/jepsen/cluster"
+	"github.com/seqsvr/seqsvr/internal/cluster"
 )
 
 func names(ps []*cluster.Proc) []string {
@@ -40,8 +40,7 @@ func partition(ctx context.Context, e *Env, r *rand.Rand, name string, cut func(
 
 func partitionLeader(ctx context.Context, e *Env, r *rand.Rand) error {
 	l, err := e.leader(ctx)
-	if err != nil {
-		e.Log.Skip("partition-leader", "%v", err)
+	if e.skipped("partition-leader", err) {
 		return nil
 	}
 	return partition(ctx, e, r, "partition-leader", func() (string, error) {
@@ -100,8 +99,7 @@ func partitionBridge(ctx context.Context, e *Env, r *rand.Rand) error {
 // and a follower.
 func partitionOneWay(ctx context.Context, e *Env, r *rand.Rand) error {
 	f, l, err := e.follower(ctx, r)
-	if err != nil {
-		e.Log.Skip("partition-oneway", "%v", err)
+	if e.skipped("partition-oneway", err) {
 		return nil
 	}
 	from, to := l, f

@@ -7,7 +7,7 @@ import (
 	"math/rand"
 	"time"
 
-	"github.com/seqsvr/seqsvr/jepsen/cluster"
+	"github.com/seqsvr/seqsvr/internal/cluster"
 )
 
 // twinTakeover cuts an allocsvr off the store (a partition, or SIGSTOP

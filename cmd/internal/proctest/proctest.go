@@ -1,7 +1,7 @@
-// Package proctest runs the cmd packages' real-process tests: it builds
-// storesvr and allocsvr once per test binary and starts clusters of them
-// on free loopback ports, killed when the test ends. Under -short nothing
-// is built and every real-process test skips.
+// Package proctest runs the cmd packages' real-process tests on
+// internal/cluster/clustertest: it builds storesvr and allocsvr once per
+// test binary (not under -short, where those tests skip) and starts
+// clusters of them on free loopback ports, killed when the test ends.
 package proctest
 
 import (
@@ -17,37 +17,28 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seqsvr/seqsvr/jepsen/cluster"
+	"github.com/seqsvr/seqsvr/internal/cluster"
+	"github.com/seqsvr/seqsvr/internal/cluster/clustertest"
 )
 
-// binDir holds the binaries Main built.
-var binDir string
+// BinDir is the directory holding the storesvr and allocsvr that Main
+// built ("" if the build failed, in which case Main fails first).
+func BinDir() string {
+	dir, _ := clustertest.Bins()
+	return dir
+}
 
-// BinDir is the directory holding the storesvr and allocsvr that Main built.
-func BinDir() string { return binDir }
-
-// Main builds the binaries into a temporary directory named after pkg,
-// runs the tests and removes the directory; under -short it only runs the
-// tests. TestMain passes its result to os.Exit.
+// Main builds the binaries, runs the tests of package pkg and removes the
+// binaries. TestMain passes its result to os.Exit.
 func Main(m *testing.M, pkg string) int {
-	flag.Parse() // testing.Short needs the flags parsed
-	if testing.Short() {
-		return m.Run()
+	flag.Parse() // for testing.Short
+	if !testing.Short() {
+		if _, err := clustertest.Bins(); err != nil {
+			fmt.Fprintf(os.Stderr, "%s: %v\n", pkg, err)
+			return 1
+		}
 	}
-	dir, err := os.MkdirTemp("", "seqsvr-"+pkg+"-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	binDir = dir
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	if err := cluster.Build(ctx, binDir); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return m.Run()
+	return clustertest.Main(m)
 }
 
 // SkipShort skips a real-process test under -short (Main built nothing).
@@ -59,38 +50,11 @@ func SkipShort(t *testing.T) {
 }
 
 // StartCluster launches stores real storesvr processes and allocs
-// allocsvrs and kills them when the test ends, logging the tail of every
-// process's log if the test failed. It skips the test under -short.
+// allocsvrs with the extra flags given, and kills them when the test ends
+// (see clustertest.Start). It skips the test under -short.
 func StartCluster(t *testing.T, stores, allocs int, storeArgs, allocArgs []string) *cluster.Cluster {
 	t.Helper()
-	SkipShort(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	c, err := cluster.Start(ctx, cluster.Options{
-		BinDir: binDir, Dir: t.TempDir(), Stores: stores, Allocs: allocs,
-		StoreArgs: storeArgs, AllocArgs: allocArgs, Logf: t.Logf,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		c.Close()
-		if t.Failed() {
-			for _, p := range c.All() {
-				if b, err := os.ReadFile(p.LogPath); err == nil {
-					t.Logf("---- %s log (tail) ----\n%s", p.Name, tail(string(b), 3000))
-				}
-			}
-		}
-	})
-	return c
-}
-
-func tail(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[len(s)-n:]
+	return clustertest.Start(t, cluster.Options{Stores: stores, Allocs: allocs, StoreArgs: storeArgs, AllocArgs: allocArgs})
 }
 
 // FastHTTPOff is the flag that turns the HTTP/1.1 front off.

@@ -4,6 +4,11 @@
 //
 //	go run -tags hashicorpmetrics ./jepsen/cmd/jepsen -mode full
 //
+// -only runs some scenarios of the mode, with the seeds they get in the
+// whole mode's run:
+//
+//	go run -tags hashicorpmetrics ./jepsen/cmd/jepsen -mode full -only kills -seed 7
+//
 // With -check it runs nothing: it re-checks what a run saved, in one
 // scenario's results folder or in each scenario folder of a run's.
 //
@@ -11,6 +16,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -18,11 +24,12 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/seqsvr/seqsvr/jepsen/cluster"
+	"github.com/seqsvr/seqsvr/internal/cluster"
 	"github.com/seqsvr/seqsvr/jepsen/harness"
 	"github.com/seqsvr/seqsvr/jepsen/nemesis"
 )
@@ -34,14 +41,19 @@ func main() {
 	duration := flag.Duration("duration", 0, "per-run duration (default 60s smoke, 100s per full scenario, 25s per bug)")
 	verbose := flag.Bool("v", false, "log process starts and nemesis events")
 	check := flag.String("check", "", "re-check a saved results folder (a scenario's, or a run's holding several) instead of running")
+	only := flag.String("only", "", "comma-separated scenario names of the mode to run, e.g. -mode full -only kills (default all)")
 	flag.Parse()
 	if *check != "" {
 		os.Exit(recheck(os.Stdout, *check))
 	}
-	os.Exit(run(*mode, *seed, *out, *duration, *verbose))
+	var names []string
+	if *only != "" {
+		names = strings.Split(*only, ",")
+	}
+	os.Exit(run(*mode, names, *seed, *out, *duration, *verbose))
 }
 
-func run(mode string, seed int64, out string, d time.Duration, verbose bool) int {
+func run(mode string, only []string, seed int64, out string, d time.Duration, verbose bool) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if out == "" {
@@ -59,22 +71,31 @@ func run(mode string, seed int64, out string, d time.Duration, verbose bool) int
 	var cfgs []harness.Config
 	switch mode {
 	case "smoke":
-		cfgs = []harness.Config{harness.Smoke(orDefault(d, 60*time.Second), parts)}
+		cfgs = []harness.Config{harness.Smoke(cmp.Or(d, 60*time.Second), parts)}
 	case "full":
-		cfgs = harness.Full(orDefault(d, 100*time.Second), parts)
+		cfgs = harness.Full(cmp.Or(d, 100*time.Second), parts)
 	case "bugs":
 		for _, b := range harness.Bugs() {
-			cfgs = append(cfgs, harness.PlantedBug(b, orDefault(d, 25*time.Second)))
+			cfgs = append(cfgs, harness.PlantedBug(b, cmp.Or(d, 25*time.Second)))
 		}
 	default:
 		fmt.Fprintf(os.Stderr, "unknown -mode %q\n", mode)
 		return 2
+	}
+	for _, n := range only {
+		if !slices.ContainsFunc(cfgs, func(c harness.Config) bool { return c.Name == n }) {
+			fmt.Fprintf(os.Stderr, "-only: mode %s has no scenario %q\n", mode, n)
+			return 2
+		}
 	}
 	bin := filepath.Join(out, "bin")
 	var reports []*harness.Report
 	total := 0
 	code := 0
 	for i, cfg := range cfgs {
+		if len(only) > 0 && !slices.Contains(only, cfg.Name) {
+			continue
+		}
 		cfg.Seed = seed + int64(i)
 		cfg.OutDir = filepath.Join(out, cfg.Name)
 		cfg.BinDir = bin
@@ -106,7 +127,7 @@ func run(mode string, seed int64, out string, d time.Duration, verbose bool) int
 	}
 	summary(os.Stdout, reports)
 	fmt.Printf("  total faults injected: %d\n  results: %s\n", total, out)
-	if mode == "full" && ctx.Err() == nil && total < fullFaultTarget {
+	if mode == "full" && len(only) == 0 && ctx.Err() == nil && total < fullFaultTarget {
 		fmt.Printf("  FAIL: the full matrix must inject at least %d faults\n", fullFaultTarget)
 		code = 1
 	}
@@ -133,10 +154,3 @@ func summary(w io.Writer, reports []*harness.Report) {
 // fullFaultTarget is the fewest faults a full matrix must inject to count
 // as one (measured: about 1050 at 90 s per scenario on a 2-core box).
 const fullFaultTarget = 1000
-
-func orDefault(d, def time.Duration) time.Duration {
-	if d == 0 {
-		return def
-	}
-	return d
-}

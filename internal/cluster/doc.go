@@ -1,5 +1,11 @@
 // Package cluster launches real storesvr and allocsvr processes on this
-// machine for integration tests, the fault-injection harness and `make run`.
+// machine: for the cmd packages' integration tests, the benchmarks, the
+// fault-injection harness (jepsen/) and `make run` (cmd/devcluster). It
+// builds the binaries, lays processes out on free (or fixed) loopback
+// ports, starts, pauses, kills and restarts them, waits for a leader and
+// for readiness, and creates tags with retries. What only the fault
+// harness needs (faults, partitions, checkers) lives under jepsen/; test
+// helpers built on this package live in clustertest.
 //
 // Guarantees:
 //   - Every process runs in its own process group and, on Linux, receives

@@ -22,13 +22,19 @@ var (
 // `-tags hashicorpmetrics[,tags]`, at the module root. It runs the compiler
 // once per (binDir, tags) in this process, so many tests may call it.
 func Build(ctx context.Context, binDir string, tags ...string) error {
-	allTags := append([]string{BaseTag}, tags...)
-	tagList := strings.Join(allTags, ",")
+	return BuildPackages(ctx, binDir, append([]string{BaseTag}, tags...), "./cmd/storesvr", "./cmd/allocsvr")
+}
+
+// BuildPackages runs `go build -tags tags -o binDir/ pkgs...` at the
+// module root (pkgs are relative to it, e.g. "./bench/loadgen"), once per
+// (binDir, tags, pkgs) in this process.
+func BuildPackages(ctx context.Context, binDir string, tags []string, pkgs ...string) error {
+	tagList := strings.Join(tags, ",")
 	abs, err := filepath.Abs(binDir)
 	if err != nil {
 		return err
 	}
-	key := abs + "|" + tagList
+	key := abs + "|" + tagList + "|" + strings.Join(pkgs, " ")
 	buildMu.Lock()
 	defer buildMu.Unlock()
 	if buildDone[key] {
@@ -41,11 +47,12 @@ func Build(ctx context.Context, binDir string, tags ...string) error {
 	if err := os.MkdirAll(abs, 0o755); err != nil {
 		return err
 	}
-	cmd := exec.CommandContext(ctx, "go", "build", "-tags", tagList, "-o", abs+string(filepath.Separator), "./cmd/storesvr", "./cmd/allocsvr")
+	args := append([]string{"build", "-tags", tagList, "-o", abs + string(filepath.Separator)}, pkgs...)
+	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = root
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("cluster: go build -tags %s ./cmd/storesvr ./cmd/allocsvr: %w\n%s", tagList, err, out)
+		return fmt.Errorf("cluster: go build -tags %q %s: %w\n%s", tagList, strings.Join(pkgs, " "), err, out)
 	}
 	buildDone[key] = true
 	return nil

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -241,10 +242,8 @@ func (c *Cluster) CreateTag(ctx context.Context, req *seqsvrv1.CreateTagRequest)
 		if err == nil {
 			return nil
 		}
-		select {
-		case <-ctx.Done():
+		if Sleep(ctx, 100*time.Millisecond) != nil {
 			return fmt.Errorf("create tag %s: %w", req.GetTag(), err)
-		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }
@@ -278,10 +277,8 @@ func (c *Cluster) Leader(ctx context.Context) (*Proc, error) {
 				return l, nil
 			}
 		}
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("cluster: no leader: %w (last: %v)", ctx.Err(), lastErr)
-		case <-time.After(100 * time.Millisecond):
+		if err := Sleep(ctx, 100*time.Millisecond); err != nil {
+			return nil, fmt.Errorf("cluster: no leader: %w (last: %v)", err, lastErr)
 		}
 	}
 }
@@ -308,10 +305,8 @@ func (c *Cluster) WaitReady(ctx context.Context, p *Proc) error {
 			return nil
 		}
 		last = msg
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("cluster: %s not ready: %w (last: %s); log: %s", p.Name, ctx.Err(), last, p.LogPath)
-		case <-time.After(100 * time.Millisecond):
+		if err := Sleep(ctx, 100*time.Millisecond); err != nil {
+			return fmt.Errorf("cluster: %s not ready: %w (last: %s); log: %s", p.Name, err, last, p.LogPath)
 		}
 	}
 }
@@ -376,10 +371,5 @@ func (c *Cluster) NewAlloc(name, nodeID string) (*Proc, error) {
 func (c *Cluster) DropAlloc(p *Proc) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for i, q := range c.extra {
-		if q == p {
-			c.extra = append(c.extra[:i], c.extra[i+1:]...)
-			return
-		}
-	}
+	c.extra = slices.DeleteFunc(c.extra, func(q *Proc) bool { return q == p })
 }

@@ -2,7 +2,7 @@
 // foreground — three storesvr members and one allocsvr on fixed ports,
 // data under -dir — with a demo tag and ready-to-paste curl lines.
 // Ctrl-C stops every process (SIGTERM, then SIGKILL after 10 s); if
-// devcluster itself dies, the kernel kills its children (see jepsen/cluster).
+// devcluster itself dies, the kernel kills its children (see internal/cluster).
 package main
 
 import (
@@ -18,7 +18,7 @@ import (
 	"time"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
-	"github.com/seqsvr/seqsvr/jepsen/cluster"
+	"github.com/seqsvr/seqsvr/internal/cluster"
 )
 
 func main() {
