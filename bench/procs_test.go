@@ -71,9 +71,14 @@ func startCluster(tb testing.TB, stores, allocs int, allocArgs ...string) *clust
 }
 
 // launch is startCluster with every option; it skips under -short (see
-// clustertest.Start).
+// clustertest.Start). The processes' start and kill lines are not logged:
+// a benchmark's log is cut after a few lines when not verbose, and the
+// lines it logs itself (the failover gaps) must stay.
 func launch(tb testing.TB, opts cluster.Options) *cluster.Cluster {
 	tb.Helper()
+	if opts.Logf == nil {
+		opts.Logf = func(string, ...any) {}
+	}
 	return clustertest.Start(tb, opts)
 }
 
