@@ -45,11 +45,7 @@ func BenchmarkAllocNetwork(b *testing.B) {
 	alloc := c.Allocs[0].URL()
 	conc := fmt.Sprint(allocConc)
 
-	bareAddr, frontAddr := "127.0.0.1:"+freePort(b), "127.0.0.1:"+freePort(b)
-	startProc(b, filepath.Join(bins(b), "loadgen"), "-serve", bareAddr)
-	startProc(b, filepath.Join(bins(b), "loadgen"), "-serve-front", frontAddr)
-	waitHTTP(b, "http://"+bareAddr+"/id")
-	waitHTTP(b, "http://"+frontAddr+"/id")
+	bareAddr, frontAddr := serveBare(b, "-serve"), serveBare(b, "-serve-front")
 	bareTarget := map[string]string{"raw": "http-raw", "go": "http"}
 	floor := func(addr, family string) Result {
 		return loadgen(b, "-target", bareTarget[family], "-url", "http://"+addr+"/id", "-c", conc, "-d", roundLoad.String(), "-warmup", warmup)
@@ -87,11 +83,8 @@ func BenchmarkAllocNetwork(b *testing.B) {
 			if r.Errors > 0 {
 				b.Errorf("%d errors, first: %s", r.Errors, r.FirstError)
 			}
-			b.ReportMetric(r.OpsPerSec, "calls/s")
+			reportLoad(b, r)
 			b.ReportMetric(r.IDsPerSec, "ids/s")
-			b.ReportMetric(float64(r.P50us), "p50-us")
-			b.ReportMetric(float64(r.P99us), "p99-us")
-			b.ReportMetric(float64(r.P999us), "p999-us")
 			b.ReportMetric(bare.OpsPerSec, "bare-req/s")
 			b.ReportMetric(r.OpsPerSec/bare.OpsPerSec, "x-bare-http")
 			b.ReportMetric(front.OpsPerSec, "front-req/s")
@@ -103,6 +96,16 @@ func BenchmarkAllocNetwork(b *testing.B) {
 			}
 		})
 	}
+}
+
+// serveBare starts loadgen's bare reference handler (mode -serve or
+// -serve-front) and answers its address once it serves.
+func serveBare(tb testing.TB, mode string) string {
+	tb.Helper()
+	addr := "127.0.0.1:" + freePort(tb)
+	startProc(tb, filepath.Join(bins(tb), "loadgen"), mode, addr)
+	waitHTTP(tb, "http://"+addr+"/id")
+	return addr
 }
 
 // BenchmarkAllocLeaderKill compares the allocsvr's p999 while the store

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -66,7 +67,19 @@ func startProc(tb testing.TB, name string, args ...string) {
 // startCluster launches real processes with the repo's binaries.
 func startCluster(tb testing.TB, stores, allocs int, allocArgs ...string) *cluster.Cluster {
 	tb.Helper()
-	return clustertest.Start(tb, cluster.Options{Stores: stores, Allocs: allocs, AllocArgs: allocArgs})
+	return launch(tb, cluster.Options{Stores: stores, Allocs: allocs, AllocArgs: allocArgs})
+}
+
+// launch is startCluster with every option; it skips under -short (see
+// clustertest.Start). The processes' start and kill lines are not logged:
+// a benchmark's log is cut after a few lines when not verbose, and the
+// lines it logs itself (the failover gaps) must stay.
+func launch(tb testing.TB, opts cluster.Options) *cluster.Cluster {
+	tb.Helper()
+	if opts.Logf == nil {
+		opts.Logf = func(string, ...any) {}
+	}
+	return clustertest.Start(tb, opts)
 }
 
 func createTag(tb testing.TB, c *cluster.Cluster, tag string, step int64) {
@@ -78,4 +91,24 @@ func leaderURL(tb testing.TB, c *cluster.Cluster) (*cluster.Proc, string) {
 	tb.Helper()
 	p := clustertest.Leader(tb, c)
 	return p, p.URL()
+}
+
+// restart kills p if it runs, starts it again and waits until it is ready.
+func restart(tb testing.TB, c *cluster.Cluster, p *cluster.Proc) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := p.Restart(ctx); err != nil {
+		tb.Fatal(err)
+	}
+	if err := c.WaitReady(ctx, p); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// median of ds (the upper one of an even count).
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
 }

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"slices"
+	"testing"
 	"time"
 )
 
@@ -44,4 +45,12 @@ func merge(rs []Result) Result {
 		out.IDsPerSec = float64(out.IDs) / out.Seconds
 	}
 	return out
+}
+
+// reportLoad reports a target's calls per second and latency percentiles.
+func reportLoad(b *testing.B, r Result) {
+	b.ReportMetric(r.OpsPerSec, "calls/s")
+	b.ReportMetric(float64(r.P50us), "p50-us")
+	b.ReportMetric(float64(r.P99us), "p99-us")
+	b.ReportMetric(float64(r.P999us), "p999-us")
 }

@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"sort"
 	"testing"
 	"time"
 
@@ -79,19 +78,9 @@ func BenchmarkStoreFailover(b *testing.B) {
 			b.Fatal(err)
 		}
 		gaps = append(gaps, gap)
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		if err := leader.Restart(ctx); err != nil {
-			cancel()
-			b.Fatal(err)
-		}
-		if err := c.WaitReady(ctx, leader); err != nil {
-			cancel()
-			b.Fatal(err)
-		}
-		cancel()
+		restart(b, c, leader)
 	}
-	sort.Slice(gaps, func(i, j int) bool { return gaps[i] < gaps[j] })
-	med := gaps[len(gaps)/2]
+	med := median(gaps)
 	b.Logf("failover gaps: %v", gaps)
 	b.ReportMetric(float64(med.Milliseconds()), "median-failover-ms")
 	b.ReportMetric(float64(med)/float64(raftconf.DefaultElectionTimeout), "x-election-timeout")

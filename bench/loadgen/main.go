@@ -5,6 +5,7 @@
 //
 //	loadgen -target alloc-connect -url http://127.0.0.1:8080 -tag bench -count 1 -c 64 -d 5s
 //	loadgen -target alloc-raw -url http://127.0.0.1:8080 -tag bench -count 1 -c 64 -d 5s
+//	loadgen -target seq-raw -url http://127.0.0.1:8080 -tag space -keys 1000000 -c 64 -d 5s
 //	loadgen -target http-raw -url http://127.0.0.1:9000/id -c 64 -d 5s
 //	loadgen -target redis -addr 127.0.0.1:6379 -c 64 -d 5s
 //	loadgen -serve 127.0.0.1:9000   (the bare net/http reference handler)
@@ -46,10 +47,11 @@ type doer func(ctx context.Context) (int, error)
 
 func main() {
 	var (
-		target = flag.String("target", "", "Go clients: alloc-connect | alloc-grpc | store-reserve | http; raw HTTP/1.1: alloc-raw | leaf-raw | store-raw | http-raw; redis")
+		target = flag.String("target", "", "Go clients: alloc-connect | alloc-grpc | store-reserve | http; raw HTTP/1.1: alloc-raw | leaf-raw | store-raw | seq-raw | http-raw; redis")
 		url    = flag.String("url", "", "base URL (alloc-*, store-reserve) or full URL (http)")
 		addr   = flag.String("addr", "127.0.0.1:6379", "redis address")
-		tag    = flag.String("tag", "bench", "tag for alloc and store targets")
+		tag    = flag.String("tag", "bench", "tag for alloc and store targets; space for seq-raw")
+		keys   = flag.Uint64("keys", 0, "seq-raw: NextSeq over keys spread across 0..keys-1 (each worker cycles through 64 of them)")
 		count  = flag.Int("count", 1, "IDs per NextIDs call; segment size for store-reserve")
 		conc   = flag.Int("c", 16, "concurrent workers")
 		dur    = flag.Duration("d", 5*time.Second, "duration of the measured run")
@@ -64,7 +66,7 @@ func main() {
 	if *front != "" {
 		log.Fatal(serveBare(*front, true))
 	}
-	mk, err := newDoer(*target, *url, *addr, *tag, *count, *conc)
+	mk, err := newDoer(*target, *url, *addr, *tag, *count, *conc, *keys)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "loadgen:", err)
 		os.Exit(2)

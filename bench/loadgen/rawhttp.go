@@ -21,15 +21,17 @@ import (
 // use.
 type rawClient struct {
 	addr string
-	req  []byte
+	reqs [][]byte // sent in turn, one per call
+	next int
 	conn net.Conn
 	r    *bufio.Reader
 	body []byte
 }
 
 // newRawClient prepares method path on the host of base with the given
-// extra headers and body, sent unchanged on every call.
-func newRawClient(base, method, path string, headers map[string]string, body []byte) (*rawClient, error) {
+// extra headers, one request per body; calls send them in turn (a single
+// body is sent unchanged on every call).
+func newRawClient(base, method, path string, headers map[string]string, bodies ...[]byte) (*rawClient, error) {
 	u, err := url.Parse(base)
 	if err != nil {
 		return nil, err
@@ -37,17 +39,24 @@ func newRawClient(base, method, path string, headers map[string]string, body []b
 	if u.Scheme != "http" || u.Host == "" {
 		return nil, fmt.Errorf("raw client needs an http://host:port URL, got %q", base)
 	}
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "%s %s HTTP/1.1\r\nHost: %s\r\n", method, u.Path+path, u.Host)
-	for k, v := range headers {
-		fmt.Fprintf(&b, "%s: %s\r\n", k, v)
+	c := &rawClient{addr: u.Host}
+	for _, body := range bodies {
+		var b bytes.Buffer
+		fmt.Fprintf(&b, "%s %s HTTP/1.1\r\nHost: %s\r\n", method, u.Path+path, u.Host)
+		for k, v := range headers {
+			fmt.Fprintf(&b, "%s: %s\r\n", k, v)
+		}
+		if body != nil || method == "POST" {
+			fmt.Fprintf(&b, "Content-Length: %d\r\n", len(body))
+		}
+		b.WriteString("\r\n")
+		b.Write(body)
+		c.reqs = append(c.reqs, b.Bytes())
 	}
-	if body != nil || method == "POST" {
-		fmt.Fprintf(&b, "Content-Length: %d\r\n", len(body))
+	if len(c.reqs) == 0 {
+		return nil, errors.New("raw client needs at least one request body (nil for none)")
 	}
-	b.WriteString("\r\n")
-	b.Write(body)
-	return &rawClient{addr: u.Host, req: b.Bytes()}, nil
+	return c, nil
 }
 
 // do sends the request and returns the status code and the body, which is
@@ -76,7 +85,9 @@ func (c *rawClient) do() (int, []byte, error) {
 }
 
 func (c *rawClient) roundTrip() (int, []byte, error) {
-	if _, err := c.conn.Write(c.req); err != nil {
+	req := c.reqs[c.next]
+	c.next = (c.next + 1) % len(c.reqs)
+	if _, err := c.conn.Write(req); err != nil {
 		return 0, nil, err
 	}
 	line, err := c.r.ReadSlice('\n')

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -85,7 +87,7 @@ func TestRawDoersCountOnlyGoodAnswers(t *testing.T) {
 		_, _ = w.Write(ids(3))
 	}))
 	defer srv.Close()
-	mk, err := newDoer("alloc-raw", srv.URL, "", "bench", 3, 1)
+	mk, err := newDoer("alloc-raw", srv.URL, "", "bench", 3, 1, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,9 +98,62 @@ func TestRawDoersCountOnlyGoodAnswers(t *testing.T) {
 	if n, err := do(context.Background()); err != nil || n != 3 {
 		t.Fatalf("alloc-raw: %d %v", n, err)
 	}
-	mk, _ = newDoer("alloc-raw", srv.URL, "", "bench", 4, 1)
+	mk, _ = newDoer("alloc-raw", srv.URL, "", "bench", 4, 1, 0)
 	do, _ = mk()
 	if _, err := do(context.Background()); err == nil {
 		t.Fatal("alloc-raw counted an answer with the wrong number of ids")
+	}
+}
+
+// seq-raw sends NextSeq for each worker's own keys in turn, spread over
+// the space's sections, and counts an answer carrying a value.
+func TestSeqRaw(t *testing.T) {
+	const keys, sectionSize = 1_000_000, 100_000
+	var (
+		mu   sync.Mutex
+		seen = map[uint64]int{}
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var req seqsvrv1.NextSeqRequest
+		if r.URL.Path != "/seqsvr.v1.SeqService/NextSeq" || proto.Unmarshal(body, &req) != nil || req.Space != "sp" || req.Key >= keys {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		seen[req.Key]++
+		mu.Unlock()
+		res, _ := proto.Marshal(&seqsvrv1.NextSeqResponse{Seq: 7, RoutingVersion: 3})
+		w.Header().Set("Content-Type", "application/proto")
+		_, _ = w.Write(res)
+	}))
+	defer srv.Close()
+	mk, err := newDoer("seq-raw", srv.URL, "", "sp", 1, 2, keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		do, err := mk()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 * seqKeysPerWorker {
+			if n, err := do(context.Background()); err != nil || n != 1 {
+				t.Fatalf("seq-raw: %d %v", n, err)
+			}
+		}
+	}
+	sections := map[uint64]bool{}
+	for k, n := range seen {
+		if n != 2 {
+			t.Fatalf("key %d sent %d times, want 2 (each worker cycles through its keys)", k, n)
+		}
+		sections[k/sectionSize] = true
+	}
+	if len(seen) != 2*seqKeysPerWorker || len(sections) != keys/sectionSize {
+		t.Fatalf("%d distinct keys over %d sections, want %d over %d", len(seen), len(sections), 2*seqKeysPerWorker, keys/sectionSize)
+	}
+	if _, err := newDoer("seq-raw", srv.URL, "", "sp", 1, 1, 0); err == nil {
+		t.Fatal("seq-raw without -keys accepted")
 	}
 }

@@ -24,7 +24,7 @@ import (
 // newDoer returns a factory that gives each worker its doer. Go-client
 // targets share one client (it pools connections itself); raw targets get
 // one connection per worker.
-func newDoer(target, base, addr, tag string, count, conc int) (func() (doer, error), error) {
+func newDoer(target, base, addr, tag string, count, conc int, keys uint64) (func() (doer, error), error) {
 	shared := func(d doer) func() (doer, error) { return func() (doer, error) { return d, nil } }
 	switch target {
 	case "alloc-connect":
@@ -75,6 +75,13 @@ func newDoer(target, base, addr, tag string, count, conc int) (func() (doer, err
 			return nil, err
 		}
 		return rawFactory(base, "POST", "/"+seqsvrv1connect.StoreServiceName+"/ReserveSegment", connectHeaders, body, segmentIDs(count)), nil
+	case "seq-raw":
+		if keys == 0 {
+			return nil, errors.New("seq-raw needs -keys > 0")
+		}
+		// NextSeqResponse carries the value as field 1, like NextIDsResponse's ids.
+		return rawWorkers(base, "POST", "/"+seqsvrv1connect.SeqServiceName+"/NextSeq", connectHeaders,
+			func(w int) ([][]byte, error) { return seqBodies(tag, keys, w) }, protoIDs(1)), nil
 	}
 	return nil, fmt.Errorf("unknown -target %q", target)
 }
@@ -87,11 +94,24 @@ var connectHeaders = map[string]string{
 	"Connect-Protocol-Version": "1",
 }
 
-// rawFactory builds one raw connection per worker; check turns a 200 body
-// into the number of IDs it carries, or an error when it is malformed.
+// rawFactory builds one raw connection per worker, each sending body on
+// every call; check turns a 200 body into the number of IDs it carries, or
+// an error when it is malformed.
 func rawFactory(base, method, path string, headers map[string]string, body []byte, check func([]byte) (int, error)) func() (doer, error) {
+	return rawWorkers(base, method, path, headers, func(int) ([][]byte, error) { return [][]byte{body}, nil }, check)
+}
+
+// rawWorkers is rawFactory with bodies of its own for each worker
+// (numbered from 0), sent in turn.
+func rawWorkers(base, method, path string, headers map[string]string, bodies func(worker int) ([][]byte, error), check func([]byte) (int, error)) func() (doer, error) {
+	worker := 0
 	return func() (doer, error) {
-		c, err := newRawClient(base, method, path, headers, body)
+		bs, err := bodies(worker)
+		if err != nil {
+			return nil, err
+		}
+		worker++
+		c, err := newRawClient(base, method, path, headers, bs...)
 		if err != nil {
 			return nil, err
 		}
@@ -106,6 +126,26 @@ func rawFactory(base, method, path string, headers map[string]string, body []byt
 			return check(b)
 		}, nil
 	}
+}
+
+// seqKeysPerWorker is how many keys each seq-raw worker cycles through.
+const seqKeysPerWorker = 64
+
+// seqBodies are worker w's NextSeq requests: seqKeysPerWorker keys of
+// 0..keys-1, scattered by a multiplicative hash so the workers' keys
+// spread over every section of the space rather than crowding the first.
+func seqBodies(space string, keys uint64, w int) ([][]byte, error) {
+	out := make([][]byte, seqKeysPerWorker)
+	for j := range out {
+		i := uint64(w*seqKeysPerWorker + j)
+		key := (i * 0x9E3779B97F4A7C15) % keys
+		b, err := proto.Marshal(&seqsvrv1.NextSeqRequest{Space: space, Key: key})
+		if err != nil {
+			return nil, err
+		}
+		out[j] = b
+	}
+	return out, nil
 }
 
 // decimalIDs accepts a Leaf-style body: one positive decimal number.

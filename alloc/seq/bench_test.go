@@ -1,0 +1,191 @@
+package seq
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/seqsvr/seqsvr/internal/clock/clocktest"
+)
+
+// The benchmarks serve from the in-memory fakeStore (fake_test.go), which
+// answers a raise at once, on a fake clock that never moves, so the lease
+// stays valid: what is measured is this package's own work.
+
+// benchNode is node "a" of a fresh store with space "b", its lease taken.
+func benchNode(b *testing.B, keyCount, sectionSize uint64, step int64) (*fakeStore, *Node) {
+	b.Helper()
+	c := clocktest.New(t0)
+	st := newFakeStore(c)
+	st.createSpace("b", keyCount, sectionSize, step)
+	n, err := New(st, Config{NodeID: "a", URL: "http://a", Clock: c})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(n.stop)
+	if err := n.beat(context.Background(), false); err != nil {
+		b.Fatal(err)
+	}
+	return st, n
+}
+
+// spread is n distinct keys evenly spaced over 0..keyCount-1 (every key
+// when n == keyCount), in a scattered order (7919 is prime to any n made
+// of 2s and 5s), so successive calls do not walk memory in order.
+func spread(n int, keyCount uint64) []uint64 {
+	out := make([]uint64, n)
+	for i := range out {
+		out[i] = uint64(i) * 7919 % uint64(n) * (keyCount / uint64(n))
+	}
+	return out
+}
+
+// BenchmarkNextSeqVsAtomicAdd interleaves, in one goroutine, chunks of
+// three loops over the same keys, spread over one loaded section of 100k:
+// the reference atomic.AddInt64(&s[key], 1) on a flat slice; NextSeq's
+// section hot path (take on the held section: lease check, value, limit,
+// raise-ahead test under the section's mutex); and Node.Next with one key,
+// the call the handler makes (routing table, section lookup, result
+// slice). x-atomic is Next's time over the add's, x-atomic-take take's.
+// The step (10^9) makes raises rare; the fake store answers them at once.
+func BenchmarkNextSeqVsAtomicAdd(b *testing.B) {
+	const size = 100_000
+	_, n := benchNode(b, size, size, 1_000_000_000)
+	ctx := context.Background()
+	keys := spread(size, size)
+	if _, _, err := n.Next(ctx, "b", keys[:1], false); err != nil { // the load
+		b.Fatal(err)
+	}
+	s, err := n.section(secKey{space: "b", section: 0})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ref := make([]int64, size)
+	var tAdd, tTake, tNext time.Duration
+	const chunk = 1 << 14
+	b.ResetTimer()
+	for done := 0; done < b.N; done += chunk {
+		k := min(chunk, b.N-done)
+		t0 := time.Now()
+		for j := range k {
+			atomic.AddInt64(&ref[keys[(done+j)%size]], 1)
+		}
+		t1 := time.Now()
+		for j := range k {
+			if _, err := n.take(ctx, s, int(keys[(done+j)%size]), opNext); err != nil {
+				b.Fatal(err)
+			}
+		}
+		t2 := time.Now()
+		for j := range k {
+			i := (done + j) % size
+			if _, _, err := n.Next(ctx, "b", keys[i:i+1], false); err != nil {
+				b.Fatal(err)
+			}
+		}
+		tAdd += t1.Sub(t0)
+		tTake += t2.Sub(t1)
+		tNext += time.Since(t2)
+	}
+	if tAdd > 0 && tNext > 0 {
+		per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(b.N) }
+		b.ReportMetric(per(tAdd), "ns/add")
+		b.ReportMetric(per(tTake), "ns/take")
+		b.ReportMetric(per(tNext), "ns/NextSeq")
+		b.ReportMetric(float64(tTake)/float64(tAdd), "x-atomic-take")
+		b.ReportMetric(float64(tNext)/float64(tAdd), "x-atomic")
+		b.ReportMetric(float64(b.N)/tNext.Seconds(), "calls/s")
+	}
+}
+
+// BenchmarkSeqMemoryPerMillionKeys touches each key of a 1M-key space (10
+// sections of 100k) once and reports the live heap it grew by, after a GC
+// before and after, per million keys, beside the floor of 8 bytes per key
+// (one int64 each).
+func BenchmarkSeqMemoryPerMillionKeys(b *testing.B) {
+	const keyCount, sectionSize = 1_000_000, 100_000
+	keys := spread(keyCount, keyCount)
+	ctx := context.Background()
+	var grown float64
+	for b.Loop() {
+		_, n := benchNode(b, keyCount, sectionSize, 10_000)
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		for i := 0; i < keyCount; i += 10_000 { // NextSeqs of 10k keys
+			if _, _, err := n.Next(ctx, "b", keys[i:i+10_000], false); err != nil {
+				b.Fatal(err)
+			}
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		if got := n.Status().GetSpaces()[0].GetKeysInMemory(); got != keyCount {
+			b.Fatalf("%d keys in memory, want %d", got, keyCount)
+		}
+		grown += float64(after.HeapAlloc) - float64(before.HeapAlloc)
+		runtime.KeepAlive(n)
+		n.dropAll()
+	}
+	perKey := grown / float64(b.N) / keyCount
+	b.ReportMetric(perKey, "MB/1M-keys") // bytes per key = MB (10^6 bytes) per million keys
+	b.ReportMetric(perKey/8, "x-8B-floor")
+}
+
+// BenchmarkSeqRaftWrites makes 1M NextSeq calls (one key each) over a
+// 1M-key space of 10 sections of 100k, step 10000 (the default), and
+// counts the RaiseSections writes they cost (Status's max_seq writes:
+// loads and raises) against the reference of one write per key used.
+// keys=1000000 gives every key one call; with fewer keys (spread over all
+// sections, called in turn) each takes more values, so sections pass
+// their step and raise: keys=100 gives each 10^4.
+func BenchmarkSeqRaftWrites(b *testing.B) {
+	const keyCount, sectionSize, calls = 1_000_000, 100_000, 1_000_000
+	for _, used := range []int{1_000_000, 1000, 100} {
+		b.Run(fmt.Sprintf("keys=%d", used), func(b *testing.B) {
+			keys := spread(used, keyCount)
+			ctx := context.Background()
+			var writes float64
+			for b.Loop() {
+				_, n := benchNode(b, keyCount, sectionSize, 10_000)
+				for c := range calls {
+					i := c % used
+					if _, _, err := n.Next(ctx, "b", keys[i:i+1], false); err != nil {
+						b.Fatal(err)
+					}
+				}
+				settle(b, n)
+				writes += float64(n.Status().GetMaxSeqWrites())
+				n.dropAll()
+			}
+			writes /= float64(b.N)
+			b.ReportMetric(writes*1e6/calls, "writes/1M-calls")
+			b.ReportMetric(writes/float64(used), "x-one-per-key")
+		})
+	}
+}
+
+// settle waits until no section has a raise in flight, so the write count
+// includes every raise the calls started.
+func settle(b *testing.B, n *Node) {
+	b.Helper()
+	for end := time.Now().Add(5 * time.Second); ; {
+		busy := false
+		n.mu.RLock()
+		for _, s := range n.sections {
+			s.mu.Lock()
+			busy = busy || s.raising != nil
+			s.mu.Unlock()
+		}
+		n.mu.RUnlock()
+		if !busy {
+			return
+		}
+		if time.Now().After(end) {
+			b.Fatal("raises still in flight after 5s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
