@@ -25,15 +25,28 @@
 //     requests all land there). A route may decline a request too, as long
 //     as it has done nothing yet. A hand-off never loses or reorders a
 //     byte, so a client cannot tell which server answered.
+//   - A connection the front has answered on is, for the client, the same
+//     as one net/http kept: a hand-off after an answer goes to a copy of
+//     the net/http server that does not look for HTTP/2's preface (net/http
+//     looks only at a connection's start), so a later `PRI * HTTP/2.0` is an
+//     HTTP/1.1 request and a short remainder is read at once; after a POST
+//     the CR and LF among the next 4 bytes are skipped, as net/http does.
+//     A request cut short by a hang-up or a timeout goes to net/http with
+//     the error that ended it, so it is answered (or dropped) as net/http
+//     alone would. A differential fuzz test (FuzzFrontMatchesNetHTTP) sends
+//     the same bytes to the front and to net/http alone and wants the same
+//     requests dispatched.
 //   - A request may arrive in pieces (Go's http.Transport writes head and
 //     body apart); the front waits for the rest within the connection's
 //     deadline.
 //   - Deadlines follow net/http's: a new connection has ReadHeaderTimeout
 //     for its first request (head and body: net/http times only the head,
-//     but clients send a small body with it); after that a connection that sends nothing for
-//     IdleTimeout is closed (within a second of it: the deadline is moved
-//     at most once a second). Each request gets a fresh IdleTimeout for its
-//     answer.
+//     but clients send a small body with it). An answered connection then
+//     waits, within IdleTimeout, for 4 bytes of the next request (fewer and
+//     it is closed at the timeout), and a request not all there at once
+//     gets ReadHeaderTimeout from then. The idle deadline is moved at most
+//     once a second, so it may fall up to a second short. Each request gets
+//     a fresh IdleTimeout for its answer.
 //   - Framing headers (Content-Length, Date, Connection) are the front's
 //     own; line breaks in a route's header values become spaces.
 //   - Shutdown stops accepting, closes idle connections, lets in-flight

@@ -53,15 +53,20 @@ func (l *chanListener) Close() error {
 func (l *chanListener) Addr() net.Addr { return l.addr }
 
 // handoffConn replays the bytes the front buffered before reading the
-// socket again.
+// socket again; when the front's last read failed (a hang-up or its
+// deadline in the middle of a request), it returns that error instead.
 type handoffConn struct {
 	net.Conn
-	br *bufio.Reader
+	br  *bufio.Reader
+	err error
 }
 
 func (c *handoffConn) Read(p []byte) (int, error) {
 	if c.br.Buffered() > 0 {
 		return c.br.Read(p)
+	}
+	if c.err != nil {
+		return 0, c.err
 	}
 	return c.Conn.Read(p)
 }

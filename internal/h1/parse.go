@@ -7,7 +7,7 @@ type reason int
 
 const (
 	served      reason = iota // not a hand-off
-	incomplete                // the request was not all in the buffer
+	incomplete                // the request was not all in the buffer (handed off when the client hangs up or times out mid-request)
 	tooLarge                  // head and body exceed the buffer or maxFields
 	unsupported               // valid HTTP the front leaves to net/http (HTTP/2, HTTP/1.0, query, Transfer-Encoding, Upgrade, Expect, Origin, ...)
 	malformed                 // not valid HTTP/1.1 as the front reads it; net/http answers it
@@ -18,7 +18,7 @@ const (
 var reasonNames = [numReasons]string{"served", "incomplete", "too_large", "unsupported", "malformed", "declined"}
 
 // handOffReasons are the reasons a connection is handed to net/http.
-var handOffReasons = []reason{tooLarge, unsupported, malformed, declined}
+var handOffReasons = []reason{incomplete, tooLarge, unsupported, malformed, declined}
 
 func (r reason) String() string { return reasonNames[r] }
 

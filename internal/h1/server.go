@@ -31,7 +31,9 @@ type Server struct {
 
 	mu       sync.Mutex
 	ln       net.Listener
-	handoff  *chanListener
+	handoff  *chanListener // connections handed off at their first request, for HTTP
+	cont     *http.Server  // serves connections handed off after the front answered on them
+	contOff  *chanListener // those connections, for cont
 	conns    map[*conn]struct{}
 	shutting atomic.Bool
 	httpDone chan struct{} // closed when the net/http server's Serve returns
@@ -81,12 +83,22 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 	s.ln = ln
 	s.handoff = newChanListener(ln.Addr())
+	s.cont, s.contOff = continuing(s.HTTP), s.handoff
+	if s.cont != s.HTTP {
+		s.contOff = newChanListener(ln.Addr())
+	}
 	s.conns = map[*conn]struct{}{}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.httpDone = make(chan struct{})
+	var served sync.WaitGroup
+	for _, hl := range s.httpServers() {
+		served.Go(func() {
+			_ = hl.srv.Serve(hl.ln) // ErrServerClosed once Shutdown or Close ran
+		})
+	}
 	go func() {
-		defer close(s.httpDone)
-		_ = s.HTTP.Serve(s.handoff) // ErrServerClosed once Shutdown or Close ran
+		served.Wait()
+		close(s.httpDone)
 	}()
 	s.mu.Unlock()
 
@@ -158,11 +170,15 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		case <-tick.C:
 		}
 	}
-	if herr := s.HTTP.Shutdown(ctx); err == nil {
-		err = herr
+	for _, hl := range s.httpServers() {
+		if herr := hl.srv.Shutdown(ctx); err == nil {
+			err = herr
+		}
 	}
 	if err != nil {
-		_ = s.HTTP.Close() // out of time: what net/http still holds goes too
+		for _, hl := range s.httpServers() {
+			_ = hl.srv.Close() // out of time: what net/http still holds goes too
+		}
 	}
 	s.cancel()
 	<-s.httpDone
@@ -179,7 +195,12 @@ func (s *Server) Close() error {
 		return nil
 	}
 	ln.Close()
-	err := s.HTTP.Close()
+	var err error
+	for _, hl := range s.httpServers() {
+		if herr := hl.srv.Close(); err == nil {
+			err = herr
+		}
+	}
 	s.closeAll()
 	s.cancel()
 	<-s.httpDone
@@ -247,11 +268,26 @@ func (c *conn) serve() {
 	// A new connection must send its first request head within
 	// ReadHeaderTimeout, as net/http asks; later the idle timeout applies.
 	now := time.Now()
-	c.deadline = now.Add(s.firstTimeout())
+	c.deadline = now.Add(s.headerTimeout())
 	_ = c.nc.SetDeadline(c.deadline)
+	lastPOST := false
 	for first := true; ; first = false {
-		if _, err := c.br.Peek(1); err != nil {
-			return // closed, idle timeout or a hang-up
+		if first {
+			if _, err := c.br.Peek(1); err != nil {
+				return // closed, timed out or hung up before sending anything
+			}
+		} else {
+			// As net/http: wait, within the idle timeout, for the first 4
+			// bytes of the next request (fewer and a hang-up or timeout
+			// close the connection unanswered), and after a POST skip the
+			// CR and LF among them that old clients send after a body.
+			peek, err := c.br.Peek(4)
+			if err != nil {
+				return
+			}
+			if lastPOST {
+				_, _ = c.br.Discard(leadingCRorLF(peek))
+			}
 		}
 		if !c.state.CompareAndSwap(stateIdle, stateActive) {
 			return // Shutdown closed it while idle
@@ -259,9 +295,9 @@ func (c *conn) serve() {
 		if !first {
 			c.tick(time.Now())
 		}
-		r := c.readRequest()
-		if r == incomplete {
-			return // the client went quiet or away mid-request
+		r, err := c.readRequest(first)
+		if r == incomplete && c.state.Load() == stateClosed {
+			return // Shutdown ran out of time
 		}
 		if r == served {
 			c.resp.reset(c.scratch)
@@ -270,10 +306,14 @@ func (c *conn) serve() {
 			}
 		}
 		if r != served {
-			handedOff = c.handOff(r)
+			// net/http gets the bytes, and the error that ended an
+			// incomplete request, and answers (or drops) them as it
+			// would have on its own.
+			handedOff = c.handOff(r, first, err)
 			return
 		}
 		s.served.Add(1)
+		lastPOST = string(c.req.Method) == "POST"
 		closing := c.req.Close || s.shutting.Load()
 		_, _ = c.br.Discard(c.req.size)
 		c.tick(time.Now()) // a slow route still gets to answer; Date is current
@@ -293,13 +333,27 @@ func (c *conn) serve() {
 	}
 }
 
+// leadingCRorLF counts the CR and LF bytes at the start of b.
+func leadingCRorLF(b []byte) int {
+	n := 0
+	for n < len(b) && (b[n] == '\r' || b[n] == '\n') {
+		n++
+	}
+	return n
+}
+
 // keepBytes bounds the buffers an idle connection keeps between requests.
 const keepBytes = 8 << 10
 
-// firstTimeout is how long a new connection may take to send its first
-// request head.
-func (s *Server) firstTimeout() time.Duration {
-	if t := s.HTTP.ReadHeaderTimeout; t > 0 && t < s.IdleTimeout {
+// headerTimeout is how long a request head may take, timed for the first
+// request from the connection's start and for later ones from their first
+// bytes: net/http's ReadHeaderTimeout, or its ReadTimeout when that is
+// zero; the front's IdleTimeout bounds it when both are zero.
+func (s *Server) headerTimeout() time.Duration {
+	if t := s.HTTP.ReadHeaderTimeout; t > 0 {
+		return t
+	}
+	if t := s.HTTP.ReadTimeout; t > 0 {
 		return t
 	}
 	return s.IdleTimeout
@@ -308,20 +362,28 @@ func (s *Server) firstTimeout() time.Duration {
 // readRequest parses the next request, reading more while it is
 // incomplete and could still fit the buffer: Go's http.Transport, and so
 // connect-go, writes the head and the body of a request separately. A
-// client that stops halfway waits out the connection deadline, as an idle
-// one does, and is then dropped (incomplete).
-func (c *conn) readRequest() reason {
+// later request that is not all there at once gets headerTimeout from now
+// (a first one has had it since the connection started), as net/http
+// times a head from its first bytes. A request that stays incomplete
+// returns with the read error that ended it.
+func (c *conn) readRequest(first bool) (reason, error) {
+	timed := first
 	for {
 		buf, _ := c.br.Peek(c.br.Buffered())
 		r := parse(buf, BufferSize, &c.req)
 		if r != incomplete {
-			return r
+			return r, nil
 		}
 		if len(buf) >= BufferSize {
-			return tooLarge
+			return tooLarge, nil
+		}
+		if !timed {
+			timed = true
+			c.deadline = time.Now().Add(c.srv.headerTimeout())
+			_ = c.nc.SetDeadline(c.deadline)
 		}
 		if _, err := c.br.Peek(len(buf) + 1); err != nil {
-			return incomplete
+			return incomplete, err
 		}
 	}
 }
@@ -333,7 +395,7 @@ func (c *conn) readRequest() reason {
 // route, still gets a full timeout. It also keeps the Date header current.
 func (c *conn) tick(now time.Time) {
 	idle := c.srv.IdleTimeout
-	if c.deadline.Sub(now) < idle-min(time.Second, idle/2) {
+	if left := c.deadline.Sub(now); left < idle-min(time.Second, idle/2) || left > idle {
 		c.deadline = now.Add(idle)
 		_ = c.nc.SetDeadline(c.deadline)
 	}
@@ -343,15 +405,22 @@ func (c *conn) tick(now time.Time) {
 	}
 }
 
-// handOff gives the connection, with what was read so far, to net/http.
-// When net/http has already shut down, the request it would have served is
-// answered 503 instead of dropped.
-func (c *conn) handOff(r reason) bool {
+// handOff gives the connection, with what was read so far, to net/http:
+// to HTTP at its first request, to the mid-stream server after (see
+// continuing). readErr, the error that ended an incomplete request, is
+// what net/http reads once the replayed bytes are spent, so it meets the
+// same end. When net/http has already shut down, the request it would have
+// served is answered 503 instead of dropped.
+func (c *conn) handOff(r reason, first bool, readErr error) bool {
 	c.srv.handoffs[r].Add(1)
 	// net/http manages its own deadlines; it must not inherit ours.
 	_ = c.nc.SetDeadline(time.Time{})
-	hc := &handoffConn{Conn: c.nc, br: c.br}
-	if c.srv.handoff.push(hc) {
+	hc := &handoffConn{Conn: c.nc, br: c.br, err: readErr}
+	ln := c.srv.contOff
+	if first {
+		ln = c.srv.handoff
+	}
+	if ln.push(hc) {
 		return true
 	}
 	_ = c.nc.SetDeadline(time.Now().Add(5 * time.Second))

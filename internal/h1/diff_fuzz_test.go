@@ -1,0 +1,235 @@
+package h1
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+)
+
+// FuzzFrontMatchesNetHTTP sends the same bytes on one connection to the
+// front in front of net/http and to net/http alone (both as
+// cmd/internal/serve sets net/http up: HTTP/1.1 and unencrypted HTTP/2),
+// and wants the same requests dispatched, in the same order, with the same
+// method, target, protocol and body, and the same bytes answered (Date
+// values aside). The front's route /fast answers exactly as net/http's
+// handler does for it, so a client cannot tell which server answered.
+//
+// Its seed corpus runs with plain go test. To fuzz it briefly (CI does):
+//
+//	go test -run '^$' -fuzz FuzzFrontMatchesNetHTTP -fuzztime 20s ./internal/h1/
+func FuzzFrontMatchesNetHTTP(f *testing.F) {
+	get := func(path string, extra ...string) string {
+		h := ""
+		for _, e := range extra {
+			h += e + "\r\n"
+		}
+		return "GET " + path + " HTTP/1.1\r\nHost: t\r\n" + h + "\r\n"
+	}
+	const preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+	// An empty SETTINGS frame, then HEADERS for GET / on stream 1 (HPACK:
+	// :method GET, :scheme http, :path /, :authority "t").
+	const h2frames = "\x00\x00\x00\x04\x00\x00\x00\x00\x00" +
+		"\x00\x00\x06\x01\x05\x00\x00\x00\x01\x82\x86\x84\x41\x01t"
+	for _, s := range []string{
+		post("/fast", "a"),
+		post("/fast", "a") + post("/fast", "b") + get("/fast") + post("/decline", "c") + post("/fast", "d"),
+		post("/fast", "a", "Connection: close") + post("/fast", "b"),
+		post("/fast", "a") + "\r\n" + post("/fast", "b"),
+		post("/fast", "a") + "\r\n\r\n" + get("/fast"),
+		post("/fast", "a") + "\n" + post("/other", "b"),
+		get("/fast") + "\r\n" + get("/fast"),
+		post("/fast", "a") + "\r\n",
+		post("/fast", "hello")[:30],
+		post("/fast", "hello")[:len(post("/fast", "hello"))-2],
+		get("/fast") + post("/fast", "hello")[:20],
+		preface + h2frames,
+		post("/fast", "a") + preface + h2frames,
+		get("/fast") + preface,
+		post("/fast", "a") + "PRI * HTTP/2.0\r\n",
+		post("/fast", "a") + "XY\r\n\r\n",
+		post("/fast", "a") + "X",
+		"XY\r\n\r\n",
+		"\r\n" + get("/fast"),
+		get("/fast") + "GET /fast HTTP/1.1\r\n\r\n",
+		get("/fast") + "GET /fast HTTP/1.0\r\n\r\n" + get("/fast"),
+		get("/fast") + "HEAD /fast HTTP/1.1\r\nHost: t\r\n\r\n" + get("/fast"),
+		get("/fast?q=1") + get("/fast"),
+		get("/fast") + "GET /fast HTTP/1.1\nHost: t\n\n" + get("/fast"),
+		get("/fast") + "POST /fast HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n" + get("/fast"),
+		get("/fast") + post("/fast", "x", "Expect: 100-continue"),
+		get("/fast") + "GET /fast HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+		get("/fast") + "GET /f%zz HTTP/1.1\r\nHost: t\r\n\r\n",
+		get("/fast") + "GET /fast HTTP/1.1\r\nHost: t\r\nX: a\r\n b\r\n\r\n",
+		get("/fast") + "POST /fast HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nab",
+		get("/fast") + "POST /fast HTTP/1.1\r\nHost: t\r\nContent-Length: x\r\n\r\nab",
+		get("/fast", "Upgrade: h2c", "Connection: Upgrade, HTTP2-Settings", "HTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA"),
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if len(in) > 3000 {
+			in = in[:3000] // within one read buffer, so neither server leaves bytes unread at close
+		}
+		front, plain := newDiffServer(t, true), newDiffServer(t, false)
+		gotFront, errFront := exchange(t, front.addr, in)
+		gotPlain, errPlain := exchange(t, plain.addr, in)
+		recFront, recPlain := front.dispatched(), plain.dispatched()
+		if !slices.Equal(recFront, recPlain) {
+			t.Fatalf("input %q\ndispatched behind the front: %q\ndispatched by net/http alone: %q", in, recFront, recPlain)
+		}
+		// Compare the answers while both are HTTP/1 (HTTP/2's frames carry
+		// dates in HPACK and their order varies); a reset may cut either
+		// short.
+		if !bytes.HasPrefix(gotPlain, []byte("HTTP/1.")) && !bytes.HasPrefix(gotFront, []byte("HTTP/1.")) {
+			return
+		}
+		gotFront, gotPlain = normalize(gotFront), normalize(gotPlain)
+		same := bytes.Equal(gotFront, gotPlain)
+		if !same && (errFront != nil || errPlain != nil) {
+			same = bytes.HasPrefix(gotFront, gotPlain) || bytes.HasPrefix(gotPlain, gotFront)
+		}
+		if !same {
+			t.Fatalf("input %q\nanswered behind the front (%v): %q\nanswered by net/http alone (%v): %q", in, errFront, gotFront, errPlain, gotPlain)
+		}
+	})
+}
+
+var (
+	discardLog  = log.New(io.Discard, "", 0)
+	discardSlog = slog.New(slog.DiscardHandler)
+)
+
+// normalize rewrites a stream of HTTP/1 answers so that what a client may
+// not rely on compares equal: each head's header lines are sorted (the
+// front and net/http order them differently) and Date values blanked. It
+// stops at the first bytes that are not an HTTP/1 head with a
+// Content-Length, and keeps the rest as it is.
+func normalize(b []byte) []byte {
+	var out []byte
+	for bytes.HasPrefix(b, []byte("HTTP/1.")) {
+		end := bytes.Index(b, []byte("\r\n\r\n"))
+		if end < 0 {
+			break
+		}
+		lines := bytes.Split(b[:end], []byte("\r\n"))
+		n := -1
+		for i, l := range lines[1:] {
+			if bytes.HasPrefix(l, []byte("Date: ")) {
+				lines[i+1] = []byte("Date: -")
+			}
+			if v, ok := bytes.CutPrefix(l, []byte("Content-Length: ")); ok {
+				n, _ = strconv.Atoi(string(v))
+			}
+		}
+		slices.SortFunc(lines[1:], bytes.Compare)
+		out = append(append(out, bytes.Join(lines, []byte("\r\n"))...), "\r\n\r\n"...)
+		b = b[end+4:]
+		if n < 0 || n > len(b) {
+			break
+		}
+		out, b = append(out, b[:n]...), b[n:]
+	}
+	return append(out, b...)
+}
+
+// exchange writes in on a new connection, closes its write side and
+// returns all the server answered until it closed, with the read error
+// other than EOF that ended it.
+func exchange(t *testing.T, addr string, in []byte) ([]byte, error) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	_, _ = c.Write(in) // the server may have closed already; its answer tells
+	_ = c.(*net.TCPConn).CloseWrite()
+	out, err := io.ReadAll(c)
+	if errors.Is(err, net.ErrClosed) || isTimeout(err) {
+		t.Fatalf("input %q: server did not close the connection: %v (answered %q)", in, err, out)
+	}
+	return out, err
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// diffServer is one side of FuzzFrontMatchesNetHTTP: the front before
+// net/http, or net/http alone, recording what each dispatches.
+type diffServer struct {
+	addr string
+	mu   sync.Mutex
+	recs []string
+}
+
+func (d *diffServer) record(method, target, proto string, body []byte, bodyErr error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.recs = append(d.recs, fmt.Sprintf("%s %s %s %q err=%t", method, target, proto, body, bodyErr != nil))
+}
+
+func (d *diffServer) dispatched() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.recs)
+}
+
+// newDiffServer starts one side. Both answer /fast (over HTTP/1.1, not
+// HEAD) with "fast:" and the body, with the same headers, and everything
+// else with a line naming the request.
+func newDiffServer(t *testing.T, withFront bool) *diffServer {
+	t.Helper()
+	d := &diffServer{}
+	isFast := func(r *http.Request) bool {
+		return r.RequestURI == "/fast" && r.Proto == "HTTP/1.1" && r.Method != http.MethodHead
+	}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		d.record(r.Method, r.RequestURI, r.Proto, body, err)
+		if isFast(r) { // handed off by the front, or net/http alone
+			w.Header()["Content-Type"] = nil // the front's answer has none
+			fmt.Fprintf(w, "fast:%s", body)
+			return
+		}
+		fmt.Fprintf(w, "slow:%s %s %s %q %t", r.Method, r.RequestURI, r.Proto, body, err != nil)
+	})
+	var p http.Protocols
+	p.SetHTTP1(true)
+	p.SetUnencryptedHTTP2(true)
+	hs := &http.Server{Handler: h, Protocols: &p, ReadHeaderTimeout: time.Second, IdleTimeout: time.Second,
+		ErrorLog: discardLog}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.addr = ln.Addr().String()
+	if !withFront {
+		go func() { _ = hs.Serve(ln) }()
+		t.Cleanup(func() { _ = hs.Close() })
+		return d
+	}
+	var m Mux
+	m.Handle("/fast", HandlerFunc(func(req *Request, resp *Response) bool {
+		d.record(string(req.Method), string(req.Path), "HTTP/1.1", req.Body, nil)
+		resp.Body = append(append(resp.Buf[:0], "fast:"...), req.Body...)
+		return true
+	}))
+	m.Handle("/decline", HandlerFunc(func(*Request, *Response) bool { return false }))
+	fs := &Server{HTTP: hs, Fast: &m, Logger: discardSlog}
+	go func() { _ = fs.Serve(ln) }()
+	t.Cleanup(func() { _ = fs.Close() })
+	return d
+}
