@@ -7,6 +7,7 @@ BUF   := $(TOOLS)/npm/node_modules/.bin/buf
 PROTOC_GEN_GO_VERSION         := v1.36.12
 PROTOC_GEN_CONNECT_GO_VERSION := v1.21.1
 BUF_VERSION                   := 1.75.0
+FUZZTIME ?= 15s
 export PATH := $(TOOLS)/bin:$(PATH)
 
 .DEFAULT_GOAL := help
@@ -56,6 +57,8 @@ test: ## the whole suite: unit, in-process cluster, real-process integration, je
 	$(GO) test -tags $(TAGS) -race -count=1 -timeout 20m ./...
 	@# the planted bugs and fault hooks exist only in -tags faults builds
 	$(GO) test -tags $(TAGS),faults -count=1 ./internal/faults/ ./storage/... ./alloc/...
+	@# a short differential fuzz of the HTTP/1.1 front against plain net/http
+	$(GO) test -run '^$$' -fuzz FuzzFrontMatchesNetHTTP -fuzztime $(FUZZTIME) ./internal/h1/
 
 .PHONY: bench
 bench: ## benchmarks with their same-run references (see README)
