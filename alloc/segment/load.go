@@ -94,9 +94,13 @@ func (a *Allocator) load(t *tagState, size int64, reqID string) {
 	t.loading = false
 	t.lastLoadDur = dur
 	t.lastLoadTime = a.cfg.Clock.Now()
-	if err != nil {
-		a.loadFailedLocked(t, err)
-	} else {
+	switch {
+	case t.removed:
+		// Dropped while the reservation ran (the tag was deleted): its
+		// IDs, if any, are left unused.
+	case err != nil:
+		a.loadFailedLocked(t, err, size)
+	default:
 		a.loadedLocked(t, seg, size)
 	}
 	close(t.loadDone)
@@ -133,6 +137,7 @@ func (a *Allocator) loadedLocked(t *tagState, seg *seqsvrv1.Segment, size int64)
 	t.failures = 0
 	t.lastLoadErr = nil
 	t.gone = false
+	t.exhausted = false
 	t.retryAt.Store(0)
 	if st := seg.GetStep(); st > 0 {
 		t.baseStep = st
@@ -153,10 +158,16 @@ func (a *Allocator) loadedLocked(t *tagState, seg *seqsvrv1.Segment, size int64)
 	a.log.Debug("segment reserved", "tag", t.name, "first", seg.GetFirst(), "last", seg.GetLast(), "size", size)
 }
 
-func (a *Allocator) loadFailedLocked(t *tagState, err error) {
+func (a *Allocator) loadFailedLocked(t *tagState, err error, size int64) {
 	t.lastLoadErr = err
 	t.failures++
 	notFound := errors.Is(err, errs.NotFound)
+	// Exhausted with the tag's own step: nothing more will come. With a
+	// grown dynamic size the stored step may still fit: ask for it next.
+	t.exhausted = errors.Is(err, errs.ResourceExhausted) && size == 0
+	if errors.Is(err, errs.ResourceExhausted) {
+		t.step = 0
+	}
 	if definite(err) || errors.Is(err, errBadSegment) {
 		// A definite answer: the reservation did not happen, a new one gets
 		// a fresh request_id (and a freshly computed size).
@@ -173,6 +184,9 @@ func (a *Allocator) loadFailedLocked(t *tagState, err error) {
 			t.removed = true
 			a.dropTag(t)
 		}
+		// A tag that had segments was deleted: its buffers go now rather
+		// than being served to the end.
+		a.forgetLocked(t, "a reservation answered not found")
 	}
 	t.retryAt.Store(a.mono() + int64(backoff))
 	if !t.removed {
