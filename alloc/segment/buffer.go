@@ -106,6 +106,7 @@ type tagState struct {
 
 	step     int64 // size of the next reservation; 0 until the first load
 	baseStep int64 // the tag's stored step
+	sizeCap  int64 // the dynamic step grows no further (the store refused more); 0: no cap
 	loaded   bool  // a segment was ever reserved
 	high     int64 // last ID of the newest segment; new segments must lie above
 

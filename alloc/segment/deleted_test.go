@@ -117,3 +117,57 @@ func TestSegmentExhaustedTag(t *testing.T) {
 		return errors.Is(err, errs.ResourceExhausted)
 	})
 }
+
+// A store whose --max-segment-size is below the allocator's MaxStep
+// refuses a grown reservation: the allocator stops growing there and keeps
+// serving, without a gap in its answers.
+func TestSegmentGrowthStopsAtStoreLimit(t *testing.T) {
+	f := newFakeStore()
+	f.create("t", 0, 10)
+	f.maxSize = 35
+	a := newTest(t, f, Config{MaxStep: 1000, TagCheckInterval: -1, LoadBackoff: time.Millisecond})
+	ctx := testCtx(t)
+	for want := int64(1); want <= 2000; want++ {
+		id, err := nextID(ctx, a, "t")
+		if err != nil {
+			t.Fatalf("id %d: %v", want, err)
+		}
+		if id <= 0 || (want > 1 && id < want) {
+			t.Fatalf("id %d at call %d", id, want)
+		}
+	}
+	for _, s := range f.sizesOf("t") {
+		if s > 2*35 {
+			t.Fatalf("asked for size %d after the store refused sizes above 35: %v", s, f.sizesOf("t"))
+		}
+	}
+	sizes := f.sizesOf("t")
+	if last := sizes[len(sizes)-1]; last == 0 || last > 35 {
+		t.Fatalf("the dynamic size did not settle under the store's limit: %v", sizes)
+	}
+}
+
+// A tag stored with a step above the store's limit (created before the
+// limit was lowered) is served with its stored step (size 0), never with
+// an explicit size the store refuses again and again.
+func TestSegmentStoredStepAboveStoreLimit(t *testing.T) {
+	f := newFakeStore()
+	f.create("u", 0, 50)
+	f.maxSize = 35
+	a := newTest(t, f, Config{MaxStep: 1000, TagCheckInterval: -1, LoadBackoff: time.Millisecond})
+	ctx := testCtx(t)
+	for want := int64(1); want <= 500; want++ {
+		if _, err := nextID(ctx, a, "u"); err != nil {
+			t.Fatalf("id %d: %v", want, err)
+		}
+	}
+	refused := 0
+	for _, s := range f.sizesOf("u") {
+		if s > 35 {
+			refused++
+		}
+	}
+	if refused > 1 {
+		t.Fatalf("asked %d times for a size the store refuses: %v", refused, f.sizesOf("u"))
+	}
+}

@@ -31,6 +31,7 @@ type fakeStore struct {
 	// loseReply makes the next commit answer a transient error, as if the
 	// reply was lost after the store committed.
 	loseReply atomic.Bool
+	maxSize   int64         // when set, larger sizes are invalid_argument, as --max-segment-size
 	gate      chan struct{} // when set, each reservation takes one token first
 	delay     time.Duration
 }
@@ -124,7 +125,10 @@ func (f *fakeStore) ReserveSegment(ctx context.Context, tag string, size int64, 
 	if !ok {
 		return nil, fmt.Errorf("%w: fake: tag %q", errs.NotFound, tag)
 	}
-	f.sizes[tag] = append(f.sizes[tag], size)
+	f.sizes[tag] = append(f.sizes[tag], size) // refused sizes too
+	if f.maxSize > 0 && size > f.maxSize {
+		return nil, fmt.Errorf("%w: fake: size %d is above --max-segment-size %d", errs.InvalidArgument, size, f.maxSize)
+	}
 	if size == 0 {
 		size = t.Step
 	}

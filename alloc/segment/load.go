@@ -53,8 +53,11 @@ func (a *Allocator) nextSizeLocked(t *tagState) int64 {
 	if !t.loaded || t.step <= 0 {
 		return 0
 	}
-	step := t.step
 	maxStep := max(a.cfg.MaxStep, t.baseStep)
+	if t.sizeCap > 0 {
+		maxStep = min(maxStep, max(t.sizeCap, t.baseStep))
+	}
+	step := min(t.step, maxStep)
 	lasted := a.cfg.Clock.Now().Sub(t.lastLoadAt)
 	switch {
 	case lasted < a.cfg.FastRefill:
@@ -67,6 +70,9 @@ func (a *Allocator) nextSizeLocked(t *tagState) int64 {
 		step = max(step/2, t.baseStep)
 	}
 	t.step = step
+	if t.sizeCap > 0 && step <= t.baseStep {
+		return 0 // the stored step, which the store never refuses as too large
+	}
 	return step
 }
 
@@ -168,6 +174,14 @@ func (a *Allocator) loadFailedLocked(t *tagState, err error, size int64) {
 	if errors.Is(err, errs.ResourceExhausted) {
 		t.step = 0
 	}
+	// A grown size above the store's --max-segment-size is refused as
+	// invalid_argument: grow no further than half of it from now on (the
+	// stored step always passes, the store checked it).
+	capped := errors.Is(err, errs.InvalidArgument) && size > t.baseStep
+	if capped {
+		t.sizeCap = max(t.baseStep, size/2)
+		t.step = min(t.step, t.sizeCap)
+	}
 	if definite(err) || errors.Is(err, errBadSegment) {
 		// A definite answer: the reservation did not happen, a new one gets
 		// a fresh request_id (and a freshly computed size).
@@ -176,6 +190,9 @@ func (a *Allocator) loadFailedLocked(t *tagState, err error, size int64) {
 	backoff := a.cfg.LoadBackoff << min(t.failures-1, 20)
 	if backoff > a.cfg.LoadBackoffMax || backoff <= 0 {
 		backoff = a.cfg.LoadBackoffMax
+	}
+	if capped {
+		backoff = 0 // a smaller size is asked for at once
 	}
 	if notFound {
 		t.gone = true
