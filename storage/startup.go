@@ -59,7 +59,7 @@ func (s *Store) checkStoredConfiguration() error {
 	}
 	self, ok := stored[s.cfg.NodeID]
 	if !ok {
-		return fmt.Errorf("%w: %s holds the state of a cluster with members %s, and --node-id %q is not one of them: start with the node ID this directory belongs to, or with an empty data dir",
+		return fmt.Errorf("%w: %s holds the state of a cluster with members %s, and --node-id %q is not one of them: start with the node ID this directory belongs to, or with an empty data dir (also after a --join that stopped before this member caught up)",
 			ErrStateConflict, s.cfg.DataDir, formatMembers(stored), s.cfg.NodeID)
 	}
 	if self != s.cfg.RaftAddr {
