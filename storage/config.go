@@ -2,7 +2,6 @@ package storage
 
 import (
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -17,14 +16,18 @@ import (
 // Open applies them once, so a Config holds only what its caller set.
 type Config struct {
 	NodeID, RaftAddr, HTTPAddr, DataDir string
-	// Peers is the bootstrap list, the same on every initial member. It is
-	// ignored when DataDir already holds Raft state. With neither Peers nor
-	// Join, a member with no state bootstraps a one-member cluster.
+	// Peers is the bootstrap list, the same on every initial member. When
+	// DataDir already holds Raft state the stored configuration is used and
+	// a Peers list that differs from it is logged as a warning.
 	Peers []Peer
 	// Join is the HTTP address of any member to join through (AddMember),
 	// instead of Peers. Ignored when DataDir already holds Raft state.
-	Join   string
-	Logger *slog.Logger
+	Join string
+	// Bootstrap lets a member with no state and neither Peers nor Join
+	// bootstrap a one-member cluster; without it such a start is
+	// ErrNoCluster.
+	Bootstrap bool
+	Logger    *slog.Logger
 
 	// Raft timing; zero values take package raftconf's LAN defaults
 	// (raftconf.DefaultHeartbeatTimeout...).
@@ -46,6 +49,11 @@ type Config struct {
 	// spec.DefaultSeqLeaseTTL): a dead allocsvr's sections move this long
 	// after its last heartbeat.
 	SeqLeaseTTL time.Duration
+	// MaxSegmentSize is the largest ReserveSegment size and CreateTag or
+	// UpdateTag step; above it the request is errs.InvalidArgument
+	// (default DefaultMaxSegmentSize). A tag stored with a larger step
+	// before the limit was lowered keeps reserving its step.
+	MaxSegmentSize int64
 	// Clock is read for the time put into every command and into
 	// ClusterStatus (default clock.System()).
 	Clock clock.Clock
@@ -68,19 +76,8 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Join != "" && len(c.Peers) > 0 {
 		return c, errors.New("storage: set Peers (bootstrap) or Join, not both")
 	}
-	if len(c.Peers) > 0 {
-		found := false
-		for _, p := range c.Peers {
-			if p.ID == c.NodeID {
-				found = true
-				if p.RaftAddr != c.RaftAddr {
-					return c, fmt.Errorf("storage: peers list %s at Raft address %s, but this member's Raft address is %s", p.ID, p.RaftAddr, c.RaftAddr)
-				}
-			}
-		}
-		if !found {
-			return c, fmt.Errorf("storage: this member's ID %q is not in the peers list", c.NodeID)
-		}
+	if c.Bootstrap && (c.Join != "" || len(c.Peers) > 0) {
+		return c, errors.New("storage: Bootstrap starts a one-member cluster: set it without Peers and Join")
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -91,6 +88,9 @@ func (c Config) withDefaults() (Config, error) {
 	setDur(&c.SeqLeaseTTL, spec.DefaultSeqLeaseTTL)
 	if c.RequestRecordLimit <= 0 {
 		c.RequestRecordLimit = DefaultRequestRecordLimit
+	}
+	if c.MaxSegmentSize <= 0 {
+		c.MaxSegmentSize = DefaultMaxSegmentSize
 	}
 	c.Clock = clock.Or(c.Clock)
 	if c.HTTPClient == nil {

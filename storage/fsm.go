@@ -48,6 +48,7 @@ type fsm struct {
 // fsmState is the whole replicated state; Restore swaps in a fresh one.
 type fsmState struct {
 	tags         map[string]*seqsvrv1.TagState
+	tombstones   map[string]int64 // deleted tag -> its max_id; never shown by GetTag/ListTags
 	requests     map[string]*seqsvrv1.RequestRecord
 	order        []string // request IDs oldest first; order[head:] is live
 	head         int
@@ -71,6 +72,7 @@ func newFSM(layout *seqsvrv1.SnowflakeLayout) *fsm {
 func newState(layout *seqsvrv1.SnowflakeLayout) *fsmState {
 	return &fsmState{
 		tags:       map[string]*seqsvrv1.TagState{},
+		tombstones: map[string]int64{},
 		requests:   map[string]*seqsvrv1.RequestRecord{},
 		workers:    map[string]*seqsvrv1.WorkerState{},
 		members:    map[string]*seqsvrv1.MemberInfo{},

@@ -12,6 +12,10 @@ import (
 // configuration nor the command says otherwise.
 const DefaultRequestRecordLimit = 100000
 
+// applyCreateTag creates a tag at max_id = start, or above the tombstone
+// of an earlier tag of the same name: max(start, tombstone max_id), so the
+// new life never issues an ID of an earlier one (guarantee 7). The
+// tombstone is consumed: the live tag now carries its max_id.
 func (st *fsmState) applyCreateTag(now int64, c *seqsvrv1.CreateTagCommand) applyResult {
 	if _, ok := st.tags[c.GetTag()]; ok {
 		return applyResult{err: fmt.Errorf("%w: tag %q", errs.AlreadyExists, c.GetTag())}
@@ -23,7 +27,12 @@ func (st *fsmState) applyCreateTag(now int64, c *seqsvrv1.CreateTagCommand) appl
 	if step == 0 {
 		step = DefaultStep
 	}
-	t := &seqsvrv1.TagState{Tag: c.GetTag(), MaxId: c.GetStart(), Step: step, Description: c.GetDescription(), UpdateTimeMs: now}
+	maxID := c.GetStart()
+	if dead, ok := st.tombstones[c.GetTag()]; ok {
+		maxID = max(maxID, dead)
+		delete(st.tombstones, c.GetTag())
+	}
+	t := &seqsvrv1.TagState{Tag: c.GetTag(), MaxId: maxID, Step: step, Description: c.GetDescription(), UpdateTimeMs: now}
 	st.tags[t.Tag] = t
 	return applyResult{tag: cloneTag(t)}
 }
@@ -49,9 +58,14 @@ func (st *fsmState) applyUpdateTag(now int64, c *seqsvrv1.UpdateTagCommand) appl
 }
 
 func (st *fsmState) applyDeleteTag(c *seqsvrv1.DeleteTagCommand) applyResult {
-	if _, ok := st.tags[c.GetTag()]; !ok {
+	t, ok := st.tags[c.GetTag()]
+	if !ok {
 		return applyResult{err: fmt.Errorf("%w: tag %q", errs.NotFound, c.GetTag())}
 	}
+	// The tombstone keeps max_id for ever (a name's tombstone is one entry,
+	// replaced by its next life): forgetting it would let a re-created tag
+	// issue the deleted tag's IDs again.
+	st.tombstones[t.GetTag()] = t.GetMaxId()
 	delete(st.tags, c.GetTag())
 	return applyResult{}
 }
@@ -86,7 +100,8 @@ func (st *fsmState) applyReserveSegment(now int64, c *seqsvrv1.ReserveSegmentCom
 }
 
 // nextRange is the range a reservation of size (0: the tag's step) takes
-// next from t: the IDs just above max_id. It changes nothing.
+// next from t: the IDs just above max_id. It changes nothing. A range that
+// would pass 2^63-1 is errs.ResourceExhausted.
 func nextRange(t *seqsvrv1.TagState, size int64) (first, last int64, err error) {
 	if size == 0 {
 		size = t.GetStep()
@@ -95,7 +110,9 @@ func nextRange(t *seqsvrv1.TagState, size int64) (first, last int64, err error) 
 		return 0, 0, fmt.Errorf("%w: size must be positive, got %d", errs.InvalidArgument, size)
 	}
 	if t.GetMaxId() > math.MaxInt64-size {
-		return 0, 0, fmt.Errorf("%w: size %d would overflow tag %q (max_id %d)", errs.InvalidArgument, size, t.GetTag(), t.GetMaxId())
+		// The tag's ID space is used up (for this size): nothing the caller
+		// can fix by retrying, and not a malformed request either.
+		return 0, 0, fmt.Errorf("%w: tag %q has max_id %d: a segment of %d IDs would pass 2^63-1", errs.ResourceExhausted, t.GetTag(), t.GetMaxId(), size)
 	}
 	return t.GetMaxId() + 1, t.GetMaxId() + size, nil
 }

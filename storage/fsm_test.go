@@ -130,8 +130,8 @@ func TestFSMReserveOverflowChangesNothing(t *testing.T) {
 	if r := applyAt(t, f, 2, reserveCmd("o", 10, "x", 0)); r.err != nil || r.seg.GetLast() != math.MaxInt64 {
 		t.Fatalf("last exact segment: %v %v", r.seg, r.err)
 	}
-	if r := applyAt(t, f, 3, reserveCmd("o", 1, "y", 0)); !errors.Is(r.err, errs.InvalidArgument) {
-		t.Fatalf("overflow: err %v, want invalid argument", r.err)
+	if r := applyAt(t, f, 3, reserveCmd("o", 1, "y", 0)); !errors.Is(r.err, errs.ResourceExhausted) {
+		t.Fatalf("overflow: err %v, want resource exhausted", r.err)
 	}
 	if got := maxID(f, "o"); got != math.MaxInt64 {
 		t.Fatalf("max_id %d after refused overflow", got)

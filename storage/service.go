@@ -89,7 +89,7 @@ func (h *service) RemoveMember(ctx context.Context, req *connect.Request[seqsvrv
 // forward.
 
 func (s *Store) createTag(ctx context.Context, r *seqsvrv1.CreateTagRequest) (*seqsvrv1.Tag, error) {
-	if err := validateCreateTag(r); err != nil {
+	if err := validateCreateTag(r, s.cfg.MaxSegmentSize); err != nil {
 		return nil, err
 	}
 	res, err := s.propose(ctx, &seqsvrv1.Command{Cmd: &seqsvrv1.Command_CreateTag{CreateTag: &seqsvrv1.CreateTagCommand{
@@ -159,7 +159,7 @@ func listPage[V, Out any](ctx context.Context, s *Store, pageSize int32, token s
 }
 
 func (s *Store) updateTag(ctx context.Context, r *seqsvrv1.UpdateTagRequest) (*seqsvrv1.Tag, error) {
-	if err := validateUpdateTag(r); err != nil {
+	if err := validateUpdateTag(r, s.cfg.MaxSegmentSize); err != nil {
 		return nil, err
 	}
 	res, err := s.propose(ctx, &seqsvrv1.Command{Cmd: &seqsvrv1.Command_UpdateTag{UpdateTag: &seqsvrv1.UpdateTagCommand{
@@ -181,7 +181,7 @@ func (s *Store) deleteTag(ctx context.Context, r *seqsvrv1.DeleteTagRequest) (*s
 }
 
 func (s *Store) reserveSegment(ctx context.Context, r *seqsvrv1.ReserveSegmentRequest) (*seqsvrv1.Segment, error) {
-	if err := validateReserve(r); err != nil {
+	if err := validateReserve(r, s.cfg.MaxSegmentSize); err != nil {
 		return nil, err
 	}
 	cmd := &seqsvrv1.Command{Cmd: &seqsvrv1.Command_ReserveSegment{ReserveSegment: &seqsvrv1.ReserveSegmentCommand{

@@ -52,8 +52,16 @@ func TestServiceBadInputAndPaging(t *testing.T) {
 			_, err := cl.ReserveSegment(ctx, connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: "t1", Size: -1}))
 			return err
 		},
-		"overflowing size": func() error {
-			_, err := cl.ReserveSegment(ctx, connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: "big", Size: 6}))
+		"size above --max-segment-size": func() error {
+			_, err := cl.ReserveSegment(ctx, connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: "t1", Size: DefaultMaxSegmentSize + 1}))
+			return err
+		},
+		"step above --max-segment-size": func() error {
+			_, err := cl.CreateTag(ctx, connect.NewRequest(&seqsvrv1.CreateTagRequest{Tag: "huge", Step: DefaultMaxSegmentSize + 1}))
+			return err
+		},
+		"update step above --max-segment-size": func() error {
+			_, err := cl.UpdateTag(ctx, connect.NewRequest(&seqsvrv1.UpdateTagRequest{Tag: "t1", Step: DefaultMaxSegmentSize + 1}))
 			return err
 		},
 		"page size": func() error {
@@ -73,6 +81,10 @@ func TestServiceBadInputAndPaging(t *testing.T) {
 		if got := connectCode(call()); got != "invalid_argument" {
 			t.Errorf("%s: code %s, want invalid_argument", name, got)
 		}
+	}
+	// A tag whose next segment would pass 2^63-1 is exhausted, not malformed.
+	if _, err := cl.ReserveSegment(ctx, connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: "big", Size: 6})); connectCode(err) != "resource_exhausted" {
+		t.Errorf("overflowing size: %v, want resource_exhausted", err)
 	}
 	if _, err := cl.DeleteTag(ctx, connect.NewRequest(&seqsvrv1.DeleteTagRequest{Tag: "nope"})); connectCode(err) != "not_found" {
 		t.Errorf("delete unknown: %v", err)

@@ -38,6 +38,9 @@ func (st *fsmState) toProto() *seqsvrv1.FSMSnapshot {
 	for _, k := range sortedKeys(st.tags) {
 		snap.Tags = append(snap.Tags, cloneTag(st.tags[k]))
 	}
+	for _, k := range sortedKeys(st.tombstones) {
+		snap.Tombstones = append(snap.Tombstones, &seqsvrv1.TagState{Tag: k, MaxId: st.tombstones[k]})
+	}
 	// Records and members (both kinds) are never changed after they are stored (eviction
 	// and SetMember replace map entries), so the snapshot may share them;
 	// copying up to RequestRecordLimit records here would hold up Apply.
@@ -68,6 +71,9 @@ func stateFromProto(snap *seqsvrv1.FSMSnapshot, defaultLayout *seqsvrv1.Snowflak
 	st.nextWorkerID = snap.GetNextWorkerId()
 	for _, t := range snap.GetTags() {
 		st.tags[t.GetTag()] = t
+	}
+	for _, t := range snap.GetTombstones() {
+		st.tombstones[t.GetTag()] = t.GetMaxId()
 	}
 	for _, r := range snap.GetRequests() {
 		if _, dup := st.requests[r.GetRequestId()]; !dup {

@@ -39,6 +39,10 @@ func populated(t *testing.T) *fsm {
 	applyAt(t, f, 14, reserveCmd("a", 0, "r3", 3))
 	applyAt(t, f, 15, reserveCmd("a", 0, "r4", 3)) // evicts r1
 	applyAt(t, f, 16, registerCmd("n1", "i1", 16, ttl, retention))
+	// A deleted tag: its tombstone must survive the snapshot.
+	mustApply(t, f, 16, createCmd("gone", 40, 5))
+	mustApply(t, f, 16, reserveCmd("gone", 0, "", 3))
+	mustApply(t, f, 16, deleteCmd("gone"))
 	applyAt(t, f, 17, &seqsvrv1.Command{Cmd: &seqsvrv1.Command_SetMember{SetMember: &seqsvrv1.SetMemberCommand{Id: "m", RaftAddr: "r", HttpAddr: "h"}}})
 	// Per-key sequences: a pending handover, a member that left, raised
 	// sections.
@@ -103,6 +107,15 @@ func TestSnapshotRestoreRoundTrip(t *testing.T) {
 	}
 	if !proto.Equal(src.st.toProto(), dst.st.toProto()) {
 		t.Fatal("states diverge after restore")
+	}
+	if ts, ok := tombstone(dst, "gone"); !ok || ts != 45 {
+		t.Fatalf("tombstone of gone after restore: %d %v, want 45", ts, ok)
+	}
+	if len(dst.st.toProto().GetTags()) != len(src.st.toProto().GetTags()) || maxID(dst, "gone") != -1 {
+		t.Fatal("the tombstone came back as a live tag")
+	}
+	if r := mustApply(t, dst, 22, createCmd("gone", 0, 5)); r.tag.GetMaxId() != 45 {
+		t.Fatalf("re-created after restore at max_id %d, want 45", r.tag.GetMaxId())
 	}
 	if r := applyAt(t, dst, 22, reserveCmd("b", 0, "r2", 3)); r.seg.GetFirst() != 106 {
 		t.Fatalf("r2 should be evicted, got %v", r.seg)

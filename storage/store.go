@@ -46,8 +46,8 @@ type Store struct {
 // store (DataDir/raft.db), file snapshots in DataDir, and a TCP transport on
 // RaftAddr, all as package raftconf builds them. A member without state
 // bootstraps from Peers (every initial member does the same, so start order
-// does not matter) or joins through Join in the background, retrying until
-// it is in.
+// does not matter), bootstraps alone when Bootstrap says so, or joins
+// through Join in the background, retrying until it is in.
 func Open(cfg Config) (*Store, error) {
 	return open(cfg, diskRaft)
 }
@@ -119,11 +119,24 @@ func open(cfg Config, parts func(Config) (raftParts, error)) (*Store, error) {
 }
 
 // start runs raft on p and, for a member without state, bootstraps or
-// joins; then it starts the per-term leader chores.
+// joins; then it starts the per-term leader chores. A member without state
+// and without Peers, Join or Bootstrap refuses to start (ErrNoCluster); a
+// member with state checks it against its flags first.
 func start(cfg Config, rc *raft.Config, p raftParts) (*Store, error) {
 	existing, err := raft.HasExistingState(p.logs, p.stable, p.snaps)
 	if err != nil {
 		return nil, fmt.Errorf("storage: inspect raft state: %w", err)
+	}
+	if !existing {
+		switch {
+		case cfg.Join != "":
+		case len(cfg.Peers) > 0:
+			if err := checkBootstrapPeers(cfg); err != nil {
+				return nil, err
+			}
+		case !cfg.Bootstrap:
+			return nil, fmt.Errorf("%w: %s holds no Raft state and neither Peers, Join nor Bootstrap is set", ErrNoCluster, cfg.DataDir)
+		}
 	}
 	s := &Store{cfg: cfg, log: cfg.Logger, fsm: newFSM(nil), closers: p.closers, stop: make(chan struct{})}
 	s.stopCtx, s.stopAll = context.WithCancel(context.Background())
@@ -134,34 +147,32 @@ func start(cfg Config, rc *raft.Config, p raftParts) (*Store, error) {
 	}
 	switch {
 	case existing:
-		s.log.Info("restarting from existing raft state; peers/join ignored", "data_dir", cfg.DataDir)
+		err = s.checkStoredConfiguration()
 	case cfg.Join != "":
 		s.wg.Add(1)
 		go s.joinLoop()
 	default:
-		if err := s.bootstrap(); err != nil {
-			s.stopAll()
-			s.raft.Shutdown()
-			return nil, err
-		}
+		err = s.bootstrap()
+	}
+	if err != nil {
+		s.stopAll()
+		s.raft.Shutdown()
+		return nil, err
 	}
 	s.wg.Add(1)
 	go s.leaderLoop()
 	return s, nil
 }
 
-// bootstrap writes the initial configuration. Every initial member writes
-// the same one, so whichever wins the first election, they agree.
+// bootstrap writes the initial configuration: Peers, or this member alone
+// when Bootstrap asked for that. Every initial member writes the same one,
+// so whichever wins the first election, they agree.
 func (s *Store) bootstrap() error {
 	peers := s.cfg.Peers
 	if len(peers) == 0 {
 		peers = []Peer{{ID: s.cfg.NodeID, RaftAddr: s.cfg.RaftAddr, HTTPAddr: s.cfg.HTTPAddr}}
 	}
-	var conf raft.Configuration
-	for _, p := range peers {
-		conf.Servers = append(conf.Servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.RaftAddr)})
-	}
-	if err := s.raft.BootstrapCluster(conf).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+	if err := s.raft.BootstrapCluster(raftServers(peers)).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
 		return fmt.Errorf("storage: bootstrap: %w", err)
 	}
 	s.log.Info("bootstrapped cluster", "members", len(peers))

@@ -17,8 +17,12 @@ const (
 	MaxDescriptionLen = 1024
 	MaxKeyLen         = 256 // request_id, node_id, instance_id
 	DefaultStep       = 1000
-	DefaultPageSize   = 100
-	MaxPageSize       = 1000
+	// DefaultMaxSegmentSize bounds a ReserveSegment size and a tag's step
+	// (Config.MaxSegmentSize): one call can never take a large share of a
+	// tag's ID space.
+	DefaultMaxSegmentSize = 100_000_000
+	DefaultPageSize       = 100
+	MaxPageSize           = 1000
 )
 
 func validateKey(field, v string, required bool) error {
@@ -45,7 +49,15 @@ func validateDescription(d string) error {
 	return nil
 }
 
-func validateCreateTag(r *seqsvrv1.CreateTagRequest) error {
+// validateSize refuses a size or step above maxSize (Config.MaxSegmentSize).
+func validateSize(field string, v, maxSize int64) error {
+	if v > maxSize {
+		return fmt.Errorf("%w: %s %d is above the store's --max-segment-size %d", errs.InvalidArgument, field, v, maxSize)
+	}
+	return nil
+}
+
+func validateCreateTag(r *seqsvrv1.CreateTagRequest, maxSize int64) error {
 	if err := spec.CheckTag(r.GetTag()); err != nil {
 		return err
 	}
@@ -55,27 +67,36 @@ func validateCreateTag(r *seqsvrv1.CreateTagRequest) error {
 	if err := validateNonNegative("step", r.GetStep()); err != nil {
 		return err
 	}
+	if err := validateSize("step", r.GetStep(), maxSize); err != nil {
+		return err
+	}
 	if r.GetStart() == math.MaxInt64 {
 		return fmt.Errorf("%w: start %d leaves no IDs to hand out", errs.InvalidArgument, r.GetStart())
 	}
 	return validateDescription(r.GetDescription())
 }
 
-func validateUpdateTag(r *seqsvrv1.UpdateTagRequest) error {
+func validateUpdateTag(r *seqsvrv1.UpdateTagRequest, maxSize int64) error {
 	if err := spec.CheckTag(r.GetTag()); err != nil {
 		return err
 	}
 	if err := validateNonNegative("step", r.GetStep()); err != nil {
 		return err
 	}
+	if err := validateSize("step", r.GetStep(), maxSize); err != nil {
+		return err
+	}
 	return validateDescription(r.GetDescription())
 }
 
-func validateReserve(r *seqsvrv1.ReserveSegmentRequest) error {
+func validateReserve(r *seqsvrv1.ReserveSegmentRequest, maxSize int64) error {
 	if err := spec.CheckTag(r.GetTag()); err != nil {
 		return err
 	}
 	if err := validateNonNegative("size", r.GetSize()); err != nil {
+		return err
+	}
+	if err := validateSize("size", r.GetSize(), maxSize); err != nil {
 		return err
 	}
 	return validateKey("request_id", r.GetRequestId(), false)

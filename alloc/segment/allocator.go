@@ -22,6 +22,14 @@ type Store interface {
 	ReserveSegment(ctx context.Context, tag string, size int64, requestID string) (*seqsvrv1.Segment, error)
 }
 
+// TagGetter is what the allocator needs to notice deleted tags between
+// reservations: a linearizable GetTag. A Store that has it (as
+// *storeclient.Client does) is asked about every buffered tag once per
+// Config.TagCheckInterval.
+type TagGetter interface {
+	GetTag(ctx context.Context, tag string) (*seqsvrv1.Tag, error)
+}
+
 // Config tunes the segment allocator. Zero values take the defaults.
 type Config struct {
 	// MaxStep caps the dynamic step (default 1,000,000). A tag whose stored
@@ -44,6 +52,12 @@ type Config struct {
 	// LoadTimeout bounds one reservation, store-client retries included
 	// (default 5s).
 	LoadTimeout time.Duration
+	// TagCheckInterval is how often the tags this allocator buffers are
+	// looked up in the store (one GetTag each, one at a time) so that a
+	// deleted tag's buffers are dropped (default 5s; negative: never, a
+	// deletion is then noticed only by the next reservation). Needs a
+	// Store that is a TagGetter.
+	TagCheckInterval time.Duration
 	// LoadBackoff and LoadBackoffMax space out reservations after failures
 	// so a dead store is not hammered (defaults 50ms doubling to 2s).
 	LoadBackoff, LoadBackoffMax time.Duration
@@ -77,6 +91,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.LoadTimeout <= 0 {
 		c.LoadTimeout = 5 * time.Second
+	}
+	if c.TagCheckInterval == 0 {
+		c.TagCheckInterval = 5 * time.Second
 	}
 	if c.LoadBackoff <= 0 {
 		c.LoadBackoff = 50 * time.Millisecond
@@ -128,6 +145,10 @@ func New(store Store, cfg Config) *Allocator {
 	empty := map[string]*tagState{}
 	a.tags.Store(&empty)
 	a.m = newMetrics(a, cfg.Registerer, a.log)
+	if g, ok := store.(TagGetter); ok && cfg.TagCheckInterval > 0 {
+		a.wg.Add(1)
+		go a.watchDeletions(g)
+	}
 	return a
 }
 

@@ -413,21 +413,6 @@ func TestSegmentCacheCollisions(t *testing.T) {
 	}
 }
 
-func TestSegmentDeletedTagDrainsThenNotFound(t *testing.T) {
-	ctx, f, a := setup(t, "t", 0, 10, Config{MaxStep: 1, NegativeCacheTTL: time.Hour})
-	mustNext(t, ctx, a, "t")
-	waitFor(t, "next segment", nextReady(a, "t"))
-	f.remove("t")
-	for want := int64(2); want <= 20; want++ {
-		if id := mustNext(t, ctx, a, "t"); id != want {
-			t.Fatalf("id %d, want %d", id, want)
-		}
-	}
-	if _, err := nextID(ctx, a, "t"); !errors.Is(err, errs.NotFound) {
-		t.Fatalf("deleted and drained: %v, want errs.NotFound", err)
-	}
-}
-
 func TestSegmentInvalidInputReservesNothing(t *testing.T) {
 	ctx, f, a := setup(t, "ok", 0, 10, Config{})
 	bad := []string{"", "has space", "a/b", "ü", strings.Repeat("x", 129), "tab\t", "semi;colon"}

@@ -53,6 +53,18 @@ func (b *buffer) used() int64 {
 
 func (b *buffer) remaining() int64 { return b.last - b.first + 1 - b.used() }
 
+// drain makes b exhausted for good: pos moves past last (wrapping negative
+// if last is MaxInt64, which holds and used read as exhausted), so every
+// later take or fast-path compare and swap fails.
+func (b *buffer) drain() {
+	for {
+		p := b.pos.Load()
+		if !b.holds(p) || b.pos.CompareAndSwap(p, b.last+1) {
+			return
+		}
+	}
+}
+
 // take hands out up to n IDs from b into out and returns how many it took.
 func (b *buffer) take(n int64, out []int64) ([]int64, int64) {
 	for {
@@ -90,10 +102,11 @@ type tagState struct {
 	carry    []int64
 	loading  bool
 	loadDone chan struct{} // closed and replaced when a load finishes
-	removed  bool          // dropped from the tag map: the tag never existed
+	removed  bool          // dropped from the tag map: the tag never existed or was deleted
 
 	step     int64 // size of the next reservation; 0 until the first load
 	baseStep int64 // the tag's stored step
+	sizeCap  int64 // the dynamic step grows no further (the store refused more); 0: no cap
 	loaded   bool  // a segment was ever reserved
 	high     int64 // last ID of the newest segment; new segments must lie above
 
@@ -103,6 +116,7 @@ type tagState struct {
 	lastLoadErr  error
 	failures     int
 	gone         bool // the last reservation said not_found
+	exhausted    bool // the last reservation of the stored step said resource_exhausted
 
 	pendingReq  string // request_id kept across retries of one reservation
 	pendingSize int64

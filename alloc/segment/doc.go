@@ -14,6 +14,13 @@
 //     once 10% of the current one is used, by at most one loader per tag.
 //     When both buffers are empty the request waits a bounded time for an
 //     in-flight load and then answers errs.Unavailable; it never hangs.
+//   - Deleted tags stop promptly: a reservation answered not_found, or the
+//     check of every buffered tag with GetTag that runs once per
+//     TagCheckInterval (default 5s), drops the tag's buffers at once, so a
+//     deleted tag answers errs.NotFound within about TagCheckInterval plus
+//     one pass of GetTag calls while the store is reachable. A tag deleted
+//     and re-created between two checks keeps its buffers: their IDs lie
+//     below the new life's (the store's tombstone), so nothing repeats.
 //   - No burned IDs on bad input: tag names (spec.CheckTag) and counts are
 //     checked before anything touches the buffers or the store.
 package segment

@@ -26,10 +26,12 @@ type fakeStore struct {
 	maxIn    map[string]int
 
 	reserves atomic.Int64
+	gets     atomic.Int64
 	down     atomic.Bool
 	// loseReply makes the next commit answer a transient error, as if the
 	// reply was lost after the store committed.
 	loseReply atomic.Bool
+	maxSize   int64         // when set, larger sizes are invalid_argument, as --max-segment-size
 	gate      chan struct{} // when set, each reservation takes one token first
 	delay     time.Duration
 }
@@ -52,6 +54,21 @@ func (f *fakeStore) remove(tag string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.tags, tag)
+}
+
+// GetTag makes the fake a TagGetter, as the real store client is.
+func (f *fakeStore) GetTag(ctx context.Context, tag string) (*seqsvrv1.Tag, error) {
+	f.gets.Add(1)
+	if f.down.Load() {
+		return nil, fmt.Errorf("%w: fake store down", errs.Unavailable)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t, ok := f.tags[tag]
+	if !ok {
+		return nil, fmt.Errorf("%w: fake: tag %q", errs.NotFound, tag)
+	}
+	return &seqsvrv1.Tag{Tag: t.Tag, MaxId: t.MaxId, Step: t.Step}, nil
 }
 
 func (f *fakeStore) sizesOf(tag string) []int64 {
@@ -108,12 +125,15 @@ func (f *fakeStore) ReserveSegment(ctx context.Context, tag string, size int64, 
 	if !ok {
 		return nil, fmt.Errorf("%w: fake: tag %q", errs.NotFound, tag)
 	}
-	f.sizes[tag] = append(f.sizes[tag], size)
+	f.sizes[tag] = append(f.sizes[tag], size) // refused sizes too
+	if f.maxSize > 0 && size > f.maxSize {
+		return nil, fmt.Errorf("%w: fake: size %d is above --max-segment-size %d", errs.InvalidArgument, size, f.maxSize)
+	}
 	if size == 0 {
 		size = t.Step
 	}
 	if t.MaxId > math.MaxInt64-size { // as the store refuses it
-		return nil, fmt.Errorf("%w: fake: size %d would overflow", errs.InvalidArgument, size)
+		return nil, fmt.Errorf("%w: fake: size %d would pass 2^63-1", errs.ResourceExhausted, size)
 	}
 	s := &seqsvrv1.Segment{Tag: tag, First: t.MaxId + 1, Last: t.MaxId + size, Step: t.Step}
 	t.MaxId = s.Last

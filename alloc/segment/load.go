@@ -53,8 +53,11 @@ func (a *Allocator) nextSizeLocked(t *tagState) int64 {
 	if !t.loaded || t.step <= 0 {
 		return 0
 	}
-	step := t.step
 	maxStep := max(a.cfg.MaxStep, t.baseStep)
+	if t.sizeCap > 0 {
+		maxStep = min(maxStep, max(t.sizeCap, t.baseStep))
+	}
+	step := min(t.step, maxStep)
 	lasted := a.cfg.Clock.Now().Sub(t.lastLoadAt)
 	switch {
 	case lasted < a.cfg.FastRefill:
@@ -67,6 +70,9 @@ func (a *Allocator) nextSizeLocked(t *tagState) int64 {
 		step = max(step/2, t.baseStep)
 	}
 	t.step = step
+	if t.sizeCap > 0 && step <= t.baseStep {
+		return 0 // the stored step, which the store never refuses as too large
+	}
 	return step
 }
 
@@ -94,9 +100,13 @@ func (a *Allocator) load(t *tagState, size int64, reqID string) {
 	t.loading = false
 	t.lastLoadDur = dur
 	t.lastLoadTime = a.cfg.Clock.Now()
-	if err != nil {
-		a.loadFailedLocked(t, err)
-	} else {
+	switch {
+	case t.removed:
+		// Dropped while the reservation ran (the tag was deleted): its
+		// IDs, if any, are left unused.
+	case err != nil:
+		a.loadFailedLocked(t, err, size)
+	default:
 		a.loadedLocked(t, seg, size)
 	}
 	close(t.loadDone)
@@ -133,6 +143,7 @@ func (a *Allocator) loadedLocked(t *tagState, seg *seqsvrv1.Segment, size int64)
 	t.failures = 0
 	t.lastLoadErr = nil
 	t.gone = false
+	t.exhausted = false
 	t.retryAt.Store(0)
 	if st := seg.GetStep(); st > 0 {
 		t.baseStep = st
@@ -153,10 +164,24 @@ func (a *Allocator) loadedLocked(t *tagState, seg *seqsvrv1.Segment, size int64)
 	a.log.Debug("segment reserved", "tag", t.name, "first", seg.GetFirst(), "last", seg.GetLast(), "size", size)
 }
 
-func (a *Allocator) loadFailedLocked(t *tagState, err error) {
+func (a *Allocator) loadFailedLocked(t *tagState, err error, size int64) {
 	t.lastLoadErr = err
 	t.failures++
 	notFound := errors.Is(err, errs.NotFound)
+	// Exhausted with the tag's own step: nothing more will come. With a
+	// grown dynamic size the stored step may still fit: ask for it next.
+	t.exhausted = errors.Is(err, errs.ResourceExhausted) && size == 0
+	if errors.Is(err, errs.ResourceExhausted) {
+		t.step = 0
+	}
+	// A grown size above the store's --max-segment-size is refused as
+	// invalid_argument: grow no further than half of it from now on (the
+	// stored step always passes, the store checked it).
+	capped := errors.Is(err, errs.InvalidArgument) && size > t.baseStep
+	if capped {
+		t.sizeCap = max(t.baseStep, size/2)
+		t.step = min(t.step, t.sizeCap)
+	}
 	if definite(err) || errors.Is(err, errBadSegment) {
 		// A definite answer: the reservation did not happen, a new one gets
 		// a fresh request_id (and a freshly computed size).
@@ -166,6 +191,9 @@ func (a *Allocator) loadFailedLocked(t *tagState, err error) {
 	if backoff > a.cfg.LoadBackoffMax || backoff <= 0 {
 		backoff = a.cfg.LoadBackoffMax
 	}
+	if capped {
+		backoff = 0 // a smaller size is asked for at once
+	}
 	if notFound {
 		t.gone = true
 		backoff = a.cfg.NegativeCacheTTL
@@ -173,6 +201,9 @@ func (a *Allocator) loadFailedLocked(t *tagState, err error) {
 			t.removed = true
 			a.dropTag(t)
 		}
+		// A tag that had segments was deleted: its buffers go now rather
+		// than being served to the end.
+		a.forgetLocked(t, "a reservation answered not found")
 	}
 	t.retryAt.Store(a.mono() + int64(backoff))
 	if !t.removed {

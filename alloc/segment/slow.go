@@ -69,6 +69,8 @@ func (t *tagState) emptyErrLocked() error {
 	switch {
 	case t.gone || t.removed:
 		return fmt.Errorf("%w: tag %q", errs.NotFound, t.name)
+	case t.exhausted:
+		return fmt.Errorf("%w: tag %q: its ID space is used up: %v", errs.ResourceExhausted, t.name, t.lastLoadErr)
 	case t.lastLoadErr != nil:
 		return fmt.Errorf("%w: tag %q: buffers empty and the store failed: %v", errs.Unavailable, t.name, t.lastLoadErr)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/seqsvr/seqsvr/cmd/internal/serve"
+	"github.com/seqsvr/seqsvr/storage"
 )
 
 // config is everything storesvr reads from flags and SEQSVR_* variables.
@@ -13,6 +14,8 @@ import (
 type config struct {
 	NodeID, RaftAddr, HTTPAddr, DataDir string
 	Peers, Join                         string
+	Bootstrap                           bool
+	MaxSegmentSize                      int64
 
 	HeartbeatTimeout, ElectionTimeout, LeaderLeaseTimeout, CommitTimeout time.Duration
 	SnapshotThreshold                                                    uint64
@@ -28,7 +31,8 @@ const summary = `storesvr is one member of seqsvr's Raft-replicated tag store.
 Start every initial member with the same --peers list, in any order:
   storesvr --node-id s1 --raft-addr 127.0.0.1:7001 --http-addr 127.0.0.1:8081 --data-dir run/s1 \
     --peers s1=127.0.0.1:7001@127.0.0.1:8081,s2=127.0.0.1:7002@127.0.0.1:8082,s3=127.0.0.1:7003@127.0.0.1:8083
-or add a member to a running cluster with --join HTTPADDR instead of --peers.`
+or add a member to a running cluster with --join HTTPADDR instead of --peers,
+or start a one-member cluster with --bootstrap.`
 
 func parseConfig(args []string, getenv func(string) string, out io.Writer) (*config, error) {
 	c := &config{}
@@ -39,6 +43,8 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	fs.StringVar(&c.DataDir, "data-dir", "", "Raft log, stable store and snapshots (required)")
 	fs.StringVar(&c.Peers, "peers", "", "initial members ID=RAFTADDR@HTTPADDR,...; the same list on every initial member; ignored once DATA-DIR holds state")
 	fs.StringVar(&c.Join, "join", "", "join an existing cluster through any member's HTTPADDR (instead of --peers)")
+	fs.BoolVar(&c.Bootstrap, "bootstrap", false, "with neither --peers nor --join, bootstrap a one-member cluster (without it, such a start with an empty DATA-DIR is an error)")
+	fs.Int64Var(&c.MaxSegmentSize, "max-segment-size", storage.DefaultMaxSegmentSize, "the largest ReserveSegment size and tag step; above it invalid_argument")
 	fs.DurationVar(&c.HeartbeatTimeout, "heartbeat-timeout", 0, "Raft heartbeat timeout (0: storage default, tuned for a LAN)")
 	fs.DurationVar(&c.ElectionTimeout, "election-timeout", 0, "Raft election timeout (0: storage default)")
 	fs.DurationVar(&c.LeaderLeaseTimeout, "leader-lease-timeout", 0, "Raft leader lease timeout (0: storage default)")
@@ -59,6 +65,12 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	}
 	if c.DataDir == "" {
 		errs = append(errs, errors.New("--data-dir is required"))
+	}
+	if c.MaxSegmentSize < 1 {
+		errs = append(errs, errors.New("--max-segment-size must be at least 1"))
+	}
+	if c.Bootstrap && (c.Peers != "" || c.Join != "") {
+		errs = append(errs, errors.New("--bootstrap starts a one-member cluster: it goes without --peers and --join"))
 	}
 	if c.Peers != "" && c.Join != "" {
 		errs = append(errs, errors.New("--peers and --join are exclusive: --peers bootstraps a new cluster, --join adds to a running one"))

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/seqsvr/seqsvr/cmd/internal/serve"
+	"github.com/seqsvr/seqsvr/storage"
 )
 
 func TestConfigRequiredAndEnv(t *testing.T) {
@@ -35,5 +36,32 @@ func TestConfigRequiredAndEnv(t *testing.T) {
 	}
 	if code := serve.Main("storesvr", []string{"--bogus"}, func(string) string { return "" }, &out, parseConfig); code != 2 {
 		t.Fatalf("bad flag: code %d, want 2", code)
+	}
+}
+
+func TestConfigBootstrapAndMaxSegmentSize(t *testing.T) {
+	var out bytes.Buffer
+	none := func(string) string { return "" }
+	base := []string{"--node-id", "a", "--data-dir", "d"}
+	c, err := parseConfig(base, none, &out)
+	if err != nil || c.Bootstrap || c.MaxSegmentSize != storage.DefaultMaxSegmentSize {
+		t.Fatalf("defaults: %+v %v", c, err)
+	}
+	c, err = parseConfig(append(base, "--bootstrap", "--max-segment-size", "500"), none, &out)
+	if err != nil || !c.Bootstrap || c.MaxSegmentSize != 500 {
+		t.Fatalf("--bootstrap --max-segment-size 500: %+v %v", c, err)
+	}
+	if c, err = parseConfig(base, func(k string) string { return map[string]string{"SEQSVR_BOOTSTRAP": "true"}[k] }, &out); err != nil || !c.Bootstrap {
+		t.Fatalf("SEQSVR_BOOTSTRAP: %+v %v", c, err)
+	}
+	for _, bad := range [][]string{
+		{"--bootstrap", "--peers", "a=x@y"},
+		{"--bootstrap", "--join", "h:1"},
+		{"--max-segment-size", "0"},
+		{"--max-segment-size", "-3"},
+	} {
+		if _, err := parseConfig(append(append([]string{}, base...), bad...), none, &out); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
 	}
 }

@@ -324,15 +324,26 @@ func testBadInputCodes(t *testing.T, flags []string) {
 	_, err = sc.CreateTag(ctx, connect.NewRequest(&seqsvrv1.CreateTagRequest{Tag: "neg", Start: -5}))
 	want("negative start", err, connect.CodeInvalidArgument)
 	_, err = sc.ReserveSegment(ctx, connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: "edge", Size: 6}))
-	want("overflow", err, connect.CodeInvalidArgument)
+	want("overflow", err, connect.CodeResourceExhausted)
 	_, err = sc.ReserveSegment(ctx, connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: "edge", Size: math.MaxInt64}))
 	want("huge size", err, connect.CodeInvalidArgument)
+	_, err = sc.ReserveSegment(ctx, connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: "ok", Size: 100_000_001}))
+	want("size above the default --max-segment-size", err, connect.CodeInvalidArgument)
+	_, err = sc.CreateTag(ctx, connect.NewRequest(&seqsvrv1.CreateTagRequest{Tag: "big", Step: 100_000_001}))
+	want("step above the default --max-segment-size", err, connect.CodeInvalidArgument)
+	_, err = sc.UpdateTag(ctx, connect.NewRequest(&seqsvrv1.UpdateTagRequest{Tag: "ok", Step: 100_000_001}))
+	want("update step above the default --max-segment-size", err, connect.CodeInvalidArgument)
 	_, err = sc.ReserveSegment(ctx, connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: "nope"}))
 	want("unknown tag reserve", err, connect.CodeNotFound)
 	_, err = sc.GetTag(ctx, connect.NewRequest(&seqsvrv1.GetTagRequest{Tag: "nope"}))
 	want("unknown tag get", err, connect.CodeNotFound)
 	_, err = sc.CreateTag(ctx, connect.NewRequest(&seqsvrv1.CreateTagRequest{Tag: "ok"}))
 	want("duplicate create", err, connect.CodeAlreadyExists)
+	// The message follows the code once: "already_exists: tag ...", never
+	// "already_exists: already exists: ...".
+	if msg := err.Error(); !strings.HasPrefix(msg, "already_exists: ") || strings.Contains(msg, "already exists") {
+		t.Errorf("duplicate create: message %q repeats the code", msg)
+	}
 
 	post := func(body string) (int, string) {
 		t.Helper()

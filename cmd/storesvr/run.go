@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/seqsvr/seqsvr/cmd/internal/serve"
@@ -36,6 +37,8 @@ func (cfg *config) open(_ context.Context, env serve.Env) (*serve.App, error) {
 		DataDir:            cfg.DataDir,
 		Peers:              peers,
 		Join:               cfg.Join,
+		Bootstrap:          cfg.Bootstrap,
+		MaxSegmentSize:     cfg.MaxSegmentSize,
 		Logger:             logger.With("component", "storage"),
 		HeartbeatTimeout:   cfg.HeartbeatTimeout,
 		ElectionTimeout:    cfg.ElectionTimeout,
@@ -48,6 +51,9 @@ func (cfg *config) open(_ context.Context, env serve.Env) (*serve.App, error) {
 		WorkerRetention:    cfg.WorkerRetention,
 		SeqLeaseTTL:        cfg.SeqLeaseTTL,
 	})
+	if errors.Is(err, storage.ErrNoCluster) {
+		return nil, fmt.Errorf("%s holds no cluster state and neither --peers nor --join is set: pass --peers (every initial member, to start a new cluster), --join HTTPADDR (to add this member to a running cluster) or --bootstrap (to start a one-member cluster)", cfg.DataDir)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}

@@ -5,9 +5,13 @@
 // kinds, Connect codes and the Leaf API's HTTP statuses.
 //
 // Messages: the text of a kind-wrapped error is written for the client
-// ("invalid argument: count 0 out of range 1..10000") and is sent as is.
-// An error that wraps no kind is an internal failure: the client gets the
-// stable text "internal error" and the detail goes to the log.
+// ("invalid argument: count 0 out of range 1..10000"). Connect puts its own
+// code in front of the message ("invalid_argument: ..."), so Connect sends
+// Detail, the text without the leading kind ("count 0 out of range
+// 1..10000"); the Leaf API, which has only a status and one line, sends
+// Message, the whole text. An error that wraps no kind is an internal
+// failure: the client gets the stable text "internal error" and the detail
+// goes to the log.
 package errs
 
 import (
@@ -16,6 +20,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"connectrpc.com/connect"
 )
@@ -115,11 +120,36 @@ func Connect(err error) error {
 		slog.Error("internal error", "err", err)
 		return connect.NewError(code, errors.New(internalText))
 	}
-	return connect.NewError(code, err)
+	return connect.NewError(code, &detailed{text: Detail(err), err: err})
 }
 
-// Message is the one-line text a client is given for err: its own text for
-// a classified error, the stable internal text otherwise.
+// detailed gives a Connect error its client text (Detail) while keeping
+// the chain, so errors.Is still finds the kind on the server side.
+type detailed struct {
+	text string
+	err  error
+}
+
+func (d *detailed) Error() string { return d.text }
+func (d *detailed) Unwrap() error { return d.err }
+
+// Detail is the text a Connect client is given for err after the code
+// Connect writes itself: Message without a leading kind text, so a client
+// reads "unavailable: tag \"a\": buffers empty", never "unavailable:
+// unavailable: ...". A kind with nothing after it keeps its text.
+func Detail(err error) string {
+	msg := Message(err)
+	if k, ok := outer(err).(*Kind); ok {
+		if rest, cut := strings.CutPrefix(msg, k.text+": "); cut && rest != "" {
+			return rest
+		}
+	}
+	return msg
+}
+
+// Message is the one-line text a client is given for err where no code
+// travels with it (the Leaf API's body): its own text, which starts with
+// its kind, for a classified error; the stable internal text otherwise.
 func Message(err error) string {
 	if ce, ok := outer(err).(*connect.Error); ok {
 		return ce.Message()

@@ -82,3 +82,46 @@ func TestConnectMessages(t *testing.T) {
 		t.Fatalf("Message(remote) = %q", got)
 	}
 }
+
+// Connect writes the code itself, so the message it carries must not start
+// with the kind again; the Leaf line (Message) keeps it.
+func TestConnectMessageDropsKindText(t *testing.T) {
+	sentinel := New(Unavailable, "not the raft leader")
+	cases := []struct {
+		name        string
+		err         error
+		wantConnect string // what a Connect client prints
+		wantMessage string // the Leaf API's line
+	}{
+		{"kind then detail", fmt.Errorf("%w: store down", Unavailable), "unavailable: store down", "unavailable: store down"},
+		{"invalid argument", fmt.Errorf("%w: count 0 out of range 1..10000", InvalidArgument), "invalid_argument: count 0 out of range 1..10000", "invalid argument: count 0 out of range 1..10000"},
+		{"bare kind keeps its text", NotFound, "not_found: not found", "not found"},
+		{"kind with empty detail keeps its text", fmt.Errorf("%w: ", NotFound), "not_found: not found: ", "not found: "},
+		{"wrapped twice keeps the inner detail", fmt.Errorf("%w: tag %q: store failed: %w", Unavailable, "a", fmt.Errorf("%w: no leader", Unavailable)), `unavailable: tag "a": store failed: unavailable: no leader`, `unavailable: tag "a": store failed: unavailable: no leader`},
+		{"sentinel text is not a kind prefix", fmt.Errorf("%w: term 3", sentinel), "unavailable: not the raft leader: term 3", "not the raft leader: term 3"},
+		{"remote answer keeps its call", FromConnect("ReserveSegment", connect.NewError(connect.CodeUnavailable, errors.New("no leader"))), "unavailable: ReserveSegment: unavailable: no leader", "ReserveSegment: unavailable: no leader"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := Connect(c.err)
+			if got.Error() != c.wantConnect {
+				t.Errorf("Connect(...).Error() = %q, want %q", got.Error(), c.wantConnect)
+			}
+			if !errors.Is(got, errs0(c.err)) {
+				t.Errorf("Connect(...) lost the kind of %v", c.err)
+			}
+			if m := Message(c.err); m != c.wantMessage {
+				t.Errorf("Message = %q, want %q", m, c.wantMessage)
+			}
+		})
+	}
+}
+
+// errs0 is the outermost kind of err, for errors.Is.
+func errs0(err error) error {
+	var k *Kind
+	if errors.As(err, &k) {
+		return k
+	}
+	return err
+}

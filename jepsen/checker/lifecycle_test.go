@@ -34,6 +34,12 @@ func update(c int, call, ret, step, maxID, gotStep int64) *history.Op {
 	return op
 }
 
+// createAt is a create answered max_id (above its start: the tombstone).
+func createAt(op *history.Op, maxID int64) *history.Op {
+	op.MaxID = maxID
+	return op
+}
+
 func del(c int, call, ret int64) *history.Op { return tagOp(history.Delete, c, call, ret) }
 
 func read(c int, call, ret, maxID, step int64) *history.Op {
@@ -67,7 +73,7 @@ func TestLinearizableTagLifecycle(t *testing.T) {
 			failed(reserveStep(0, 16, 17, 0, 0, 0), history.CodeNotFound),
 			failed(update(0, 18, 19, 5, 0, 0), history.CodeNotFound),
 			failed(del(0, 20, 21), history.CodeNotFound),
-			create(0, 22, 23, 1000, 7), // starts at its start, not above the old max_id
+			create(0, 22, 23, 1000, 7), // a start above the tombstone (30) is kept
 			reserveStep(0, 24, 25, 1001, 1007, 7),
 			read(0, 26, 27, 1007, 7),
 		}},
@@ -100,11 +106,44 @@ func TestLinearizableTagLifecycle(t *testing.T) {
 			del(0, 0, 1),
 			del(1, 2, 3),
 		}},
-		{"re-created tag continues above the old max_id", false, []*history.Op{
+		{"re-created tag continues above the old max_id", true, []*history.Op{
 			reserveStep(0, 0, 1, 1, 10, 10),
 			del(0, 2, 3),
-			create(0, 4, 5, 0, 10),
+			createAt(create(0, 4, 5, 0, 10), 10),
 			reserveStep(0, 6, 7, 11, 20, 10),
+			read(0, 8, 9, 20, 10),
+		}},
+		{"re-created tag starting again at its start", false, []*history.Op{
+			reserveStep(0, 0, 1, 1, 10, 10),
+			del(0, 2, 3),
+			create(0, 4, 5, 0, 10), // answers max_id 0: the old IDs again
+		}},
+		{"re-created tag hands out an ID of its deleted life", false, []*history.Op{
+			reserveStep(0, 0, 1, 1, 10, 10),
+			del(0, 2, 3),
+			createAt(create(0, 4, 5, 5, 10), 10),
+			reserveStep(0, 6, 7, 6, 15, 10),
+		}},
+		{"the tombstone survives several lives", true, []*history.Op{
+			reserveStep(0, 0, 1, 1, 10, 10),
+			del(0, 2, 3),
+			createAt(create(0, 4, 5, 0, 5), 10),
+			reserveStep(0, 6, 7, 11, 15, 5),
+			del(0, 8, 9),
+			createAt(create(0, 10, 11, 12, 5), 15),
+			read(0, 12, 13, 15, 5),
+		}},
+		{"an unknown re-create continues above the tombstone", true, []*history.Op{
+			reserveStep(0, 0, 1, 1, 10, 10),
+			del(0, 2, 3),
+			unknownOp(create(1, 4, 5, 3, 10)),
+			read(0, 6, 7, 10, 10),
+		}},
+		{"an unknown re-create cannot reset max_id", false, []*history.Op{
+			reserveStep(0, 0, 1, 1, 10, 10),
+			del(0, 2, 3),
+			unknownOp(create(1, 4, 5, 3, 10)),
+			read(0, 6, 7, 3, 10),
 		}},
 		{"default step of a create with step 0", true, []*history.Op{
 			del(0, 0, 1),

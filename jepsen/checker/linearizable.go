@@ -37,8 +37,9 @@ type linOutput struct {
 // CreateTag default; storage.DefaultStep).
 const defaultStep = 1000
 
-// tagState is one tag of the store. An absent tag is the zero value: the
-// store keeps nothing of a deleted tag. step 0 means not observed yet.
+// tagState is one tag of the store. An absent tag keeps the max_id of its
+// last life (the store's tombstone; 0 if it never had one) and nothing
+// else. step 0 means not observed yet.
 //
 // ended marks the state after the end marker (endKind), past every
 // operation whose outcome is known.
@@ -71,12 +72,13 @@ func (s tagState) stepIs(step int64) (bool, tagState) {
 //     tag it answers not_found.
 //   - GetTag answers max_id and step, or not_found.
 //   - CreateTag(start, step) on an absent tag makes it exist with max_id =
-//     start (nothing of a deleted incarnation is kept) and the step (0:
-//     defaultStep), and answers that; on an existing tag it answers
-//     already_exists.
+//     max(start, the tombstone's max_id), so a re-created tag continues
+//     above its deleted life (guarantee 7), and the step (0: defaultStep),
+//     and answers that; on an existing tag it answers already_exists.
 //   - UpdateTag(step) on an existing tag sets the step unless it is 0,
 //     never max_id, and answers the tag; on an absent tag not_found.
-//   - DeleteTag removes an existing tag; on an absent tag not_found.
+//   - DeleteTag removes an existing tag, keeping its max_id as the
+//     tombstone; on an absent tag not_found.
 //
 // A tag write whose outcome is unknown does what it would have done at its
 // linearization point; if it never took effect (or changed nothing), the
@@ -126,10 +128,14 @@ func StoreModel() porcupine.Model {
 	}
 }
 
-// created is the state CreateTag(start, step) makes of an absent tag.
-func created(in linInput) tagState {
-	return tagState{exists: true, maxID: in.start, step: cmp.Or(in.step, defaultStep)}
+// created is the state CreateTag(start, step) makes of the absent tag s:
+// it continues above the tombstone's max_id.
+func created(s tagState, in linInput) tagState {
+	return tagState{exists: true, maxID: max(in.start, s.maxID), step: cmp.Or(in.step, defaultStep)}
 }
+
+// deleted is the state DeleteTag leaves of s: the tombstone.
+func deleted(s tagState) tagState { return tagState{maxID: s.maxID} }
 
 func step(s tagState, in linInput, out linOutput) (bool, tagState) {
 	switch {
@@ -155,7 +161,7 @@ func step(s tagState, in linInput, out linOutput) (bool, tagState) {
 		if s.exists {
 			return false, s // it would have answered already_exists
 		}
-		n := created(in)
+		n := created(s, in)
 		return out.maxID == n.maxID && (out.step == 0 || out.step == n.step), n
 	case history.Update:
 		if in.step > 0 {
@@ -164,7 +170,7 @@ func step(s tagState, in linInput, out linOutput) (bool, tagState) {
 		ok, n := s.stepIs(out.step)
 		return ok && out.maxID == n.maxID, n
 	case history.Delete:
-		return true, tagState{}
+		return true, deleted(s)
 	case history.Reserve:
 		size := in.size
 		if size == 0 {
@@ -196,14 +202,14 @@ func unknownStep(s tagState, in linInput) (bool, tagState) {
 	switch in.kind {
 	case history.Create:
 		if !s.exists {
-			n = created(in)
+			n = created(s, in)
 		}
 	case history.Update:
 		if s.exists && in.step > 0 {
 			n.step = in.step
 		}
 	case history.Delete:
-		n = tagState{}
+		n = deleted(s)
 	}
 	return n != s, n
 }

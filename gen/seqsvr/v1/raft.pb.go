@@ -814,15 +814,19 @@ func (*NoopCommand) Descriptor() ([]byte, []int) {
 
 // FSMSnapshot is the whole FSM state, written by Snapshot and read by Restore.
 type FSMSnapshot struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Tags          []*TagState            `protobuf:"bytes,1,rep,name=tags,proto3" json:"tags,omitempty"`
-	Requests      []*RequestRecord       `protobuf:"bytes,2,rep,name=requests,proto3" json:"requests,omitempty"`
-	Workers       []*WorkerState         `protobuf:"bytes,3,rep,name=workers,proto3" json:"workers,omitempty"`
-	Members       []*MemberInfo          `protobuf:"bytes,4,rep,name=members,proto3" json:"members,omitempty"`
-	Layout        *SnowflakeLayout       `protobuf:"bytes,5,opt,name=layout,proto3" json:"layout,omitempty"`
-	NextWorkerId  int64                  `protobuf:"varint,6,opt,name=next_worker_id,json=nextWorkerId,proto3" json:"next_worker_id,omitempty"`
-	Spaces        []*SpaceState          `protobuf:"bytes,7,rep,name=spaces,proto3" json:"spaces,omitempty"`
-	SeqMembers    []*SeqMemberState      `protobuf:"bytes,8,rep,name=seq_members,json=seqMembers,proto3" json:"seq_members,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Tags         []*TagState            `protobuf:"bytes,1,rep,name=tags,proto3" json:"tags,omitempty"`
+	Requests     []*RequestRecord       `protobuf:"bytes,2,rep,name=requests,proto3" json:"requests,omitempty"`
+	Workers      []*WorkerState         `protobuf:"bytes,3,rep,name=workers,proto3" json:"workers,omitempty"`
+	Members      []*MemberInfo          `protobuf:"bytes,4,rep,name=members,proto3" json:"members,omitempty"`
+	Layout       *SnowflakeLayout       `protobuf:"bytes,5,opt,name=layout,proto3" json:"layout,omitempty"`
+	NextWorkerId int64                  `protobuf:"varint,6,opt,name=next_worker_id,json=nextWorkerId,proto3" json:"next_worker_id,omitempty"`
+	Spaces       []*SpaceState          `protobuf:"bytes,7,rep,name=spaces,proto3" json:"spaces,omitempty"`
+	SeqMembers   []*SeqMemberState      `protobuf:"bytes,8,rep,name=seq_members,json=seqMembers,proto3" json:"seq_members,omitempty"`
+	// Deleted tags: tag and max_id only. Re-creating the name continues
+	// above the tombstone's max_id, so no ID is issued twice over a tag's
+	// life (guarantee 7).
+	Tombstones    []*TagState `protobuf:"bytes,9,rep,name=tombstones,proto3" json:"tombstones,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -909,6 +913,13 @@ func (x *FSMSnapshot) GetSpaces() []*SpaceState {
 func (x *FSMSnapshot) GetSeqMembers() []*SeqMemberState {
 	if x != nil {
 		return x.SeqMembers
+	}
+	return nil
+}
+
+func (x *FSMSnapshot) GetTombstones() []*TagState {
+	if x != nil {
+		return x.Tombstones
 	}
 	return nil
 }
@@ -1736,7 +1747,7 @@ const file_seqsvr_v1_raft_proto_rawDesc = "" +
 	"\thttp_addr\x18\x03 \x01(\tR\bhttpAddr\"%\n" +
 	"\x13RemoveMemberCommand\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"\r\n" +
-	"\vNoopCommand\"\x94\x03\n" +
+	"\vNoopCommand\"\xc9\x03\n" +
 	"\vFSMSnapshot\x12'\n" +
 	"\x04tags\x18\x01 \x03(\v2\x13.seqsvr.v1.TagStateR\x04tags\x124\n" +
 	"\brequests\x18\x02 \x03(\v2\x18.seqsvr.v1.RequestRecordR\brequests\x120\n" +
@@ -1746,7 +1757,10 @@ const file_seqsvr_v1_raft_proto_rawDesc = "" +
 	"\x0enext_worker_id\x18\x06 \x01(\x03R\fnextWorkerId\x12-\n" +
 	"\x06spaces\x18\a \x03(\v2\x15.seqsvr.v1.SpaceStateR\x06spaces\x12:\n" +
 	"\vseq_members\x18\b \x03(\v2\x19.seqsvr.v1.SeqMemberStateR\n" +
-	"seqMembers\"\x8f\x01\n" +
+	"seqMembers\x123\n" +
+	"\n" +
+	"tombstones\x18\t \x03(\v2\x13.seqsvr.v1.TagStateR\n" +
+	"tombstones\"\x8f\x01\n" +
 	"\bTagState\x12\x10\n" +
 	"\x03tag\x18\x01 \x01(\tR\x03tag\x12\x15\n" +
 	"\x06max_id\x18\x02 \x01(\x03R\x05maxId\x12\x12\n" +
@@ -1875,15 +1889,16 @@ var file_seqsvr_v1_raft_proto_depIdxs = []int32{
 	21, // 16: seqsvr.v1.FSMSnapshot.layout:type_name -> seqsvr.v1.SnowflakeLayout
 	18, // 17: seqsvr.v1.FSMSnapshot.spaces:type_name -> seqsvr.v1.SpaceState
 	20, // 18: seqsvr.v1.FSMSnapshot.seq_members:type_name -> seqsvr.v1.SeqMemberState
-	22, // 19: seqsvr.v1.SeqHeartbeatCommand.released:type_name -> seqsvr.v1.SectionSpan
-	23, // 20: seqsvr.v1.RaiseSectionsCommand.sections:type_name -> seqsvr.v1.SectionRaise
-	24, // 21: seqsvr.v1.SpaceState.sections:type_name -> seqsvr.v1.SectionRange
-	19, // 22: seqsvr.v1.SpaceState.maxes:type_name -> seqsvr.v1.SectionMaxState
-	23, // [23:23] is the sub-list for method output_type
-	23, // [23:23] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	11, // 19: seqsvr.v1.FSMSnapshot.tombstones:type_name -> seqsvr.v1.TagState
+	22, // 20: seqsvr.v1.SeqHeartbeatCommand.released:type_name -> seqsvr.v1.SectionSpan
+	23, // 21: seqsvr.v1.RaiseSectionsCommand.sections:type_name -> seqsvr.v1.SectionRaise
+	24, // 22: seqsvr.v1.SpaceState.sections:type_name -> seqsvr.v1.SectionRange
+	19, // 23: seqsvr.v1.SpaceState.maxes:type_name -> seqsvr.v1.SectionMaxState
+	24, // [24:24] is the sub-list for method output_type
+	24, // [24:24] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_seqsvr_v1_raft_proto_init() }

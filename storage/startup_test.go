@@ -1,0 +1,143 @@
+package storage
+
+import (
+	"bytes"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// diskless is one member's raft stores kept across restarts of open, as a
+// data dir would be.
+type diskless struct {
+	logs, stable *raft.InmemStore
+	snaps        *raft.InmemSnapshotStore
+}
+
+func newDiskless() *diskless {
+	return &diskless{logs: raft.NewInmemStore(), stable: raft.NewInmemStore(), snaps: raft.NewInmemSnapshotStore()}
+}
+
+func (d *diskless) parts(Config) (raftParts, error) {
+	_, trans := raft.NewInmemTransport("")
+	return raftParts{trans: trans, logs: d.logs, stable: d.stable, snaps: d.snaps}, nil
+}
+
+// syncBuf is a log sink tests can read while raft writes.
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func startupConfig(id, raftAddr string, log *syncBuf) Config {
+	cfg := testConfig(id, raftAddr, "127.0.0.1:1")
+	cfg.DataDir = "mem"
+	cfg.Logger = slog.New(slog.NewTextHandler(log, nil))
+	return cfg
+}
+
+func TestStartWithoutClusterSpecRefuses(t *testing.T) {
+	d := newDiskless()
+	var log syncBuf
+	_, err := open(startupConfig("a", "ra", &log), d.parts)
+	if !errors.Is(err, ErrNoCluster) {
+		t.Fatalf("open with no state, peers, join or bootstrap: %v, want ErrNoCluster", err)
+	}
+	if ok, _ := raft.HasExistingState(d.logs, d.stable, d.snaps); ok {
+		t.Fatal("a refused start wrote raft state")
+	}
+}
+
+// bootstrapAlone starts a one-member cluster with Bootstrap on d, waits
+// for it to lead and stops it.
+func bootstrapAlone(t *testing.T, d *diskless, id, raftAddr string) {
+	t.Helper()
+	var log syncBuf
+	cfg := startupConfig(id, raftAddr, &log)
+	cfg.Bootstrap = true
+	s, err := open(cfg, d.parts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for s.raft.State() != raft.Leader {
+		if time.Now().After(deadline) {
+			t.Fatal("a bootstrapped lone member did not become leader")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRestartChecksStoredConfiguration(t *testing.T) {
+	skipShort(t)
+	d := newDiskless()
+	bootstrapAlone(t, d, "a", "ra")
+
+	cases := []struct {
+		name     string
+		id, addr string
+		peers    []Peer
+		join     string
+		wantErr  error
+		wantWarn []string // each must appear in the log; none: no WARN at all
+	}{
+		{name: "same flags", id: "a", addr: "ra"},
+		{name: "other node id", id: "b", addr: "ra", wantErr: ErrStateConflict},
+		{name: "other raft addr", id: "a", addr: "rz", wantWarn: []string{"--raft-addr differs", "flag_raft_addr=rz", "stored_raft_addr=ra"}},
+		{name: "peers as stored", id: "a", addr: "ra", peers: []Peer{{"a", "ra", "h"}}},
+		{name: "other peers", id: "a", addr: "ra", peers: []Peer{{"a", "rq", "h"}, {"c", "rc", "h"}},
+			wantWarn: []string{"--peers differs", "a has Raft address rq in --peers but ra stored", "c=rc is in --peers but not a member", `stored="a=ra"`}},
+		{name: "peers without this member", id: "a", addr: "ra", peers: []Peer{{"c", "rc", "h"}},
+			wantWarn: []string{"a=ra is a member but not in --peers", "c=rc is in --peers but not a member"}},
+		{name: "join is ignored", id: "a", addr: "ra", join: "somewhere"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var log syncBuf
+			cfg := startupConfig(c.id, c.addr, &log)
+			cfg.Peers, cfg.Join = c.peers, c.join
+			s, err := open(cfg, d.parts)
+			if s != nil {
+				defer s.Close()
+			}
+			if !errors.Is(err, c.wantErr) || (c.wantErr == nil) != (err == nil) {
+				t.Fatalf("open: %v, want %v", err, c.wantErr)
+			}
+			if err != nil {
+				if !strings.Contains(err.Error(), `"b"`) || !strings.Contains(err.Error(), "a=ra") {
+					t.Fatalf("the error does not name the node ID and the stored members: %v", err)
+				}
+				return
+			}
+			out := log.String()
+			if len(c.wantWarn) == 0 && strings.Contains(out, "level=WARN") {
+				t.Fatalf("unexpected warning:\n%s", out)
+			}
+			for _, w := range c.wantWarn {
+				if !strings.Contains(out, w) {
+					t.Errorf("log lacks %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+}
