@@ -14,7 +14,7 @@ var ErrNotOwner = errs.New(errs.Unavailable, "another allocsvr serves this key's
 // NextSeq hands out key's next value: Next for one key, with the same
 // checks, errors and answers, but without Next's per-call slices. When
 // this Node serves the key's section and has it loaded it allocates
-// nothing: table, section, owner, then the value. It is the call the
+// nothing: table, owner, section (by number, dir.go), then the value. It is the call the
 // SeqService NextSeq handler and the Leaf GETs make.
 func (n *Node) NextSeq(ctx context.Context, space string, key uint64, forwarded bool) (int64, uint64, error) {
 	return n.one(ctx, opNext, space, key, forwarded, false)
@@ -62,10 +62,11 @@ func (n *Node) one(ctx context.Context, o op, space string, key uint64, forwarde
 		}
 		return out[0], max(t.version(), v), nil
 	}
-	k := secKey{space: t.msg.GetSpace(), section: sec}
-	s, err := n.section(k)
-	if err != nil {
-		return 0, 0, err
+	s := t.dir.get(sec)
+	if s == nil {
+		if s, err = n.section(secKey{space: t.msg.GetSpace(), section: sec}); err != nil {
+			return 0, 0, err
+		}
 	}
 	v, err := n.take(ctx, s, int(key-sec*t.msg.GetSectionSize()), o)
 	if err != nil {
