@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/seqsvr/seqsvr/internal/clock/clocktest"
 	"github.com/seqsvr/seqsvr/internal/errs"
@@ -116,4 +117,68 @@ func TestOneKeyForwardOrDecline(t *testing.T) {
 	if cur, _, err := b.CurrentSeq(ctx, "s", 5, false); err != nil || cur != 0 {
 		t.Fatalf("CurrentSeq forwarded from b: %d, %v", cur, err)
 	}
+}
+
+// dirMatches fails unless the directory of space s in the current table
+// holds exactly the sections the map holds.
+func dirMatches(t *testing.T, n *Node) {
+	t.Helper()
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	tb := n.loadTables()["s"]
+	if tb.dir == nil || tb.dir != n.dirs["s"] {
+		t.Fatalf("table's directory %p, node's %p", tb.dir, n.dirs["s"])
+	}
+	for sec := range uint64(len(tb.dir.secs)) {
+		if got, want := tb.dir.get(sec), n.sections[secKey{"s", sec}]; got != want {
+			t.Fatalf("section %d: directory %p, map %p", sec, got, want)
+		}
+	}
+}
+
+// The one-key path finds sections through the directory: it must follow
+// loads, lapses (a new lease generation reloads above the committed
+// max_seq) and handovers as the map does.
+func TestOneKeyDirectory(t *testing.T) {
+	st, a, b := twoNodes(t, 20, "http://a", "http://b")
+	ctx := context.Background()
+	c := a.clock.(*clocktest.Fake)
+	mustBeat(t, a)
+	dirMatches(t, a)
+	first, _, err := a.NextSeq(ctx, "s", 15, false) // loads section 1
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirMatches(t, a)
+	if a.loadTables()["s"].dir.get(1) == nil {
+		t.Fatal("loaded section 1 not in the directory")
+	}
+
+	c.Advance(5 * time.Second) // lapsed; not dropped yet (no loop)
+	_, _, err = a.NextSeq(ctx, "s", 15, false)
+	wantCode(t, err, errs.Code(ErrClosed))
+	limit := st.maxSeq("s", 1)
+	mustBeat(t, a) // a new generation: the old memory is dropped
+	dirMatches(t, a)
+	if v, _, err := a.NextSeq(ctx, "s", 15, false); err != nil || v <= limit || v <= first {
+		t.Fatalf("after the lapse: %d, %v; want above max_seq %d", v, err, limit)
+	}
+	dirMatches(t, a)
+
+	mustBeat(t, b) // section 1 goes to b, pending a's release
+	mustBeat(t, a) // a drops it
+	dirMatches(t, a)
+	if _, _, err := a.NextSeqHere(ctx, "s", 15); errs.Code(err) != errs.Code(ErrClosed) || errors.Is(err, ErrNotOwner) {
+		t.Fatalf("a during the handover: %v, want unavailable (moving)", err)
+	}
+	mustBeat(t, a) // released
+	mustBeat(t, b)
+	if _, _, err := a.NextSeqHere(ctx, "s", 15); !errors.Is(err, ErrNotOwner) {
+		t.Fatalf("a after the handover: %v, want ErrNotOwner", err)
+	}
+	dirMatches(t, a)
+	if v, _, err := a.NextSeq(ctx, "s", 5, false); err != nil || v != 1 {
+		t.Fatalf("a's own section 0: %d, %v", v, err)
+	}
+	dirMatches(t, a)
 }
