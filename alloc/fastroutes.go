@@ -29,6 +29,9 @@ func (s *Service) FastRoutes(maxBodyBytes int64, logger *slog.Logger) h1.Handler
 	var m h1.Mux
 	m.Handle(seqsvrv1connect.AllocServiceNextIDsProcedure, connectfast.H1(maxBodyBytes, logger, s.nextIDsFast))
 	m.Handle(leafSegmentPrefix, h1.HandlerFunc(s.leafSegmentH1))
+	// Per-key sequences, when this allocsvr serves the key (seqfast.go).
+	m.Handle(seqsvrv1connect.SeqServiceNextSeqProcedure, unforwarded(connectfast.H1(maxBodyBytes, logger, s.nextSeqFast)))
+	m.Handle(leafSeqNextPrefix, h1.HandlerFunc(s.leafSeqNextH1))
 	return &m
 }
 

@@ -11,11 +11,15 @@ import (
 )
 
 // SeqSource is what the service needs from per-key sequences (*seq.Node in
-// production): the Leaf-style GETs and Status. SeqService itself is served
-// by the source's own handler.
+// production): the one-key calls of the Leaf-style GETs and of the HTTP/1.1
+// front's NextSeq, and Status. SeqService itself is served by the source's
+// own handler; the front answers its NextSeq only when NextSeqHere can.
 type SeqSource interface {
-	Next(ctx context.Context, space string, keys []uint64, forwarded bool) ([]int64, uint64, error)
-	Current(ctx context.Context, space string, keys []uint64, forwarded bool) ([]int64, uint64, error)
+	NextSeq(ctx context.Context, space string, key uint64, forwarded bool) (int64, uint64, error)
+	CurrentSeq(ctx context.Context, space string, key uint64, forwarded bool) (int64, uint64, error)
+	// NextSeqHere is NextSeq without forwarding: seq.ErrNotOwner, nothing
+	// taken, when another allocsvr serves the key.
+	NextSeqHere(ctx context.Context, space string, key uint64) (int64, uint64, error)
 	Status() *seqsvrv1.SeqStatus
 }
 
@@ -40,33 +44,56 @@ func (s *Service) seqStatus() *seqsvrv1.SeqStatus {
 //
 // with errors as the segment Leaf GET answers them.
 func (s *Service) seqRoutes() map[string]http.Handler {
-	route := func(next bool) http.Handler {
+	route := func(c seqCall) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			seqs, err := s.leafSeq(r, next)
-			status, body := leafResponse(seqs, err, nil)
+			v, err := s.leafSeq(r.Context(), r.PathValue("space"), r.PathValue("key"), c)
+			status, body := leafSeqResponse(v, err, nil)
 			writeLeaf(w, status, body)
 		})
 	}
 	return map[string]http.Handler{
-		"GET /api/seq/next/{space}/{key}":    route(true),
-		"GET /api/seq/current/{space}/{key}": route(false),
+		"GET /api/seq/next/{space}/{key}":    route(seqNext),
+		"GET /api/seq/current/{space}/{key}": route(seqCurrent),
 	}
 }
 
-// leafSeq serves one per-key GET: the next value of the key in the path,
-// or its current value.
-func (s *Service) leafSeq(r *http.Request, next bool) ([]int64, error) {
+// seqCall is the call a per-key GET makes.
+type seqCall int
+
+const (
+	seqNext     seqCall = iota // NextSeq
+	seqCurrent                 // CurrentSeq
+	seqNextHere                // NextSeqHere: the front's, which never forwards
+)
+
+// leafSeq serves one per-key GET, for net/http and the front alike: the
+// next value of key (its decimal text, as in the path) or its current
+// value.
+func (s *Service) leafSeq(ctx context.Context, space, key string, c seqCall) (int64, error) {
 	if s.seq == nil {
-		return nil, fmt.Errorf("%w: %s", errs.Unavailable, seqDisabled)
+		return 0, fmt.Errorf("%w: %s", errs.Unavailable, seqDisabled)
 	}
-	key, err := strconv.ParseUint(r.PathValue("key"), 10, 64)
+	k, err := strconv.ParseUint(key, 10, 64)
 	if err != nil {
-		return nil, fmt.Errorf("%w: key %q is not a decimal uint64", errs.InvalidArgument, r.PathValue("key"))
+		return 0, fmt.Errorf("%w: key %q is not a decimal uint64", errs.InvalidArgument, key)
 	}
-	call := s.seq.Current
-	if next {
-		call = s.seq.Next
+	var v int64
+	switch c {
+	case seqNext:
+		v, _, err = s.seq.NextSeq(ctx, space, k, false)
+	case seqCurrent:
+		v, _, err = s.seq.CurrentSeq(ctx, space, k, false)
+	default:
+		v, _, err = s.seq.NextSeqHere(ctx, space, k)
 	}
-	seqs, _, err := call(r.Context(), r.PathValue("space"), []uint64{key}, false)
-	return seqs, err
+	return v, err
+}
+
+// leafSeqResponse is leafResponse for one value.
+func leafSeqResponse(v int64, err error, buf []byte) (int, []byte) {
+	if err != nil {
+		return leafResponse(nil, err, buf)
+	}
+	ids := [1]int64{v}
+	return leafResponse(ids[:], nil, buf)
 }

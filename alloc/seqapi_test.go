@@ -5,38 +5,56 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 
 	"connectrpc.com/connect"
 
+	"github.com/seqsvr/seqsvr/alloc/seq"
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/internal/errs"
 )
 
 // svcFakeSeq keeps one counter per key of space "s" (keys below 100).
-type svcFakeSeq struct{ cur map[uint64]int64 }
+// Keys from 50 up are another allocsvr's: NextSeqHere declines them with
+// seq.ErrNotOwner, NextSeq serves them as if forwarded, and refuses them
+// when the call was forwarded already. It is safe for concurrent use.
+type svcFakeSeq struct {
+	mu  sync.Mutex
+	cur map[uint64]int64
+}
 
-func (f *svcFakeSeq) call(space string, keys []uint64, inc int64) ([]int64, uint64, error) {
+const svcFakeSeqOwned = 50 // keys below are this allocsvr's
+
+func (f *svcFakeSeq) call(space string, key uint64, inc int64, forwarded, here bool) (int64, uint64, error) {
 	if space != "s" {
-		return nil, 0, fmt.Errorf("%w: space %q", errs.NotFound, space)
+		return 0, 0, fmt.Errorf("%w: space %q", errs.NotFound, space)
 	}
-	out := make([]int64, len(keys))
-	for i, k := range keys {
-		if k >= 100 {
-			return nil, 0, fmt.Errorf("%w: key %d", errs.InvalidArgument, k)
-		}
-		f.cur[k] += inc
-		out[i] = f.cur[k]
+	if key >= 100 {
+		return 0, 0, fmt.Errorf("%w: key %d", errs.InvalidArgument, key)
 	}
-	return out, 3, nil
+	if key >= svcFakeSeqOwned && here {
+		return 0, 0, seq.ErrNotOwner
+	}
+	if key >= svcFakeSeqOwned && forwarded {
+		return 0, 0, fmt.Errorf("%w: key %d is not mine (a forwarded call is not forwarded again)", errs.Unavailable, key)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.cur[key] += inc
+	return f.cur[key], 3, nil
 }
 
-func (f *svcFakeSeq) Next(_ context.Context, space string, keys []uint64, _ bool) ([]int64, uint64, error) {
-	return f.call(space, keys, 1)
+func (f *svcFakeSeq) NextSeq(_ context.Context, space string, key uint64, forwarded bool) (int64, uint64, error) {
+	return f.call(space, key, 1, forwarded, false)
 }
 
-func (f *svcFakeSeq) Current(_ context.Context, space string, keys []uint64, _ bool) ([]int64, uint64, error) {
-	return f.call(space, keys, 0)
+func (f *svcFakeSeq) CurrentSeq(_ context.Context, space string, key uint64, forwarded bool) (int64, uint64, error) {
+	return f.call(space, key, 0, forwarded, false)
+}
+
+func (f *svcFakeSeq) NextSeqHere(_ context.Context, space string, key uint64) (int64, uint64, error) {
+	return f.call(space, key, 1, false, true)
 }
 
 func (f *svcFakeSeq) Status() *seqsvrv1.SeqStatus {

@@ -23,11 +23,11 @@ func forwarded(h http.Header) bool { return h.Get(ForwardedHeader) == "1" }
 
 // NextSeq hands out one key's next value.
 func (h Handler) NextSeq(ctx context.Context, req *connect.Request[seqsvrv1.NextSeqRequest]) (*connect.Response[seqsvrv1.NextSeqResponse], error) {
-	seqs, v, err := h.n.Next(ctx, req.Msg.GetSpace(), []uint64{req.Msg.GetKey()}, forwarded(req.Header()))
+	seq, v, err := h.n.NextSeq(ctx, req.Msg.GetSpace(), req.Msg.GetKey(), forwarded(req.Header()))
 	if err != nil {
 		return nil, errs.Connect(err)
 	}
-	return connect.NewResponse(&seqsvrv1.NextSeqResponse{Seq: seqs[0], RoutingVersion: v}), nil
+	return connect.NewResponse(&seqsvrv1.NextSeqResponse{Seq: seq, RoutingVersion: v}), nil
 }
 
 // NextSeqs hands out the next value of every key, in order.

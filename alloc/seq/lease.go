@@ -90,6 +90,14 @@ func (n *Node) apply(sent time.Time, res *seqsvrv1.SeqHeartbeatResponse, release
 	if !old.valid(n.clock.Now()) {
 		l.gen++
 	}
+	for space, t := range ts {
+		t.dir = n.dirLocked(space, t.sections())
+	}
+	for space := range n.dirs {
+		if ts[space] == nil {
+			delete(n.dirs, space)
+		}
+	}
 	n.tables.Store(&ts)
 	n.lease.Store(l)
 	for k, s := range n.sections {

@@ -42,6 +42,7 @@ type Node struct {
 	// section it takes away. Lock order: mu, then a section's mu.
 	mu       sync.RWMutex
 	sections map[secKey]*section
+	dirs     map[string]*spaceDir // by space: sections by number (dir.go)
 	closed   atomic.Bool
 
 	life     context.Context // background raises; ends in Close
@@ -67,7 +68,7 @@ func New(store Store, cfg Config) (*Node, error) {
 	cfg.setDefaults()
 	n := &Node{
 		cfg: cfg, store: store, clock: cfg.Clock, log: cfg.Logger.With("component", "seq"),
-		instance: rand.Text(), sections: map[secKey]*section{},
+		instance: rand.Text(), sections: map[secKey]*section{}, dirs: map[string]*spaceDir{},
 		kick: make(chan struct{}, 1),
 	}
 	n.lease.Store(&lease{})
@@ -133,6 +134,7 @@ func (n *Node) section(k secKey) (*section, error) {
 	}
 	s = &section{key: k, gen: n.lease.Load().gen, size: t.sectionLen(k.section)}
 	n.sections[k] = s
+	n.setLocked(k, s)
 	return s, nil
 }
 
@@ -144,6 +146,7 @@ func notServing(k secKey) error {
 func (n *Node) dropLocked(k secKey, s *section) {
 	s.drop()
 	delete(n.sections, k)
+	n.clearLocked(k, s)
 }
 
 // forget drops s if it is still k's memory (a refused raise).

@@ -13,6 +13,7 @@ import (
 type table struct {
 	msg    *seqsvrv1.RoutingTable
 	ranges []*seqsvrv1.SectionRange // sorted by first_section
+	dir    *spaceDir                // set before the table is published; nil: use the map
 }
 
 func newTable(msg *seqsvrv1.RoutingTable) *table {
@@ -57,6 +58,15 @@ func (t *table) section(key uint64) (uint64, error) {
 		return 0, fmt.Errorf("%w: key %d out of range 0..%d of space %q", errs.InvalidArgument, key, t.msg.GetKeyCount()-1, t.msg.GetSpace())
 	}
 	return key / t.msg.GetSectionSize(), nil
+}
+
+// sections is how many sections the space has.
+func (t *table) sections() uint64 {
+	size := t.msg.GetSectionSize()
+	if size == 0 {
+		return 0
+	}
+	return (t.msg.GetKeyCount() + size - 1) / size
 }
 
 // sectionLen is how many keys section s holds (the last may be short).
