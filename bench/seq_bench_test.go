@@ -81,9 +81,10 @@ func seqWrites(tb testing.TB, c *cluster.Cluster, p *cluster.Proc) uint64 {
 // keys scattered over the 10 sections of a 1M-key space) and, in
 // alternating runs with the same generator and worker count, with the
 // segment NextIDs count=1 (alloc-raw). x-nextids is NextSeq's calls/s
-// over NextIDs'. NextIDs is answered by the HTTP/1.1 front, NextSeq by
-// net/http and connect-go, so the bare net/http handler driven by the same
-// raw client runs beside them too (x-bare-http). It also reports the allocsvr's max_seq writes (loads and
+// over NextIDs'. Both are answered by the HTTP/1.1 front (NextSeq for the
+// sections this allocsvr owns, here all of them); the bare net/http
+// handler driven by the same raw client runs beside them too
+// (x-bare-http). It also reports the allocsvr's max_seq writes (loads and
 // raises, from Status) per million NextSeq calls answered.
 func BenchmarkSeqNetwork(b *testing.B) {
 	c := startCluster(b, 3, 1, "--max-step", "1000000")
