@@ -69,7 +69,7 @@ func (cfg *config) open(ctx context.Context, env serve.Env) (*serve.App, error) 
 		sfDone <- func() {}
 	}
 
-	path, h := seqsvrv1connect.NewAllocServiceHandler(svc, serve.ConnectOptions(cfg.MaxBodyBytes, logger)...)
+	path, h := seqsvrv1connect.NewAllocServiceHandler(svc, env.ConnectOptions...)
 	services = append(services, serve.Service{Name: seqsvrv1connect.AllocServiceName, Path: path, Handler: h})
 	return &serve.App{
 		Handler: serve.Options{

@@ -39,6 +39,6 @@ func openSeq(ctx context.Context, cfg *config, env serve.Env, store *storeclient
 	}
 	n.Start(ctx)
 	svc.SetSeq(n)
-	path, h := seqsvrv1connect.NewSeqServiceHandler(n.Handler(), serve.ConnectOptions(cfg.MaxBodyBytes, env.Logger)...)
+	path, h := seqsvrv1connect.NewSeqServiceHandler(n.Handler(), env.ConnectOptions...)
 	return n, serve.Service{Name: seqsvrv1connect.SeqServiceName, Path: path, Handler: h}, nil
 }

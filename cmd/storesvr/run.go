@@ -51,7 +51,7 @@ func (cfg *config) open(_ context.Context, env serve.Env) (*serve.App, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
-	path, h := seqsvrv1connect.NewStoreServiceHandler(st.Service(), serve.ConnectOptions(cfg.MaxBodyBytes, logger)...)
+	path, h := seqsvrv1connect.NewStoreServiceHandler(st.Service(), env.ConnectOptions...)
 	return &serve.App{
 		Handler: serve.Options{
 			Services: []serve.Service{{Name: seqsvrv1connect.StoreServiceName, Path: path, Handler: h}},
