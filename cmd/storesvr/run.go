@@ -29,6 +29,14 @@ func (cfg *config) open(_ context.Context, env serve.Env) (*serve.App, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--peers: %w", err)
 	}
+	raftTLS, err := cfg.raftTLS(env)
+	if err != nil {
+		return nil, err
+	}
+	client, err := cfg.memberClient(env)
+	if err != nil {
+		return nil, err
+	}
 	st, err := storage.Open(storage.Config{
 		NodeID:             cfg.NodeID,
 		RaftAddr:           cfg.RaftAddr,
@@ -47,6 +55,9 @@ func (cfg *config) open(_ context.Context, env serve.Env) (*serve.App, error) {
 		WorkerLeaseTTL:     cfg.WorkerLeaseTTL,
 		WorkerRetention:    cfg.WorkerRetention,
 		SeqLeaseTTL:        cfg.SeqLeaseTTL,
+		RaftTLS:            raftTLS,
+		HTTPClient:         client,
+		HTTPScheme:         env.Scheme,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
@@ -58,7 +69,7 @@ func (cfg *config) open(_ context.Context, env serve.Env) (*serve.App, error) {
 			Ready:    st.Ready,
 		},
 		Fast:  st.FastRoutes(cfg.MaxBodyBytes, logger),
-		Attrs: []any{"node_id", cfg.NodeID, "raft_addr", cfg.RaftAddr, "data_dir", cfg.DataDir},
+		Attrs: []any{"node_id", cfg.NodeID, "raft_addr", cfg.RaftAddr, "data_dir", cfg.DataDir, "raft_tls", raftTLS != nil},
 		Close: func() {
 			if err := st.Close(); err != nil {
 				logger.Warn("closing store", "err", err)
