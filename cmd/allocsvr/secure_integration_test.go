@@ -60,10 +60,11 @@ type secureCluster struct {
 	raftCert, raftKey string
 	storeURLs         []string
 	allocURL          string
+	allocURLs         []string
 	withCert, noCert  *http.Client // both trust the CA; one presents a client certificate
 }
 
-func startSecure(t *testing.T) *secureCluster {
+func startSecure(t *testing.T, allocs int) *secureCluster {
 	t.Helper()
 	proctest.SkipShort(t)
 	dir := t.TempDir()
@@ -78,7 +79,7 @@ func startSecure(t *testing.T) *secureCluster {
 	writeTestFile(t, tokFile, secAllocTok+"\n")
 
 	c, err := cluster.New(cluster.Options{
-		BinDir: proctest.BinDir(), Dir: dir, Stores: 3, Allocs: 1,
+		BinDir: proctest.BinDir(), Dir: dir, Stores: 3, Allocs: allocs,
 		StoreArgs: []string{"--auth-file", storeAuth, "--tls-cert", cert, "--tls-key", key, "--tls-client-ca", ca.CertFile,
 			"--raft-tls-cert", raftCert, "--raft-tls-key", raftKey, "--raft-tls-ca", ca.CertFile},
 		AllocArgs: []string{"--auth-file", allocAuth, "--tls-cert", cert, "--tls-key", key,
@@ -92,8 +93,12 @@ func startSecure(t *testing.T) *secureCluster {
 	for _, p := range c.Stores {
 		s.storeURLs = append(s.storeURLs, "https://"+p.HTTPAddr)
 	}
-	s.alloc.Stores = s.storeURLs
-	s.allocURL = "https://" + s.alloc.HTTPAddr
+	for _, a := range c.Allocs {
+		a.Stores = s.storeURLs
+		a.ExtraArgs = append(a.ExtraArgs, "--advertise-url", "https://"+a.HTTPAddr)
+		s.allocURLs = append(s.allocURLs, "https://"+a.HTTPAddr)
+	}
+	s.allocURL = s.allocURLs[0]
 
 	keys, err := tlsconf.LoadKeyPair(cert, key, nil)
 	if err != nil {
@@ -108,7 +113,7 @@ func startSecure(t *testing.T) *secureCluster {
 			t.Fatal(err)
 		}
 	}
-	for _, u := range append(append([]string{}, s.storeURLs...), s.allocURL) {
+	for _, u := range append(append([]string{}, s.storeURLs...), s.allocURLs...) {
 		waitReady(ctx, t, s.withCert, u)
 	}
 	return s
@@ -170,7 +175,7 @@ func leafGet(t *testing.T, hc *http.Client, url, token string) (int, string) {
 }
 
 func TestSecureCluster(t *testing.T) {
-	s := startSecure(t)
+	s := startSecure(t, 1)
 	ctx := proctest.Context(t, 90*time.Second)
 
 	// Store: roles. Each member gets a write: followers forward it with
@@ -319,7 +324,7 @@ func TestSecureCluster(t *testing.T) {
 // TestSecureReload: SIGHUP re-reads the auth file; a file that does not
 // load keeps the tokens in force.
 func TestSecureReload(t *testing.T) {
-	s := startSecure(t)
+	s := startSecure(t, 1)
 	ctx := proctest.Context(t, 60*time.Second)
 	al := seqsvrv1connect.NewAllocServiceClient(s.noCert, s.allocURL)
 	call := func(tok string) error {
@@ -349,4 +354,62 @@ func TestSecureReload(t *testing.T) {
 	if !s.alloc.Running() {
 		t.Fatal("allocsvr died on SIGHUP")
 	}
+}
+
+// TestSecureSeqForwarding: per-key calls forwarded between allocsvrs go
+// over HTTPS with the forwarding allocsvr's store token (role alloc),
+// which the other allocsvr's auth file lists.
+func TestSecureSeqForwarding(t *testing.T) {
+	s := startSecure(t, 2)
+	ctx := proctest.Context(t, 60*time.Second)
+	st := seqsvrv1connect.NewStoreServiceClient(s.withCert, s.storeURLs[0])
+	_, err := st.CreateSpace(ctx, withToken(&seqsvrv1.CreateSpaceRequest{Space: "sp", KeyCount: 40, SectionSize: 10, Step: 100}, secAdminTok))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := make([]uint64, 40)
+	for i := range keys {
+		keys[i] = uint64(i)
+	}
+	last := ""
+	proctest.WaitUntil(ctx, t, "both allocsvrs forwarding", func() bool {
+		for _, u := range s.allocURLs {
+			sq := seqsvrv1connect.NewSeqServiceClient(s.noCert, u)
+			if _, err := sq.NextSeqs(ctx, withToken(&seqsvrv1.NextSeqsRequest{Space: "sp", Keys: keys}, secClientTok)); err != nil {
+				if msg := err.Error(); msg != last {
+					t.Logf("NextSeqs via %s: %v", u, err)
+					last = msg
+				}
+				return false
+			}
+		}
+		for _, u := range s.allocURLs {
+			if f := httpsMetric(t, s.noCert, u, "seqsvr_seq_forwards_total"); f == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	sq := seqsvrv1connect.NewSeqServiceClient(s.noCert, s.allocURLs[1])
+	_, err = sq.NextSeq(ctx, withToken(&seqsvrv1.NextSeqRequest{Space: "sp", Key: 1}, ""))
+	wantCode(t, "NextSeq without a token", err, connect.CodeUnauthenticated)
+}
+
+// httpsMetric reads one unlabelled metric from base's /metrics (open).
+func httpsMetric(t *testing.T, hc *http.Client, base, name string) float64 {
+	t.Helper()
+	code, body := leafGet(t, hc, base+"/metrics", "")
+	if code != http.StatusOK {
+		t.Fatalf("%s/metrics: %d", base, code)
+	}
+	for _, line := range strings.Split(body, "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			var f float64
+			if _, err := fmt.Sscan(v, &f); err != nil {
+				t.Fatalf("%s: %q", name, line)
+			}
+			return f
+		}
+	}
+	return 0
 }
