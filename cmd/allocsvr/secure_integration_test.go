@@ -64,7 +64,10 @@ type secureCluster struct {
 	withCert, noCert  *http.Client // both trust the CA; one presents a client certificate
 }
 
-func startSecure(t *testing.T, allocs int) *secureCluster {
+// startSecure starts the secure cluster with allocs allocsvrs; with
+// joiner a fourth storesvr joins the three through s1 with
+// --join-token-file.
+func startSecure(t *testing.T, allocs int, joiner ...bool) *secureCluster {
 	t.Helper()
 	proctest.SkipShort(t)
 	dir := t.TempDir()
@@ -78,8 +81,12 @@ func startSecure(t *testing.T, allocs int) *secureCluster {
 	tokFile := filepath.Join(dir, "alloc.token")
 	writeTestFile(t, tokFile, secAllocTok+"\n")
 
+	stores := 3
+	if len(joiner) > 0 && joiner[0] {
+		stores = 4
+	}
 	c, err := cluster.New(cluster.Options{
-		BinDir: proctest.BinDir(), Dir: dir, Stores: 3, Allocs: allocs,
+		BinDir: proctest.BinDir(), Dir: dir, Stores: stores, Allocs: allocs,
 		StoreArgs: []string{"--auth-file", storeAuth, "--tls-cert", cert, "--tls-key", key, "--tls-client-ca", ca.CertFile,
 			"--raft-tls-cert", raftCert, "--raft-tls-key", raftKey, "--raft-tls-ca", ca.CertFile},
 		AllocArgs: []string{"--auth-file", allocAuth, "--tls-cert", cert, "--tls-key", key,
@@ -89,7 +96,18 @@ func startSecure(t *testing.T, allocs int) *secureCluster {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	s := &secureCluster{c: c, alloc: c.Allocs[0], allocAuth: allocAuth, ca: ca.CertFile, raftCert: raftCert, raftKey: raftKey}
+	if stores == 4 {
+		adminFile := filepath.Join(dir, "admin.token")
+		writeTestFile(t, adminFile, secAdminTok+"\n")
+		peers := cluster.PeersFlag(c.Stores[:3])
+		for _, p := range c.Stores[:3] {
+			p.Peers = peers
+		}
+		s4 := c.Stores[3]
+		s4.Peers, s4.Join = "", c.Stores[0].HTTPAddr
+		s4.ExtraArgs = append(s4.ExtraArgs, "--join-token-file", adminFile)
+	}
+	s := &secureCluster{c: c, allocAuth: allocAuth, ca: ca.CertFile, raftCert: raftCert, raftKey: raftKey}
 	for _, p := range c.Stores {
 		s.storeURLs = append(s.storeURLs, "https://"+p.HTTPAddr)
 	}
@@ -98,7 +116,9 @@ func startSecure(t *testing.T, allocs int) *secureCluster {
 		a.ExtraArgs = append(a.ExtraArgs, "--advertise-url", "https://"+a.HTTPAddr)
 		s.allocURLs = append(s.allocURLs, "https://"+a.HTTPAddr)
 	}
-	s.allocURL = s.allocURLs[0]
+	if allocs > 0 {
+		s.alloc, s.allocURL = c.Allocs[0], s.allocURLs[0]
+	}
 
 	keys, err := tlsconf.LoadKeyPair(cert, key, nil)
 	if err != nil {
@@ -412,4 +432,28 @@ func httpsMetric(t *testing.T, hc *http.Client, base, name string) float64 {
 		}
 	}
 	return 0
+}
+
+// TestSecureJoin: a storesvr joins a secure cluster: its AddMember goes
+// over HTTPS with its certificate and its join token (forwarded to the
+// leader with that token), and Raft to it runs over mutual TLS.
+func TestSecureJoin(t *testing.T) {
+	s := startSecure(t, 0, true)
+	ctx := proctest.Context(t, 60*time.Second)
+	st := seqsvrv1connect.NewStoreServiceClient(s.withCert, s.storeURLs[3])
+	proctest.WaitUntil(ctx, t, "s4 a voting member", func() bool {
+		res, err := st.ClusterStatus(ctx, withToken(&seqsvrv1.ClusterStatusRequest{}, secClientTok))
+		if err != nil || len(res.Msg.GetMembers()) != 4 {
+			return false
+		}
+		for _, m := range res.Msg.GetMembers() {
+			if m.GetId() == "s4" {
+				return m.GetHttpAddr() == s.c.Stores[3].HTTPAddr
+			}
+		}
+		return false
+	})
+	// Writes through the new member reach the leader.
+	_, err := st.CreateTag(ctx, withToken(&seqsvrv1.CreateTagRequest{Tag: "joined"}, secAdminTok))
+	wantCode(t, "CreateTag through s4", err, 0)
 }
