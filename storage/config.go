@@ -109,7 +109,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.HTTPScheme = "http"
 	case "http", "https":
 	default:
-		return c, fmt.Errorf("storage: HTTPScheme %q (want http or https)", c.HTTPScheme)
+		return c, errors.New(`storage: HTTPScheme must be "http" or "https"`)
 	}
 	return c, nil
 }
