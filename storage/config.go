@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"crypto/tls"
 	"errors"
 	"log/slog"
 	"net"
@@ -59,6 +60,13 @@ type Config struct {
 	Clock clock.Clock
 	// HTTPClient is used for forwarding and joining; default speaks h2c.
 	HTTPClient *http.Client
+	// HTTPScheme is how members' HTTP addresses are called: "http" (the
+	// default) or "https" when members serve TLS (HTTPClient must then
+	// trust their CA).
+	HTTPScheme string
+	// RaftTLS, when set, runs Raft between members over TLS with it
+	// (mutual: build it with tlsconf.Mutual); nil is plain TCP.
+	RaftTLS *tls.Config
 }
 
 // defaultApplyTimeout bounds a proposal whose context has no deadline.
@@ -95,6 +103,13 @@ func (c Config) withDefaults() (Config, error) {
 	c.Clock = clock.Or(c.Clock)
 	if c.HTTPClient == nil {
 		c.HTTPClient = DefaultHTTPClient()
+	}
+	switch c.HTTPScheme {
+	case "":
+		c.HTTPScheme = "http"
+	case "http", "https":
+	default:
+		return c, errors.New(`storage: HTTPScheme must be "http" or "https"`)
 	}
 	return c, nil
 }

@@ -59,6 +59,11 @@ func route[Req, Resp any](
 	}
 	fwd := connect.NewRequest(req.Msg)
 	fwd.Header().Set(ForwardedHeader, "1")
+	// The leader checks the caller's own token again (members trust no
+	// one by membership alone): a follower cannot lend its rights.
+	if a := req.Header().Get("Authorization"); a != "" {
+		fwd.Header().Set("Authorization", a)
+	}
 	out, err := remote(client, ctx, fwd)
 	if err != nil {
 		return nil, err
@@ -102,7 +107,7 @@ func (s *Store) client(addr string) seqsvrv1connect.StoreServiceClient {
 	}
 	base := addr
 	if !strings.Contains(base, "://") {
-		base = "http://" + base
+		base = s.cfg.HTTPScheme + "://" + base
 	}
 	c := seqsvrv1connect.NewStoreServiceClient(s.cfg.HTTPClient, base)
 	actual, _ := s.clients.LoadOrStore(addr, c)

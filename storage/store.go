@@ -84,7 +84,12 @@ func diskRaft(cfg Config) (raftParts, error) {
 	if err != nil {
 		return raftParts{}, fmt.Errorf("storage: open raft.db: %w", err)
 	}
-	trans, err := raftconf.NewTransport(cfg.RaftAddr, adv, hl)
+	var trans *raft.NetworkTransport
+	if cfg.RaftTLS != nil {
+		trans, err = raftconf.NewTLSTransport(cfg.RaftAddr, adv, cfg.RaftTLS, hl)
+	} else {
+		trans, err = raftconf.NewTransport(cfg.RaftAddr, adv, hl)
+	}
 	if err != nil {
 		stores.Bolt.Close()
 		return raftParts{}, fmt.Errorf("storage: raft transport on %s: %w", cfg.RaftAddr, err)

@@ -3,6 +3,7 @@ package storeclient
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,6 +17,7 @@ import (
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
+	"github.com/seqsvr/seqsvr/internal/auth"
 	"github.com/seqsvr/seqsvr/internal/errs"
 )
 
@@ -37,6 +39,12 @@ type Options struct {
 	RetryBudget time.Duration
 	// ClientOptions are passed to the Connect client (e.g. connect.WithGRPC()).
 	ClientOptions []connect.ClientOption
+	// Token, when set, is sent as "Authorization: Bearer Token" on every
+	// call (a token with role alloc, for a store with --auth-file).
+	Token string
+	// TLS configures https:// store URLs of the default HTTPClient (the
+	// CA to trust, a client certificate); nil means the system roots.
+	TLS *tls.Config
 }
 
 // Client calls the store cluster. It sends each call to the member it
@@ -80,7 +88,12 @@ func New(urls []string, opts Options) (*Client, error) {
 	if c.opts.HTTPClient == nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.MaxIdleConnsPerHost = 32
+		tr.TLSClientConfig = c.opts.TLS
 		c.opts.HTTPClient = &http.Client{Transport: tr}
+	}
+	if c.opts.Token != "" {
+		c.opts.ClientOptions = append(c.opts.ClientOptions[:len(c.opts.ClientOptions):len(c.opts.ClientOptions)],
+			connect.WithInterceptors(auth.Bearer(c.opts.Token)))
 	}
 	if c.opts.Logger == nil {
 		c.opts.Logger = slog.Default()

@@ -36,6 +36,8 @@ type config struct {
 	AdvertiseURL         string
 
 	StoreRequestTimeout time.Duration
+	StoreTokenFile      string
+	StoreCA             string
 
 	serve.Common
 }
@@ -67,6 +69,8 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	fs.DurationVar(&c.SeqFenceMargin, "seq-fence-margin", time.Second, "stop serving per-key sections this long before an unrenewed lease (measured from the heartbeat's send) ends")
 	fs.StringVar(&c.AdvertiseURL, "advertise-url", "", "base URL other allocsvrs forward per-key calls to (default: http:// + the actual listen address)")
 	fs.DurationVar(&c.StoreRequestTimeout, "store-request-timeout", 0, "bound of one attempt against one store member (0: 2s)")
+	fs.StringVar(&c.StoreTokenFile, "store-token-file", "", "file holding the bearer token (role alloc) presented to the store and to other allocsvrs")
+	fs.StringVar(&c.StoreCA, "store-ca", "", "PEM CA to trust for https:// store URLs (and other allocsvrs' HTTPS)")
 	c.Common.Register(fs)
 	if err := serve.Parse(fs, args, getenv); err != nil {
 		return nil, err

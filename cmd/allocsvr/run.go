@@ -25,9 +25,15 @@ func (cfg *config) Process() serve.Process {
 // Close releases the per-key sections, the generator, then the buffers.
 func (cfg *config) open(ctx context.Context, env serve.Env) (*serve.App, error) {
 	logger := env.Logger
+	peers, err := cfg.peerAccess(env)
+	if err != nil {
+		return nil, err
+	}
 	store, err := storeclient.New(cfg.Stores, storeclient.Options{
 		Logger:         logger.With("component", "storeclient"),
 		RequestTimeout: cfg.StoreRequestTimeout,
+		Token:          peers.token,
+		TLS:            peers.tls,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("--store: %w", err)
@@ -45,7 +51,7 @@ func (cfg *config) open(ctx context.Context, env serve.Env) (*serve.App, error) 
 	var services []serve.Service
 	closeSeq := func() {}
 	if cfg.Seq {
-		n, s, err := openSeq(ctx, cfg, env, store, svc)
+		n, s, err := openSeq(ctx, cfg, env, store, svc, peers)
 		if err != nil {
 			return nil, err
 		}
@@ -69,7 +75,7 @@ func (cfg *config) open(ctx context.Context, env serve.Env) (*serve.App, error) 
 		sfDone <- func() {}
 	}
 
-	path, h := seqsvrv1connect.NewAllocServiceHandler(svc, serve.ConnectOptions(cfg.MaxBodyBytes, logger)...)
+	path, h := seqsvrv1connect.NewAllocServiceHandler(svc, env.ConnectOptions...)
 	services = append(services, serve.Service{Name: seqsvrv1connect.AllocServiceName, Path: path, Handler: h})
 	return &serve.App{
 		Handler: serve.Options{

@@ -17,10 +17,10 @@ import (
 // ctx ends, and its SeqService is served beside AllocService. The node's
 // Close (stop serving, then a leaving heartbeat) runs once the server has
 // drained.
-func openSeq(ctx context.Context, cfg *config, env serve.Env, store *storeclient.Client, svc *alloc.Service) (*seq.Node, serve.Service, error) {
+func openSeq(ctx context.Context, cfg *config, env serve.Env, store *storeclient.Client, svc *alloc.Service, peers peerAccess) (*seq.Node, serve.Service, error) {
 	url := cfg.AdvertiseURL
 	if url == "" {
-		url = "http://" + env.Addr
+		url = env.Scheme + "://" + env.Addr
 		if host, _, err := net.SplitHostPort(env.Addr); err == nil && (host == "" || net.ParseIP(host).IsUnspecified()) {
 			env.Logger.Warn("other allocsvrs cannot forward per-key calls to a wildcard address; set --advertise-url", "url", url)
 		}
@@ -33,12 +33,14 @@ func openSeq(ctx context.Context, cfg *config, env serve.Env, store *storeclient
 		Clock:             clock.System(),
 		Logger:            env.Logger,
 		Registerer:        env.Registry,
+		HTTPClient:        peers.httpClient(),
+		ClientOptions:     peers.clientOptions(),
 	})
 	if err != nil {
 		return nil, serve.Service{}, fmt.Errorf("--seq: %w", err)
 	}
 	n.Start(ctx)
 	svc.SetSeq(n)
-	path, h := seqsvrv1connect.NewSeqServiceHandler(n.Handler(), serve.ConnectOptions(cfg.MaxBodyBytes, env.Logger)...)
+	path, h := seqsvrv1connect.NewSeqServiceHandler(n.Handler(), env.ConnectOptions...)
 	return n, serve.Service{Name: seqsvrv1connect.SeqServiceName, Path: path, Handler: h}, nil
 }

@@ -24,6 +24,8 @@ type config struct {
 	WorkerLeaseTTL, WorkerRetention                                      time.Duration
 	SeqLeaseTTL                                                          time.Duration
 
+	memberSecurity
+
 	serve.Common
 }
 
@@ -55,6 +57,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	fs.DurationVar(&c.WorkerLeaseTTL, "worker-lease-ttl", 0, "snowflake worker lease TTL (0: storage default, about 10s)")
 	fs.DurationVar(&c.WorkerRetention, "worker-retention", 0, "how long an expired worker ID is kept before it may be reclaimed (0: storage default)")
 	fs.DurationVar(&c.SeqLeaseTTL, "seq-lease-ttl", 0, "per-key sequence lease of an allocsvr: its sections move this long after its last heartbeat (0: storage default, 5s)")
+	c.memberSecurity.register(fs)
 	c.Common.Register(fs)
 	if err := serve.Parse(fs, args, getenv); err != nil {
 		return nil, err
@@ -76,6 +79,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 		errs = append(errs, errors.New("--peers and --join are exclusive: --peers bootstraps a new cluster, --join adds to a running one"))
 	}
 	errs = append(errs, c.Common.Check()...)
+	errs = append(errs, c.memberSecurity.check()...)
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}

@@ -30,6 +30,14 @@ func (cfg *config) open(_ context.Context, env serve.Env) (*serve.App, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--peers: %w", err)
 	}
+	raftTLS, err := cfg.raftTLS(env)
+	if err != nil {
+		return nil, err
+	}
+	client, err := cfg.memberClient(env)
+	if err != nil {
+		return nil, err
+	}
 	st, err := storage.Open(storage.Config{
 		NodeID:             cfg.NodeID,
 		RaftAddr:           cfg.RaftAddr,
@@ -50,6 +58,9 @@ func (cfg *config) open(_ context.Context, env serve.Env) (*serve.App, error) {
 		WorkerLeaseTTL:     cfg.WorkerLeaseTTL,
 		WorkerRetention:    cfg.WorkerRetention,
 		SeqLeaseTTL:        cfg.SeqLeaseTTL,
+		RaftTLS:            raftTLS,
+		HTTPClient:         client,
+		HTTPScheme:         env.Scheme,
 	})
 	if errors.Is(err, storage.ErrNoCluster) {
 		return nil, fmt.Errorf("%s holds no cluster state and neither --peers nor --join is set: pass --peers (every initial member, to start a new cluster), --join HTTPADDR (to add this member to a running cluster) or --bootstrap (to start a one-member cluster)", cfg.DataDir)
@@ -57,14 +68,14 @@ func (cfg *config) open(_ context.Context, env serve.Env) (*serve.App, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
-	path, h := seqsvrv1connect.NewStoreServiceHandler(st.Service(), serve.ConnectOptions(cfg.MaxBodyBytes, logger)...)
+	path, h := seqsvrv1connect.NewStoreServiceHandler(st.Service(), env.ConnectOptions...)
 	return &serve.App{
 		Handler: serve.Options{
 			Services: []serve.Service{{Name: seqsvrv1connect.StoreServiceName, Path: path, Handler: h}},
 			Ready:    st.Ready,
 		},
 		Fast:  st.FastRoutes(cfg.MaxBodyBytes, logger),
-		Attrs: []any{"node_id", cfg.NodeID, "raft_addr", cfg.RaftAddr, "data_dir", cfg.DataDir},
+		Attrs: []any{"node_id", cfg.NodeID, "raft_addr", cfg.RaftAddr, "data_dir", cfg.DataDir, "raft_tls", raftTLS != nil},
 		Close: func() {
 			if err := st.Close(); err != nil {
 				logger.Warn("closing store", "err", err)

@@ -15,23 +15,26 @@ type Common struct {
 	FastHTTP      bool
 	Log           LogConfig
 	Debug         DebugConfig
+	Security      Security
 }
 
 // Register adds --max-body-bytes, --shutdown-grace, --fast-http, the
-// logging flags and --pprof to fs.
+// logging flags, --pprof and the security flags (Security) to fs.
 func (c *Common) Register(fs *flag.FlagSet) {
 	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", DefaultMaxBodyBytes, "largest request body accepted")
 	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", 5*time.Second, "how long in-flight requests may finish on SIGINT/SIGTERM")
 	fs.BoolVar(&c.FastHTTP, "fast-http", true, "answer the hot calls (binary Connect NextIDs and ReserveSegment, Leaf segment GET) on a lean\nHTTP/1.1 front before net/http; false serves every call with net/http and connect-go")
 	c.Log.Register(fs)
 	c.Debug.Register(fs)
+	c.Security.Register(fs)
 }
 
 // Check returns the problems with the parsed values, none when they are
 // usable. Log settings are checked when the logger is built.
 func (c *Common) Check() []error {
+	errs := c.Security.Check()
 	if c.MaxBodyBytes <= 0 {
-		return []error{fmt.Errorf("--max-body-bytes must be positive, got %d", c.MaxBodyBytes)}
+		errs = append(errs, fmt.Errorf("--max-body-bytes must be positive, got %d", c.MaxBodyBytes))
 	}
-	return nil
+	return errs
 }

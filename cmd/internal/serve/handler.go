@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/seqsvr/seqsvr/internal/auth"
 	"github.com/seqsvr/seqsvr/internal/faults"
 )
 
@@ -74,6 +75,11 @@ type Options struct {
 	MaxBodyBytes int64
 	// Pprof mounts /debug/pprof/ (opt-in, --pprof).
 	Pprof bool
+	// Auth guards Routes (as the Leaf API: 401/403 one-line answers) and
+	// gRPC reflection; nil leaves them open. The services guard
+	// themselves with Env.ConnectOptions. /healthz, /readyz, /metrics and
+	// grpc.health.v1 stay open.
+	Auth *auth.Authorizer
 }
 
 // NewHandler builds the mux with every endpoint and wraps it in CORS.
@@ -98,11 +104,15 @@ func NewHandler(o Options) http.Handler {
 	}
 	mux.Handle(grpchealth.NewHandler(&readyChecker{ready: o.Ready, names: names}, copts...))
 	reflector := grpcreflect.NewStaticReflector(names...)
-	mux.Handle(grpcreflect.NewHandlerV1(reflector, copts...))
-	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector, copts...))
+	ropts := copts
+	if o.Auth != nil {
+		ropts = append(ropts[:len(ropts):len(ropts)], connect.WithInterceptors(o.Auth.Interceptor()))
+	}
+	mux.Handle(grpcreflect.NewHandlerV1(reflector, ropts...))
+	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector, ropts...))
 
 	for pattern, h := range o.Routes {
-		mux.Handle(pattern, limitBody(h, o.MaxBodyBytes))
+		mux.Handle(pattern, limitBody(o.Auth.Leaf(h), o.MaxBodyBytes))
 	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "ok")

@@ -12,9 +12,12 @@ import (
 	"syscall"
 	"time"
 
+	"connectrpc.com/connect"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/seqsvr/seqsvr/internal/auth"
 	"github.com/seqsvr/seqsvr/internal/h1"
+	"github.com/seqsvr/seqsvr/internal/tlsconf"
 )
 
 // Process is one binary as Run serves it.
@@ -38,6 +41,17 @@ type Env struct {
 	// Fatal ends the process with err as its failure (a snowflake clock
 	// check, say): the server shuts down as on a signal, and Run returns err.
 	Fatal func(err error)
+	// ConnectOptions are what every Connect service of the process must be
+	// built with: ConnectOptions' and, with --auth-file, the auth
+	// interceptor. A service built without them is open to anyone.
+	ConnectOptions []connect.HandlerOption
+	// Auth is the token check (nil without --auth-file).
+	Auth *auth.Authorizer
+	// TLSKeys is the process's --tls-cert pair (nil without TLS), which
+	// its clients present to servers asking for a client certificate.
+	TLSKeys *tlsconf.KeyPair
+	// Scheme is how the process is called: "http" or "https".
+	Scheme string
 }
 
 // App is a component ready to serve.
@@ -102,20 +116,34 @@ func Run(ctx context.Context, p Process) error {
 		logger = slog.Default()
 	}
 	reg := NewRegistry()
-	srv, err := Listen(p.Addr, p.Common.FastHTTP, logger)
+	authz, keys, tlsCfg, err := loadSecurity(p.Common.Security, logger)
+	if err != nil {
+		return err
+	}
+	var srv *Server
+	if tlsCfg != nil {
+		srv, err = ListenTLS(p.Addr, tlsCfg, logger)
+	} else {
+		srv, err = Listen(p.Addr, p.Common.FastHTTP, logger)
+	}
 	if err != nil {
 		return err
 	}
 	srv.Start()
+	hupCtx, stopHUP := context.WithCancel(ctx)
+	defer stopHUP()
+	reloadOnHUP(hupCtx, authz, logger)
 	// life is the component's: it outlives ctx until the server drained.
 	life, end := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer end(nil)
-	app, err := open(life, p, srv, reg, logger, end)
+	sec := security{auth: authz, keys: keys, tls: tlsCfg != nil}
+	app, err := open(life, p, srv, reg, logger, end, sec)
 	if err != nil {
 		_ = shutdown(srv, 0, logger)
 		return err
 	}
-	logger.Info(p.Name+" serving", append([]any{"http_addr", srv.Addr(), "fast_http", p.Common.FastHTTP}, app.Attrs...)...)
+	logger.Info(p.Name+" serving", append([]any{"http_addr", srv.Addr(), "fast_http", srv.front != nil,
+		"tls", sec.tls, "mtls", p.Common.Security.TLSClientCA != "", "auth", authz != nil}, app.Attrs...)...)
 	var serveErr error
 	select {
 	case <-ctx.Done():
@@ -136,17 +164,35 @@ func Run(ctx context.Context, p Process) error {
 	return serveErr
 }
 
+// security is what Run loaded for open.
+type security struct {
+	auth *auth.Authorizer
+	keys *tlsconf.KeyPair
+	tls  bool
+}
+
 // open builds the component and hands its routes to srv.
-func open(ctx context.Context, p Process, srv *Server, reg *prometheus.Registry, logger *slog.Logger, end context.CancelCauseFunc) (*App, error) {
+func open(ctx context.Context, p Process, srv *Server, reg *prometheus.Registry, logger *slog.Logger, end context.CancelCauseFunc, sec security) (*App, error) {
 	if err := srv.RegisterMetrics(reg); err != nil {
 		return nil, err
 	}
-	app, err := p.Open(ctx, Env{Addr: srv.Addr(), Logger: logger, Registry: reg, Fatal: end})
+	env := Env{Addr: srv.Addr(), Logger: logger, Registry: reg, Fatal: end,
+		ConnectOptions: ConnectOptions(p.Common.MaxBodyBytes, logger), Auth: sec.auth, TLSKeys: sec.keys, Scheme: "http"}
+	if sec.auth != nil {
+		env.ConnectOptions = append(env.ConnectOptions, connect.WithInterceptors(sec.auth.Interceptor()))
+	}
+	if sec.tls {
+		env.Scheme = "https"
+	}
+	app, err := p.Open(ctx, env)
 	if err != nil {
 		return nil, err
 	}
 	o := app.Handler
-	o.Logger, o.Gatherer = logger, reg
+	o.Logger, o.Gatherer, o.Auth = logger, reg, sec.auth
+	if sec.auth != nil {
+		srv.SetAuth(sec.auth)
+	}
 	o.MaxBodyBytes, o.Pprof = p.Common.MaxBodyBytes, p.Common.Debug.Pprof
 	srv.SetHandler(NewHandler(o))
 	if app.Fast != nil {

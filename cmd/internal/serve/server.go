@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/seqsvr/seqsvr/internal/auth"
 	"github.com/seqsvr/seqsvr/internal/h1"
 )
 
@@ -21,18 +23,41 @@ import (
 // other connection to net/http; with it off net/http serves everything.
 // Until SetHandler is called net/http answers 503 (and /healthz 200), so
 // a process can bind its port before its component is ready.
+//
+// Under TLS (ListenTLS) net/http serves HTTPS with HTTP/1.1 and h2 by
+// ALPN, and the front is off: it reads plain bytes off the socket and its
+// hand-off gives net/http a raw connection, not the *tls.Conn net/http
+// needs to see the negotiated protocol, so it cannot sit behind the
+// handshake without reimplementing net/http's TLS serving.
+//
+// With SetAuth the front answers only requests whose token is allowed for
+// the route; it declines every other one, so net/http's checks (the
+// Connect interceptor, the Leaf wrapper) give the 401/403 answers: one
+// code path for refusals, identical on both.
 type Server struct {
 	front *h1.Server // nil with the front off
 	srv   *http.Server
 	ln    net.Listener
+	tls   *tls.Config // nil: plain HTTP and h2c
 	errc  chan error
 	h     atomic.Pointer[http.Handler]
 	fast  atomic.Pointer[h1.Handler]
+	auth  atomic.Pointer[auth.Authorizer]
 }
 
 // Listen binds addr (use 127.0.0.1:0 in tests). fastHTTP puts the HTTP/1.1
 // front before net/http.
 func Listen(addr string, fastHTTP bool, logger *slog.Logger) (*Server, error) {
+	return listen(addr, fastHTTP, nil, logger)
+}
+
+// ListenTLS binds addr to serve HTTPS with cfg; the front is off (see
+// Server).
+func ListenTLS(addr string, cfg *tls.Config, logger *slog.Logger) (*Server, error) {
+	return listen(addr, false, cfg, logger)
+}
+
+func listen(addr string, fastHTTP bool, tlsCfg *tls.Config, logger *slog.Logger) (*Server, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
@@ -42,8 +67,12 @@ func Listen(addr string, fastHTTP bool, logger *slog.Logger) (*Server, error) {
 	}
 	var p http.Protocols
 	p.SetHTTP1(true)
-	p.SetUnencryptedHTTP2(true)
-	s := &Server{ln: ln}
+	if tlsCfg != nil {
+		p.SetHTTP2(true)
+	} else {
+		p.SetUnencryptedHTTP2(true)
+	}
+	s := &Server{ln: ln, tls: tlsCfg}
 	s.srv = &http.Server{
 		Handler:           http.HandlerFunc(s.serveHTTP),
 		Protocols:         &p,
@@ -51,6 +80,7 @@ func Listen(addr string, fastHTTP bool, logger *slog.Logger) (*Server, error) {
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelDebug),
+		TLSConfig:         tlsCfg,
 	}
 	if fastHTTP {
 		s.front = &h1.Server{HTTP: s.srv, Fast: h1.HandlerFunc(s.serveFast), Logger: logger}
@@ -79,9 +109,25 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	http.Error(w, "starting", http.StatusServiceUnavailable)
 }
 
+// SetAuth makes the front decline every request a would refuse (see
+// Server).
+func (s *Server) SetAuth(a *auth.Authorizer) { s.auth.Store(a) }
+
 func (s *Server) serveFast(req *h1.Request, resp *h1.Response) bool {
 	h := s.fast.Load()
-	return h != nil && (*h).ServeH1(req, resp)
+	if h == nil {
+		return false
+	}
+	if a := s.auth.Load(); a != nil {
+		v, n := req.Header("Authorization")
+		if n != 1 {
+			return false
+		}
+		if _, err := a.CheckRole(string(v), auth.PathRole(string(req.Path)), ""); err != nil {
+			return false
+		}
+	}
+	return (*h).ServeH1(req, resp)
 }
 
 // RegisterMetrics exports the front's counters: requests it answered and
@@ -119,9 +165,13 @@ func (s *Server) Start() {
 	s.errc = make(chan error, 1)
 	go func() {
 		var err error
-		if s.front != nil {
+		switch {
+		case s.tls != nil:
+			// The certificate comes from TLSConfig.GetCertificate.
+			err = s.srv.ServeTLS(s.ln, "", "")
+		case s.front != nil:
 			err = s.front.Serve(s.ln)
-		} else {
+		default:
 			err = s.srv.Serve(s.ln)
 		}
 		if errors.Is(err, http.ErrServerClosed) {

@@ -142,7 +142,7 @@ func TestCORSPreflight(t *testing.T) {
 	req, _ := http.NewRequest(http.MethodOptions, base+"/grpc.health.v1.Health/Check", nil)
 	req.Header.Set("Origin", "https://app.example")
 	req.Header.Set("Access-Control-Request-Method", "POST")
-	req.Header.Set("Access-Control-Request-Headers", "connect-protocol-version,content-type,x-grpc-web")
+	req.Header.Set("Access-Control-Request-Headers", "authorization,connect-protocol-version,content-type,x-grpc-web")
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -154,7 +154,8 @@ func TestCORSPreflight(t *testing.T) {
 	if got := res.Header.Get("Access-Control-Allow-Origin"); got != "https://app.example" && got != "*" {
 		t.Fatalf("Allow-Origin = %q", got)
 	}
-	if got := strings.ToLower(res.Header.Get("Access-Control-Allow-Headers")); !strings.Contains(got, "connect-protocol-version") || !strings.Contains(got, "x-grpc-web") {
+	if got := strings.ToLower(res.Header.Get("Access-Control-Allow-Headers")); !strings.Contains(got, "connect-protocol-version") || !strings.Contains(got, "x-grpc-web") ||
+		!strings.Contains(got, "authorization") {
 		t.Fatalf("Allow-Headers = %q", got)
 	}
 	// A simple request carries the exposed headers gRPC-web needs.

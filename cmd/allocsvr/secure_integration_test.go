@@ -1,0 +1,459 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+
+	"github.com/seqsvr/seqsvr/cmd/internal/proctest"
+	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
+	"github.com/seqsvr/seqsvr/internal/cluster"
+	"github.com/seqsvr/seqsvr/internal/tlsconf"
+	"github.com/seqsvr/seqsvr/internal/tlsconf/tlstest"
+)
+
+const (
+	secClientTok = "client-token-aaaaaaaaaaaaaaaa"
+	secAllocTok  = "alloc-token-bbbbbbbbbbbbbbbbb"
+	secAdminTok  = "admin-token-ccccccccccccccccc"
+	secNewTok    = "client-token-after-the-reload"
+)
+
+func authFile(entries ...string) string {
+	return "[" + strings.Join(entries, ",") + "]"
+}
+
+func entry(name, token, role string) string {
+	return fmt.Sprintf(`{"name": %q, "token": %q, "roles": [%q]}`, name, token, role)
+}
+
+func writeTestFile(t *testing.T, path, body string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// secureCluster is 3 storesvrs and 1 allocsvr with the secure mode on:
+// tokens everywhere, HTTPS on every API, client certificates required by
+// the stores (the allocsvr and the members present theirs), Raft between
+// members over mutual TLS.
+type secureCluster struct {
+	c                 *cluster.Cluster
+	alloc             *cluster.Proc
+	allocAuth         string
+	ca                string
+	raftCert, raftKey string
+	storeURLs         []string
+	allocURL          string
+	allocURLs         []string
+	withCert, noCert  *http.Client // both trust the CA; one presents a client certificate
+}
+
+// startSecure starts the secure cluster with allocs allocsvrs; with
+// joiner a fourth storesvr joins the three through s1 with
+// --join-token-file.
+func startSecure(t *testing.T, allocs int, joiner ...bool) *secureCluster {
+	t.Helper()
+	proctest.SkipShort(t)
+	dir := t.TempDir()
+	ca := tlstest.NewCA(t)
+	cert, key := ca.Issue(t, "node", "127.0.0.1", "localhost")
+	raftCert, raftKey := ca.Issue(t, "raft", "127.0.0.1")
+	storeAuth, allocAuth := filepath.Join(dir, "store-auth.json"), filepath.Join(dir, "alloc-auth.json")
+	all := authFile(entry("app", secClientTok, "client"), entry("allocsvr", secAllocTok, "alloc"), entry("ops", secAdminTok, "admin"))
+	writeTestFile(t, storeAuth, all)
+	writeTestFile(t, allocAuth, all)
+	tokFile := filepath.Join(dir, "alloc.token")
+	writeTestFile(t, tokFile, secAllocTok+"\n")
+
+	stores := 3
+	if len(joiner) > 0 && joiner[0] {
+		stores = 4
+	}
+	c, err := cluster.New(cluster.Options{
+		BinDir: proctest.BinDir(), Dir: dir, Stores: stores, Allocs: allocs,
+		StoreArgs: []string{"--auth-file", storeAuth, "--tls-cert", cert, "--tls-key", key, "--tls-client-ca", ca.CertFile,
+			"--raft-tls-cert", raftCert, "--raft-tls-key", raftKey, "--raft-tls-ca", ca.CertFile},
+		AllocArgs: []string{"--auth-file", allocAuth, "--tls-cert", cert, "--tls-key", key,
+			"--store-token-file", tokFile, "--store-ca", ca.CertFile},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	if stores == 4 {
+		adminFile := filepath.Join(dir, "admin.token")
+		writeTestFile(t, adminFile, secAdminTok+"\n")
+		peers := cluster.PeersFlag(c.Stores[:3])
+		for _, p := range c.Stores[:3] {
+			p.Peers = peers
+		}
+		s4 := c.Stores[3]
+		s4.Peers, s4.Join = "", c.Stores[0].HTTPAddr
+		s4.ExtraArgs = append(s4.ExtraArgs, "--join-token-file", adminFile)
+	}
+	s := &secureCluster{c: c, allocAuth: allocAuth, ca: ca.CertFile, raftCert: raftCert, raftKey: raftKey}
+	for _, p := range c.Stores {
+		s.storeURLs = append(s.storeURLs, "https://"+p.HTTPAddr)
+	}
+	for _, a := range c.Allocs {
+		a.Stores = s.storeURLs
+		a.ExtraArgs = append(a.ExtraArgs, "--advertise-url", "https://"+a.HTTPAddr)
+		s.allocURLs = append(s.allocURLs, "https://"+a.HTTPAddr)
+	}
+	if allocs > 0 {
+		s.alloc, s.allocURL = c.Allocs[0], s.allocURLs[0]
+	}
+
+	keys, err := tlsconf.LoadKeyPair(cert, key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.withCert = tlsClient(t, ca.CertFile, keys)
+	s.noCert = tlsClient(t, ca.CertFile, nil)
+
+	ctx := proctest.Context(t, 60*time.Second)
+	for _, p := range c.All() {
+		if err := p.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, u := range append(append([]string{}, s.storeURLs...), s.allocURLs...) {
+		waitReady(ctx, t, s.withCert, u)
+	}
+	return s
+}
+
+func tlsClient(t *testing.T, ca string, keys *tlsconf.KeyPair) *http.Client {
+	t.Helper()
+	cfg, err := tlsconf.Client(ca, keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig, tr.ForceAttemptHTTP2 = cfg, true
+	return &http.Client{Transport: tr, Timeout: 10 * time.Second}
+}
+
+// waitReady polls /readyz, which needs no token.
+func waitReady(ctx context.Context, t *testing.T, hc *http.Client, base string) {
+	t.Helper()
+	proctest.WaitUntil(ctx, t, base+" ready", func() bool {
+		resp, err := hc.Get(base + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+}
+
+func withToken[T any](msg *T, token string) *connect.Request[T] {
+	r := connect.NewRequest(msg)
+	if token != "" {
+		r.Header().Set("Authorization", "Bearer "+token)
+	}
+	return r
+}
+
+func wantCode(t *testing.T, what string, err error, want connect.Code) {
+	t.Helper()
+	if got := connect.CodeOf(err); err == nil && want != 0 || err != nil && got != want {
+		t.Errorf("%s: err %v, want code %v", what, err, want)
+	}
+}
+
+// leafGet is GET base+path with the token, answering status and body.
+func leafGet(t *testing.T, hc *http.Client, url, token string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestSecureCluster(t *testing.T) {
+	s := startSecure(t, 1)
+	ctx := proctest.Context(t, 90*time.Second)
+
+	// Store: roles. Each member gets a write: followers forward it with
+	// the caller's token, so the leader's check passes for admin only.
+	for i, u := range s.storeURLs {
+		st := seqsvrv1connect.NewStoreServiceClient(s.withCert, u)
+		tag := fmt.Sprintf("sec%d", i)
+		_, err := st.CreateTag(ctx, withToken(&seqsvrv1.CreateTagRequest{Tag: tag}, ""))
+		wantCode(t, "CreateTag without a token", err, connect.CodeUnauthenticated)
+		_, err = st.CreateTag(ctx, withToken(&seqsvrv1.CreateTagRequest{Tag: tag}, "not-a-known-token-at-all"))
+		wantCode(t, "CreateTag with an unknown token", err, connect.CodeUnauthenticated)
+		_, err = st.CreateTag(ctx, withToken(&seqsvrv1.CreateTagRequest{Tag: tag}, secClientTok))
+		wantCode(t, "CreateTag as client", err, connect.CodePermissionDenied)
+		_, err = st.CreateTag(ctx, withToken(&seqsvrv1.CreateTagRequest{Tag: tag}, secAllocTok))
+		wantCode(t, "CreateTag as alloc", err, connect.CodePermissionDenied)
+		_, err = st.CreateTag(ctx, withToken(&seqsvrv1.CreateTagRequest{Tag: tag, Step: 10}, secAdminTok))
+		wantCode(t, "CreateTag as admin via "+u, err, 0)
+		_, err = st.GetTag(ctx, withToken(&seqsvrv1.GetTagRequest{Tag: tag}, secClientTok))
+		wantCode(t, "GetTag as client", err, 0)
+		_, err = st.ReserveSegment(ctx, withToken(&seqsvrv1.ReserveSegmentRequest{Tag: tag}, secClientTok))
+		wantCode(t, "ReserveSegment as client", err, connect.CodePermissionDenied)
+		_, err = st.ReserveSegment(ctx, withToken(&seqsvrv1.ReserveSegmentRequest{Tag: tag}, secAllocTok))
+		wantCode(t, "ReserveSegment as alloc via "+u, err, 0)
+		// gRPC over h2 (ALPN) is checked the same way.
+		g := seqsvrv1connect.NewStoreServiceClient(s.withCert, u, connect.WithGRPC())
+		_, err = g.DeleteTag(ctx, withToken(&seqsvrv1.DeleteTagRequest{Tag: tag}, secClientTok))
+		wantCode(t, "gRPC DeleteTag as client", err, connect.CodePermissionDenied)
+		_, err = g.ClusterStatus(ctx, withToken(&seqsvrv1.ClusterStatusRequest{}, secClientTok))
+		wantCode(t, "gRPC ClusterStatus as client", err, 0)
+	}
+
+	// Store: mutual TLS. A client without a certificate gets no answer.
+	noCert := seqsvrv1connect.NewStoreServiceClient(s.noCert, s.storeURLs[0])
+	if _, err := noCert.GetTag(ctx, withToken(&seqsvrv1.GetTagRequest{Tag: "sec0"}, secClientTok)); err == nil {
+		t.Error("store answered a client without a certificate")
+	}
+
+	// Raft listens for mutual TLS only: a member's certificate completes
+	// the handshake, a client without one is cut off.
+	raftAddr := s.c.Stores[0].RaftAddr
+	keys, err := tlsconf.LoadKeyPair(s.raftCert, s.raftKey, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []*tlsconf.KeyPair{keys, nil} {
+		cfg, err := tlsconf.Client(s.ca, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", raftAddr, cfg)
+		if err == nil {
+			_ = conn.SetDeadline(time.Now().Add(2 * time.Second))
+			// TLS 1.3 reports a refused client certificate on the first read.
+			_, err = conn.Read(make([]byte, 1))
+			conn.Close()
+		}
+		refused := err != nil && !errors.Is(err, os.ErrDeadlineExceeded)
+		if refused != (k == nil) {
+			t.Errorf("Raft TLS with client certificate %v: %v", k != nil, err)
+		}
+	}
+
+	// Allocsvr: it reaches the store with its alloc token over HTTPS.
+	al := seqsvrv1connect.NewAllocServiceClient(s.noCert, s.allocURL)
+	res, err := al.NextIDs(ctx, withToken(&seqsvrv1.NextIDsRequest{Tag: "sec0", Count: 3}, secClientTok))
+	if err != nil {
+		t.Fatalf("NextIDs as client: %v", err)
+	}
+	if len(res.Msg.GetIds()) != 3 {
+		t.Fatalf("NextIDs: %v", res.Msg.GetIds())
+	}
+	_, err = al.NextIDs(ctx, withToken(&seqsvrv1.NextIDsRequest{Tag: "sec0"}, ""))
+	wantCode(t, "NextIDs without a token", err, connect.CodeUnauthenticated)
+	_, err = al.NextIDs(ctx, withToken(&seqsvrv1.NextIDsRequest{Tag: "sec0"}, "not-a-known-token-at-all"))
+	wantCode(t, "NextIDs with an unknown token", err, connect.CodeUnauthenticated)
+	// The binary Connect call the front serves on plain HTTP.
+	bin := seqsvrv1connect.NewAllocServiceClient(s.noCert, s.allocURL, connect.WithProtoJSON())
+	_, err = bin.Status(ctx, withToken(&seqsvrv1.StatusRequest{}, ""))
+	wantCode(t, "Status without a token", err, connect.CodeUnauthenticated)
+
+	// Leaf API: 401 one line without a known token, the ID with one.
+	leaf := s.allocURL + "/api/segment/get/sec0"
+	if code, body := leafGet(t, s.noCert, leaf, ""); code != http.StatusUnauthorized || strings.Count(body, "\n") != 1 {
+		t.Errorf("Leaf without a token: %d %q", code, body)
+	}
+	if code, body := leafGet(t, s.noCert, leaf, "not-a-known-token-at-all"); code != http.StatusUnauthorized {
+		t.Errorf("Leaf with an unknown token: %d %q", code, body)
+	}
+	if code, body := leafGet(t, s.noCert, leaf, secClientTok); code != http.StatusOK {
+		t.Errorf("Leaf as client: %d %q", code, body)
+	}
+
+	// Health and metrics stay open.
+	for _, u := range []string{s.allocURL, s.storeURLs[1]} {
+		for _, p := range []string{"/healthz", "/readyz", "/metrics"} {
+			if code, body := leafGet(t, s.withCert, u+p, ""); code != http.StatusOK {
+				t.Errorf("%s%s without a token: %d %.80q", u, p, code, body)
+			}
+		}
+	}
+
+	// Plain HTTP to the HTTPS port is refused: no ID handed out.
+	plain := &http.Client{Timeout: 5 * time.Second}
+	if resp, err := plain.Get("http://" + s.alloc.HTTPAddr + "/api/segment/get/sec0"); err == nil {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			t.Errorf("plain HTTP answered 200 %q", b)
+		}
+	}
+
+	// HTTP/1.1 over TLS (ALPN chose http/1.1) is served by net/http.
+	cfg, err := tlsconf.Client(s.ca, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.NextProtos = []string{"http/1.1"}
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", s.alloc.HTTPAddr, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if p := conn.ConnectionState().NegotiatedProtocol; p != "http/1.1" {
+		t.Errorf("ALPN chose %q", p)
+	}
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(conn)
+	for _, tok := range []string{secClientTok, ""} {
+		fmt.Fprintf(conn, "GET /api/segment/get/sec0 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n", tok)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		want := http.StatusOK
+		if tok == "" {
+			want = http.StatusUnauthorized
+		}
+		if resp.StatusCode != want {
+			t.Errorf("HTTP/1.1 over TLS with token %q: %d, want %d", tok, resp.StatusCode, want)
+		}
+	}
+}
+
+// TestSecureReload: SIGHUP re-reads the auth file; a file that does not
+// load keeps the tokens in force.
+func TestSecureReload(t *testing.T) {
+	s := startSecure(t, 1)
+	ctx := proctest.Context(t, 60*time.Second)
+	al := seqsvrv1connect.NewAllocServiceClient(s.noCert, s.allocURL)
+	call := func(tok string) error {
+		_, err := al.Status(ctx, withToken(&seqsvrv1.StatusRequest{}, tok))
+		return err
+	}
+	if err := call(secClientTok); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, "new token before the reload", call(secNewTok), connect.CodeUnauthenticated)
+
+	writeTestFile(t, s.allocAuth, "[{ broken")
+	if err := s.alloc.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if err := call(secClientTok); err != nil {
+		t.Fatalf("a broken file replaced the tokens: %v", err)
+	}
+
+	writeTestFile(t, s.allocAuth, authFile(entry("app2", secNewTok, "client"), entry("allocsvr", secAllocTok, "alloc")))
+	if err := s.alloc.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	proctest.WaitUntil(ctx, t, "the new token accepted", func() bool { return call(secNewTok) == nil })
+	wantCode(t, "removed token after the reload", call(secClientTok), connect.CodeUnauthenticated)
+	if !s.alloc.Running() {
+		t.Fatal("allocsvr died on SIGHUP")
+	}
+}
+
+// TestSecureSeqForwarding: per-key calls forwarded between allocsvrs go
+// over HTTPS with the forwarding allocsvr's store token (role alloc),
+// which the other allocsvr's auth file lists.
+func TestSecureSeqForwarding(t *testing.T) {
+	s := startSecure(t, 2)
+	ctx := proctest.Context(t, 60*time.Second)
+	st := seqsvrv1connect.NewStoreServiceClient(s.withCert, s.storeURLs[0])
+	_, err := st.CreateSpace(ctx, withToken(&seqsvrv1.CreateSpaceRequest{Space: "sp", KeyCount: 40, SectionSize: 10, Step: 100}, secAdminTok))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := make([]uint64, 40)
+	for i := range keys {
+		keys[i] = uint64(i)
+	}
+	last := ""
+	proctest.WaitUntil(ctx, t, "both allocsvrs forwarding", func() bool {
+		for _, u := range s.allocURLs {
+			sq := seqsvrv1connect.NewSeqServiceClient(s.noCert, u)
+			if _, err := sq.NextSeqs(ctx, withToken(&seqsvrv1.NextSeqsRequest{Space: "sp", Keys: keys}, secClientTok)); err != nil {
+				if msg := err.Error(); msg != last {
+					t.Logf("NextSeqs via %s: %v", u, err)
+					last = msg
+				}
+				return false
+			}
+		}
+		for _, u := range s.allocURLs {
+			if f := httpsMetric(t, s.noCert, u, "seqsvr_seq_forwards_total"); f == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	sq := seqsvrv1connect.NewSeqServiceClient(s.noCert, s.allocURLs[1])
+	_, err = sq.NextSeq(ctx, withToken(&seqsvrv1.NextSeqRequest{Space: "sp", Key: 1}, ""))
+	wantCode(t, "NextSeq without a token", err, connect.CodeUnauthenticated)
+}
+
+// httpsMetric reads one unlabelled metric from base's /metrics (open).
+func httpsMetric(t *testing.T, hc *http.Client, base, name string) float64 {
+	t.Helper()
+	code, body := leafGet(t, hc, base+"/metrics", "")
+	if code != http.StatusOK {
+		t.Fatalf("%s/metrics: %d", base, code)
+	}
+	for _, line := range strings.Split(body, "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			var f float64
+			if _, err := fmt.Sscan(v, &f); err != nil {
+				t.Fatalf("%s: %q", name, line)
+			}
+			return f
+		}
+	}
+	return 0
+}
+
+// TestSecureJoin: a storesvr joins a secure cluster: its AddMember goes
+// over HTTPS with its certificate and its join token (forwarded to the
+// leader with that token), and Raft to it runs over mutual TLS.
+func TestSecureJoin(t *testing.T) {
+	s := startSecure(t, 0, true)
+	ctx := proctest.Context(t, 60*time.Second)
+	st := seqsvrv1connect.NewStoreServiceClient(s.withCert, s.storeURLs[3])
+	proctest.WaitUntil(ctx, t, "s4 a voting member", func() bool {
+		res, err := st.ClusterStatus(ctx, withToken(&seqsvrv1.ClusterStatusRequest{}, secClientTok))
+		if err != nil || len(res.Msg.GetMembers()) != 4 {
+			return false
+		}
+		for _, m := range res.Msg.GetMembers() {
+			if m.GetId() == "s4" {
+				return m.GetHttpAddr() == s.c.Stores[3].HTTPAddr
+			}
+		}
+		return false
+	})
+	// Writes through the new member reach the leader.
+	_, err := st.CreateTag(ctx, withToken(&seqsvrv1.CreateTagRequest{Tag: "joined"}, secAdminTok))
+	wantCode(t, "CreateTag through s4", err, 0)
+}

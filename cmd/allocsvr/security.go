@@ -1,0 +1,63 @@
+package main
+
+import (
+	"crypto/tls"
+	"fmt"
+	"net/http"
+
+	"connectrpc.com/connect"
+
+	"github.com/seqsvr/seqsvr/cmd/internal/serve"
+	"github.com/seqsvr/seqsvr/internal/auth"
+	"github.com/seqsvr/seqsvr/internal/tlsconf"
+)
+
+// peerAccess is how the allocsvr calls the store and other allocsvrs:
+// the --store-token-file token on every call (role alloc: it includes
+// client, so per-key calls forwarded to another allocsvr pass that one's
+// --auth-file too), and TLS trusting --store-ca (else --tls-client-ca,
+// else the system roots) while presenting the allocsvr's --tls-cert to
+// servers that ask for a client certificate.
+type peerAccess struct {
+	token string
+	tls   *tls.Config
+}
+
+func (cfg *config) peerAccess(env serve.Env) (peerAccess, error) {
+	var p peerAccess
+	if cfg.StoreTokenFile != "" {
+		tok, err := auth.ReadTokenFile(cfg.StoreTokenFile)
+		if err != nil {
+			return p, fmt.Errorf("--store-token-file: %w", err)
+		}
+		p.token = tok
+	} else if env.Auth != nil {
+		env.Logger.Warn("--auth-file without --store-token-file: per-key calls forwarded to other allocsvrs carry no token and are refused by them")
+	}
+	ca := cfg.StoreCA
+	if ca == "" {
+		ca = cfg.Security.TLSClientCA
+	}
+	tc, err := tlsconf.Client(ca, env.TLSKeys)
+	if err != nil {
+		return p, fmt.Errorf("--store-ca: %w", err)
+	}
+	p.tls = tc
+	return p, nil
+}
+
+// httpClient is a pooled client with p's TLS.
+func (p peerAccess) httpClient() *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 32
+	tr.TLSClientConfig = p.tls
+	return &http.Client{Transport: tr}
+}
+
+// clientOptions send p's token.
+func (p peerAccess) clientOptions() []connect.ClientOption {
+	if p.token == "" {
+		return nil
+	}
+	return []connect.ClientOption{connect.WithInterceptors(auth.Bearer(p.token))}
+}

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+
+	"github.com/seqsvr/seqsvr/cmd/internal/serve"
+	"github.com/seqsvr/seqsvr/internal/auth"
+	"github.com/seqsvr/seqsvr/internal/tlsconf"
+	"github.com/seqsvr/seqsvr/storage"
+)
+
+// memberSecurity is storesvr's own security flags: Raft over mutual TLS
+// and the token a joining member presents.
+type memberSecurity struct {
+	RaftTLSCert, RaftTLSKey, RaftTLSCA string
+	JoinTokenFile                      string
+}
+
+func (m *memberSecurity) register(fs *flag.FlagSet) {
+	fs.StringVar(&m.RaftTLSCert, "raft-tls-cert", "", "PEM certificate for Raft between members over mutual TLS (with --raft-tls-key and --raft-tls-ca);\nit must name this member's --raft-addr host, and is re-read when it changes")
+	fs.StringVar(&m.RaftTLSKey, "raft-tls-key", "", "PEM key of --raft-tls-cert")
+	fs.StringVar(&m.RaftTLSCA, "raft-tls-ca", "", "CA of every member's Raft certificate; with --tls-cert it is also the CA trusted\nwhen calling other members' HTTPS API (forwarding, joining)")
+	fs.StringVar(&m.JoinTokenFile, "join-token-file", "", "file holding the bearer token (role admin) presented with --join when the cluster has --auth-file")
+}
+
+func (m *memberSecurity) check() []error {
+	set := 0
+	for _, v := range []string{m.RaftTLSCert, m.RaftTLSKey, m.RaftTLSCA} {
+		if v != "" {
+			set++
+		}
+	}
+	if set != 0 && set != 3 {
+		return []error{errors.New("--raft-tls-cert, --raft-tls-key and --raft-tls-ca go together (Raft TLS is always mutual)")}
+	}
+	return nil
+}
+
+// raftTLS is the mutual TLS config of Raft, nil without --raft-tls-*.
+func (cfg *config) raftTLS(env serve.Env) (*tls.Config, error) {
+	if cfg.RaftTLSCert == "" {
+		return nil, nil
+	}
+	keys, err := tlsconf.LoadKeyPair(cfg.RaftTLSCert, cfg.RaftTLSKey, env.Logger.With("component", "raft-tls"))
+	if err != nil {
+		return nil, fmt.Errorf("--raft-tls-cert: %w", err)
+	}
+	return tlsconf.Mutual(keys, cfg.RaftTLSCA)
+}
+
+// memberClient is how this member calls the others' API (forwarding to
+// the leader, joining): the storage default (h2c) on plain HTTP; under
+// TLS, HTTPS trusting --raft-tls-ca (else --tls-client-ca, else the
+// system roots) and presenting this member's --tls-cert. With
+// --join-token-file, a call that carries no token (only the join: a
+// forwarded call carries its caller's) gets the join token.
+func (cfg *config) memberClient(env serve.Env) (*http.Client, error) {
+	var rt http.RoundTripper
+	if env.TLSKeys != nil {
+		ca := cfg.RaftTLSCA
+		if ca == "" {
+			ca = cfg.Security.TLSClientCA
+		}
+		tc, err := tlsconf.Client(ca, env.TLSKeys)
+		if err != nil {
+			return nil, err
+		}
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.TLSClientConfig, tr.ForceAttemptHTTP2 = tc, true
+		rt = tr
+	} else {
+		rt = storage.DefaultHTTPClient().Transport
+	}
+	if cfg.JoinTokenFile != "" {
+		tok, err := auth.ReadTokenFile(cfg.JoinTokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("--join-token-file: %w", err)
+		}
+		rt = withToken{next: rt, header: "Bearer " + tok}
+	}
+	return &http.Client{Transport: rt}, nil
+}
+
+// withToken adds Authorization to requests that have none.
+type withToken struct {
+	next   http.RoundTripper
+	header string
+}
+
+func (w withToken) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Header.Get("Authorization") != "" {
+		return w.next.RoundTrip(r)
+	}
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", w.header)
+	return w.next.RoundTrip(r)
+}

@@ -1,0 +1,107 @@
+package auth
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"fmt"
+	"strings"
+	"sync/atomic"
+
+	"github.com/seqsvr/seqsvr/internal/errs"
+)
+
+// The errors of a refused call. Their text is what the caller reads.
+var (
+	ErrNoToken      = errs.New(errs.Unauthenticated, "missing bearer token (Authorization: Bearer TOKEN)")
+	ErrUnknownToken = errs.New(errs.Unauthenticated, "unknown token")
+)
+
+// Authorizer checks bearer tokens against the current token list. The
+// zero value is not usable; a nil *Authorizer allows everything (no
+// --auth-file).
+type Authorizer struct {
+	path   string
+	tokens atomic.Pointer[[]token]
+}
+
+// New loads path.
+func New(path string) (*Authorizer, error) {
+	a := &Authorizer{path: path}
+	if err := a.Reload(); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// Path is the auth file.
+func (a *Authorizer) Path() string { return a.path }
+
+// Reload reads the file again and swaps the list in at once. On error the
+// old list stays in force.
+func (a *Authorizer) Reload() error {
+	ts, err := LoadFile(a.path)
+	if err != nil {
+		return err
+	}
+	a.tokens.Store(&ts)
+	return nil
+}
+
+// Len is the number of tokens in force.
+func (a *Authorizer) Len() int { return len(*a.tokens.Load()) }
+
+// Check authorizes a call of procedure with the given Authorization header
+// value. It returns the token's name, or ErrNoToken / ErrUnknownToken
+// (unauthenticated) or a permission_denied error.
+func (a *Authorizer) Check(authorization, procedure string) (string, error) {
+	return a.CheckRole(authorization, Required(procedure), procedure)
+}
+
+// CheckRole is Check with the role given: what is being called is only
+// named in the error.
+func (a *Authorizer) CheckRole(authorization string, need Role, what string) (string, error) {
+	if a == nil || need == Open {
+		return "", nil
+	}
+	tok, ok := bearer(authorization)
+	if !ok {
+		return "", ErrNoToken
+	}
+	t := a.lookup(tok)
+	if t == nil {
+		return "", ErrUnknownToken
+	}
+	if t.role < need {
+		if need > Admin {
+			return t.name, fmt.Errorf("%w: %s is not callable by any token", errs.PermissionDenied, what)
+		}
+		return t.name, fmt.Errorf("%w: token %q has role %s; %s needs %s", errs.PermissionDenied, t.name, t.role, what, need)
+	}
+	return t.name, nil
+}
+
+// lookup finds the token by comparing its hash with every listed one in
+// constant time. Hashing first makes the comparison independent of the
+// token's length, and the loop never stops early.
+func (a *Authorizer) lookup(tok string) *token {
+	sum := sha256.Sum256([]byte(tok))
+	ts := *a.tokens.Load()
+	var found *token
+	for i := range ts {
+		if subtle.ConstantTimeCompare(sum[:], ts[i].sum[:]) == 1 {
+			found = &ts[i]
+		}
+	}
+	return found
+}
+
+// bearer takes TOKEN out of "Bearer TOKEN" (scheme case-insensitive, as
+// RFC 7235 says).
+func bearer(h string) (string, bool) {
+	const prefix = "bearer "
+	if len(h) <= len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
+		return "", false
+	}
+	tok := strings.TrimSpace(h[len(prefix):])
+	return tok, tok != ""
+}

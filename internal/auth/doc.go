@@ -1,0 +1,21 @@
+// Package auth is seqsvr's access control: bearer tokens with roles, read
+// from an auth file, checked on every API call.
+//
+// Guarantees:
+//   - Every procedure of StoreService, AllocService and SeqService has a
+//     minimum role in one table (Procedures); a procedure missing from it
+//     is refused to every token, and a test fails for any RPC without a
+//     role.
+//   - Roles are ordered: client < alloc < admin; a token holding a role
+//     may call everything the lower roles may.
+//   - A missing or unknown token is errs.Unauthenticated; a known token
+//     whose roles do not reach the procedure's is errs.PermissionDenied.
+//   - A token is compared against every listed token by its SHA-256 in
+//     constant time (crypto/subtle), without an early exit, so the time of
+//     a check says nothing about which token, or how much of one, matched.
+//   - The token list is swapped atomically (Reload): a check sees the old
+//     list or the new one, never a mix; a file that does not load leaves
+//     the old list in force.
+//   - grpc.health.v1 is open, like /healthz and /readyz (load balancers
+//     probe without tokens); gRPC reflection needs role client.
+package auth

@@ -1,0 +1,99 @@
+package tlsconf
+
+import (
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+)
+
+// recheck is how often a handshake may look at the files again.
+const recheck = time.Second
+
+// KeyPair is a certificate and key read from files and re-read when they
+// change.
+type KeyPair struct {
+	certFile, keyFile string
+	logger            *slog.Logger
+	now               func() time.Time
+
+	mu      sync.Mutex
+	cert    *tls.Certificate
+	stamp   [2]fileStamp
+	checked time.Time
+}
+
+type fileStamp struct {
+	mod  time.Time
+	size int64
+}
+
+// LoadKeyPair reads the pair; it fails if it does not load now. A nil
+// logger means slog.Default().
+func LoadKeyPair(certFile, keyFile string, logger *slog.Logger) (*KeyPair, error) {
+	if certFile == "" || keyFile == "" {
+		return nil, fmt.Errorf("a certificate needs both its file and its key file (got %q and %q)", certFile, keyFile)
+	}
+	if logger == nil {
+		logger = slog.Default()
+	}
+	k := &KeyPair{certFile: certFile, keyFile: keyFile, logger: logger, now: time.Now}
+	stamp, err := k.stat()
+	if err != nil {
+		return nil, err
+	}
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("certificate %s, key %s: %w", certFile, keyFile, err)
+	}
+	k.cert, k.stamp, k.checked = &cert, stamp, k.now()
+	return k, nil
+}
+
+func (k *KeyPair) stat() ([2]fileStamp, error) {
+	var s [2]fileStamp
+	for i, f := range []string{k.certFile, k.keyFile} {
+		fi, err := os.Stat(f)
+		if err != nil {
+			return s, err
+		}
+		s[i] = fileStamp{fi.ModTime(), fi.Size()}
+	}
+	return s, nil
+}
+
+// Current is the pair in force, re-read first if the files changed.
+func (k *KeyPair) Current() *tls.Certificate {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	now := k.now()
+	if now.Sub(k.checked) < recheck {
+		return k.cert
+	}
+	k.checked = now
+	stamp, err := k.stat()
+	if err != nil || stamp == k.stamp {
+		return k.cert
+	}
+	cert, err := tls.LoadX509KeyPair(k.certFile, k.keyFile)
+	if err != nil {
+		// Perhaps half written: try again at the next check.
+		k.logger.Error("certificate changed but does not load; keeping the old one", "cert", k.certFile, "key", k.keyFile, "err", err)
+		return k.cert
+	}
+	k.cert, k.stamp = &cert, stamp
+	k.logger.Info("certificate reloaded", "cert", k.certFile)
+	return k.cert
+}
+
+// GetCertificate is for tls.Config.GetCertificate.
+func (k *KeyPair) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	return k.Current(), nil
+}
+
+// GetClientCertificate is for tls.Config.GetClientCertificate.
+func (k *KeyPair) GetClientCertificate(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+	return k.Current(), nil
+}
