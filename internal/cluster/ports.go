@@ -18,17 +18,26 @@ var (
 func FreePort(host string) (int, error) {
 	portMu.Lock()
 	defer portMu.Unlock()
-	for range 64 {
+	// A port handed out before is kept bound while looking further, so the
+	// kernel cannot offer it again (it likes to reuse a port just closed).
+	var held []net.Listener
+	defer func() {
+		for _, l := range held {
+			l.Close()
+		}
+	}()
+	for range 1024 {
 		l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 		if err != nil {
 			return 0, fmt.Errorf("cluster: pick a free port: %w", err)
 		}
 		p := l.Addr().(*net.TCPAddr).Port
-		l.Close()
 		if !portsUsed[p] {
+			l.Close()
 			portsUsed[p] = true
 			return p, nil
 		}
+		held = append(held, l)
 	}
 	return 0, fmt.Errorf("cluster: no unused free port on %s", host)
 }
