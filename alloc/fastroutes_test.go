@@ -211,25 +211,7 @@ func TestFastRoutesLeafDeclinesEscapes(t *testing.T) {
 	} {
 		path := tc.path
 		t.Run(strings.TrimPrefix(path, "/api/segment/get/"), func(t *testing.T) {
-			before, st := f.slow.Load(), f.front.Stats()
-			a, want := getLeaf(t, connectfasttest.H1Client(t), f.url+path), getLeaf(t, http.DefaultClient, f.ref+path)
-			if a.status == http.StatusOK {
-				// Both are fresh IDs; the front's must still be one.
-				if _, err := strconv.ParseInt(a.body, 10, 64); err != nil {
-					t.Fatalf("200 with body %q", a.body)
-				}
-				want.body = a.body
-				want.header.Del("Content-Length")
-				a.header.Del("Content-Length")
-			}
-			if a.status != tc.status || !a.equal(want) {
-				t.Fatalf("front answered %+v; net/http %+v; want %d", a, want, tc.status)
-			}
-			after := f.front.Stats()
-			if f.slow.Load() != before+1 || after.Served != st.Served || after.HandOffs["declined"] != st.HandOffs["declined"]+1 {
-				t.Fatalf("net/http got %d, front served %d, declined %d; want 1, 0, 1",
-					f.slow.Load()-before, after.Served-st.Served, after.HandOffs["declined"]-st.HandOffs["declined"])
-			}
+			f.leafDeclined(t, path, tc.status)
 		})
 	}
 }
@@ -262,5 +244,30 @@ func TestAppendIDsMatchesProtoMarshal(t *testing.T) {
 		if got := appendIDs(nil, ids); string(got) != string(want) {
 			t.Fatalf("%v: got %x, want %x", ids, got, want)
 		}
+	}
+}
+
+// leafDeclined checks that the front declines GET path: net/http answers
+// it once, the front serves nothing, and the answer is the one net/http
+// alone gives (a fresh ID on both sides when it is 200).
+func (f *fronted) leafDeclined(t *testing.T, path string, status int) {
+	t.Helper()
+	before, st := f.slow.Load(), f.front.Stats()
+	a, want := getLeaf(t, connectfasttest.H1Client(t), f.url+path), getLeaf(t, http.DefaultClient, f.ref+path)
+	if a.status == http.StatusOK {
+		if _, err := strconv.ParseInt(a.body, 10, 64); err != nil {
+			t.Fatalf("200 with body %q", a.body)
+		}
+		want.body = a.body
+		want.header.Del("Content-Length")
+		a.header.Del("Content-Length")
+	}
+	if a.status != status || !a.equal(want) {
+		t.Fatalf("front answered %+v; net/http %+v; want %d", a, want, status)
+	}
+	after := f.front.Stats()
+	if f.slow.Load() != before+1 || after.Served != st.Served || after.HandOffs["declined"] != st.HandOffs["declined"]+1 {
+		t.Fatalf("net/http got %d, front served %d, declined %d; want 1, 0, 1",
+			f.slow.Load()-before, after.Served-st.Served, after.HandOffs["declined"]-st.HandOffs["declined"])
 	}
 }
