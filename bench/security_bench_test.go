@@ -30,20 +30,20 @@ const (
 // workers on kept-alive connections, against allocsvrs that differ in one
 // setting each, all on the same 3 storesvrs (which check tokens: the
 // allocsvrs present theirs with --store-token-file). Each ratio alternates
-// short runs of its two sides (see rounds), so a change in the shared
-// box's load moves both alike.
+// short runs of its sides (see rounds), so a change in the shared box's
+// load moves them alike.
 //
 //   - auth: --auth-file vs the same allocsvr without it, both with the
 //     HTTP/1.1 front (which checks tokens itself). x-noauth = auth / no
-//     auth (target: >= 0.95, at most 5% slower). x-twin is a second
-//     allocsvr identical to the no-auth one over the same rounds: how far
-//     from 1 a ratio lands when nothing differs, the noise to read
-//     x-noauth against.
+//     auth (target: >= 1/1.05, at most 5% more time per call). x-twin is
+//     a second allocsvr identical to the no-auth one, measured in the same
+//     rounds: how far from 1 a ratio lands when nothing differs, the noise
+//     to read x-noauth against.
 //   - tls: --tls-cert/--tls-key vs plain. Under TLS the front is off, so
 //     two references: x-plain-net against plain with --fast-http=false
-//     (the cost of TLS itself, target >= 0.80, at most 25% slower), and
-//     x-plain-front against plain with the front (what switching TLS on
-//     costs a deployment that ran with the front).
+//     (the cost of TLS itself; target >= 1/1.25 = 0.80, at most 25% more
+//     time per call), and x-plain-front against plain with the front (what
+//     switching TLS on costs a deployment that ran with the front).
 func BenchmarkSecurity(b *testing.B) {
 	if testing.Short() {
 		b.Skip("-short: real-process benchmark")
