@@ -7,6 +7,7 @@
 //	loadgen -target alloc-raw -url http://127.0.0.1:8080 -tag bench -count 1 -c 64 -d 5s
 //	loadgen -target seq-raw -url http://127.0.0.1:8080 -tag space -keys 1000000 -c 64 -d 5s
 //	loadgen -target http-raw -url http://127.0.0.1:9000/id -c 64 -d 5s
+//	loadgen -target alloc-raw -url https://127.0.0.1:8443 -tls-ca ca.pem -token TOKEN -tag bench -c 64 -d 5s
 //	loadgen -target redis -addr 127.0.0.1:6379 -c 64 -d 5s
 //	loadgen -serve 127.0.0.1:9000   (the bare net/http reference handler)
 //	loadgen -serve-front 127.0.0.1:9001   (the same handler on the HTTP/1.1 front)
@@ -21,7 +22,10 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"log"
@@ -58,6 +62,9 @@ func main() {
 		warm   = flag.Duration("warmup", 500*time.Millisecond, "unmeasured warm-up")
 		serve  = flag.String("serve", "", "serve the bare net/http reference handler on this address instead")
 		front  = flag.String("serve-front", "", "serve the bare handler behind the services' HTTP/1.1 front (package h1) on this address instead")
+		token  = flag.String("token", "", "raw targets: send Authorization: Bearer TOKEN with every request")
+		caFile = flag.String("tls-ca", "", "raw targets on an https:// URL: trust the server certificates this PEM CA signed")
+		insec  = flag.Bool("insecure", false, "raw targets on an https:// URL: do not verify the server certificate")
 	)
 	flag.Parse()
 	if *serve != "" {
@@ -66,17 +73,48 @@ func main() {
 	if *front != "" {
 		log.Fatal(serveBare(*front, true))
 	}
-	mk, err := newDoer(*target, *url, *addr, *tag, *count, *conc, *keys)
+	sec, err := securityFlags(*token, *caFile, *insec)
+	if err == nil {
+		var mk func() (doer, error)
+		if mk, err = newDoer(*target, *url, *addr, *tag, *count, *conc, *keys, sec); err == nil {
+			runAndPrint(mk, *target, *count, *conc, *warm, *dur)
+			return
+		}
+	}
+	fmt.Fprintln(os.Stderr, "loadgen:", err)
+	os.Exit(2)
+}
+
+// securityFlags turns -token, -tls-ca and -insecure into the raw targets'
+// options.
+func securityFlags(token, caFile string, insecure bool) (rawSecurity, error) {
+	sec := rawSecurity{token: token}
+	switch {
+	case caFile != "" && insecure:
+		return sec, errors.New("-tls-ca and -insecure exclude each other")
+	case insecure:
+		sec.tls = &tls.Config{InsecureSkipVerify: true} // a benchmark flag, off by default
+	case caFile != "":
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return sec, err
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return sec, fmt.Errorf("-tls-ca %s: no PEM certificate", caFile)
+		}
+		sec.tls = &tls.Config{RootCAs: pool}
+	}
+	return sec, nil
+}
+
+func runAndPrint(mk func() (doer, error), target string, count, conc int, warm, dur time.Duration) {
+	res, err := run(mk, conc, warm, dur)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "loadgen:", err)
 		os.Exit(2)
 	}
-	res, err := run(mk, *conc, *warm, *dur)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "loadgen:", err)
-		os.Exit(2)
-	}
-	res.Target, res.Count = *target, *count
+	res.Target, res.Count = target, count
 	_ = json.NewEncoder(os.Stdout).Encode(res)
 }
 

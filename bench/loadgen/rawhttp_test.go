@@ -31,7 +31,7 @@ func TestRawClientParsesResponses(t *testing.T) {
 	}))
 	defer srv.Close()
 	for path, want := range map[string]string{"/len": "12345", "/chunked": "12345", "/big": strings.Repeat("7", 10000)} {
-		c, err := newRawClient(srv.URL, "GET", path, nil, nil)
+		c, err := newRawClient(srv.URL, "GET", path, nil, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -42,7 +42,7 @@ func TestRawClientParsesResponses(t *testing.T) {
 			}
 		}
 	}
-	c, _ := newRawClient(srv.URL, "GET", "/missing", nil, nil)
+	c, _ := newRawClient(srv.URL, "GET", "/missing", nil, nil, nil)
 	if status, _, err := c.do(); err != nil || status != http.StatusNotFound {
 		t.Fatalf("missing: status %d err %v", status, err)
 	}
@@ -87,7 +87,7 @@ func TestRawDoersCountOnlyGoodAnswers(t *testing.T) {
 		_, _ = w.Write(ids(3))
 	}))
 	defer srv.Close()
-	mk, err := newDoer("alloc-raw", srv.URL, "", "bench", 3, 1, 0)
+	mk, err := newDoer("alloc-raw", srv.URL, "", "bench", 3, 1, 0, rawSecurity{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestRawDoersCountOnlyGoodAnswers(t *testing.T) {
 	if n, err := do(context.Background()); err != nil || n != 3 {
 		t.Fatalf("alloc-raw: %d %v", n, err)
 	}
-	mk, _ = newDoer("alloc-raw", srv.URL, "", "bench", 4, 1, 0)
+	mk, _ = newDoer("alloc-raw", srv.URL, "", "bench", 4, 1, 0, rawSecurity{})
 	do, _ = mk()
 	if _, err := do(context.Background()); err == nil {
 		t.Fatal("alloc-raw counted an answer with the wrong number of ids")
@@ -128,7 +128,7 @@ func TestSeqRaw(t *testing.T) {
 		_, _ = w.Write(res)
 	}))
 	defer srv.Close()
-	mk, err := newDoer("seq-raw", srv.URL, "", "sp", 1, 2, keys)
+	mk, err := newDoer("seq-raw", srv.URL, "", "sp", 1, 2, keys, rawSecurity{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ func TestSeqRaw(t *testing.T) {
 	if len(seen) != 2*seqKeysPerWorker || len(sections) != keys/sectionSize {
 		t.Fatalf("%d distinct keys over %d sections, want %d over %d", len(seen), len(sections), 2*seqKeysPerWorker, keys/sectionSize)
 	}
-	if _, err := newDoer("seq-raw", srv.URL, "", "sp", 1, 1, 0); err == nil {
+	if _, err := newDoer("seq-raw", srv.URL, "", "sp", 1, 1, 0, rawSecurity{}); err == nil {
 		t.Fatal("seq-raw without -keys accepted")
 	}
 }

@@ -24,7 +24,11 @@ import (
 // newDoer returns a factory that gives each worker its doer. Go-client
 // targets share one client (it pools connections itself); raw targets get
 // one connection per worker.
-func newDoer(target, base, addr, tag string, count, conc int, keys uint64) (func() (doer, error), error) {
+// sec applies to the raw targets only.
+func newDoer(target, base, addr, tag string, count, conc int, keys uint64, sec rawSecurity) (func() (doer, error), error) {
+	if (sec.token != "" || sec.tls != nil) && !strings.HasSuffix(target, "-raw") {
+		return nil, fmt.Errorf("-token, -tls-ca and -insecure apply to the raw targets only, not %q", target)
+	}
 	shared := func(d doer) func() (doer, error) { return func() (doer, error) { return d, nil } }
 	switch target {
 	case "alloc-connect":
@@ -60,27 +64,27 @@ func newDoer(target, base, addr, tag string, count, conc int, keys uint64) (func
 	case "redis":
 		return func() (doer, error) { return redisDoer(addr), nil }, nil
 	case "http-raw":
-		return rawFactory(base, "GET", "", nil, nil, decimalIDs), nil
+		return rawFactory(base, "GET", "", sec.headers(nil), sec.tls, nil, decimalIDs), nil
 	case "leaf-raw":
-		return rawFactory(base, "GET", "/api/segment/get/"+tag, nil, nil, decimalIDs), nil
+		return rawFactory(base, "GET", "/api/segment/get/"+tag, sec.headers(nil), sec.tls, nil, decimalIDs), nil
 	case "alloc-raw":
 		body, err := proto.Marshal(&seqsvrv1.NextIDsRequest{Tag: tag, Count: int32(count)})
 		if err != nil {
 			return nil, err
 		}
-		return rawFactory(base, "POST", "/"+seqsvrv1connect.AllocServiceName+"/NextIDs", connectHeaders, body, protoIDs(count)), nil
+		return rawFactory(base, "POST", "/"+seqsvrv1connect.AllocServiceName+"/NextIDs", sec.headers(connectHeaders), sec.tls, body, protoIDs(count)), nil
 	case "store-raw":
 		body, err := proto.Marshal(&seqsvrv1.ReserveSegmentRequest{Tag: tag, Size: int64(count)})
 		if err != nil {
 			return nil, err
 		}
-		return rawFactory(base, "POST", "/"+seqsvrv1connect.StoreServiceName+"/ReserveSegment", connectHeaders, body, segmentIDs(count)), nil
+		return rawFactory(base, "POST", "/"+seqsvrv1connect.StoreServiceName+"/ReserveSegment", sec.headers(connectHeaders), sec.tls, body, segmentIDs(count)), nil
 	case "seq-raw":
 		if keys == 0 {
 			return nil, errors.New("seq-raw needs -keys > 0")
 		}
 		// NextSeqResponse carries the value as field 1, like NextIDsResponse's ids.
-		return rawWorkers(base, "POST", "/"+seqsvrv1connect.SeqServiceName+"/NextSeq", connectHeaders,
+		return rawWorkers(base, "POST", "/"+seqsvrv1connect.SeqServiceName+"/NextSeq", sec.headers(connectHeaders), sec.tls,
 			func(w int) ([][]byte, error) { return seqBodies(tag, keys, w) }, protoIDs(1)), nil
 	}
 	return nil, fmt.Errorf("unknown -target %q", target)
@@ -94,16 +98,37 @@ var connectHeaders = map[string]string{
 	"Connect-Protocol-Version": "1",
 }
 
+// rawSecurity is what the raw targets add for a server with access
+// control or TLS: a bearer token in every prepared request, and the TLS
+// configuration of their connections (nil: plain TCP).
+type rawSecurity struct {
+	token string
+	tls   *tls.Config
+}
+
+// headers is h plus the Authorization header when there is a token (h
+// itself is not changed).
+func (s rawSecurity) headers(h map[string]string) map[string]string {
+	if s.token == "" {
+		return h
+	}
+	out := map[string]string{"Authorization": "Bearer " + s.token}
+	for k, v := range h {
+		out[k] = v
+	}
+	return out
+}
+
 // rawFactory builds one raw connection per worker, each sending body on
 // every call; check turns a 200 body into the number of IDs it carries, or
 // an error when it is malformed.
-func rawFactory(base, method, path string, headers map[string]string, body []byte, check func([]byte) (int, error)) func() (doer, error) {
-	return rawWorkers(base, method, path, headers, func(int) ([][]byte, error) { return [][]byte{body}, nil }, check)
+func rawFactory(base, method, path string, headers map[string]string, tlsCfg *tls.Config, body []byte, check func([]byte) (int, error)) func() (doer, error) {
+	return rawWorkers(base, method, path, headers, tlsCfg, func(int) ([][]byte, error) { return [][]byte{body}, nil }, check)
 }
 
 // rawWorkers is rawFactory with bodies of its own for each worker
 // (numbered from 0), sent in turn.
-func rawWorkers(base, method, path string, headers map[string]string, bodies func(worker int) ([][]byte, error), check func([]byte) (int, error)) func() (doer, error) {
+func rawWorkers(base, method, path string, headers map[string]string, tlsCfg *tls.Config, bodies func(worker int) ([][]byte, error), check func([]byte) (int, error)) func() (doer, error) {
 	worker := 0
 	return func() (doer, error) {
 		bs, err := bodies(worker)
@@ -111,7 +136,7 @@ func rawWorkers(base, method, path string, headers map[string]string, bodies fun
 			return nil, err
 		}
 		worker++
-		c, err := newRawClient(base, method, path, headers, bs...)
+		c, err := newRawClient(base, method, path, headers, tlsCfg, bs...)
 		if err != nil {
 			return nil, err
 		}
