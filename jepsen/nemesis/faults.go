@@ -31,6 +31,10 @@ func Catalogue() map[string]Fault {
 		{"clock-back-restart", "alloc", clockBackRestart},
 		{"isolate-alloc", "alloc", isolateAlloc},
 		{"twin-takeover", "alloc", twinTakeover},
+		{"seq-add-alloc", "alloc", seqAddAlloc},
+		{"seq-term-alloc", "alloc", seqTermAlloc},
+		{"seq-kill-alloc", "alloc", seqKillAlloc},
+		{"seq-pause-alloc", "alloc", seqPauseAlloc},
 	} {
 		m[f.Name] = f
 	}
@@ -42,7 +46,7 @@ func killLeader(ctx context.Context, e *Env, r *rand.Rand) error {
 	if e.skipped("kill-leader", err) {
 		return nil
 	}
-	return killHoldRestart(ctx, e, r, "kill-leader", l)
+	return killHoldRestart(ctx, e, r, "kill-leader", l, killLo, killHi)
 }
 
 func killFollower(ctx context.Context, e *Env, r *rand.Rand) error {
@@ -50,15 +54,19 @@ func killFollower(ctx context.Context, e *Env, r *rand.Rand) error {
 	if e.skipped("kill-follower", err) {
 		return nil
 	}
-	return killHoldRestart(ctx, e, r, "kill-follower", f)
+	return killHoldRestart(ctx, e, r, "kill-follower", f, killLo, killHi)
 }
 
-func killHoldRestart(ctx context.Context, e *Env, r *rand.Rand, name string, p *cluster.Proc) error {
+// How long the plain kill faults keep a process down.
+const killLo, killHi = 100 * time.Millisecond, 1500 * time.Millisecond
+
+// killHoldRestart SIGKILLs p, holds lo..hi and starts it again.
+func killHoldRestart(ctx context.Context, e *Env, r *rand.Rand, name string, p *cluster.Proc, lo, hi time.Duration) error {
 	if err := p.Kill(); err != nil {
 		return err
 	}
 	e.Log.Inject(name, p.Name, "SIGKILL")
-	d := hold(ctx, r, 100*time.Millisecond, 1500*time.Millisecond)
+	d := hold(ctx, r, lo, hi)
 	if err := p.Start(context.Background()); err != nil {
 		return err
 	}
@@ -93,7 +101,7 @@ func pauseLeader(ctx context.Context, e *Env, r *rand.Rand) error {
 	if e.skipped("pause-leader", err) {
 		return nil
 	}
-	return pauseHold(ctx, e, r, "pause-leader", l, 2, 6)
+	return pauseHold(ctx, e, r, "pause-leader", l, 2*e.ElectionTimeout, 6*e.ElectionTimeout)
 }
 
 func pauseFollower(ctx context.Context, e *Env, r *rand.Rand) error {
@@ -101,11 +109,11 @@ func pauseFollower(ctx context.Context, e *Env, r *rand.Rand) error {
 	if e.skipped("pause-follower", err) {
 		return nil
 	}
-	return pauseHold(ctx, e, r, "pause-follower", f, 2, 6)
+	return pauseHold(ctx, e, r, "pause-follower", f, 2*e.ElectionTimeout, 6*e.ElectionTimeout)
 }
 
-// pauseHold SIGSTOPs p for lo..hi election timeouts.
-func pauseHold(ctx context.Context, e *Env, r *rand.Rand, name string, p *cluster.Proc, lo, hi int) error {
+// pauseHold SIGSTOPs p for lo..hi.
+func pauseHold(ctx context.Context, e *Env, r *rand.Rand, name string, p *cluster.Proc, lo, hi time.Duration) error {
 	if err := p.Pause(); errors.Is(err, cluster.ErrNotRunning) {
 		e.Log.Skip(name, "%s not running", p.Name)
 		return nil
@@ -113,7 +121,7 @@ func pauseHold(ctx context.Context, e *Env, r *rand.Rand, name string, p *cluste
 		return err
 	}
 	e.Log.Inject(name, p.Name, "SIGSTOP")
-	d := hold(ctx, r, time.Duration(lo)*e.ElectionTimeout, time.Duration(hi)*e.ElectionTimeout)
+	d := hold(ctx, r, lo, hi)
 	if err := p.Resume(); err != nil && !errors.Is(err, cluster.ErrNotRunning) {
 		return err
 	}
@@ -170,7 +178,7 @@ func killAlloc(ctx context.Context, e *Env, r *rand.Rand) error {
 	if a == nil {
 		return nil
 	}
-	return killHoldRestart(ctx, e, r, "kill-alloc", a)
+	return killHoldRestart(ctx, e, r, "kill-alloc", a, killLo, killHi)
 }
 
 func pauseAlloc(ctx context.Context, e *Env, r *rand.Rand) error {
@@ -178,7 +186,7 @@ func pauseAlloc(ctx context.Context, e *Env, r *rand.Rand) error {
 	if a == nil {
 		return nil
 	}
-	return pauseHold(ctx, e, r, "pause-alloc", a, 1, 8)
+	return pauseHold(ctx, e, r, "pause-alloc", a, e.ElectionTimeout, 8*e.ElectionTimeout)
 }
 
 // clockJump steps an allocsvr's clock back a little (within the 5 ms
