@@ -63,6 +63,21 @@ type Config struct {
 	// deleted over and over (porcupine too). None of the life tags is in
 	// the final state: it may be absent at the end.
 	LinTags, AllocTags, LifeTags int
+	// SeqWorkers call NextSeq, NextSeqs and CurrentSeqs on the per-key
+	// space (see seqload.go) through random allocsvrs; 0 runs no per-key
+	// workload, creates no space and leaves the per-key flags at their
+	// defaults.
+	SeqWorkers int
+	// SeqHotKeys is how many keys the per-key workers use, spread over
+	// every section; SeqStep is the space's step (how far one raise moves
+	// a section's max_seq).
+	SeqHotKeys int
+	SeqStep    int64
+	// SeqLeaseTTL is the stores' --seq-lease-ttl and SeqHeartbeat the
+	// allocsvrs' --seq-heartbeat-interval (they fence seqFenceMargin
+	// before an unrenewed lease ends).
+	SeqLeaseTTL, SeqHeartbeat time.Duration
+
 	// OpTimeout bounds one client call.
 	OpTimeout time.Duration
 
@@ -84,6 +99,10 @@ func (c Config) withDefaults() Config {
 	c.LinTags = cmp.Or(c.LinTags, 3)
 	c.AllocTags = cmp.Or(c.AllocTags, 2)
 	c.LifeTags = cmp.Or(c.LifeTags, 2)
+	c.SeqHotKeys = cmp.Or(c.SeqHotKeys, 30)
+	c.SeqStep = cmp.Or(c.SeqStep, 50)
+	c.SeqLeaseTTL = cmp.Or(c.SeqLeaseTTL, 2*time.Second)
+	c.SeqHeartbeat = cmp.Or(c.SeqHeartbeat, 200*time.Millisecond)
 	c.OpTimeout = cmp.Or(c.OpTimeout, time.Second)
 	if c.Logf == nil {
 		c.Logf = func(string, ...any) {}

@@ -34,6 +34,8 @@ type workload struct {
 	// open counts each life tag's writes of unknown outcome (see
 	// maxOpenWrites).
 	open sync.Map // tag -> *atomic.Int32
+	// seqKeys are the per-key workers' hot keys (hotKeys).
+	seqKeys []uint64
 
 	mu     sync.Mutex
 	allocs []*cluster.Proc // the allocsvrs clients may call (twins come and go)
@@ -71,7 +73,7 @@ func (w *workload) pickStore(r *rand.Rand) *cluster.Proc {
 }
 
 // run starts the workers; they stop when ctx ends. Client numbers: store
-// workers, then alloc workers, then tag workers.
+// workers, then alloc workers, then tag workers, then per-key workers.
 func (w *workload) run(ctx context.Context, seed int64) *sync.WaitGroup {
 	var wg sync.WaitGroup
 	client := 0
@@ -103,6 +105,12 @@ func (w *workload) run(ctx context.Context, seed int64) *sync.WaitGroup {
 			sleep(ctx, tagOpGap)
 		} else {
 			sleep(ctx, tagBackoff)
+		}
+	})
+	spawn(w.cfg.SeqWorkers, func(r *rand.Rand, id int) {
+		if !w.seqOp(ctx, r, id, w.pickAlloc(r)) {
+			// No owner yet, or a dead allocsvr: do not spin.
+			sleep(ctx, 10*time.Millisecond)
 		}
 	})
 	return &wg
