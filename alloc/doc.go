@@ -1,12 +1,13 @@
 // Package alloc is the allocsvr's service layer over the ID sources in its
 // subpackages: segment (Leaf-segment double buffers refilled from the
-// store), snowflake (IDs under a worker ID leased in the store) and
-// storeclient (the store cluster's client). Each source is a package of its
-// own so another (a future alloc/seq) can sit beside them.
+// store), snowflake (IDs under a worker ID leased in the store), seq
+// (per-key sequences over sections leased in the store, with its own
+// SeqService handler) and storeclient (the store cluster's client).
 //
 // alloc itself holds the connect-go AllocService handler (Service), Meituan
-// Leaf's HTTP API (LeafRoutes) and the routes the HTTP/1.1 front answers
-// without net/http (FastRoutes). Guarantees:
+// Leaf's HTTP API (LeafRoutes, with the per-key GETs over a SeqSource) and
+// the routes the HTTP/1.1 front answers without net/http (FastRoutes).
+// Guarantees:
 //
 //   - Every request is checked (spec.CheckTag, spec.CheckCount) before it
 //     reaches a source, so a bad request never reserves or burns an ID.

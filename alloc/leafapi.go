@@ -2,6 +2,7 @@ package alloc
 
 import (
 	"context"
+	"maps"
 	"net/http"
 	"strconv"
 	"strings"
@@ -15,11 +16,13 @@ import (
 //
 //	GET /api/segment/get/{tag}    -> one segment ID, plain decimal, 200
 //	GET /api/snowflake/get/{tag}  -> one snowflake ID, plain decimal, 200
+//	GET /api/seq/next/{space}/{key}, GET /api/seq/current/{space}/{key}
+//	                              -> a per-key sequence value (seqRoutes)
 //
 // Errors answer a non-200 status with a one-line reason, so a Leaf client,
 // which only parses the body of a 200, switches without change.
 func (s *Service) LeafRoutes() map[string]http.Handler {
-	return map[string]http.Handler{
+	routes := map[string]http.Handler{
 		"GET /api/segment/get/{tag}": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			status, body := s.leafSegment(r.Context(), r.PathValue("tag"), nil)
 			writeLeaf(w, status, body)
@@ -29,6 +32,8 @@ func (s *Service) LeafRoutes() map[string]http.Handler {
 			writeLeaf(w, status, body)
 		}),
 	}
+	maps.Copy(routes, s.seqRoutes())
+	return routes
 }
 
 // leafSegment is the answer to GET /api/segment/get/{tag}, for net/http

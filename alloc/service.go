@@ -40,6 +40,7 @@ type Service struct {
 	nodeID string
 	seg    SegmentSource
 	snow   atomic.Pointer[snowState]
+	seq    SeqSource // nil while per-key sequences are off
 }
 
 type snowState struct {
@@ -148,9 +149,10 @@ func (s *Service) DecodeSnowflake(_ context.Context, req *connect.Request[seqsvr
 	return connect.NewResponse(out), nil
 }
 
-// Status shows the buffers and the snowflake worker, as Leaf's cache page.
+// Status shows the buffers, the snowflake worker and the per-key sequence
+// lease, as Leaf's cache page.
 func (s *Service) Status(context.Context, *connect.Request[seqsvrv1.StatusRequest]) (*connect.Response[seqsvrv1.StatusResponse], error) {
-	out := &seqsvrv1.StatusResponse{NodeId: s.nodeID, Tags: s.seg.Status()}
+	out := &seqsvrv1.StatusResponse{NodeId: s.nodeID, Tags: s.seg.Status(), Seq: s.seqStatus()}
 	if st := s.snow.Load(); st.src != nil {
 		out.Snowflake = st.src.Status()
 	} else {

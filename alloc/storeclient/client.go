@@ -157,3 +157,29 @@ func (c *Client) Leader() string {
 	defer c.mu.Unlock()
 	return c.leader
 }
+
+// GetSpace reads a per-key sequence space (linearizable on the store).
+func (c *Client) GetSpace(ctx context.Context, space string) (*seqsvrv1.Space, error) {
+	return invoke(ctx, c, "GetSpace", &seqsvrv1.GetSpaceRequest{Space: space}, seqsvrv1connect.StoreServiceClient.GetSpace)
+}
+
+// GetRouting reads a space's routing table (linearizable on the store).
+func (c *Client) GetRouting(ctx context.Context, space string) (*seqsvrv1.RoutingTable, error) {
+	return invoke(ctx, c, "GetRouting", &seqsvrv1.GetRoutingRequest{Space: space}, seqsvrv1connect.StoreServiceClient.GetRouting)
+}
+
+// SeqHeartbeat renews this allocsvr's per-key sequence lease and answers
+// every space's routing table. A retry sends the same request, which the
+// store applies idempotently (an upsert; releasing a released span is a
+// no-op).
+func (c *Client) SeqHeartbeat(ctx context.Context, req *seqsvrv1.SeqHeartbeatRequest) (*seqsvrv1.SeqHeartbeatResponse, error) {
+	return invoke(ctx, c, "SeqHeartbeat", req, seqsvrv1connect.StoreServiceClient.SeqHeartbeat)
+}
+
+// RaiseSections raises the durable max_seq of sections the caller owns. A
+// retry is safe: a raise names the max_seq the caller holds, so applying it
+// twice raises to known_max + step once; a retried first load (known_max
+// -1) answers a higher prev_max and only skips a step.
+func (c *Client) RaiseSections(ctx context.Context, req *seqsvrv1.RaiseSectionsRequest) (*seqsvrv1.RaiseSectionsResponse, error) {
+	return invoke(ctx, c, "RaiseSections", req, seqsvrv1connect.StoreServiceClient.RaiseSections)
+}

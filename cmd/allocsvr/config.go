@@ -30,6 +30,11 @@ type config struct {
 	SnowflakeFenceMargin    time.Duration
 	SnowflakeMaxBackward    time.Duration
 
+	Seq                  bool
+	SeqHeartbeatInterval time.Duration
+	SeqFenceMargin       time.Duration
+	AdvertiseURL         string
+
 	StoreRequestTimeout time.Duration
 
 	serve.Common
@@ -57,6 +62,10 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	fs.DurationVar(&c.SnowflakeRenewInterval, "snowflake-renew-interval", 0, "worker lease renewal period (0: alloc default, about 3s)")
 	fs.DurationVar(&c.SnowflakeFenceMargin, "snowflake-fence-margin", 0, "stop serving snowflake IDs this long before an unrenewed lease expires (0: alloc default)")
 	fs.DurationVar(&c.SnowflakeMaxBackward, "snowflake-max-backward-wait", 0, "clock steps back up to this are waited out; larger ones answer unavailable (0: 5ms)")
+	fs.BoolVar(&c.Seq, "seq", true, "serve per-key sequences (SeqService; heartbeats a lease in the store)")
+	fs.DurationVar(&c.SeqHeartbeatInterval, "seq-heartbeat-interval", 500*time.Millisecond, "per-key sequence lease renewal period")
+	fs.DurationVar(&c.SeqFenceMargin, "seq-fence-margin", time.Second, "stop serving per-key sections this long before an unrenewed lease (measured from the heartbeat's send) ends")
+	fs.StringVar(&c.AdvertiseURL, "advertise-url", "", "base URL other allocsvrs forward per-key calls to (default: http:// + the actual listen address)")
 	fs.DurationVar(&c.StoreRequestTimeout, "store-request-timeout", 0, "bound of one attempt against one store member (0: 2s)")
 	c.Common.Register(fs)
 	if err := serve.Parse(fs, args, getenv); err != nil {
@@ -78,6 +87,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 		c.NodeID = id
 	}
 	errs = append(errs, c.Common.Check()...)
+	if c.Seq && (c.SeqHeartbeatInterval <= 0 || c.SeqFenceMargin < 0) {
+		errs = append(errs, fmt.Errorf("--seq-heartbeat-interval must be > 0 and --seq-fence-margin >= 0, got %v and %v", c.SeqHeartbeatInterval, c.SeqFenceMargin))
+	}
 	if c.PrefetchRatio < 0 || c.PrefetchRatio >= 1 {
 		errs = append(errs, fmt.Errorf("--prefetch-ratio must be in [0,1), got %v", c.PrefetchRatio))
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/seqsvr/seqsvr/cmd/internal/serve"
 )
@@ -35,5 +36,25 @@ func TestConfigDefaultsAndEnv(t *testing.T) {
 	}
 	if code := serve.Main("allocsvr", []string{"--help"}, noenv, &out, parseConfig); code != 0 || !strings.Contains(out.String(), "SEQSVR_NODE_ID") || !strings.Contains(out.String(), "--fast-http") {
 		t.Fatalf("--help: code %d", code)
+	}
+}
+
+func TestConfigSeqFlags(t *testing.T) {
+	var out bytes.Buffer
+	env := map[string]string{"SEQSVR_SEQ_FENCE_MARGIN": "300ms"}
+	getenv := func(k string) string { return env[k] }
+	c, err := parseConfig([]string{"--store", "http://a:1", "--snowflake=false"}, getenv, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Seq || c.SeqHeartbeatInterval != 500*time.Millisecond || c.SeqFenceMargin != 300*time.Millisecond || c.AdvertiseURL != "" {
+		t.Fatalf("seq defaults %+v", c)
+	}
+	c, err = parseConfig([]string{"--store", "http://a:1", "--snowflake=false", "--seq=false", "--advertise-url", "http://x:1"}, getenv, &out)
+	if err != nil || c.Seq || c.AdvertiseURL != "http://x:1" {
+		t.Fatalf("--seq=false: %+v, %v", c, err)
+	}
+	if _, err := parseConfig([]string{"--store", "http://a:1", "--snowflake=false", "--seq-heartbeat-interval", "0s"}, getenv, &out); err == nil {
+		t.Fatal("--seq-heartbeat-interval 0 accepted")
 	}
 }

@@ -20,9 +20,9 @@ func (cfg *config) Process() serve.Process {
 	return serve.Process{Addr: cfg.HTTPAddr, Common: cfg.Common, Open: cfg.open}
 }
 
-// open builds the allocators: the store client, the segment buffers and,
-// off the main path, the snowflake generator. Close releases the generator,
-// then the buffers.
+// open builds the allocators: the store client, the segment buffers, the
+// per-key sequence node and, off the main path, the snowflake generator.
+// Close releases the per-key sections, the generator, then the buffers.
 func (cfg *config) open(ctx context.Context, env serve.Env) (*serve.App, error) {
 	logger := env.Logger
 	store, err := storeclient.New(cfg.Stores, storeclient.Options{
@@ -42,6 +42,15 @@ func (cfg *config) open(ctx context.Context, env serve.Env) (*serve.App, error) 
 		Registerer:       env.Registry,
 	})
 	svc := alloc.NewService(cfg.NodeID, seg)
+	var services []serve.Service
+	closeSeq := func() {}
+	if cfg.Seq {
+		n, s, err := openSeq(ctx, cfg, env, store, svc)
+		if err != nil {
+			return nil, err
+		}
+		services, closeSeq = append(services, s), n.Close
+	}
 
 	var reached atomic.Bool
 	go waitForStore(ctx, store, &reached, logger)
@@ -61,15 +70,17 @@ func (cfg *config) open(ctx context.Context, env serve.Env) (*serve.App, error) 
 	}
 
 	path, h := seqsvrv1connect.NewAllocServiceHandler(svc, serve.ConnectOptions(cfg.MaxBodyBytes, logger)...)
+	services = append(services, serve.Service{Name: seqsvrv1connect.AllocServiceName, Path: path, Handler: h})
 	return &serve.App{
 		Handler: serve.Options{
-			Services: []serve.Service{{Name: seqsvrv1connect.AllocServiceName, Path: path, Handler: h}},
+			Services: services,
 			Routes:   svc.LeafRoutes(),
 			Ready:    ready,
 		},
 		Fast:  svc.FastRoutes(cfg.MaxBodyBytes, logger),
-		Attrs: []any{"node_id", cfg.NodeID, "stores", cfg.Stores, "snowflake", cfg.Snowflake},
+		Attrs: []any{"node_id", cfg.NodeID, "stores", cfg.Stores, "snowflake", cfg.Snowflake, "seq", cfg.Seq},
 		Close: func() {
+			closeSeq()
 			closeSnowflake := <-sfDone
 			closeSnowflake()
 			seg.Close()

@@ -1,0 +1,75 @@
+package seq
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/prometheus/client_golang/prometheus"
+
+	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/internal/clock"
+)
+
+// Store is the part of the store a Node needs (*storeclient.Client in
+// production, an in-memory fake in unit tests).
+type Store interface {
+	SeqHeartbeat(ctx context.Context, req *seqsvrv1.SeqHeartbeatRequest) (*seqsvrv1.SeqHeartbeatResponse, error)
+	RaiseSections(ctx context.Context, req *seqsvrv1.RaiseSectionsRequest) (*seqsvrv1.RaiseSectionsResponse, error)
+}
+
+// ForwardedHeader marks a call one allocsvr forwarded to a section's
+// owner; the owner serves it or refuses, it never forwards it again.
+const ForwardedHeader = "Seqsvr-Forwarded"
+
+// Config tunes a Node. Zero durations take the defaults.
+type Config struct {
+	// NodeID names this allocsvr in the routing table (required).
+	NodeID string
+	// URL is the base URL other allocsvrs forward calls to (required).
+	URL string
+	// HeartbeatInterval is the lease renewal period (default 500ms).
+	HeartbeatInterval time.Duration
+	// HeartbeatTimeout bounds one heartbeat, store-client retries included
+	// (default 2s).
+	HeartbeatTimeout time.Duration
+	// FenceMargin: stop serving this long before the lease, measured from
+	// the heartbeat's send time, ends (default 1s; half the TTL when the
+	// TTL is not longer).
+	FenceMargin time.Duration
+	// RaiseTimeout bounds one RaiseSections in the background (default 5s).
+	RaiseTimeout time.Duration
+	// LeaveTimeout bounds the leaving heartbeat of Close (default 2s).
+	LeaveTimeout time.Duration
+	// HTTPClient carries forwarded calls (default: a pooled client).
+	HTTPClient    *http.Client
+	ClientOptions []connect.ClientOption
+	// Clock defaults to clock.System(); the lease is measured on it.
+	Clock      clock.Clock
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer
+}
+
+func (c *Config) setDefaults() {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&c.HeartbeatInterval, 500*time.Millisecond)
+	def(&c.HeartbeatTimeout, 2*time.Second)
+	def(&c.FenceMargin, time.Second)
+	def(&c.RaiseTimeout, 5*time.Second)
+	def(&c.LeaveTimeout, 2*time.Second)
+	if c.HTTPClient == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = 32
+		c.HTTPClient = &http.Client{Transport: tr}
+	}
+	c.Clock = clock.Or(c.Clock)
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}

@@ -1,0 +1,159 @@
+package seq
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/internal/errs"
+)
+
+// lease is this Node's membership lease as its own clock sees it. A new
+// value is stored on every answered heartbeat; readers never lock.
+type lease struct {
+	// gen grows whenever the lease was not valid for a moment: memory
+	// loaded under an older gen is never served again, since another
+	// allocsvr may have served the section meanwhile.
+	gen     uint64
+	fenceAt time.Time // serve strictly before this (local, monotonic)
+	ttl     time.Duration
+}
+
+func (l *lease) valid(now time.Time) bool { return now.Before(l.fenceAt) }
+
+// fenceAfter is how long after sending an answered heartbeat this Node
+// may serve. The store's lease starts no earlier than the send, so
+// stopping margin before the TTL keeps it ahead of the store moving its
+// sections.
+func (n *Node) fenceAfter(ttl time.Duration) time.Duration {
+	if d := ttl - n.cfg.FenceMargin; d > 0 {
+		return d
+	}
+	return ttl / 2
+}
+
+func leaseTTL(res *seqsvrv1.SeqHeartbeatResponse) (time.Duration, error) {
+	switch {
+	case res.GetLeaseTtlMs() > 0:
+		return time.Duration(res.GetLeaseTtlMs()) * time.Millisecond, nil
+	case res.GetLeaseExpiresMs() > res.GetLeaderNowMs() && res.GetLeaderNowMs() > 0:
+		return time.Duration(res.GetLeaseExpiresMs()-res.GetLeaderNowMs()) * time.Millisecond, nil
+	}
+	return 0, fmt.Errorf("%w: heartbeat answer without a lease", errs.Unavailable)
+}
+
+// beat sends one heartbeat and applies the answer. leaving ends the
+// membership (Close); otherwise the spans the latest tables ask this Node
+// to hand over are released with it.
+func (n *Node) beat(ctx context.Context, leaving bool) error {
+	req := &seqsvrv1.SeqHeartbeatRequest{
+		NodeId: n.cfg.NodeID, InstanceId: n.instance, Url: n.cfg.URL, Leaving: leaving,
+	}
+	if !leaving {
+		req.Released = n.releases()
+	}
+	sent := n.clock.Now()
+	req.NowMs = sent.UnixMilli()
+	res, err := n.store.SeqHeartbeat(ctx, req)
+	if err == nil && !leaving {
+		err = n.apply(sent, res, len(req.Released) > 0)
+	}
+	n.noteBeat(err)
+	return err
+}
+
+// releases are the spans to hand over, from the latest tables.
+func (n *Node) releases() []*seqsvrv1.SectionSpan {
+	var out []*seqsvrv1.SectionSpan
+	for _, t := range n.loadTables() {
+		out = append(out, t.releases(n.cfg.NodeID)...)
+	}
+	return out
+}
+
+// apply installs an answered heartbeat: the new lease and tables, and
+// drops the memory of every section this Node may no longer serve (moved,
+// handover pending, or loaded under a lease that lapsed since). It asks
+// the loop for another heartbeat at once when a handover is pending,
+// unless this one released sections already (then the next tick does, so
+// a store that keeps a handover pending cannot make it spin).
+func (n *Node) apply(sent time.Time, res *seqsvrv1.SeqHeartbeatResponse, released bool) error {
+	ttl, err := leaseTTL(res)
+	if err != nil {
+		return err
+	}
+	ts := newTables(res.GetTables())
+	n.mu.Lock()
+	old := n.lease.Load()
+	l := &lease{gen: old.gen, fenceAt: sent.Add(n.fenceAfter(ttl)), ttl: ttl}
+	if !old.valid(n.clock.Now()) {
+		l.gen++
+	}
+	n.tables.Store(&ts)
+	n.lease.Store(l)
+	for k, s := range n.sections {
+		t := ts[k.space]
+		if s.gen != l.gen || t == nil || !t.serves(n.cfg.NodeID, k.section) {
+			n.dropLocked(k, s)
+		}
+	}
+	n.mu.Unlock()
+	if !released && len(n.releases()) > 0 {
+		n.kickLoop()
+	}
+	return nil
+}
+
+// checkLapse drops every section's memory once the lease is no longer
+// valid: it could only be served again after a reload anyway.
+func (n *Node) checkLapse() {
+	if n.lease.Load().valid(n.clock.Now()) {
+		return
+	}
+	n.dropAll()
+}
+
+// loop renews the lease every HeartbeatInterval (at once when kicked)
+// until ctx ends.
+func (n *Node) loop(ctx context.Context) {
+	defer close(n.loopDone)
+	tick := time.NewTicker(n.cfg.HeartbeatInterval)
+	defer tick.Stop()
+	for {
+		bctx, cancel := context.WithTimeout(ctx, n.cfg.HeartbeatTimeout)
+		err := n.beat(bctx, false)
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			n.log.Debug("seq heartbeat failed", "err", err)
+		}
+		n.checkLapse()
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		case <-n.kick:
+		}
+	}
+}
+
+func (n *Node) kickLoop() {
+	select {
+	case n.kick <- struct{}{}:
+	default:
+	}
+}
+
+// noteBeat records a heartbeat's outcome for Status and logs changes.
+func (n *Node) noteBeat(err error) {
+	n.beatMu.Lock()
+	defer n.beatMu.Unlock()
+	if (err == nil) != (n.beatErr == nil) {
+		if err != nil {
+			n.log.Warn("seq heartbeats failing", "err", err)
+		} else {
+			n.log.Info("seq heartbeats answered again")
+		}
+	}
+	n.beatErr = err
+}

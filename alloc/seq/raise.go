@@ -1,0 +1,86 @@
+package seq
+
+import (
+	"fmt"
+
+	"connectrpc.com/connect"
+
+	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/internal/errs"
+)
+
+// startRaise begins s's load (first use) or raise in the background (s.mu
+// held, no raise in flight).
+func (n *Node) startRaise(s *section) {
+	r := &raise{done: make(chan struct{})}
+	s.raising = r
+	known := int64(-1)
+	if s.loaded() {
+		known = s.limit
+	}
+	go n.runRaise(s, r, known)
+}
+
+// runRaise asks the store to raise s's max_seq and installs the answer.
+// known is the limit s holds, -1 for a first load.
+func (n *Node) runRaise(s *section, r *raise, known int64) {
+	ctx, cancel := n.raiseContext()
+	defer cancel()
+	res, err := n.store.RaiseSections(ctx, &seqsvrv1.RaiseSectionsRequest{
+		NodeId: n.cfg.NodeID, InstanceId: n.instance, Space: s.key.space,
+		Sections: []*seqsvrv1.SectionRaise{{Section: s.key.section, KnownMax: known}},
+	})
+	if err == nil {
+		n.writes.Add(1)
+	}
+	s.mu.Lock()
+	forget := false
+	r.err, forget = s.install(res, err, known)
+	s.raising = nil
+	close(r.done)
+	s.mu.Unlock()
+	if forget {
+		n.log.Warn("seq section dropped", "space", s.key.space, "section", s.key.section, "err", r.err)
+		n.forget(s)
+	} else if r.err != nil {
+		n.log.Debug("seq raise failed", "space", s.key.space, "section", s.key.section, "err", r.err)
+	}
+}
+
+// install applies a raise's outcome to s (s.mu held). forget means the
+// store refused this Node as the section's owner.
+func (s *section) install(res *seqsvrv1.RaiseSectionsResponse, err error, known int64) (_ error, forget bool) {
+	if err != nil {
+		if errs.Code(err) == connect.CodeFailedPrecondition {
+			return fmt.Errorf("%w: section %d of space %q is no longer this allocsvr's (retry): %v", errs.Unavailable, s.key.section, s.key.space, errs.Message(err)), true
+		}
+		return err, false
+	}
+	if s.dropped {
+		return notServing(s.key), false
+	}
+	got := res.GetSections()
+	if len(got) != 1 || got[0].GetSection() != s.key.section || !sane(got[0], known) {
+		return fmt.Errorf("%w: store answered a malformed raise for section %d of %q", errs.Unavailable, s.key.section, s.key.space), false
+	}
+	m := got[0]
+	if known < 0 {
+		s.cur = make([]int64, s.size)
+		s.base, s.high, s.limit, s.step = m.GetPrevMax(), m.GetPrevMax(), m.GetMaxSeq(), m.GetMaxSeq()-m.GetPrevMax()
+		return nil, false
+	}
+	// Only this Node raises the section while it holds its memory, so a
+	// prev_max above known is its own earlier raise that answered an error
+	// (or a retry applied twice): the new max_seq is as good.
+	s.limit = max(s.limit, m.GetMaxSeq())
+	return nil, false
+}
+
+// sane reports whether m can answer a raise from known: above known, not
+// below prev_max, and a load (known -1) gives at least one value.
+func sane(m *seqsvrv1.SectionMax, known int64) bool {
+	if known < 0 {
+		return m.GetMaxSeq() > m.GetPrevMax() && m.GetPrevMax() >= 0
+	}
+	return m.GetMaxSeq() > known && m.GetMaxSeq() >= m.GetPrevMax()
+}

@@ -1,0 +1,303 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+
+	"github.com/seqsvr/seqsvr/cmd/internal/proctest"
+	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
+	"github.com/seqsvr/seqsvr/internal/cluster"
+	"github.com/seqsvr/seqsvr/internal/spec"
+)
+
+// Short per-key leases: the store's lease is 2 s, allocsvrs heartbeat
+// every 100 ms and fence 500 ms before an unrenewed lease ends.
+var (
+	seqLeaseTTL  = 2 * time.Second
+	seqStoreArgs = []string{"--seq-lease-ttl", seqLeaseTTL.String()}
+	seqAllocArgs = []string{"--seq-heartbeat-interval", "100ms", "--seq-fence-margin", "500ms"}
+)
+
+// seqKeys are every key of the test space: 4 sections of 10.
+var seqKeys = func() []uint64 {
+	k := make([]uint64, 40)
+	for i := range k {
+		k[i] = uint64(i)
+	}
+	return k
+}()
+
+// perKey checks guarantee 8 for calls made one after another: every value
+// a key is answered is above the last one it was answered.
+type perKey struct {
+	mu   sync.Mutex
+	last map[uint64]int64
+}
+
+func (p *perKey) check(t *testing.T, who string, keys []uint64, seqs []int64, next bool) {
+	t.Helper()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(seqs) != len(keys) {
+		t.Fatalf("%s: %d values for %d keys", who, len(seqs), len(keys))
+	}
+	for i, k := range keys {
+		switch last := p.last[k]; {
+		case next && seqs[i] <= last:
+			t.Fatalf("%s: key %d answered %d after %d", who, k, seqs[i], last)
+		case !next && seqs[i] < last:
+			t.Fatalf("%s: key %d current %d below the answered %d", who, k, seqs[i], last)
+		}
+		p.last[k] = seqs[i]
+	}
+}
+
+type seqTest struct {
+	t    *testing.T
+	c    *cluster.Cluster
+	keys perKey
+}
+
+func (s *seqTest) client(p *cluster.Proc) seqsvrv1connect.SeqServiceClient {
+	return seqsvrv1connect.NewSeqServiceClient(s.c.HTTPClient(), p.URL())
+}
+
+// next takes the next value of keys through p and checks them.
+func (s *seqTest) next(ctx context.Context, p *cluster.Proc, keys []uint64) error {
+	res, err := s.client(p).NextSeqs(ctx, connect.NewRequest(&seqsvrv1.NextSeqsRequest{Space: "s", Keys: keys}))
+	if err != nil {
+		return err
+	}
+	if res.Msg.GetRoutingVersion() == 0 {
+		s.t.Fatalf("%s: routing_version 0", p.Name)
+	}
+	s.keys.check(s.t, p.Name, keys, res.Msg.GetSeqs(), true)
+	return nil
+}
+
+// within retries f (on unavailable only) until it succeeds, failing the
+// test when that takes longer than limit; it answers how long it took.
+func (s *seqTest) within(what string, limit time.Duration, f func(context.Context) error) time.Duration {
+	s.t.Helper()
+	start := time.Now()
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		err := f(ctx)
+		cancel()
+		if err == nil {
+			return time.Since(start)
+		}
+		if connect.CodeOf(err) != connect.CodeUnavailable {
+			s.t.Fatalf("%s: %v", what, err)
+		}
+		if time.Since(start) > limit {
+			s.t.Fatalf("%s: still failing after %v: %v", what, limit, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// owners is who owns each section by p's table, "" for none or a pending
+// handover.
+func (s *seqTest) owners(p *cluster.Proc) []string {
+	res, err := s.client(p).Routing(proctest.Context(s.t, 5*time.Second), connect.NewRequest(&seqsvrv1.RoutingRequest{Space: "s"}))
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, r := range res.Msg.GetSections() {
+		for range r.GetLastSection() - r.GetFirstSection() + 1 {
+			if r.GetNextOwner() != "" {
+				out = append(out, "")
+			} else {
+				out = append(out, r.GetOwner())
+			}
+		}
+	}
+	return out
+}
+
+// settled waits until p's table gives every section to one of want, each
+// of which owns some.
+func (s *seqTest) settled(p *cluster.Proc, want ...string) {
+	s.t.Helper()
+	proctest.WaitUntil(proctest.Context(s.t, 15*time.Second), s.t, fmt.Sprintf("%s's table spread over %v", p.Name, want), func() bool {
+		got := s.owners(p)
+		seen := map[string]bool{}
+		for _, o := range got {
+			seen[o] = true
+		}
+		if len(got) != 4 || seen[""] || len(seen) != len(want) {
+			return false
+		}
+		for _, w := range want {
+			if !seen[w] {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+func TestSeqAcrossAllocsvrs(t *testing.T) {
+	c := proctest.StartCluster(t, 3, 2, seqStoreArgs, seqAllocArgs)
+	s := &seqTest{t: t, c: c, keys: perKey{last: map[uint64]int64{}}}
+	leader, err := c.Leader(proctest.Context(t, 30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.StoreClient(leader).CreateSpace(proctest.Context(t, 10*time.Second), connect.NewRequest(&seqsvrv1.CreateSpaceRequest{Space: "s", KeyCount: 40, SectionSize: 10, Step: 100}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a1, a2 := c.Allocs[0], c.Allocs[1]
+	s.settled(a1, "a1", "a2")
+	s.settled(a2, "a1", "a2")
+
+	t.Run("both allocsvrs, forwarding", func(t *testing.T) {
+		for round := range 3 {
+			for _, p := range []*cluster.Proc{a1, a2} {
+				s.within(fmt.Sprintf("round %d through %s", round, p.Name), 5*time.Second, func(ctx context.Context) error {
+					return s.next(ctx, p, append([]uint64{7, 31, 7}, seqKeys...))
+				})
+			}
+		}
+		for _, p := range []*cluster.Proc{a1, a2} {
+			if f, _ := proctest.Metric(t, p.URL(), "seqsvr_seq_forwards_total"); f == 0 {
+				t.Fatalf("%s forwarded nothing", p.Name)
+			}
+		}
+	})
+
+	t.Run("bad input", func(t *testing.T) {
+		for _, tc := range []struct {
+			name  string
+			space string
+			keys  []uint64
+			code  connect.Code
+		}{
+			{"unknown space", "nope", []uint64{1}, connect.CodeNotFound},
+			{"key = key_count", "s", []uint64{40}, connect.CodeInvalidArgument},
+			{"no keys", "s", nil, connect.CodeInvalidArgument},
+			{"too many keys", "s", make([]uint64, spec.MaxCount+1), connect.CodeInvalidArgument},
+		} {
+			_, err := s.client(a1).NextSeqs(proctest.Context(t, 5*time.Second), connect.NewRequest(&seqsvrv1.NextSeqsRequest{Space: tc.space, Keys: tc.keys}))
+			if connect.CodeOf(err) != tc.code {
+				t.Errorf("%s: %v, want %v", tc.name, err, tc.code)
+			}
+		}
+	})
+
+	t.Run("leaf GETs", func(t *testing.T) {
+		for _, p := range []*cluster.Proc{a1, a2} {
+			for _, k := range []uint64{3, 33} {
+				v := leafSeq(t, p, "next", k)
+				s.keys.check(t, p.Name+" leaf", []uint64{k}, []int64{v}, true)
+				if cur := leafSeq(t, p, "current", k); cur != v {
+					t.Fatalf("%s: current of %d = %d after next answered %d", p.Name, k, cur, v)
+				}
+			}
+		}
+	})
+
+	t.Run("SIGTERM moves sections", func(t *testing.T) {
+		if err := a2.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		took := s.within("a1 serving every key after a2 stopped", 2*time.Second, func(ctx context.Context) error {
+			return s.next(ctx, a1, seqKeys)
+		})
+		t.Logf("a2's sections served by a1 %v after its stop", took)
+	})
+
+	a3, err := c.NewAlloc("a3", "a3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("a new allocsvr takes a share", func(t *testing.T) {
+		ctx := proctest.Context(t, 30*time.Second)
+		if err := a3.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.WaitReady(ctx, a3); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() { s.settled(a1, "a1", "a3"); s.settled(a3, "a1", "a3"); close(done) }()
+		for moving := true; moving; {
+			select {
+			case <-done:
+				moving = false
+			default:
+			}
+			for _, p := range []*cluster.Proc{a1, a3} {
+				s.within("every key while sections move to a3", 2*time.Second, func(ctx context.Context) error {
+					return s.next(ctx, p, seqKeys)
+				})
+			}
+		}
+	})
+
+	t.Run("SIGKILL of an owner", func(t *testing.T) {
+		owner := s.owners(a1)[0]
+		victim, survivor := a1, a3
+		if owner == "a3" {
+			victim, survivor = a3, a1
+		}
+		if err := victim.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		took := s.within(survivor.Name+" serving every key after "+victim.Name+" was killed", seqLeaseTTL+2*time.Second, func(ctx context.Context) error {
+			return s.next(ctx, survivor, seqKeys)
+		})
+		t.Logf("%s's sections served by %s %v after the kill", victim.Name, survivor.Name, took)
+		cur, err := s.client(survivor).CurrentSeqs(proctest.Context(t, 5*time.Second), connect.NewRequest(&seqsvrv1.CurrentSeqsRequest{Space: "s", Keys: seqKeys}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.keys.check(t, survivor.Name+" current", seqKeys, cur.Msg.GetSeqs(), false)
+	})
+}
+
+// leafSeq is GET /api/seq/{what}/s/{key} on p: a plain number.
+func leafSeq(t *testing.T, p *cluster.Proc, what string, key uint64) int64 {
+	t.Helper()
+	for end := time.Now().Add(5 * time.Second); ; {
+		code, body := httpGet(t, fmt.Sprintf("%s/api/seq/%s/s/%d", p.URL(), what, key))
+		if code == 200 {
+			v, err := strconv.ParseInt(body, 10, 64)
+			if err != nil {
+				t.Fatalf("%s: body %q is not a plain number", p.Name, body)
+			}
+			return v
+		}
+		if code != 503 || time.Now().After(end) {
+			t.Fatalf("%s GET %s %d: %d %q", p.Name, what, key, code, strings.TrimSpace(body))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func httpGet(t *testing.T, url string) (int, string) {
+	t.Helper()
+	res, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.StatusCode, string(b)
+}
