@@ -124,7 +124,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	if cfg.SeqWorkers > 0 {
 		w.seqKeys = hotKeys(cfg.SeqHotKeys)
-		if err := createSpace(ctx, c, cfg.SeqStep); err != nil {
+		if err := createSpace(ctx, c, cfg.SeqStep, w.seqKeys); err != nil {
 			return nil, err
 		}
 	}

@@ -58,11 +58,11 @@ func Full(d time.Duration, withPartitions bool) []Config {
 		mixed = append(mixed, "isolate-alloc")
 	}
 	out = append(out, Config{Name: "mixed", Faults: mixed, Partitions: withPartitions, GapLo: 50 * time.Millisecond, GapHi: 300 * time.Millisecond})
-	// seq: the per-key workload while sections move (seqFaults, a twin
-	// taking a node over) and the allocsvrs and the store leader are
-	// killed, paused and cut off.
-	seq := Config{Name: "seq", Faults: cat(seqFaults, []string{"kill-alloc", "pause-alloc", "clock-jump-alloc", "twin-takeover", "kill-leader", "pause-leader"}),
-		Partitions: withPartitions, SeqWorkers: 6, StoreWorkers: 2, AllocWorkers: 2, GapLo: 200 * time.Millisecond, GapHi: time.Second}
+	// seq: the per-key workload on three allocsvrs while sections move
+	// (seqFaults, a twin taking a node over) and the allocsvrs and the
+	// store leader are killed, paused and cut off.
+	seq := Config{Name: "seq", Faults: cat(seqFaults, []string{"kill-alloc", "pause-alloc", "twin-takeover", "kill-leader", "pause-leader"}),
+		Partitions: withPartitions, Allocs: 3, SeqWorkers: 6, StoreWorkers: 2, AllocWorkers: 2, GapLo: 200 * time.Millisecond, GapHi: time.Second}
 	if withPartitions {
 		seq.Faults = append(seq.Faults, "isolate-alloc", "partition-leader")
 	}

@@ -36,11 +36,31 @@ func seqAllocArgs(cfg Config) []string {
 	return []string{"--seq-heartbeat-interval", cfg.SeqHeartbeat.String(), "--seq-fence-margin", seqFenceMargin.String()}
 }
 
-func createSpace(ctx context.Context, c *cluster.Cluster, step int64) error {
+// createSpace creates the space and waits until every allocsvr serves
+// all of keys: the allocsvrs learn of a space from their next heartbeat,
+// and the workload should not start with a burst of not_found.
+func createSpace(ctx context.Context, c *cluster.Cluster, step int64, keys []uint64) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	return c.CreateSpace(ctx, &seqsvrv1.CreateSpaceRequest{Space: seqSpace, KeyCount: seqKeys, SectionSize: seqSectionSize, Step: step,
+	err := c.CreateSpace(ctx, &seqsvrv1.CreateSpaceRequest{Space: seqSpace, KeyCount: seqKeys, SectionSize: seqSectionSize, Step: step,
 		Description: "jepsen per-key workload"})
+	if err != nil {
+		return err
+	}
+	for _, a := range c.Allocs {
+		for {
+			cctx, ccancel := context.WithTimeout(ctx, 2*time.Second)
+			_, err := c.SeqClient(a).CurrentSeqs(cctx, connect.NewRequest(&seqsvrv1.CurrentSeqsRequest{Space: seqSpace, Keys: keys}))
+			ccancel()
+			if err == nil {
+				break
+			}
+			if cluster.Sleep(ctx, 50*time.Millisecond) != nil {
+				return fmt.Errorf("space %s not served by %s: %w", seqSpace, a.Name, err)
+			}
+		}
+	}
+	return nil
 }
 
 // hotKeys spreads n keys evenly over the space.

@@ -59,15 +59,26 @@ func (w *workload) pickAlloc(r *rand.Rand) *cluster.Proc {
 	return w.allocs[r.Intn(len(w.allocs))]
 }
 
-func (w *workload) pickStore(r *rand.Rand) *cluster.Proc {
+// pickRunningAlloc prefers an allocsvr that runs (possibly paused): a
+// call to a dead one is refused in microseconds and proves nothing.
+func (w *workload) pickRunningAlloc(r *rand.Rand) *cluster.Proc {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return pickRunning(r, w.allocs)
+}
+
+func (w *workload) pickStore(r *rand.Rand) *cluster.Proc { return pickRunning(r, w.c.Stores) }
+
+// pickRunning picks one of the running procs, or any when none runs.
+func pickRunning(r *rand.Rand, procs []*cluster.Proc) *cluster.Proc {
 	var up []*cluster.Proc
-	for _, s := range w.c.Stores {
-		if s.Running() {
-			up = append(up, s)
+	for _, p := range procs {
+		if p.Running() {
+			up = append(up, p)
 		}
 	}
 	if len(up) == 0 {
-		return w.c.Stores[r.Intn(len(w.c.Stores))]
+		return procs[r.Intn(len(procs))]
 	}
 	return up[r.Intn(len(up))]
 }
@@ -108,7 +119,7 @@ func (w *workload) run(ctx context.Context, seed int64) *sync.WaitGroup {
 		}
 	})
 	spawn(w.cfg.SeqWorkers, func(r *rand.Rand, id int) {
-		if !w.seqOp(ctx, r, id, w.pickAlloc(r)) {
+		if !w.seqOp(ctx, r, id, w.pickRunningAlloc(r)) {
 			// No owner yet, or a dead allocsvr: do not spin.
 			sleep(ctx, 10*time.Millisecond)
 		}
