@@ -25,16 +25,16 @@ func Catalogue() map[string]Fault {
 		{"partition-ring", "store", partitionRing},
 		{"partition-bridge", "store", partitionBridge},
 		{"partition-oneway", "store", partitionOneWay},
-		{"kill-alloc", "alloc", killAlloc},
-		{"pause-alloc", "alloc", pauseAlloc},
-		{"clock-jump-alloc", "alloc", clockJump},
-		{"clock-back-restart", "alloc", clockBackRestart},
+		{"kill-alloc", "alloc", onRandomAlloc(killAlloc)},
+		{"pause-alloc", "alloc", onRandomAlloc(pauseAlloc)},
+		{"clock-jump-alloc", "alloc", onRandomAlloc(clockJump)},
+		{"clock-back-restart", "alloc", onRandomAlloc(clockBackRestart)},
 		{"isolate-alloc", "alloc", isolateAlloc},
 		{"twin-takeover", "alloc", twinTakeover},
 		{"seq-add-alloc", "alloc", seqAddAlloc},
-		{"seq-term-alloc", "alloc", seqTermAlloc},
-		{"seq-kill-alloc", "alloc", seqKillAlloc},
-		{"seq-pause-alloc", "alloc", seqPauseAlloc},
+		{"seq-term-alloc", "alloc", onRandomAlloc(seqTermAlloc)},
+		{"seq-kill-alloc", "alloc", onRandomAlloc(seqKillAlloc)},
+		{"seq-pause-alloc", "alloc", onRandomAlloc(seqPauseAlloc)},
 	} {
 		m[f.Name] = f
 	}
@@ -173,19 +173,23 @@ func randomAlloc(e *Env, r *rand.Rand) *cluster.Proc {
 	return e.C.Allocs[r.Intn(len(e.C.Allocs))]
 }
 
-func killAlloc(ctx context.Context, e *Env, r *rand.Rand) error {
-	a := randomAlloc(e, r)
-	if a == nil {
-		return nil
+// onRandomAlloc makes a fault of f applied to a random allocsvr (none
+// when the cluster has no allocsvr).
+func onRandomAlloc(f func(ctx context.Context, e *Env, r *rand.Rand, a *cluster.Proc) error) func(context.Context, *Env, *rand.Rand) error {
+	return func(ctx context.Context, e *Env, r *rand.Rand) error {
+		a := randomAlloc(e, r)
+		if a == nil {
+			return nil
+		}
+		return f(ctx, e, r, a)
 	}
+}
+
+func killAlloc(ctx context.Context, e *Env, r *rand.Rand, a *cluster.Proc) error {
 	return killHoldRestart(ctx, e, r, "kill-alloc", a, killLo, killHi)
 }
 
-func pauseAlloc(ctx context.Context, e *Env, r *rand.Rand) error {
-	a := randomAlloc(e, r)
-	if a == nil {
-		return nil
-	}
+func pauseAlloc(ctx context.Context, e *Env, r *rand.Rand, a *cluster.Proc) error {
 	return pauseHold(ctx, e, r, "pause-alloc", a, e.ElectionTimeout, 8*e.ElectionTimeout)
 }
 
@@ -193,11 +197,7 @@ func pauseAlloc(ctx context.Context, e *Env, r *rand.Rand) error {
 // tolerance, waited out), back a lot (refused with unavailable) or
 // forward, holds, and steps it back to true time (itself a backward step
 // after a forward jump).
-func clockJump(ctx context.Context, e *Env, r *rand.Rand) error {
-	a := randomAlloc(e, r)
-	if a == nil {
-		return nil
-	}
+func clockJump(ctx context.Context, e *Env, r *rand.Rand, a *cluster.Proc) error {
 	offsets := []time.Duration{-3 * time.Millisecond, -4 * time.Millisecond, -50 * time.Millisecond, -2 * time.Second, 20 * time.Millisecond, 1500 * time.Millisecond}
 	off := offsets[r.Intn(len(offsets))]
 	if err := e.SetClock(ctx, a, off); err != nil {
@@ -216,11 +216,7 @@ func clockJump(ctx context.Context, e *Env, r *rand.Rand) error {
 
 // clockBackRestart restarts an allocsvr whose clock is behind the last
 // timestamp it issued: it must not issue anything at or below it.
-func clockBackRestart(ctx context.Context, e *Env, r *rand.Rand) error {
-	a := randomAlloc(e, r)
-	if a == nil {
-		return nil
-	}
+func clockBackRestart(ctx context.Context, e *Env, r *rand.Rand, a *cluster.Proc) error {
 	off := -time.Duration(500+r.Intn(2500)) * time.Millisecond
 	if err := a.Kill(); err != nil {
 		return err
