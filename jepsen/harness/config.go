@@ -7,10 +7,14 @@
 //
 // Unknown outcomes: a reservation that failed or timed out is re-issued
 // with its request_id after the run (many at a time); one that failed to
-// connect (a dial error in this process) was never sent and is not. The
-// final state is each member's own applied state (GetTag local=true),
-// read after the allocsvrs are stopped, at a point where every member
-// reports the same applied index before and after the reads.
+// connect (a dial error in this process) was never sent and is not. A
+// per-key call (NextSeq, NextSeqs, CurrentSeqs) that failed stays
+// unknown: nothing can re-issue it, and the per-key checkers count only
+// answered calls. The final state is each member's own applied state
+// (GetTag local=true), read after the allocsvrs are stopped, at a point
+// where every member reports the same applied index before and after the
+// reads; the per-key final state is one CurrentSeqs of every hot key,
+// made after the workers stopped and recorded with the other calls.
 //
 // A run passes only if every checker passes; a checker that cannot decide
 // fails, and so does a run in which some kind of operation never
