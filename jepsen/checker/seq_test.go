@@ -75,6 +75,15 @@ func TestSeqChecks(t *testing.T) {
 	}
 }
 
+// TestSeqNothing: a history without per-key calls passes, and says so.
+func TestSeqNothing(t *testing.T) {
+	for _, r := range []Result{SeqOrder(nil), SeqUnique(nil)} {
+		if !r.OK || r.Checked != 0 || r.Detail != noSeqCalls {
+			t.Fatalf("%+v", r)
+		}
+	}
+}
+
 // TestSeqOrderScales: a long history of one key checks in O(n log n);
 // the last call going back is found.
 func TestSeqOrderScales(t *testing.T) {
