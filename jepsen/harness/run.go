@@ -81,9 +81,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		for i := 1; i <= cfg.Allocs; i++ {
 			names = append(names, fmt.Sprintf("a%d", i), fmt.Sprintf("a%dt", i))
 		}
-		if cfg.SeqWorkers > 0 {
-			names = append(names, nemesis.ExtraAlloc)
-		}
+		names = append(names, nemesis.ExtraAlloc) // seq-add-alloc's
 		net, err = nemesis.NewNet(names)
 		if err != nil {
 			rep.Notes = append(rep.Notes, fmt.Sprintf("partitions not run: %v", err))
