@@ -211,6 +211,11 @@ func (c *Cluster) AllocClient(p *Proc) seqsvrv1connect.AllocServiceClient {
 	return seqsvrv1connect.NewAllocServiceClient(c.http, p.URL())
 }
 
+// SeqClient is a Connect client for p's per-key sequence service.
+func (c *Cluster) SeqClient(p *Proc) seqsvrv1connect.SeqServiceClient {
+	return seqsvrv1connect.NewSeqServiceClient(c.http, p.URL())
+}
+
 // Status asks one store for ClusterStatus with a short deadline.
 func (c *Cluster) Status(ctx context.Context, p *Proc) (*seqsvrv1.ClusterStatusResponse, error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
@@ -229,21 +234,41 @@ func (c *Cluster) Status(ctx context.Context, p *Proc) (*seqsvrv1.ClusterStatusR
 // once.
 func (c *Cluster) CreateTag(ctx context.Context, req *seqsvrv1.CreateTagRequest) error {
 	cli := c.StoreClient(c.Stores[0])
+	return create(ctx, "tag "+req.GetTag(), func(ctx context.Context) error {
+		_, err := cli.CreateTag(ctx, connect.NewRequest(req))
+		return err
+	})
+}
+
+// CreateSpace creates a per-key sequence space like CreateTag creates a
+// tag: through the first store, retried until ctx ends, an existing space
+// counting as created.
+func (c *Cluster) CreateSpace(ctx context.Context, req *seqsvrv1.CreateSpaceRequest) error {
+	cli := c.StoreClient(c.Stores[0])
+	return create(ctx, "space "+req.GetSpace(), func(ctx context.Context) error {
+		_, err := cli.CreateSpace(ctx, connect.NewRequest(req))
+		return err
+	})
+}
+
+// create retries call (2 s per attempt) until it succeeds, answers
+// already_exists, or fails in a way retrying cannot help.
+func create(ctx context.Context, what string, call func(context.Context) error) error {
 	for {
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		_, err := cli.CreateTag(cctx, connect.NewRequest(req))
+		err := call(cctx)
 		cancel()
 		switch connect.CodeOf(err) {
 		case connect.CodeAlreadyExists:
 			return nil
 		case connect.CodeInvalidArgument, connect.CodeFailedPrecondition, connect.CodePermissionDenied:
-			return fmt.Errorf("create tag %s: %w", req.GetTag(), err) // retrying cannot help
+			return fmt.Errorf("create %s: %w", what, err) // retrying cannot help
 		}
 		if err == nil {
 			return nil
 		}
 		if Sleep(ctx, 100*time.Millisecond) != nil {
-			return fmt.Errorf("create tag %s: %w", req.GetTag(), err)
+			return fmt.Errorf("create %s: %w", what, err)
 		}
 	}
 }

@@ -18,6 +18,8 @@ const (
 	SnowflakeMonotonic    = "snowflake IDs increasing per allocsvr lifetime"
 	SnowflakeTimeline     = "snowflake per-worker timestamps increasing"
 	SnowflakeExclusive    = "snowflake worker IDs held by one live process"
+	SeqOrderName          = "per-key sequences in real-time order"
+	SeqUniqueName         = "per-key NextSeq values unique"
 )
 
 // Result is one checker's verdict.

@@ -13,7 +13,8 @@ const ProgressName = "every workload made progress"
 // Progress fails when some kind of operation never succeeded: the other
 // checks would then pass vacuously (no ID, no duplicate), which proves
 // nothing about that part of the system. The tag writes (create, update,
-// delete) count only in histories that issued them (older runs did not).
+// delete) and the per-key sequence calls count only in histories that
+// issued them (older runs, runs without per-key workers).
 func Progress(ops []*history.Op) Result {
 	kinds := []string{history.Reserve, history.GetTag, history.NextIDs, history.Snowflake}
 	ok := map[string]int{}
@@ -24,7 +25,7 @@ func Progress(ops []*history.Op) Result {
 			ok[op.Kind]++
 		}
 	}
-	for _, k := range []string{history.Create, history.Update, history.Delete} {
+	for _, k := range []string{history.Create, history.Update, history.Delete, history.SeqNext, history.SeqNexts, history.SeqCurrent} {
 		if total[k] > 0 {
 			kinds = append(kinds, k)
 		}

@@ -107,7 +107,7 @@ func Check(in Inputs, outDir string) []Verdict {
 			ran(checker.WorkerTimeline(ops, l)),
 			ran(checker.WorkerExclusive(ops, l, f.LeaseTTL*2/3)))
 	}
-	return out
+	return append(out, ran(checker.SeqOrder(ops)), ran(checker.SeqUnique(ops)))
 }
 
 // agreedMax is each tag's highest final max_id over the members: an ID
@@ -149,6 +149,7 @@ func (r *Report) check(in Inputs) {
 			r.OpenWrites++
 		}
 	}
+	r.Spaces = spaceFigures(in.Ops)
 	r.Results = Check(in, r.OutDir)
 	r.OK = true
 	for _, v := range r.Results {

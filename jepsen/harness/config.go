@@ -7,10 +7,14 @@
 //
 // Unknown outcomes: a reservation that failed or timed out is re-issued
 // with its request_id after the run (many at a time); one that failed to
-// connect (a dial error in this process) was never sent and is not. The
-// final state is each member's own applied state (GetTag local=true),
-// read after the allocsvrs are stopped, at a point where every member
-// reports the same applied index before and after the reads.
+// connect (a dial error in this process) was never sent and is not. A
+// per-key call (NextSeq, NextSeqs, CurrentSeqs) that failed stays
+// unknown: nothing can re-issue it, and the per-key checkers count only
+// answered calls. The final state is each member's own applied state
+// (GetTag local=true), read after the allocsvrs are stopped, at a point
+// where every member reports the same applied index before and after the
+// reads; the per-key final state is one CurrentSeqs of every hot key,
+// made after the workers stopped and recorded with the other calls.
 //
 // A run passes only if every checker passes; a checker that cannot decide
 // fails, and so does a run in which some kind of operation never
@@ -63,6 +67,21 @@ type Config struct {
 	// deleted over and over (porcupine too). None of the life tags is in
 	// the final state: it may be absent at the end.
 	LinTags, AllocTags, LifeTags int
+	// SeqWorkers call NextSeq, NextSeqs and CurrentSeqs on the per-key
+	// space (see seqload.go) through random allocsvrs; 0 runs no per-key
+	// workload, creates no space and leaves the per-key flags at their
+	// defaults.
+	SeqWorkers int
+	// SeqHotKeys is how many keys the per-key workers use, spread over
+	// every section; SeqStep is the space's step (how far one raise moves
+	// a section's max_seq).
+	SeqHotKeys int
+	SeqStep    int64
+	// SeqLeaseTTL is the stores' --seq-lease-ttl and SeqHeartbeat the
+	// allocsvrs' --seq-heartbeat-interval (they fence seqFenceMargin
+	// before an unrenewed lease ends).
+	SeqLeaseTTL, SeqHeartbeat time.Duration
+
 	// OpTimeout bounds one client call.
 	OpTimeout time.Duration
 
@@ -84,6 +103,10 @@ func (c Config) withDefaults() Config {
 	c.LinTags = cmp.Or(c.LinTags, 3)
 	c.AllocTags = cmp.Or(c.AllocTags, 2)
 	c.LifeTags = cmp.Or(c.LifeTags, 2)
+	c.SeqHotKeys = cmp.Or(c.SeqHotKeys, 30)
+	c.SeqStep = cmp.Or(c.SeqStep, 50)
+	c.SeqLeaseTTL = cmp.Or(c.SeqLeaseTTL, 2*time.Second)
+	c.SeqHeartbeat = cmp.Or(c.SeqHeartbeat, 200*time.Millisecond)
 	c.OpTimeout = cmp.Or(c.OpTimeout, time.Second)
 	if c.Logf == nil {
 		c.Logf = func(string, ...any) {}

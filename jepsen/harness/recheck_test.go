@@ -39,6 +39,12 @@ func snowflake(id int64, target string, pid int, call, ret int64, ids ...int64) 
 	return o
 }
 
+func seqCall(id int64, kind, target string, call, ret int64, keys []uint64, seqs ...int64) *history.Op {
+	o := op(id, 6, kind, target, 100, call, ret)
+	o.Space, o.Keys, o.Seqs = "seq", keys, seqs
+	return o
+}
+
 // validInputs is a small history every checker passes, with one resolved
 // and one never-sent reservation, and its final state.
 func validInputs() Inputs {
@@ -64,6 +70,9 @@ func validInputs() Inputs {
 		snowflake(10, "a1", 100, 10, 15, sf(101, 1, 0)),
 		snowflake(11, "a2", 200, 0, 5, sf(100, 2, 0)),
 		failedNext, notSentSnow,
+		seqCall(14, history.SeqNext, "a1", 0, 5, []uint64{3}, 1),
+		seqCall(15, history.SeqNexts, "a2", 6, 7, []uint64{3, 3, 700}, 2, 3, 1),
+		seqCall(16, history.SeqCurrent, "a1", 8, 9, []uint64{3, 700}, 3, 1),
 	}
 	final := map[string]map[string]int64{}
 	for _, m := range []string{"s1", "s2", "s3"} {
@@ -104,6 +113,7 @@ var allCheckers = []string{
 	checker.ProgressName, checker.Linearizability, checker.SegmentsDisjointName, checker.FinalMaxID,
 	checker.SegmentUnique, checker.SegmentMonotonic, checker.SegmentWithinReserved,
 	checker.SnowflakeUnique, checker.SnowflakeMonotonic, checker.SnowflakeTimeline, checker.SnowflakeExclusive,
+	checker.SeqOrderName, checker.SeqUniqueName,
 }
 
 func names(vs []Verdict) []string {
@@ -124,7 +134,10 @@ func TestRecheckPasses(t *testing.T) {
 	if got := names(rep.Results); !slices.Equal(got, allCheckers) {
 		t.Fatalf("checkers run: %q, want %q", got, allCheckers)
 	}
-	if rep.Ops != 13 || rep.Resolved != 1 || rep.NotSent != 1 || rep.Unresolved != 0 || rep.OpsByKind[history.NextIDs] != [2]int{4, 3} {
+	if want := (SpaceFigures{Calls: 3, OK: 3, Keys: 2, Taken: 4, MaxSeq: 3}); rep.Spaces["seq"] != want {
+		t.Fatalf("space figures %+v, want %+v", rep.Spaces["seq"], want)
+	}
+	if rep.Ops != 16 || rep.Resolved != 1 || rep.NotSent != 1 || rep.Unresolved != 0 || rep.OpsByKind[history.NextIDs] != [2]int{4, 3} {
 		t.Fatalf("counts: ops %d resolved %d not sent %d unresolved %d next %v", rep.Ops, rep.Resolved, rep.NotSent, rep.Unresolved, rep.OpsByKind[history.NextIDs])
 	}
 }
@@ -144,6 +157,8 @@ func TestRecheckFinds(t *testing.T) {
 		{"overlapping segments", reserve(20, 3, 50, 60, 7, 8), []string{checker.Linearizability, checker.SegmentsDisjointName}},
 		// A reservation whose outcome stayed unknown leaves porcupine
 		// undecided, which fails the run as a violation would.
+		// A NextSeq begun after key 3 was answered 3 answers 2 again.
+		{"per-key value going back", seqCall(20, history.SeqNext, "a2", 10, 11, []uint64{3}, 2), []string{checker.SeqOrderName, checker.SeqUniqueName}},
 		{"unresolved reservation", &history.Op{ID: 20, Client: 3, Kind: history.Reserve, Target: "s1", Tag: "lin-0", Size: 1, Call: 50, Return: 60, Unresolved: true},
 			[]string{checker.Linearizability}},
 	} {

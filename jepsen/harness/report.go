@@ -3,13 +3,16 @@ package harness
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/seqsvr/seqsvr/jepsen/history"
 	"github.com/seqsvr/seqsvr/jepsen/nemesis"
 )
 
@@ -28,6 +31,8 @@ type Report struct {
 	// stayed unknown; porcupine lets each take effect anywhere after its
 	// call, or never.
 	OpenWrites int `json:"open_writes"`
+	// Spaces sums up the per-key calls of each space.
+	Spaces map[string]SpaceFigures `json:"spaces,omitempty"`
 
 	Faults     map[string]int `json:"faults"`
 	FaultTotal int            `json:"fault_total"`
@@ -35,6 +40,47 @@ type Report struct {
 	OK         bool           `json:"ok"`
 	Notes      []string       `json:"notes,omitempty"`
 	Elapsed    time.Duration  `json:"elapsed"`
+}
+
+// SpaceFigures are one space's per-key calls: how many and how many
+// succeeded, the keys they named, the values the successful NextSeq
+// calls took, and the largest value any call answered.
+type SpaceFigures struct {
+	Calls  int   `json:"calls"`
+	OK     int   `json:"ok"`
+	Keys   int   `json:"keys"`
+	Taken  int   `json:"taken"`
+	MaxSeq int64 `json:"max_seq"`
+}
+
+func spaceFigures(ops []*history.Op) map[string]SpaceFigures {
+	out := map[string]SpaceFigures{}
+	keys := map[string]map[uint64]bool{}
+	for _, op := range ops {
+		if op.Space == "" {
+			continue
+		}
+		f := out[op.Space]
+		f.Calls++
+		if keys[op.Space] == nil {
+			keys[op.Space] = map[uint64]bool{}
+		}
+		for _, k := range op.Keys {
+			keys[op.Space][k] = true
+		}
+		if op.OK {
+			f.OK++
+			if op.SeqIncrements() {
+				f.Taken += len(op.Seqs)
+			}
+			for _, v := range op.Seqs {
+				f.MaxSeq = max(f.MaxSeq, v)
+			}
+		}
+		f.Keys = len(keys[op.Space])
+		out[op.Space] = f
+	}
+	return out
 }
 
 // Failed lists the names of failing checkers (not the skipped ones).
@@ -76,6 +122,10 @@ func (r *Report) Table() string {
 	}
 	fmt.Fprintf(&b, "); unknown reservations resolved %d, unresolved %d (%d more failed to connect: not sent); tag writes of unknown outcome %d\n",
 		r.Resolved, r.Unresolved, r.NotSent, r.OpenWrites)
+	for _, name := range slices.Sorted(maps.Keys(r.Spaces)) {
+		f := r.Spaces[name]
+		fmt.Fprintf(&b, "space %s: calls %d/%d ok, %d keys, %d values taken, max value %d\n", name, f.OK, f.Calls, f.Keys, f.Taken, f.MaxSeq)
+	}
 	fmt.Fprintf(&b, "faults injected: %d (", r.FaultTotal)
 	for i, k := range nemesis.SortedFaults(r.Faults) {
 		if i > 0 {

@@ -65,6 +65,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		AllocArgs: append(append([]string{"--max-step", "200"}, allocLease...), cfg.AllocArgs...),
 		Logf:      cfg.Logf,
 	}
+	if cfg.SeqWorkers > 0 {
+		opts.StoreArgs = append(opts.StoreArgs, seqStoreArgs(cfg)...)
+		opts.AllocArgs = append(opts.AllocArgs, seqAllocArgs(cfg)...)
+	}
 	if len(cfg.Bugs) > 0 {
 		opts.Env = []string{"SEQSVR_FAULTS_BUGS=" + strings.Join(cfg.Bugs, ",")}
 	}
@@ -77,6 +81,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		for i := 1; i <= cfg.Allocs; i++ {
 			names = append(names, fmt.Sprintf("a%d", i), fmt.Sprintf("a%dt", i))
 		}
+		names = append(names, nemesis.ExtraAlloc) // seq-add-alloc's
 		net, err = nemesis.NewNet(names)
 		if err != nil {
 			rep.Notes = append(rep.Notes, fmt.Sprintf("partitions not run: %v", err))
@@ -115,14 +120,20 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := createTags(ctx, c, w.lifeTags, 10); err != nil {
 		return nil, err
 	}
+	if cfg.SeqWorkers > 0 {
+		w.seqKeys = hotKeys(cfg.SeqHotKeys)
+		if err := createSpace(ctx, c, cfg.SeqStep, w.seqKeys); err != nil {
+			return nil, err
+		}
+	}
 
 	faults, err := nemesis.Lookup(cfg.Faults)
 	if err != nil {
 		return nil, err
 	}
-	env := &nemesis.Env{C: c, Log: nlog, Net: net, ElectionTimeout: ElectionTimeout, LeaseTTL: cfg.LeaseTTL,
+	env := &nemesis.Env{C: c, Log: nlog, Net: net, ElectionTimeout: ElectionTimeout, LeaseTTL: cfg.LeaseTTL, SeqLeaseTTL: cfg.SeqLeaseTTL,
 		AddAlloc: w.addAlloc, RemoveAlloc: w.removeAlloc}
-	probeClient := cfg.StoreWorkers + cfg.AllocWorkers + cfg.TagWorkers
+	probeClient := cfg.StoreWorkers + cfg.AllocWorkers + cfg.TagWorkers + cfg.SeqWorkers
 	var probeMu sync.Mutex
 	env.AfterResume = func(p *cluster.Proc) {
 		probeMu.Lock()
@@ -167,6 +178,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	rctx, rcancel := context.WithTimeout(ctx, 60*time.Second)
 	defer rcancel()
 	w.resolve(rctx, ops)
+	if cfg.SeqWorkers > 0 {
+		// After the probes' clients (probeClient + i per lin tag).
+		if note := w.seqFinal(ctx, probeClient+cfg.LinTags); note != "" {
+			rep.Notes = append(rep.Notes, note)
+		}
+		ops = rec.Ops()
+	}
 	fctx, fcancel := context.WithTimeout(ctx, 30*time.Second)
 	defer fcancel()
 	layout := snowflakeLayout(fctx, c)

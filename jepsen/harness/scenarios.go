@@ -15,6 +15,9 @@ var (
 	storePauses = []string{"pause-leader", "pause-follower"}
 	partitions  = []string{"partition-leader", "partition-halves", "partition-ring", "partition-bridge", "partition-oneway"}
 	allocFaults = []string{"kill-alloc", "pause-alloc", "clock-jump-alloc", "clock-back-restart"}
+	// seqFaults move per-key sections: a joining allocsvr, a graceful
+	// stop, a death and a stall past the per-key lease.
+	seqFaults = []string{"seq-add-alloc", "seq-term-alloc", "seq-kill-alloc", "seq-pause-alloc"}
 )
 
 func cat(lists ...[]string) []string {
@@ -25,18 +28,20 @@ func cat(lists ...[]string) []string {
 	return out
 }
 
-// Smoke is the short run of `go test`: leader kills, pauses, clock jumps
-// and, as root, partitions, for about d.
+// Smoke is the short run of `go test`: leader kills, pauses, clock jumps,
+// an allocsvr joining and one stalling past its per-key lease and, as
+// root, partitions, for about d.
 func Smoke(d time.Duration, withPartitions bool) Config {
-	f := cat(storeKills, storePauses, []string{"kill-alloc", "clock-jump-alloc"})
+	f := cat(storeKills, storePauses, []string{"kill-alloc", "clock-jump-alloc", "seq-add-alloc", "seq-pause-alloc"})
 	if withPartitions {
 		f = append(f, "partition-leader", "isolate-alloc")
 	}
-	return Config{Name: "smoke", Duration: d, Faults: f, Partitions: withPartitions}
+	return Config{Name: "smoke", Duration: d, Faults: f, Partitions: withPartitions, SeqWorkers: 3}
 }
 
 // Full is the matrix of `make jepsen`: each scenario stresses one family
-// of faults, the last mixes all of them.
+// of faults, "mixed" mixes all of them, and "seq" (last, so the others
+// keep their seeds) runs the per-key workload.
 func Full(d time.Duration, withPartitions bool) []Config {
 	out := []Config{
 		{Name: "kills", Faults: cat(storeKills, []string{"kill-alloc"}), GapLo: 50 * time.Millisecond, GapHi: 300 * time.Millisecond},
@@ -53,6 +58,15 @@ func Full(d time.Duration, withPartitions bool) []Config {
 		mixed = append(mixed, "isolate-alloc")
 	}
 	out = append(out, Config{Name: "mixed", Faults: mixed, Partitions: withPartitions, GapLo: 50 * time.Millisecond, GapHi: 300 * time.Millisecond})
+	// seq: the per-key workload on three allocsvrs while sections move
+	// (seqFaults, a twin taking a node over) and the allocsvrs and the
+	// store leader are killed, paused and cut off.
+	seq := Config{Name: "seq", Faults: cat(seqFaults, []string{"kill-alloc", "pause-alloc", "twin-takeover", "kill-leader", "pause-leader"}),
+		Partitions: withPartitions, Allocs: 3, SeqWorkers: 6, StoreWorkers: 2, AllocWorkers: 2, GapLo: 200 * time.Millisecond, GapHi: time.Second}
+	if withPartitions {
+		seq.Faults = append(seq.Faults, "isolate-alloc", "partition-leader")
+	}
+	out = append(out, seq)
 	for i := range out {
 		out[i].Duration = d
 		if out[i].Name != "membership" {
@@ -87,13 +101,24 @@ func PlantedBug(bug string, d time.Duration) Config {
 		c.Allocs = 1
 		c.AllocWorkers = 6
 		c.GapLo, c.GapHi = 200*time.Millisecond, 300*time.Millisecond
+	case faults.BugSeqNoHandoverWait:
+		// Allocsvrs join again and again; the store gives the sections
+		// that move to them away at once, while their old owners keep
+		// serving from memory until their next heartbeat answer (1 s
+		// apart here) or a refused raise (a large step: rarely). Clients
+		// call the old owners directly and the new ones through any
+		// allocsvr, so the same keys are served by both.
+		c.Faults = []string{"seq-add-alloc"}
+		c.SeqWorkers = 8
+		c.SeqHeartbeat, c.SeqLeaseTTL, c.SeqStep = time.Second, 3*time.Second, 1000
+		c.GapLo, c.GapHi = 200*time.Millisecond, 500*time.Millisecond
 	}
 	return c
 }
 
 // Bugs lists the planted bugs the harness must catch.
 func Bugs() []string {
-	return []string{faults.BugReserveBeforeCommit, faults.BugStaleReads, faults.BugSnapshotDropsMaxID, faults.BugNoSelfFence}
+	return []string{faults.BugReserveBeforeCommit, faults.BugStaleReads, faults.BugSnapshotDropsMaxID, faults.BugNoSelfFence, faults.BugSeqNoHandoverWait}
 }
 
 // Catchers are the checkers that must report a found violation (not an
@@ -108,6 +133,8 @@ func Catchers(bug string) []string {
 		return []string{checker.Linearizability, checker.SegmentsDisjointName, checker.SegmentWithinReserved, checker.SegmentUnique}
 	case faults.BugNoSelfFence:
 		return []string{checker.SnowflakeUnique, checker.SnowflakeExclusive, checker.SnowflakeTimeline}
+	case faults.BugSeqNoHandoverWait:
+		return []string{checker.SeqOrderName, checker.SeqUniqueName}
 	}
 	return nil
 }

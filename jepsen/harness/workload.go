@@ -34,6 +34,8 @@ type workload struct {
 	// open counts each life tag's writes of unknown outcome (see
 	// maxOpenWrites).
 	open sync.Map // tag -> *atomic.Int32
+	// seqKeys are the per-key workers' hot keys (hotKeys).
+	seqKeys []uint64
 
 	mu     sync.Mutex
 	allocs []*cluster.Proc // the allocsvrs clients may call (twins come and go)
@@ -57,21 +59,32 @@ func (w *workload) pickAlloc(r *rand.Rand) *cluster.Proc {
 	return w.allocs[r.Intn(len(w.allocs))]
 }
 
-func (w *workload) pickStore(r *rand.Rand) *cluster.Proc {
+// pickRunningAlloc prefers an allocsvr that runs (possibly paused): a
+// call to a dead one is refused in microseconds and proves nothing.
+func (w *workload) pickRunningAlloc(r *rand.Rand) *cluster.Proc {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return pickRunning(r, w.allocs)
+}
+
+func (w *workload) pickStore(r *rand.Rand) *cluster.Proc { return pickRunning(r, w.c.Stores) }
+
+// pickRunning picks one of the running procs, or any when none runs.
+func pickRunning(r *rand.Rand, procs []*cluster.Proc) *cluster.Proc {
 	var up []*cluster.Proc
-	for _, s := range w.c.Stores {
-		if s.Running() {
-			up = append(up, s)
+	for _, p := range procs {
+		if p.Running() {
+			up = append(up, p)
 		}
 	}
 	if len(up) == 0 {
-		return w.c.Stores[r.Intn(len(w.c.Stores))]
+		return procs[r.Intn(len(procs))]
 	}
 	return up[r.Intn(len(up))]
 }
 
 // run starts the workers; they stop when ctx ends. Client numbers: store
-// workers, then alloc workers, then tag workers.
+// workers, then alloc workers, then tag workers, then per-key workers.
 func (w *workload) run(ctx context.Context, seed int64) *sync.WaitGroup {
 	var wg sync.WaitGroup
 	client := 0
@@ -103,6 +116,12 @@ func (w *workload) run(ctx context.Context, seed int64) *sync.WaitGroup {
 			sleep(ctx, tagOpGap)
 		} else {
 			sleep(ctx, tagBackoff)
+		}
+	})
+	spawn(w.cfg.SeqWorkers, func(r *rand.Rand, id int) {
+		if !w.seqOp(ctx, r, id, w.pickRunningAlloc(r)) {
+			// No owner yet, or a dead allocsvr: do not spin.
+			sleep(ctx, 10*time.Millisecond)
 		}
 	})
 	return &wg

@@ -19,3 +19,21 @@ func TestRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestHotKeys: the per-key workers' keys are distinct, inside the space,
+// and every section has some, so every move of a section is exercised.
+func TestHotKeys(t *testing.T) {
+	keys := hotKeys(30)
+	perSection := map[uint64]int{}
+	seen := map[uint64]bool{}
+	for _, k := range keys {
+		if k >= seqKeys || seen[k] {
+			t.Fatalf("key %d outside the space or repeated: %v", k, keys)
+		}
+		seen[k] = true
+		perSection[k/seqSectionSize]++
+	}
+	if len(perSection) != seqKeys/seqSectionSize {
+		t.Fatalf("hot keys in %d of %d sections: %v", len(perSection), seqKeys/seqSectionSize, keys)
+	}
+}

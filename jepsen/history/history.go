@@ -25,6 +25,12 @@ const (
 	Create    = "create"    // StoreService.CreateTag
 	Update    = "update"    // StoreService.UpdateTag
 	Delete    = "delete"    // StoreService.DeleteTag
+
+	// Per-key sequences (SeqService on allocsvr); Space names the space,
+	// Keys the keys asked for and Seqs the values answered, one per key.
+	SeqNext    = "seq-next"    // NextSeq (one key)
+	SeqNexts   = "seq-nexts"   // NextSeqs (repeats allowed)
+	SeqCurrent = "seq-current" // CurrentSeqs
 )
 
 // Codes of the failures that are answers: the store gives them only from
@@ -68,6 +74,11 @@ type Op struct {
 	Last  int64   `json:"last,omitempty"`
 	MaxID int64   `json:"max_id,omitempty"`
 	IDs   []int64 `json:"ids,omitempty"`
+	// Space, Keys and Seqs are a per-key sequence call's space, keys and
+	// answered values (Seqs[i] for Keys[i]).
+	Space string   `json:"space,omitempty"`
+	Keys  []uint64 `json:"keys,omitempty"`
+	Seqs  []int64  `json:"seqs,omitempty"`
 	// TagStep is the step in the answer (a Tag, or a Segment answered
 	// by its first issue); 0 when not recorded.
 	TagStep int64 `json:"tag_step,omitempty"`
@@ -106,6 +117,10 @@ func (op *Op) Open() bool {
 	write := op.Kind == Create || op.Kind == Update || op.Kind == Delete
 	return write && !op.OK && !op.NoEffect() && !op.Answered()
 }
+
+// SeqIncrements reports whether op is a NextSeq or NextSeqs: each
+// occurrence of a key in it takes that key's next value.
+func (op *Op) SeqIncrements() bool { return op.Kind == SeqNext || op.Kind == SeqNexts }
 
 // Recorder collects operations from many goroutines.
 type Recorder struct {

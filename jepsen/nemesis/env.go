@@ -25,6 +25,9 @@ type Env struct {
 	ElectionTimeout time.Duration
 	// LeaseTTL is the snowflake worker lease TTL the stores were given.
 	LeaseTTL time.Duration
+	// SeqLeaseTTL is the per-key sequence lease the stores were given
+	// (--seq-lease-ttl): how long a dead allocsvr keeps its sections.
+	SeqLeaseTTL time.Duration
 	// AfterResume runs right after a paused store is resumed, so the
 	// workload can aim reads at a member that may believe stale things.
 	AfterResume func(p *cluster.Proc)
@@ -32,9 +35,10 @@ type Env struct {
 	// (the twin of the takeover fault).
 	AddAlloc, RemoveAlloc func(p *cluster.Proc)
 
-	// One membership change at a time, and one twin at a time (a twin
-	// has a fixed port in namespaces); the two may overlap.
-	memberMu, twinMu sync.Mutex
+	// One membership change at a time, one twin at a time (a twin has a
+	// fixed port in namespaces) and one extra allocsvr at a time (it has
+	// one name); they may overlap.
+	memberMu, twinMu, extraMu sync.Mutex
 }
 
 // Fault is one kind of injection. Run injects it, holds it, heals it and

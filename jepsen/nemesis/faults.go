@@ -25,12 +25,16 @@ func Catalogue() map[string]Fault {
 		{"partition-ring", "store", partitionRing},
 		{"partition-bridge", "store", partitionBridge},
 		{"partition-oneway", "store", partitionOneWay},
-		{"kill-alloc", "alloc", killAlloc},
-		{"pause-alloc", "alloc", pauseAlloc},
-		{"clock-jump-alloc", "alloc", clockJump},
-		{"clock-back-restart", "alloc", clockBackRestart},
+		{"kill-alloc", "alloc", onRandomAlloc(killAlloc)},
+		{"pause-alloc", "alloc", onRandomAlloc(pauseAlloc)},
+		{"clock-jump-alloc", "alloc", onRandomAlloc(clockJump)},
+		{"clock-back-restart", "alloc", onRandomAlloc(clockBackRestart)},
 		{"isolate-alloc", "alloc", isolateAlloc},
 		{"twin-takeover", "alloc", twinTakeover},
+		{"seq-add-alloc", "alloc", seqAddAlloc},
+		{"seq-term-alloc", "alloc", onRandomAlloc(seqTermAlloc)},
+		{"seq-kill-alloc", "alloc", onRandomAlloc(seqKillAlloc)},
+		{"seq-pause-alloc", "alloc", onRandomAlloc(seqPauseAlloc)},
 	} {
 		m[f.Name] = f
 	}
@@ -42,7 +46,7 @@ func killLeader(ctx context.Context, e *Env, r *rand.Rand) error {
 	if e.skipped("kill-leader", err) {
 		return nil
 	}
-	return killHoldRestart(ctx, e, r, "kill-leader", l)
+	return killHoldRestart(ctx, e, r, "kill-leader", l, killLo, killHi)
 }
 
 func killFollower(ctx context.Context, e *Env, r *rand.Rand) error {
@@ -50,15 +54,19 @@ func killFollower(ctx context.Context, e *Env, r *rand.Rand) error {
 	if e.skipped("kill-follower", err) {
 		return nil
 	}
-	return killHoldRestart(ctx, e, r, "kill-follower", f)
+	return killHoldRestart(ctx, e, r, "kill-follower", f, killLo, killHi)
 }
 
-func killHoldRestart(ctx context.Context, e *Env, r *rand.Rand, name string, p *cluster.Proc) error {
+// How long the plain kill faults keep a process down.
+const killLo, killHi = 100 * time.Millisecond, 1500 * time.Millisecond
+
+// killHoldRestart SIGKILLs p, holds lo..hi and starts it again.
+func killHoldRestart(ctx context.Context, e *Env, r *rand.Rand, name string, p *cluster.Proc, lo, hi time.Duration) error {
 	if err := p.Kill(); err != nil {
 		return err
 	}
 	e.Log.Inject(name, p.Name, "SIGKILL")
-	d := hold(ctx, r, 100*time.Millisecond, 1500*time.Millisecond)
+	d := hold(ctx, r, lo, hi)
 	if err := p.Start(context.Background()); err != nil {
 		return err
 	}
@@ -93,7 +101,7 @@ func pauseLeader(ctx context.Context, e *Env, r *rand.Rand) error {
 	if e.skipped("pause-leader", err) {
 		return nil
 	}
-	return pauseHold(ctx, e, r, "pause-leader", l, 2, 6)
+	return pauseHold(ctx, e, r, "pause-leader", l, 2*e.ElectionTimeout, 6*e.ElectionTimeout)
 }
 
 func pauseFollower(ctx context.Context, e *Env, r *rand.Rand) error {
@@ -101,11 +109,11 @@ func pauseFollower(ctx context.Context, e *Env, r *rand.Rand) error {
 	if e.skipped("pause-follower", err) {
 		return nil
 	}
-	return pauseHold(ctx, e, r, "pause-follower", f, 2, 6)
+	return pauseHold(ctx, e, r, "pause-follower", f, 2*e.ElectionTimeout, 6*e.ElectionTimeout)
 }
 
-// pauseHold SIGSTOPs p for lo..hi election timeouts.
-func pauseHold(ctx context.Context, e *Env, r *rand.Rand, name string, p *cluster.Proc, lo, hi int) error {
+// pauseHold SIGSTOPs p for lo..hi.
+func pauseHold(ctx context.Context, e *Env, r *rand.Rand, name string, p *cluster.Proc, lo, hi time.Duration) error {
 	if err := p.Pause(); errors.Is(err, cluster.ErrNotRunning) {
 		e.Log.Skip(name, "%s not running", p.Name)
 		return nil
@@ -113,7 +121,7 @@ func pauseHold(ctx context.Context, e *Env, r *rand.Rand, name string, p *cluste
 		return err
 	}
 	e.Log.Inject(name, p.Name, "SIGSTOP")
-	d := hold(ctx, r, time.Duration(lo)*e.ElectionTimeout, time.Duration(hi)*e.ElectionTimeout)
+	d := hold(ctx, r, lo, hi)
 	if err := p.Resume(); err != nil && !errors.Is(err, cluster.ErrNotRunning) {
 		return err
 	}
@@ -165,31 +173,31 @@ func randomAlloc(e *Env, r *rand.Rand) *cluster.Proc {
 	return e.C.Allocs[r.Intn(len(e.C.Allocs))]
 }
 
-func killAlloc(ctx context.Context, e *Env, r *rand.Rand) error {
-	a := randomAlloc(e, r)
-	if a == nil {
-		return nil
+// onRandomAlloc makes a fault of f applied to a random allocsvr (none
+// when the cluster has no allocsvr).
+func onRandomAlloc(f func(ctx context.Context, e *Env, r *rand.Rand, a *cluster.Proc) error) func(context.Context, *Env, *rand.Rand) error {
+	return func(ctx context.Context, e *Env, r *rand.Rand) error {
+		a := randomAlloc(e, r)
+		if a == nil {
+			return nil
+		}
+		return f(ctx, e, r, a)
 	}
-	return killHoldRestart(ctx, e, r, "kill-alloc", a)
 }
 
-func pauseAlloc(ctx context.Context, e *Env, r *rand.Rand) error {
-	a := randomAlloc(e, r)
-	if a == nil {
-		return nil
-	}
-	return pauseHold(ctx, e, r, "pause-alloc", a, 1, 8)
+func killAlloc(ctx context.Context, e *Env, r *rand.Rand, a *cluster.Proc) error {
+	return killHoldRestart(ctx, e, r, "kill-alloc", a, killLo, killHi)
+}
+
+func pauseAlloc(ctx context.Context, e *Env, r *rand.Rand, a *cluster.Proc) error {
+	return pauseHold(ctx, e, r, "pause-alloc", a, e.ElectionTimeout, 8*e.ElectionTimeout)
 }
 
 // clockJump steps an allocsvr's clock back a little (within the 5 ms
 // tolerance, waited out), back a lot (refused with unavailable) or
 // forward, holds, and steps it back to true time (itself a backward step
 // after a forward jump).
-func clockJump(ctx context.Context, e *Env, r *rand.Rand) error {
-	a := randomAlloc(e, r)
-	if a == nil {
-		return nil
-	}
+func clockJump(ctx context.Context, e *Env, r *rand.Rand, a *cluster.Proc) error {
 	offsets := []time.Duration{-3 * time.Millisecond, -4 * time.Millisecond, -50 * time.Millisecond, -2 * time.Second, 20 * time.Millisecond, 1500 * time.Millisecond}
 	off := offsets[r.Intn(len(offsets))]
 	if err := e.SetClock(ctx, a, off); err != nil {
@@ -208,11 +216,7 @@ func clockJump(ctx context.Context, e *Env, r *rand.Rand) error {
 
 // clockBackRestart restarts an allocsvr whose clock is behind the last
 // timestamp it issued: it must not issue anything at or below it.
-func clockBackRestart(ctx context.Context, e *Env, r *rand.Rand) error {
-	a := randomAlloc(e, r)
-	if a == nil {
-		return nil
-	}
+func clockBackRestart(ctx context.Context, e *Env, r *rand.Rand, a *cluster.Proc) error {
 	off := -time.Duration(500+r.Intn(2500)) * time.Millisecond
 	if err := a.Kill(); err != nil {
 		return err

@@ -1,0 +1,182 @@
+package checker
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/seqsvr/seqsvr/jepsen/history"
+)
+
+// Per-key sequence checks (guarantee 8). Only successful calls count: a
+// call whose outcome is unknown (a timeout, unavailable) may or may not
+// have taken values, but no one ever saw them, so it orders nothing and
+// its values exist nowhere in the history.
+
+// noSeqCalls is the detail of a per-key check on a history without
+// per-key calls (a run without per-key workers): nothing to check; the
+// Progress check fails a run whose per-key calls all failed.
+const noSeqCalls = "no answered per-key call in the history"
+
+// seqKey is one key of one space: the unit guarantee 8 speaks about.
+type seqKey struct {
+	space string
+	key   uint64
+}
+
+func (k seqKey) String() string { return fmt.Sprintf("%s/%d", k.space, k.key) }
+
+// seqObs is what one successful call saw of one key: the smallest and the
+// largest value answered for it (they differ only for a NextSeqs that
+// named the key more than once).
+type seqObs struct {
+	op     *history.Op
+	next   bool // NextSeq or NextSeqs: it took the values
+	lo, hi int64
+}
+
+// seqObservations groups the successful per-key calls by key. Answers
+// that are malformed in themselves (a value count unlike the key count,
+// repeats of a key in one NextSeqs not strictly increasing) go to p.
+func seqObservations(ops []*history.Op, p *problems) map[seqKey][]seqObs {
+	out := map[seqKey][]seqObs{}
+	for _, op := range ops {
+		if !op.OK || (!op.SeqIncrements() && op.Kind != history.SeqCurrent) {
+			continue
+		}
+		if len(op.Seqs) != len(op.Keys) {
+			p.add("op %d (%s on %s) answered %d values for %d keys", op.ID, op.Kind, op.Target, len(op.Seqs), len(op.Keys))
+			continue
+		}
+		seen := map[uint64]int{} // key -> its index in out[k] for this op
+		for i, key := range op.Keys {
+			k, v := seqKey{op.Space, key}, op.Seqs[i]
+			j, again := seen[key]
+			if !again {
+				seen[key] = len(out[k])
+				out[k] = append(out[k], seqObs{op: op, next: op.SeqIncrements(), lo: v, hi: v})
+				continue
+			}
+			o := &out[k][j]
+			if o.next && v <= o.hi {
+				p.add("key %s: op %d (%s on %s) answered %d after %d for a later occurrence of the key in the same call", k, op.ID, op.Kind, op.Target, v, o.hi)
+			}
+			o.lo, o.hi = min(o.lo, v), max(o.hi, v)
+		}
+	}
+	return out
+}
+
+// seqBest is the largest value among the calls that returned so far, and
+// the call that saw it.
+type seqBest struct {
+	v  int64
+	op *history.Op
+}
+
+func (b *seqBest) fold(o seqObs) {
+	if b.op == nil || o.hi > b.v {
+		b.v, b.op = o.hi, o.op
+	}
+}
+
+// seqCall names a call with its interval on the run clock.
+func seqCall(op *history.Op) string {
+	return fmt.Sprintf("op %d (%s on %s, %s..%s)", op.ID, op.Kind, op.Target, time.Duration(op.Call), time.Duration(op.Return))
+}
+
+// SeqOrder checks guarantee 8's real-time order, key by key: a NextSeq
+// (each occurrence of the key in a NextSeqs) that began after a NextSeq
+// or CurrentSeqs of that key returned answers a larger value; a
+// CurrentSeqs answers at least every NextSeq of the key that returned
+// before it began. Per key the calls are swept once in call order
+// against those sorted by return time, carrying the largest value
+// returned so far: O(n log n).
+func SeqOrder(ops []*history.Op) Result {
+	var p problems
+	obs := seqObservations(ops, &p)
+	n := 0
+	for _, k := range sortedSeqKeys(obs) {
+		list := obs[k]
+		n += len(list)
+		byReturn := slices.Clone(list)
+		slices.SortFunc(byReturn, func(a, b seqObs) int { return cmp.Compare(a.op.Return, b.op.Return) })
+		byCall := slices.Clone(list)
+		slices.SortFunc(byCall, func(a, b seqObs) int { return cmp.Compare(a.op.Call, b.op.Call) })
+		var anyBest, nextBest seqBest // over every call / over the NextSeqs
+		i := 0
+		for _, b := range byCall {
+			for ; i < len(byReturn) && byReturn[i].op.Return < b.op.Call; i++ {
+				anyBest.fold(byReturn[i])
+				if byReturn[i].next {
+					nextBest.fold(byReturn[i])
+				}
+			}
+			switch {
+			case b.next && anyBest.op != nil && b.lo <= anyBest.v:
+				p.add("key %s: %s answered %d, not above the %d answered by %s, which returned before it began", k, seqCall(b.op), b.lo, anyBest.v, seqCall(anyBest.op))
+			case !b.next && nextBest.op != nil && b.lo < nextBest.v:
+				p.add("key %s: %s read %d, below the %d answered by %s, which returned before it began", k, seqCall(b.op), b.lo, nextBest.v, seqCall(nextBest.op))
+			}
+		}
+	}
+	if p.n > 0 {
+		return fail(SeqOrderName, n, "%s", p.String())
+	}
+	if n == 0 {
+		return pass(SeqOrderName, 0, "%s", noSeqCalls)
+	}
+	return pass(SeqOrderName, n, "%d key observations over %d keys, every key in real-time order", n, len(obs))
+}
+
+// SeqUnique checks that no two successful NextSeq answers (counting each
+// occurrence of a key in a NextSeqs) gave one key the same value.
+func SeqUnique(ops []*history.Op) Result {
+	type taken struct {
+		v  int64
+		op *history.Op
+	}
+	perKey := map[seqKey][]taken{}
+	n := 0
+	for _, op := range ops {
+		if !op.OK || !op.SeqIncrements() || len(op.Seqs) != len(op.Keys) {
+			continue
+		}
+		for i, key := range op.Keys {
+			k := seqKey{op.Space, key}
+			perKey[k] = append(perKey[k], taken{op.Seqs[i], op})
+			n++
+		}
+	}
+	var p problems
+	for _, k := range sortedSeqKeys(perKey) {
+		vs := perKey[k]
+		slices.SortFunc(vs, func(a, b taken) int { return cmp.Compare(a.v, b.v) })
+		for i := 1; i < len(vs); i++ {
+			if vs[i].v == vs[i-1].v {
+				p.add("key %s: value %d answered by %s and by %s", k, vs[i].v, seqCall(vs[i-1].op), seqCall(vs[i].op))
+			}
+		}
+	}
+	if p.n > 0 {
+		return fail(SeqUniqueName, n, "%s", p.String())
+	}
+	if n == 0 {
+		return pass(SeqUniqueName, 0, "%s", noSeqCalls)
+	}
+	return pass(SeqUniqueName, n, "%d values over %d keys, none answered twice", n, len(perKey))
+}
+
+// sortedSeqKeys orders a per-key map's keys, so that the examples a
+// failing check lists are the same on every re-check.
+func sortedSeqKeys[V any](m map[seqKey]V) []seqKey {
+	keys := make([]seqKey, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b seqKey) int {
+		return cmp.Or(cmp.Compare(a.space, b.space), cmp.Compare(a.key, b.key))
+	})
+	return keys
+}
