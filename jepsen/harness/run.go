@@ -73,8 +73,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		opts.Env = []string{"SEQSVR_FAULTS_BUGS=" + strings.Join(cfg.Bugs, ",")}
 	}
 	var net *nemesis.Net
+	var names []string
 	if cfg.Partitions {
-		var names []string
 		for i := 1; i <= cfg.Stores; i++ {
 			names = append(names, fmt.Sprintf("s%d", i))
 		}
@@ -91,6 +91,21 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			opts.Host, opts.Wrap = net.Host, net.Wrap
 			rep.Notes = append(rep.Notes, "partitions: network namespaces + blackhole routes")
 		}
+	}
+	if !cfg.Plain {
+		// The secure mode is the tested mode: one CA and certificate per
+		// run, valid for every address a process may have (loopback, or
+		// its namespace's), and a token per role.
+		var hosts []string
+		if net != nil {
+			for _, name := range names {
+				hosts = append(hosts, net.Host(name))
+			}
+		}
+		if opts.Security, err = cluster.NewSecurity(filepath.Join(out, "tls"), hosts...); err != nil {
+			return nil, err
+		}
+		rep.Notes = append(rep.Notes, "secure: HTTPS, bearer tokens, client certificates, Raft over mutual TLS")
 	}
 	c, err := cluster.Start(ctx, opts)
 	if err != nil {
