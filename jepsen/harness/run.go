@@ -147,7 +147,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	env := &nemesis.Env{C: c, Log: nlog, Net: net, ElectionTimeout: ElectionTimeout, LeaseTTL: cfg.LeaseTTL, SeqLeaseTTL: cfg.SeqLeaseTTL,
-		AddAlloc: w.addAlloc, RemoveAlloc: w.removeAlloc}
+		AddAlloc: w.addAlloc, RemoveAlloc: w.removeAlloc, OperatorTags: w.allocTags}
 	probeClient := cfg.StoreWorkers + cfg.AllocWorkers + cfg.TagWorkers + cfg.SeqWorkers
 	var probeMu sync.Mutex
 	env.AfterResume = func(p *cluster.Proc) {
@@ -188,6 +188,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if err := c.WaitReady(qctx, s); err != nil {
 			rep.Notes = append(rep.Notes, "quiesce: "+err.Error())
 		}
+	}
+	// The operator fault re-creates what it deletes before it returns;
+	// should a re-creation have failed, this one (already_exists counts as
+	// done) leaves no alloc tag without a final max_id.
+	if err := createTags(qctx, c, w.allocTags, 50); err != nil {
+		rep.Notes = append(rep.Notes, "quiesce: "+err.Error())
 	}
 	ops := rec.Ops()
 	rctx, rcancel := context.WithTimeout(ctx, 60*time.Second)
