@@ -42,13 +42,18 @@ type Options struct {
 	StoreHTTPBase, StoreRaftBase, AllocHTTPBase int
 	// StartTimeout bounds Start's waits; default 60 s.
 	StartTimeout time.Duration
+	// Security turns the secure mode on (see NewSecurity): HTTPS, tokens,
+	// client certificates and Raft over mutual TLS; nil runs plain HTTP
+	// without tokens.
+	Security *Security
 }
 
 // Cluster is a set of storesvr and allocsvr processes.
 type Cluster struct {
 	Stores, Allocs []*Proc
 	opts           Options
-	http           *http.Client
+	http           *http.Client // admin token in the secure mode
+	client         *http.Client // client token in the secure mode
 
 	mu    sync.Mutex
 	extra []*Proc // NewAlloc
@@ -75,6 +80,19 @@ func New(opts Options) (*Cluster, error) {
 		opts.AllocHTTPBase = cmp.Or(opts.AllocHTTPBase, 8080)
 	}
 	c := &Cluster{opts: opts, http: &http.Client{Timeout: 5 * time.Second}}
+	c.client = c.http
+	if sec := opts.Security; sec != nil {
+		var err error
+		if c.http, err = sec.client(sec.AdminToken, 5*time.Second); err != nil {
+			return nil, err
+		}
+		if c.client, err = sec.client(sec.ClientToken, 5*time.Second); err != nil {
+			return nil, err
+		}
+		opts.StoreArgs = append(sec.storeArgs(), opts.StoreArgs...)
+		opts.AllocArgs = append(sec.allocArgs(), opts.AllocArgs...)
+		c.opts = opts
+	}
 	for i := 1; i <= opts.Stores; i++ {
 		name := "s" + strconv.Itoa(i)
 		host := c.host(name)
@@ -92,6 +110,9 @@ func New(opts Options) (*Cluster, error) {
 		}
 		p := c.newProc(name, KindStore, host, hp)
 		p.RaftAddr = net.JoinHostPort(host, strconv.Itoa(rp))
+		if opts.Security != nil {
+			p.JoinTokenFile = opts.Security.AdminTokenFile
+		}
 		p.ExtraArgs = append([]string{}, opts.StoreArgs...)
 		c.Stores = append(c.Stores, p)
 	}
@@ -136,6 +157,7 @@ func (c *Cluster) newProc(name string, kind Kind, host string, httpPort int) *Pr
 		LogPath:  filepath.Join(c.opts.Dir, "logs", name+".log"),
 		Binary:   filepath.Join(c.opts.BinDir, string(kind)),
 		Env:      append([]string{}, c.opts.Env...),
+		TLS:      c.opts.Security != nil,
 		logf:     c.opts.Logf,
 	}
 	if c.opts.Wrap != nil {
@@ -198,22 +220,30 @@ func (c *Cluster) StoreURLs() []string {
 	return urls
 }
 
-// HTTPClient is the client the cluster uses for its own probes.
+// HTTPClient is the client the cluster uses for its own probes and store
+// calls; in the secure mode it trusts the CA, presents the certificate
+// and sends the admin token.
 func (c *Cluster) HTTPClient() *http.Client { return c.http }
 
-// StoreClient is a Connect client for p.
+// Secure reports whether the cluster runs in the secure mode.
+func (c *Cluster) Secure() bool { return c.opts.Security != nil }
+
+// StoreClient is a Connect client for p with the admin token (secure mode):
+// the harness creates, deletes and reads tags and changes membership.
 func (c *Cluster) StoreClient(p *Proc) seqsvrv1connect.StoreServiceClient {
 	return seqsvrv1connect.NewStoreServiceClient(c.http, p.URL())
 }
 
-// AllocClient is a Connect client for p.
+// AllocClient is a Connect client for p with the client token, as an
+// application would call it.
 func (c *Cluster) AllocClient(p *Proc) seqsvrv1connect.AllocServiceClient {
-	return seqsvrv1connect.NewAllocServiceClient(c.http, p.URL())
+	return seqsvrv1connect.NewAllocServiceClient(c.client, p.URL())
 }
 
-// SeqClient is a Connect client for p's per-key sequence service.
+// SeqClient is a Connect client for p's per-key sequence service, with
+// the client token.
 func (c *Cluster) SeqClient(p *Proc) seqsvrv1connect.SeqServiceClient {
-	return seqsvrv1connect.NewSeqServiceClient(c.http, p.URL())
+	return seqsvrv1connect.NewSeqServiceClient(c.client, p.URL())
 }
 
 // Status asks one store for ClusterStatus with a short deadline.

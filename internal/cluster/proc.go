@@ -46,6 +46,12 @@ type Proc struct {
 	ExtraArgs []string
 	// Wrap is a command prefix, e.g. ["ip", "netns", "exec", "ns1"].
 	Wrap []string
+	// TLS: the process serves HTTPS (Options.Security); allocsvrs then
+	// advertise an https:// URL to each other.
+	TLS bool
+	// JoinTokenFile (stores, secure mode) is passed as --join-token-file
+	// whenever Join is set: joining a cluster with auth needs role admin.
+	JoinTokenFile string
 
 	logf func(string, ...any)
 
@@ -57,8 +63,13 @@ type Proc struct {
 	paused  bool
 }
 
-// URL is the process's HTTP base URL.
-func (p *Proc) URL() string { return "http://" + p.HTTPAddr }
+// URL is the process's base URL (https:// in the secure mode).
+func (p *Proc) URL() string {
+	if p.TLS {
+		return "https://" + p.HTTPAddr
+	}
+	return "http://" + p.HTTPAddr
+}
 
 // Args is the full argument list (without the binary or Wrap).
 func (p *Proc) Args() []string {
@@ -68,11 +79,19 @@ func (p *Proc) Args() []string {
 		args = append(args, "--raft-addr", p.RaftAddr)
 		if p.Join != "" {
 			args = append(args, "--join", p.Join)
+			if p.JoinTokenFile != "" {
+				args = append(args, "--join-token-file", p.JoinTokenFile)
+			}
 		} else if p.Peers != "" {
 			args = append(args, "--peers", p.Peers)
 		}
 	case KindAlloc:
 		args = append(args, "--store", joinComma(p.Stores))
+		if p.TLS {
+			// The default advertised URL is http://; allocsvrs forward
+			// per-key calls to each other through it.
+			args = append(args, "--advertise-url", p.URL())
+		}
 	}
 	return append(args, p.ExtraArgs...)
 }

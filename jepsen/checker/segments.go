@@ -31,6 +31,11 @@ type owner struct {
 
 // UniqueIDs checks that no ID of the given kind (NextIDs or Snowflake)
 // was returned twice, by any process, per tag for segment IDs.
+//
+// Per tag, not per life of a tag: a tag deleted and re-created (the
+// operator fault) continues above its tombstone's max_id (guarantee 7), so
+// an ID of one life issued again in a later one is a duplicate like any
+// other.
 func UniqueIDs(ops []*history.Op, kind string) Result {
 	name := forKind(kind, SegmentUnique, SnowflakeUnique)
 	seen := map[string]map[int64]owner{}
@@ -75,6 +80,12 @@ type lifeKey struct {
 // tag, IDs are strictly increasing inside each response and between
 // responses in real-time order (a response that returned before another
 // was called holds only smaller IDs). Snowflake ops use the tag "".
+//
+// A delete and re-create of the tag within a lifetime changes nothing
+// here: the allocsvr keeps serving what it buffered of the old life (IDs
+// below the tombstone) until it drops those buffers, and every later
+// segment comes from the new life, above the tombstone's max_id, so the
+// IDs still rise.
 func MonotonicPerLifetime(ops []*history.Op, kind string) Result {
 	name := forKind(kind, SegmentMonotonic, SnowflakeMonotonic)
 	groups := map[lifeKey][]*history.Op{}
@@ -129,7 +140,10 @@ func realTimeIncreasing(g []*history.Op, bad func(prev, cur *history.Op)) {
 }
 
 // WithinReserved checks that every segment ID lies in (start, final
-// max_id] of its tag: an ID above max_id was never durably reserved.
+// max_id] of its tag: an ID above max_id was never durably reserved. The
+// final max_id is that of the tag's last life, which started at or above
+// the max_id of every earlier one, so the bound covers the IDs of all its
+// lives.
 func WithinReserved(ops []*history.Op, finalMax map[string]int64) Result {
 	const name = SegmentWithinReserved
 	var p problems

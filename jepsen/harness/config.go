@@ -56,6 +56,9 @@ type Config struct {
 	Bugs []string
 	// Extra flags for the servers.
 	StoreArgs, AllocArgs []string
+	// Plain runs the cluster without auth and TLS; the default is the
+	// secure mode (cluster.Security), the way it is meant to be run.
+	Plain bool
 	// LeaseTTL is the stores' --worker-lease-ttl.
 	LeaseTTL time.Duration
 

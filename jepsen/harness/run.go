@@ -73,8 +73,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		opts.Env = []string{"SEQSVR_FAULTS_BUGS=" + strings.Join(cfg.Bugs, ",")}
 	}
 	var net *nemesis.Net
+	var names []string
 	if cfg.Partitions {
-		var names []string
 		for i := 1; i <= cfg.Stores; i++ {
 			names = append(names, fmt.Sprintf("s%d", i))
 		}
@@ -91,6 +91,21 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			opts.Host, opts.Wrap = net.Host, net.Wrap
 			rep.Notes = append(rep.Notes, "partitions: network namespaces + blackhole routes")
 		}
+	}
+	if !cfg.Plain {
+		// The secure mode is the tested mode: one CA and certificate per
+		// run, valid for every address a process may have (loopback, or
+		// its namespace's), and a token per role.
+		var hosts []string
+		if net != nil {
+			for _, name := range names {
+				hosts = append(hosts, net.Host(name))
+			}
+		}
+		if opts.Security, err = cluster.NewSecurity(filepath.Join(out, "tls"), hosts...); err != nil {
+			return nil, err
+		}
+		rep.Notes = append(rep.Notes, "secure: HTTPS, bearer tokens, client certificates, Raft over mutual TLS")
 	}
 	c, err := cluster.Start(ctx, opts)
 	if err != nil {
@@ -132,7 +147,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	env := &nemesis.Env{C: c, Log: nlog, Net: net, ElectionTimeout: ElectionTimeout, LeaseTTL: cfg.LeaseTTL, SeqLeaseTTL: cfg.SeqLeaseTTL,
-		AddAlloc: w.addAlloc, RemoveAlloc: w.removeAlloc}
+		AddAlloc: w.addAlloc, RemoveAlloc: w.removeAlloc, OperatorTags: w.allocTags}
 	probeClient := cfg.StoreWorkers + cfg.AllocWorkers + cfg.TagWorkers + cfg.SeqWorkers
 	var probeMu sync.Mutex
 	env.AfterResume = func(p *cluster.Proc) {
@@ -173,6 +188,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if err := c.WaitReady(qctx, s); err != nil {
 			rep.Notes = append(rep.Notes, "quiesce: "+err.Error())
 		}
+	}
+	// The operator fault re-creates what it deletes before it returns;
+	// should a re-creation have failed, this one (already_exists counts as
+	// done) leaves no alloc tag without a final max_id.
+	if err := createTags(qctx, c, w.allocTags, 50); err != nil {
+		rep.Notes = append(rep.Notes, "quiesce: "+err.Error())
 	}
 	ops := rec.Ops()
 	rctx, rcancel := context.WithTimeout(ctx, 60*time.Second)

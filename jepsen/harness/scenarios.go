@@ -29,10 +29,11 @@ func cat(lists ...[]string) []string {
 }
 
 // Smoke is the short run of `go test`: leader kills, pauses, clock jumps,
-// an allocsvr joining and one stalling past its per-key lease and, as
-// root, partitions, for about d.
+// an allocsvr joining and one stalling past its per-key lease, an operator
+// deleting and re-creating a served tag and, as root, partitions, for
+// about d.
 func Smoke(d time.Duration, withPartitions bool) Config {
-	f := cat(storeKills, storePauses, []string{"kill-alloc", "clock-jump-alloc", "seq-add-alloc", "seq-pause-alloc"})
+	f := cat(storeKills, storePauses, []string{"kill-alloc", "clock-jump-alloc", "seq-add-alloc", "seq-pause-alloc", "operator"})
 	if withPartitions {
 		f = append(f, "partition-leader", "isolate-alloc")
 	}
@@ -44,7 +45,7 @@ func Smoke(d time.Duration, withPartitions bool) Config {
 // keep their seeds) runs the per-key workload.
 func Full(d time.Duration, withPartitions bool) []Config {
 	out := []Config{
-		{Name: "kills", Faults: cat(storeKills, []string{"kill-alloc"}), GapLo: 50 * time.Millisecond, GapHi: 300 * time.Millisecond},
+		{Name: "kills", Faults: cat(storeKills, []string{"kill-alloc", "operator"}), GapLo: 50 * time.Millisecond, GapHi: 300 * time.Millisecond},
 		{Name: "pauses", Faults: cat(storePauses, []string{"pause-alloc"}), GapLo: 50 * time.Millisecond, GapHi: 300 * time.Millisecond},
 		{Name: "clock", Faults: []string{"clock-jump-alloc", "clock-back-restart", "kill-follower"}, GapLo: 20 * time.Millisecond, GapHi: 150 * time.Millisecond},
 		{Name: "membership", Faults: []string{"member-replace", "kill-follower", "pause-follower", "twin-takeover"}, Partitions: withPartitions},
@@ -52,7 +53,7 @@ func Full(d time.Duration, withPartitions bool) []Config {
 	if withPartitions {
 		out = append(out, Config{Name: "partitions", Faults: cat(partitions, []string{"isolate-alloc"}), Partitions: true, GapLo: 50 * time.Millisecond, GapHi: 300 * time.Millisecond})
 	}
-	mixed := cat(storeKills, storePauses, allocFaults, []string{"member-replace", "twin-takeover"})
+	mixed := cat(storeKills, storePauses, allocFaults, []string{"member-replace", "twin-takeover", "operator"})
 	if withPartitions {
 		mixed = append(mixed, partitions...)
 		mixed = append(mixed, "isolate-alloc")

@@ -243,10 +243,11 @@ func (w *workload) tagOp(ctx context.Context, r *rand.Rand, client int, p *clust
 }
 
 // tagWrite is a CreateTag (2 in 5), an UpdateTag (2 in 5) or a DeleteTag.
-// Each create uses a start no other create uses, n<<32: every incarnation
-// of a tag hands out IDs from a range of its own, so the reserved segments
-// of all incarnations stay disjoint (the store starts a re-created tag at
-// its start, not above the deleted one's max_id).
+// Each create uses a start no other create uses, n<<32, above every
+// earlier life's max_id: every life hands out IDs from a range of its own
+// and its answered max_id tells which create took effect. (The store would
+// continue above the tombstone anyway, guarantee 7; the model expects
+// max(start, tombstone).)
 func (w *workload) tagWrite(ctx context.Context, r *rand.Rand, client int, p *cluster.Proc, tag string) *history.Op {
 	cli := w.c.StoreClient(p)
 	var op *history.Op

@@ -31,6 +31,9 @@ type Env struct {
 	// AfterResume runs right after a paused store is resumed, so the
 	// workload can aim reads at a member that may believe stale things.
 	AfterResume func(p *cluster.Proc)
+	// OperatorTags are the tags the operator fault deletes and re-creates:
+	// tags the allocsvrs serve to the clients.
+	OperatorTags []string
 	// AddAlloc and RemoveAlloc tell the workload about extra allocsvrs
 	// (the twin of the takeover fault).
 	AddAlloc, RemoveAlloc func(p *cluster.Proc)

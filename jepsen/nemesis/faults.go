@@ -35,6 +35,8 @@ func Catalogue() map[string]Fault {
 		{"seq-term-alloc", "alloc", onRandomAlloc(seqTermAlloc)},
 		{"seq-kill-alloc", "alloc", onRandomAlloc(seqKillAlloc)},
 		{"seq-pause-alloc", "alloc", onRandomAlloc(seqPauseAlloc)},
+		// A lane of its own: an operator acts whatever the processes do.
+		{"operator", "operator", operator},
 	} {
 		m[f.Name] = f
 	}

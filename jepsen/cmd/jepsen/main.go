@@ -42,6 +42,7 @@ func main() {
 	verbose := flag.Bool("v", false, "log process starts and nemesis events")
 	check := flag.String("check", "", "re-check a saved results folder (a scenario's, or a run's holding several) instead of running")
 	only := flag.String("only", "", "comma-separated scenario names of the mode to run, e.g. -mode full -only kills (default all)")
+	plain := flag.Bool("plain", false, "run the clusters without auth and TLS (default: the secure mode, HTTPS + tokens + Raft over mutual TLS)")
 	flag.Parse()
 	if *check != "" {
 		os.Exit(recheck(os.Stdout, *check))
@@ -50,10 +51,10 @@ func main() {
 	if *only != "" {
 		names = strings.Split(*only, ",")
 	}
-	os.Exit(run(*mode, names, *seed, *out, *duration, *verbose))
+	os.Exit(run(*mode, names, *seed, *out, *duration, *verbose, *plain))
 }
 
-func run(mode string, only []string, seed int64, out string, d time.Duration, verbose bool) int {
+func run(mode string, only []string, seed int64, out string, d time.Duration, verbose, plain bool) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if out == "" {
@@ -99,10 +100,15 @@ func run(mode string, only []string, seed int64, out string, d time.Duration, ve
 		cfg.Seed = seed + int64(i)
 		cfg.OutDir = filepath.Join(out, cfg.Name)
 		cfg.BinDir = bin
+		cfg.Plain = plain
 		if verbose {
 			cfg.Logf = func(f string, a ...any) { fmt.Printf(f+"\n", a...) }
 		}
-		fmt.Printf("-- running %s for %s (seed %d, faults %s)\n", cfg.Name, cfg.Duration, cfg.Seed, strings.Join(cfg.Faults, ","))
+		security := "secure"
+		if plain {
+			security = "plain"
+		}
+		fmt.Printf("-- running %s for %s (seed %d, %s, faults %s)\n", cfg.Name, cfg.Duration, cfg.Seed, security, strings.Join(cfg.Faults, ","))
 		rep, err := harness.Run(ctx, cfg)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "%s: %v\n", cfg.Name, err)
