@@ -22,6 +22,34 @@ var (
 	ErrStateConflict = errs.New(errs.FailedPrecondition, "data dir holds another member's state")
 )
 
+// nodeIDKey is where the stable store records which member owns the data
+// dir: Raft's configuration alone cannot tell a removed member's own
+// directory from another member's.
+var nodeIDKey = []byte("seqsvr_node_id")
+
+// claimDataDir records cfg.NodeID as the owner of the stable store on
+// first use, and refuses a start with another node ID: that directory is
+// some other member's state.
+func claimDataDir(stable raft.StableStore, cfg Config) error {
+	owner, err := stable.Get(nodeIDKey)
+	// Both raft stores answer a missing key with an error reading "not
+	// found" (raft itself tests it the same way).
+	if err != nil && err.Error() != "not found" {
+		return fmt.Errorf("storage: read the data dir's owner: %w", err)
+	}
+	switch {
+	case len(owner) == 0:
+		if err := stable.Set(nodeIDKey, []byte(cfg.NodeID)); err != nil {
+			return fmt.Errorf("storage: record the data dir's owner: %w", err)
+		}
+		return nil
+	case string(owner) != cfg.NodeID:
+		return fmt.Errorf("%w: %s belongs to member %q, and --node-id is %q: start with the node ID this directory belongs to, or with an empty data dir",
+			ErrStateConflict, cfg.DataDir, owner, cfg.NodeID)
+	}
+	return nil
+}
+
 // checkBootstrapPeers checks a Peers list about to be written as the
 // first configuration: this member must be in it at its own Raft address.
 func checkBootstrapPeers(c Config) error {
@@ -38,10 +66,11 @@ func checkBootstrapPeers(c Config) error {
 }
 
 // checkStoredConfiguration compares the configuration in existing state
-// with what this start was told. The stored state wins: a different node
-// ID is an error (this is some other member's directory, or a removed
-// one's); a different Raft address or peers list is a warning naming each
-// difference, since the cluster keeps dialling the stored addresses.
+// with what this start was told. The stored state wins: a member missing
+// from it was removed (and may be re-added), a warning; a different Raft
+// address or peers list is a warning naming each difference, since the
+// cluster keeps dialling the stored addresses. (Another member's directory
+// is refused earlier, by claimDataDir.)
 func (s *Store) checkStoredConfiguration() error {
 	f := s.raft.GetConfiguration()
 	if err := f.Error(); err != nil {
@@ -59,8 +88,12 @@ func (s *Store) checkStoredConfiguration() error {
 	}
 	self, ok := stored[s.cfg.NodeID]
 	if !ok {
-		return fmt.Errorf("%w: %s holds the state of a cluster with members %s, and --node-id %q is not one of them: start with the node ID this directory belongs to, or with an empty data dir (also after a --join that stopped before this member caught up)",
-			ErrStateConflict, s.cfg.DataDir, formatMembers(stored), s.cfg.NodeID)
+		// This directory is this member's (claimDataDir checked), so it
+		// was removed from the cluster, and may be about to be added
+		// again: the leader's AddMember brings it back and it catches up.
+		s.log.Warn("this member is not in its stored cluster configuration (it was removed); it serves nothing until the leader adds it again",
+			"node_id", s.cfg.NodeID, "stored", formatMembers(stored))
+		return nil
 	}
 	if self != s.cfg.RaftAddr {
 		s.log.Warn("--raft-addr differs from the stored configuration; the stored one is used: other members keep dialling it (move the member with RemoveMember and AddMember)",

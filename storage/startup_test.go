@@ -124,8 +124,8 @@ func TestRestartChecksStoredConfiguration(t *testing.T) {
 				t.Fatalf("open: %v, want %v", err, c.wantErr)
 			}
 			if err != nil {
-				if !strings.Contains(err.Error(), `"b"`) || !strings.Contains(err.Error(), "a=ra") {
-					t.Fatalf("the error does not name the node ID and the stored members: %v", err)
+				if !strings.Contains(err.Error(), `"b"`) || !strings.Contains(err.Error(), `"a"`) {
+					t.Fatalf("the error does not name the node ID and the directory's owner: %v", err)
 				}
 				return
 			}
@@ -139,5 +139,23 @@ func TestRestartChecksStoredConfiguration(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The data dir remembers its member: a removed member restarting on its own
+// directory is let through (the leader may add it again), another node ID
+// is refused.
+func TestClaimDataDir(t *testing.T) {
+	stable := raft.NewInmemStore()
+	a := Config{NodeID: "a", DataDir: "d"}
+	if err := claimDataDir(stable, a); err != nil {
+		t.Fatalf("first claim: %v", err)
+	}
+	if err := claimDataDir(stable, a); err != nil {
+		t.Fatalf("the owner again: %v", err)
+	}
+	err := claimDataDir(stable, Config{NodeID: "b", DataDir: "d"})
+	if !errors.Is(err, ErrStateConflict) || !strings.Contains(err.Error(), `"a"`) {
+		t.Fatalf("another node ID: %v, want ErrStateConflict naming the owner", err)
 	}
 }

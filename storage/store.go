@@ -143,6 +143,9 @@ func start(cfg Config, rc *raft.Config, p raftParts) (*Store, error) {
 			return nil, fmt.Errorf("%w: %s holds no Raft state and neither Peers, Join nor Bootstrap is set", ErrNoCluster, cfg.DataDir)
 		}
 	}
+	if err := claimDataDir(p.stable, cfg); err != nil {
+		return nil, err
+	}
 	s := &Store{cfg: cfg, log: cfg.Logger, fsm: newFSM(nil), closers: p.closers, stop: make(chan struct{})}
 	s.stopCtx, s.stopAll = context.WithCancel(context.Background())
 	s.raft, err = raft.NewRaft(rc, s.fsm, p.logs, p.stable, p.snaps, p.trans)
