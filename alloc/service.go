@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"connectrpc.com/connect"
 
@@ -152,7 +153,7 @@ func (s *Service) DecodeSnowflake(_ context.Context, req *connect.Request[seqsvr
 // Status shows the buffers, the snowflake worker and the per-key sequence
 // lease, as Leaf's cache page.
 func (s *Service) Status(context.Context, *connect.Request[seqsvrv1.StatusRequest]) (*connect.Response[seqsvrv1.StatusResponse], error) {
-	out := &seqsvrv1.StatusResponse{NodeId: s.nodeID, Tags: s.seg.Status(), Seq: s.seqStatus()}
+	out := &seqsvrv1.StatusResponse{NodeId: s.nodeID, Tags: s.seg.Status(), Seq: s.seqStatus(), NowMs: time.Now().UnixMilli()}
 	if st := s.snow.Load(); st.src != nil {
 		out.Snowflake = st.src.Status()
 	} else {

@@ -39,6 +39,7 @@ func (t *tagState) status() *seqsvrv1.TagStatus {
 		NextReady:          t.next != nil,
 		Loading:            t.loading,
 		LastLoadDurationMs: t.lastLoadDur.Milliseconds(),
+		IdsServed:          t.servedLocked(),
 	}
 	if b := t.cur.Load(); b != emptyBuffer {
 		st.Current = bufferStatus(b)

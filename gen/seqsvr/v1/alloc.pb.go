@@ -443,7 +443,10 @@ type TagStatus struct {
 	LastLoadError      string                 `protobuf:"bytes,9,opt,name=last_load_error,json=lastLoadError,proto3" json:"last_load_error,omitempty"`
 	LastLoadTime       *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=last_load_time,json=lastLoadTime,proto3" json:"last_load_time,omitempty"`
 	// The tag's configured step in the store.
-	BaseStep      int64 `protobuf:"varint,11,opt,name=base_step,json=baseStep,proto3" json:"base_step,omitempty"`
+	BaseStep int64 `protobuf:"varint,11,opt,name=base_step,json=baseStep,proto3" json:"base_step,omitempty"`
+	// IDs this process has handed out for the tag since it loaded it (what
+	// seqsvr_segment_ids_served_total counts): the status page's IDs/s.
+	IdsServed     int64 `protobuf:"varint,12,opt,name=ids_served,json=idsServed,proto3" json:"ids_served,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -551,6 +554,13 @@ func (x *TagStatus) GetLastLoadTime() *timestamppb.Timestamp {
 func (x *TagStatus) GetBaseStep() int64 {
 	if x != nil {
 		return x.BaseStep
+	}
+	return 0
+}
+
+func (x *TagStatus) GetIdsServed() int64 {
+	if x != nil {
+		return x.IdsServed
 	}
 	return 0
 }
@@ -667,11 +677,14 @@ func (x *SnowflakeStatus) GetLayout() *SnowflakeLayout {
 }
 
 type StatusResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Tags          []*TagStatus           `protobuf:"bytes,1,rep,name=tags,proto3" json:"tags,omitempty"`
-	Snowflake     *SnowflakeStatus       `protobuf:"bytes,2,opt,name=snowflake,proto3" json:"snowflake,omitempty"`
-	NodeId        string                 `protobuf:"bytes,3,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
-	Seq           *SeqStatus             `protobuf:"bytes,4,opt,name=seq,proto3" json:"seq,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Tags      []*TagStatus           `protobuf:"bytes,1,rep,name=tags,proto3" json:"tags,omitempty"`
+	Snowflake *SnowflakeStatus       `protobuf:"bytes,2,opt,name=snowflake,proto3" json:"snowflake,omitempty"`
+	NodeId    string                 `protobuf:"bytes,3,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	Seq       *SeqStatus             `protobuf:"bytes,4,opt,name=seq,proto3" json:"seq,omitempty"`
+	// This process's clock when it answered (Unix ms), so a reader can turn
+	// lease_expires_ms into time left without trusting its own clock.
+	NowMs         int64 `protobuf:"varint,5,opt,name=now_ms,json=nowMs,proto3" json:"now_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -732,6 +745,13 @@ func (x *StatusResponse) GetSeq() *SeqStatus {
 		return x.Seq
 	}
 	return nil
+}
+
+func (x *StatusResponse) GetNowMs() int64 {
+	if x != nil {
+		return x.NowMs
+	}
+	return 0
 }
 
 // SeqStatus is this allocsvr's share of per-key sequences.
@@ -928,7 +948,7 @@ const file_seqsvr_v1_alloc_proto_rawDesc = "" +
 	"\rSegmentStatus\x12\x14\n" +
 	"\x05first\x18\x01 \x01(\x03R\x05first\x12\x12\n" +
 	"\x04last\x18\x02 \x01(\x03R\x04last\x12\x1c\n" +
-	"\tremaining\x18\x03 \x01(\x03R\tremaining\"\xa2\x03\n" +
+	"\tremaining\x18\x03 \x01(\x03R\tremaining\"\xc1\x03\n" +
 	"\tTagStatus\x12\x10\n" +
 	"\x03tag\x18\x01 \x01(\tR\x03tag\x122\n" +
 	"\acurrent\x18\x02 \x01(\v2\x18.seqsvr.v1.SegmentStatusR\acurrent\x12,\n" +
@@ -942,7 +962,9 @@ const file_seqsvr_v1_alloc_proto_rawDesc = "" +
 	"\x0flast_load_error\x18\t \x01(\tR\rlastLoadError\x12@\n" +
 	"\x0elast_load_time\x18\n" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\flastLoadTime\x12\x1b\n" +
-	"\tbase_step\x18\v \x01(\x03R\bbaseStep\"\xc3\x02\n" +
+	"\tbase_step\x18\v \x01(\x03R\bbaseStep\x12\x1d\n" +
+	"\n" +
+	"ids_served\x18\f \x01(\x03R\tidsServed\"\xc3\x02\n" +
 	"\x0fSnowflakeStatus\x12\x18\n" +
 	"\aenabled\x18\x01 \x01(\bR\aenabled\x12\x17\n" +
 	"\anode_id\x18\x02 \x01(\tR\x06nodeId\x12\x1b\n" +
@@ -952,12 +974,13 @@ const file_seqsvr_v1_alloc_proto_rawDesc = "" +
 	"\x11last_timestamp_ms\x18\x06 \x01(\x03R\x0flastTimestampMs\x12\x16\n" +
 	"\x06fenced\x18\a \x01(\bR\x06fenced\x12\x16\n" +
 	"\x06reason\x18\b \x01(\tR\x06reason\x122\n" +
-	"\x06layout\x18\t \x01(\v2\x1a.seqsvr.v1.SnowflakeLayoutR\x06layout\"\xb5\x01\n" +
+	"\x06layout\x18\t \x01(\v2\x1a.seqsvr.v1.SnowflakeLayoutR\x06layout\"\xcc\x01\n" +
 	"\x0eStatusResponse\x12(\n" +
 	"\x04tags\x18\x01 \x03(\v2\x14.seqsvr.v1.TagStatusR\x04tags\x128\n" +
 	"\tsnowflake\x18\x02 \x01(\v2\x1a.seqsvr.v1.SnowflakeStatusR\tsnowflake\x12\x17\n" +
 	"\anode_id\x18\x03 \x01(\tR\x06nodeId\x12&\n" +
-	"\x03seq\x18\x04 \x01(\v2\x14.seqsvr.v1.SeqStatusR\x03seq\"\xdd\x01\n" +
+	"\x03seq\x18\x04 \x01(\v2\x14.seqsvr.v1.SeqStatusR\x03seq\x12\x15\n" +
+	"\x06now_ms\x18\x05 \x01(\x03R\x05nowMs\"\xdd\x01\n" +
 	"\tSeqStatus\x12\x1f\n" +
 	"\vlease_valid\x18\x01 \x01(\bR\n" +
 	"leaseValid\x12\"\n" +
@@ -971,12 +994,12 @@ const file_seqsvr_v1_alloc_proto_rawDesc = "" +
 	"\x0frouting_version\x18\x02 \x01(\x04R\x0eroutingVersion\x12%\n" +
 	"\x0esections_owned\x18\x03 \x01(\x04R\rsectionsOwned\x12'\n" +
 	"\x0fsections_loaded\x18\x04 \x01(\x04R\x0esectionsLoaded\x12$\n" +
-	"\x0ekeys_in_memory\x18\x05 \x01(\x04R\fkeysInMemory2\xc6\x02\n" +
+	"\x0ekeys_in_memory\x18\x05 \x01(\x04R\fkeysInMemory2\xd0\x02\n" +
 	"\fAllocService\x12@\n" +
 	"\aNextIDs\x12\x19.seqsvr.v1.NextIDsRequest\x1a\x1a.seqsvr.v1.NextIDsResponse\x12[\n" +
-	"\x10NextSnowflakeIDs\x12\".seqsvr.v1.NextSnowflakeIDsRequest\x1a#.seqsvr.v1.NextSnowflakeIDsResponse\x12X\n" +
-	"\x0fDecodeSnowflake\x12!.seqsvr.v1.DecodeSnowflakeRequest\x1a\".seqsvr.v1.DecodeSnowflakeResponse\x12=\n" +
-	"\x06Status\x12\x18.seqsvr.v1.StatusRequest\x1a\x19.seqsvr.v1.StatusResponseB1Z/github.com/seqsvr/seqsvr/gen/seqsvr/v1;seqsvrv1b\x06proto3"
+	"\x10NextSnowflakeIDs\x12\".seqsvr.v1.NextSnowflakeIDsRequest\x1a#.seqsvr.v1.NextSnowflakeIDsResponse\x12]\n" +
+	"\x0fDecodeSnowflake\x12!.seqsvr.v1.DecodeSnowflakeRequest\x1a\".seqsvr.v1.DecodeSnowflakeResponse\"\x03\x90\x02\x01\x12B\n" +
+	"\x06Status\x12\x18.seqsvr.v1.StatusRequest\x1a\x19.seqsvr.v1.StatusResponse\"\x03\x90\x02\x01B1Z/github.com/seqsvr/seqsvr/gen/seqsvr/v1;seqsvrv1b\x06proto3"
 
 var (
 	file_seqsvr_v1_alloc_proto_rawDescOnce sync.Once

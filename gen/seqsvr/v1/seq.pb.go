@@ -405,13 +405,13 @@ const file_seqsvr_v1_seq_proto_rawDesc = "" +
 	"\x04seqs\x18\x01 \x03(\x03R\x04seqs\x12'\n" +
 	"\x0frouting_version\x18\x02 \x01(\x04R\x0eroutingVersion\"&\n" +
 	"\x0eRoutingRequest\x12\x14\n" +
-	"\x05space\x18\x01 \x01(\tR\x05space2\xa0\x02\n" +
+	"\x05space\x18\x01 \x01(\tR\x05space2\xaa\x02\n" +
 	"\n" +
 	"SeqService\x12@\n" +
 	"\aNextSeq\x12\x19.seqsvr.v1.NextSeqRequest\x1a\x1a.seqsvr.v1.NextSeqResponse\x12C\n" +
-	"\bNextSeqs\x12\x1a.seqsvr.v1.NextSeqsRequest\x1a\x1b.seqsvr.v1.NextSeqsResponse\x12L\n" +
-	"\vCurrentSeqs\x12\x1d.seqsvr.v1.CurrentSeqsRequest\x1a\x1e.seqsvr.v1.CurrentSeqsResponse\x12=\n" +
-	"\aRouting\x12\x19.seqsvr.v1.RoutingRequest\x1a\x17.seqsvr.v1.RoutingTableB1Z/github.com/seqsvr/seqsvr/gen/seqsvr/v1;seqsvrv1b\x06proto3"
+	"\bNextSeqs\x12\x1a.seqsvr.v1.NextSeqsRequest\x1a\x1b.seqsvr.v1.NextSeqsResponse\x12Q\n" +
+	"\vCurrentSeqs\x12\x1d.seqsvr.v1.CurrentSeqsRequest\x1a\x1e.seqsvr.v1.CurrentSeqsResponse\"\x03\x90\x02\x01\x12B\n" +
+	"\aRouting\x12\x19.seqsvr.v1.RoutingRequest\x1a\x17.seqsvr.v1.RoutingTable\"\x03\x90\x02\x01B1Z/github.com/seqsvr/seqsvr/gen/seqsvr/v1;seqsvrv1b\x06proto3"
 
 var (
 	file_seqsvr_v1_seq_proto_rawDescOnce sync.Once

@@ -2412,25 +2412,25 @@ const file_seqsvr_v1_store_proto_rawDesc = "" +
 	"\amax_seq\x18\x03 \x01(\x03R\x06maxSeq\"s\n" +
 	"\x15RaiseSectionsResponse\x121\n" +
 	"\bsections\x18\x01 \x03(\v2\x15.seqsvr.v1.SectionMaxR\bsections\x12'\n" +
-	"\x0frouting_version\x18\x02 \x01(\x04R\x0eroutingVersion2\xb4\t\n" +
+	"\x0frouting_version\x18\x02 \x01(\x04R\x0eroutingVersion2\xd2\t\n" +
 	"\fStoreService\x128\n" +
-	"\tCreateTag\x12\x1b.seqsvr.v1.CreateTagRequest\x1a\x0e.seqsvr.v1.Tag\x122\n" +
-	"\x06GetTag\x12\x18.seqsvr.v1.GetTagRequest\x1a\x0e.seqsvr.v1.Tag\x12C\n" +
-	"\bListTags\x12\x1a.seqsvr.v1.ListTagsRequest\x1a\x1b.seqsvr.v1.ListTagsResponse\x128\n" +
+	"\tCreateTag\x12\x1b.seqsvr.v1.CreateTagRequest\x1a\x0e.seqsvr.v1.Tag\x127\n" +
+	"\x06GetTag\x12\x18.seqsvr.v1.GetTagRequest\x1a\x0e.seqsvr.v1.Tag\"\x03\x90\x02\x01\x12H\n" +
+	"\bListTags\x12\x1a.seqsvr.v1.ListTagsRequest\x1a\x1b.seqsvr.v1.ListTagsResponse\"\x03\x90\x02\x01\x128\n" +
 	"\tUpdateTag\x12\x1b.seqsvr.v1.UpdateTagRequest\x1a\x0e.seqsvr.v1.Tag\x12F\n" +
 	"\tDeleteTag\x12\x1b.seqsvr.v1.DeleteTagRequest\x1a\x1c.seqsvr.v1.DeleteTagResponse\x12F\n" +
 	"\x0eReserveSegment\x12 .seqsvr.v1.ReserveSegmentRequest\x1a\x12.seqsvr.v1.Segment\x12E\n" +
 	"\x0eRegisterWorker\x12 .seqsvr.v1.RegisterWorkerRequest\x1a\x11.seqsvr.v1.Worker\x12?\n" +
-	"\vRenewWorker\x12\x1d.seqsvr.v1.RenewWorkerRequest\x1a\x11.seqsvr.v1.Worker\x12R\n" +
-	"\rClusterStatus\x12\x1f.seqsvr.v1.ClusterStatusRequest\x1a .seqsvr.v1.ClusterStatusResponse\x12J\n" +
+	"\vRenewWorker\x12\x1d.seqsvr.v1.RenewWorkerRequest\x1a\x11.seqsvr.v1.Worker\x12W\n" +
+	"\rClusterStatus\x12\x1f.seqsvr.v1.ClusterStatusRequest\x1a .seqsvr.v1.ClusterStatusResponse\"\x03\x90\x02\x01\x12J\n" +
 	"\tAddMember\x12\x1b.seqsvr.v1.AddMemberRequest\x1a .seqsvr.v1.ClusterStatusResponse\x12P\n" +
 	"\fRemoveMember\x12\x1e.seqsvr.v1.RemoveMemberRequest\x1a .seqsvr.v1.ClusterStatusResponse\x12>\n" +
-	"\vCreateSpace\x12\x1d.seqsvr.v1.CreateSpaceRequest\x1a\x10.seqsvr.v1.Space\x128\n" +
-	"\bGetSpace\x12\x1a.seqsvr.v1.GetSpaceRequest\x1a\x10.seqsvr.v1.Space\x12I\n" +
+	"\vCreateSpace\x12\x1d.seqsvr.v1.CreateSpaceRequest\x1a\x10.seqsvr.v1.Space\x12=\n" +
+	"\bGetSpace\x12\x1a.seqsvr.v1.GetSpaceRequest\x1a\x10.seqsvr.v1.Space\"\x03\x90\x02\x01\x12N\n" +
 	"\n" +
-	"ListSpaces\x12\x1c.seqsvr.v1.ListSpacesRequest\x1a\x1d.seqsvr.v1.ListSpacesResponse\x12C\n" +
+	"ListSpaces\x12\x1c.seqsvr.v1.ListSpacesRequest\x1a\x1d.seqsvr.v1.ListSpacesResponse\"\x03\x90\x02\x01\x12H\n" +
 	"\n" +
-	"GetRouting\x12\x1c.seqsvr.v1.GetRoutingRequest\x1a\x17.seqsvr.v1.RoutingTable\x12O\n" +
+	"GetRouting\x12\x1c.seqsvr.v1.GetRoutingRequest\x1a\x17.seqsvr.v1.RoutingTable\"\x03\x90\x02\x01\x12O\n" +
 	"\fSeqHeartbeat\x12\x1e.seqsvr.v1.SeqHeartbeatRequest\x1a\x1f.seqsvr.v1.SeqHeartbeatResponse\x12R\n" +
 	"\rRaiseSections\x12\x1f.seqsvr.v1.RaiseSectionsRequest\x1a .seqsvr.v1.RaiseSectionsResponseB1Z/github.com/seqsvr/seqsvr/gen/seqsvr/v1;seqsvrv1b\x06proto3"
 

@@ -80,12 +80,14 @@ func NewAllocServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			httpClient,
 			baseURL+AllocServiceDecodeSnowflakeProcedure,
 			connect.WithSchema(allocServiceMethods.ByName("DecodeSnowflake")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
 		status: connect.NewClient[v1.StatusRequest, v1.StatusResponse](
 			httpClient,
 			baseURL+AllocServiceStatusProcedure,
 			connect.WithSchema(allocServiceMethods.ByName("Status")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
 	}
@@ -150,12 +152,14 @@ func NewAllocServiceHandler(svc AllocServiceHandler, opts ...connect.HandlerOpti
 		AllocServiceDecodeSnowflakeProcedure,
 		svc.DecodeSnowflake,
 		connect.WithSchema(allocServiceMethods.ByName("DecodeSnowflake")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
 	allocServiceStatusHandler := connect.NewUnaryHandler(
 		AllocServiceStatusProcedure,
 		svc.Status,
 		connect.WithSchema(allocServiceMethods.ByName("Status")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
 	return "/seqsvr.v1.AllocService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -80,12 +80,14 @@ func NewSeqServiceClient(httpClient connect.HTTPClient, baseURL string, opts ...
 			httpClient,
 			baseURL+SeqServiceCurrentSeqsProcedure,
 			connect.WithSchema(seqServiceMethods.ByName("CurrentSeqs")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
 		routing: connect.NewClient[v1.RoutingRequest, v1.RoutingTable](
 			httpClient,
 			baseURL+SeqServiceRoutingProcedure,
 			connect.WithSchema(seqServiceMethods.ByName("Routing")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
 	}
@@ -152,12 +154,14 @@ func NewSeqServiceHandler(svc SeqServiceHandler, opts ...connect.HandlerOption) 
 		SeqServiceCurrentSeqsProcedure,
 		svc.CurrentSeqs,
 		connect.WithSchema(seqServiceMethods.ByName("CurrentSeqs")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
 	seqServiceRoutingHandler := connect.NewUnaryHandler(
 		SeqServiceRoutingProcedure,
 		svc.Routing,
 		connect.WithSchema(seqServiceMethods.ByName("Routing")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
 	return "/seqsvr.v1.SeqService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

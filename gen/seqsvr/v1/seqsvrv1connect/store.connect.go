@@ -129,12 +129,14 @@ func NewStoreServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			httpClient,
 			baseURL+StoreServiceGetTagProcedure,
 			connect.WithSchema(storeServiceMethods.ByName("GetTag")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
 		listTags: connect.NewClient[v1.ListTagsRequest, v1.ListTagsResponse](
 			httpClient,
 			baseURL+StoreServiceListTagsProcedure,
 			connect.WithSchema(storeServiceMethods.ByName("ListTags")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
 		updateTag: connect.NewClient[v1.UpdateTagRequest, v1.Tag](
@@ -171,6 +173,7 @@ func NewStoreServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			httpClient,
 			baseURL+StoreServiceClusterStatusProcedure,
 			connect.WithSchema(storeServiceMethods.ByName("ClusterStatus")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
 		addMember: connect.NewClient[v1.AddMemberRequest, v1.ClusterStatusResponse](
@@ -195,18 +198,21 @@ func NewStoreServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			httpClient,
 			baseURL+StoreServiceGetSpaceProcedure,
 			connect.WithSchema(storeServiceMethods.ByName("GetSpace")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
 		listSpaces: connect.NewClient[v1.ListSpacesRequest, v1.ListSpacesResponse](
 			httpClient,
 			baseURL+StoreServiceListSpacesProcedure,
 			connect.WithSchema(storeServiceMethods.ByName("ListSpaces")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
 		getRouting: connect.NewClient[v1.GetRoutingRequest, v1.RoutingTable](
 			httpClient,
 			baseURL+StoreServiceGetRoutingProcedure,
 			connect.WithSchema(storeServiceMethods.ByName("GetRouting")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
 		seqHeartbeat: connect.NewClient[v1.SeqHeartbeatRequest, v1.SeqHeartbeatResponse](
@@ -378,12 +384,14 @@ func NewStoreServiceHandler(svc StoreServiceHandler, opts ...connect.HandlerOpti
 		StoreServiceGetTagProcedure,
 		svc.GetTag,
 		connect.WithSchema(storeServiceMethods.ByName("GetTag")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
 	storeServiceListTagsHandler := connect.NewUnaryHandler(
 		StoreServiceListTagsProcedure,
 		svc.ListTags,
 		connect.WithSchema(storeServiceMethods.ByName("ListTags")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
 	storeServiceUpdateTagHandler := connect.NewUnaryHandler(
@@ -420,6 +428,7 @@ func NewStoreServiceHandler(svc StoreServiceHandler, opts ...connect.HandlerOpti
 		StoreServiceClusterStatusProcedure,
 		svc.ClusterStatus,
 		connect.WithSchema(storeServiceMethods.ByName("ClusterStatus")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
 	storeServiceAddMemberHandler := connect.NewUnaryHandler(
@@ -444,18 +453,21 @@ func NewStoreServiceHandler(svc StoreServiceHandler, opts ...connect.HandlerOpti
 		StoreServiceGetSpaceProcedure,
 		svc.GetSpace,
 		connect.WithSchema(storeServiceMethods.ByName("GetSpace")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
 	storeServiceListSpacesHandler := connect.NewUnaryHandler(
 		StoreServiceListSpacesProcedure,
 		svc.ListSpaces,
 		connect.WithSchema(storeServiceMethods.ByName("ListSpaces")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
 	storeServiceGetRoutingHandler := connect.NewUnaryHandler(
 		StoreServiceGetRoutingProcedure,
 		svc.GetRouting,
 		connect.WithSchema(storeServiceMethods.ByName("GetRouting")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
 	storeServiceSeqHeartbeatHandler := connect.NewUnaryHandler(
