@@ -17,6 +17,7 @@ import (
 
 	"github.com/seqsvr/seqsvr/internal/auth"
 	"github.com/seqsvr/seqsvr/internal/h1"
+	"github.com/seqsvr/seqsvr/internal/rpcmetrics"
 	"github.com/seqsvr/seqsvr/internal/tlsconf"
 )
 
@@ -176,8 +177,16 @@ func open(ctx context.Context, p Process, srv *Server, reg *prometheus.Registry,
 	if err := srv.RegisterMetrics(reg); err != nil {
 		return nil, err
 	}
+	// Per-RPC metrics: the interceptor goes first, outside the auth check,
+	// so refusals are counted with their code; the front's answers are
+	// counted by the same Metrics (rpcm.H1 below).
+	rpcm := rpcmetrics.New()
+	if err := reg.Register(rpcm); err != nil {
+		return nil, err
+	}
+	copts := append(ConnectOptions(p.Common.MaxBodyBytes, logger), connect.WithInterceptors(rpcm.Interceptor()))
 	env := Env{Addr: srv.Addr(), Logger: logger, Registry: reg, Fatal: end,
-		ConnectOptions: ConnectOptions(p.Common.MaxBodyBytes, logger), Auth: sec.auth, TLSKeys: sec.keys, Scheme: "http"}
+		ConnectOptions: copts, Auth: sec.auth, TLSKeys: sec.keys, Scheme: "http"}
 	if sec.auth != nil {
 		env.ConnectOptions = append(env.ConnectOptions, connect.WithInterceptors(sec.auth.Interceptor()))
 	}
@@ -196,7 +205,7 @@ func open(ctx context.Context, p Process, srv *Server, reg *prometheus.Registry,
 	o.MaxBodyBytes, o.Pprof = p.Common.MaxBodyBytes, p.Common.Debug.Pprof
 	srv.SetHandler(NewHandler(o))
 	if app.Fast != nil {
-		srv.SetFast(app.Fast)
+		srv.SetFast(rpcm.H1(app.Fast))
 	}
 	return app, nil
 }
