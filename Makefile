@@ -28,14 +28,29 @@ $(BUF):
 .PHONY: tools
 tools: $(TOOLS)/bin/protoc-gen-go $(TOOLS)/bin/protoc-gen-connect-go $(BUF) ## install the pinned code generators into .tools/
 
+# web/: the browser client and status pages (npm, pinned by web/package-lock.json).
+WEB_DEPS := web/node_modules/.package-lock.json
+$(WEB_DEPS): web/package.json web/package-lock.json
+	npm ci --no-audit --no-fund --silent --prefix web
+	@touch $@
+
+.PHONY: web-deps
+web-deps: $(WEB_DEPS) ## install web/'s pinned npm packages into web/node_modules
+
+.PHONY: web
+web: $(WEB_DEPS) ## type-check web/src and rebuild web/dist (committed, embedded by the binaries)
+	cd web && node_modules/.bin/tsc --noEmit && node build.mjs
+
 .PHONY: generate
-generate: tools ## regenerate gen/ from proto/ (buf with local plugins)
+generate: tools $(WEB_DEPS) ## regenerate gen/ and web/src/gen from proto/ (buf with local plugins), then web/dist
 	$(BUF) lint
 	$(BUF) generate
+	$(MAKE) --no-print-directory web
 
 .PHONY: check-generate
-check-generate: generate ## fail if the committed gen/ is stale
-	@git diff --exit-code --stat -- gen/ || { echo "gen/ is stale: run make generate and commit"; exit 1; }
+check-generate: generate ## fail if the committed gen/, web/src/gen or web/dist is stale
+	@git diff --exit-code --stat -- gen/ web/src/gen web/dist || { echo "gen/ or web/ is stale: run make generate and commit"; exit 1; }
+	@[ -z "$$(git status --porcelain -- gen/ web/src/gen web/dist)" ] || { git status --short -- gen/ web/src/gen web/dist; echo "untracked generated files: run make generate and commit"; exit 1; }
 
 .PHONY: build
 build: ## build bin/storesvr and bin/allocsvr

@@ -2,6 +2,9 @@ module github.com/seqsvr/seqsvr
 
 go 1.26.8
 
+// web/ is a Node project too: its node_modules is not Go code.
+ignore ./web/node_modules
+
 require (
 	connectrpc.com/connect v1.21.1
 	connectrpc.com/cors v0.1.0

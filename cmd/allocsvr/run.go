@@ -13,6 +13,7 @@ import (
 	"github.com/seqsvr/seqsvr/alloc/storeclient"
 	"github.com/seqsvr/seqsvr/cmd/internal/serve"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
+	"github.com/seqsvr/seqsvr/web"
 )
 
 // Process serves cfg: serve.Main runs it.
@@ -82,6 +83,7 @@ func (cfg *config) open(ctx context.Context, env serve.Env) (*serve.App, error) 
 			Services: services,
 			Routes:   svc.LeafRoutes(),
 			Ready:    ready,
+			Page:     web.AllocPage,
 		},
 		Fast:  svc.FastRoutes(cfg.MaxBodyBytes, logger),
 		Attrs: []any{"node_id", cfg.NodeID, "stores", cfg.Stores, "snowflake", cfg.Snowflake, "seq", cfg.Seq},

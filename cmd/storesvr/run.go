@@ -8,6 +8,7 @@ import (
 	"github.com/seqsvr/seqsvr/cmd/internal/serve"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 	"github.com/seqsvr/seqsvr/storage"
+	"github.com/seqsvr/seqsvr/web"
 )
 
 // Process serves cfg: serve.Main runs it.
@@ -73,6 +74,7 @@ func (cfg *config) open(_ context.Context, env serve.Env) (*serve.App, error) {
 		Handler: serve.Options{
 			Services: []serve.Service{{Name: seqsvrv1connect.StoreServiceName, Path: path, Handler: h}},
 			Ready:    st.Ready,
+			Page:     web.StorePage,
 		},
 		Fast:  st.FastRoutes(cfg.MaxBodyBytes, logger),
 		Attrs: []any{"node_id", cfg.NodeID, "raft_addr", cfg.RaftAddr, "data_dir", cfg.DataDir, "raft_tls", raftTLS != nil},

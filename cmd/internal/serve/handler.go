@@ -17,6 +17,7 @@ import (
 
 	"github.com/seqsvr/seqsvr/internal/auth"
 	"github.com/seqsvr/seqsvr/internal/faults"
+	"github.com/seqsvr/seqsvr/web"
 )
 
 // DefaultMaxBodyBytes bounds every request body. The largest legitimate
@@ -80,6 +81,10 @@ type Options struct {
 	// themselves with Env.ConnectOptions. /healthz, /readyz, /metrics and
 	// grpc.health.v1 stay open.
 	Auth *auth.Authorizer
+	// Page is the status page served at "/" (web.StorePage or
+	// web.AllocPage; "" for none). It is open like /healthz: it holds no
+	// data, and calls the RPCs with the token its user gives it.
+	Page string
 }
 
 // NewHandler builds the mux with every endpoint and wraps it in CORS.
@@ -113,6 +118,11 @@ func NewHandler(o Options) http.Handler {
 
 	for pattern, h := range o.Routes {
 		mux.Handle(pattern, limitBody(o.Auth.Leaf(h), o.MaxBodyBytes))
+	}
+	if o.Page != "" {
+		for pattern, h := range web.Routes(o.Page) {
+			mux.Handle(pattern, h)
+		}
 	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "ok")
