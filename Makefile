@@ -66,8 +66,12 @@ run: build ## a local 3-member store cluster and an allocsvr, in the foreground 
 test-unit: ## the fast tier: unit tests only (-short: no Raft cluster, no real process), seconds
 	$(GO) test -tags $(TAGS) -short -count=1 ./...
 
+.PHONY: web-screenshots
+web-screenshots: $(WEB_DEPS) ## rerun the browser test, saving its screenshots of both status pages to docs/img
+	$(GO) test -tags $(TAGS) -count=1 -run '^TestBrowser$$' ./web/ -args -screenshots $(CURDIR)/docs/img
+
 .PHONY: test
-test: ## the whole suite: unit, in-process cluster, real-process integration, jepsen smoke
+test: $(WEB_DEPS) ## the whole suite: unit, in-process cluster, real-process integration, jepsen smoke, the browser test (needs /usr/bin/chromium)
 	$(GO) vet -tags $(TAGS) ./...
 	$(GO) test -tags $(TAGS) -race -count=1 -timeout 20m ./...
 	@# the planted bugs and fault hooks exist only in -tags faults builds
