@@ -32,6 +32,9 @@ func TestBrowser(t *testing.T) {
 		t.Skip("-short: the browser test starts real processes and Chromium (make test runs it)")
 	}
 	needBrowser(t)
+	if isolate(t) {
+		return
+	}
 	bc := startBrowserCluster(t)
 	c := bc.c
 	ctx := ctxT(t)
@@ -78,9 +81,7 @@ func TestBrowser(t *testing.T) {
 		runBrowser(t, cfg, &res)
 		after := snapshot(t, c)
 		checkStorePage(t, c, res.Store, before, after, bc.sec.AllocToken)
-		if len(res.ConsoleErrors) > 0 {
-			t.Errorf("console errors: %q", res.ConsoleErrors)
-		}
+		checkBrowserErrors(t, res.ConsoleErrors, res.RequestFailures)
 	})
 
 	t.Run("alloc pages", func(t *testing.T) {
@@ -92,9 +93,7 @@ func TestBrowser(t *testing.T) {
 		for _, a := range c.Allocs {
 			checkAllocPage(t, a.Name, res.Allocs[a.Name], before.allocs[a.Name], after.allocs[a.Name])
 		}
-		if len(res.ConsoleErrors) > 0 {
-			t.Errorf("console errors: %q", res.ConsoleErrors)
-		}
+		checkBrowserErrors(t, res.ConsoleErrors, res.RequestFailures)
 	})
 
 	t.Run("cross-origin", func(t *testing.T) {
@@ -108,9 +107,7 @@ func TestBrowser(t *testing.T) {
 		var res crossResult
 		runBrowser(t, cfg, &res)
 		checkCross(t, c, res.Cross, origin)
-		if len(res.ConsoleErrors) > 0 {
-			t.Errorf("console errors: %q", res.ConsoleErrors)
-		}
+		checkBrowserErrors(t, res.ConsoleErrors, res.RequestFailures)
 		// The browser's connections to a2 met its HTTP/1.1 front first.
 		// Their first request (a preflight, a GET) is not a fast route, so
 		// the front handed each connection to net/http, which answered
@@ -254,9 +251,10 @@ type allocResult struct {
 }
 
 type pagesResult struct {
-	Store         storeResult            `json:"store"`
-	Allocs        map[string]allocResult `json:"allocs"`
-	ConsoleErrors []string               `json:"consoleErrors"`
+	Store           storeResult            `json:"store"`
+	Allocs          map[string]allocResult `json:"allocs"`
+	ConsoleErrors   []string               `json:"consoleErrors"`
+	RequestFailures []string               `json:"requestFailures"`
 }
 
 func checkStorePage(t *testing.T, c *cluster.Cluster, r storeResult, before, after truth, allocToken string) {
@@ -330,9 +328,12 @@ func checkStorePage(t *testing.T, c *cluster.Cluster, r storeResult, before, aft
 	if len(w.Routing) != 1 || w.Routing[0].Note != "" {
 		t.Fatalf("routing with an alloc token: %+v", w.Routing)
 	}
-	var want, got []string
+	var want, wantAfter, got []string
 	for _, s := range before.routing.GetSections() {
 		want = append(want, fmt.Sprintf("%d-%d %s", s.GetFirstSection(), s.GetLastSection(), s.GetOwner()))
+	}
+	for _, s := range after.routing.GetSections() {
+		wantAfter = append(wantAfter, fmt.Sprintf("%d-%d %s", s.GetFirstSection(), s.GetLastSection(), s.GetOwner()))
 	}
 	for _, s := range w.Routing[0].Sections {
 		got = append(got, s.Range+" "+s.Owner)
@@ -340,11 +341,33 @@ func checkStorePage(t *testing.T, c *cluster.Cluster, r storeResult, before, aft
 			t.Errorf("section %s lease shown as %q", s.Range, s.Lease)
 		}
 	}
-	if !slices.Equal(got, want) {
-		t.Errorf("routing shown %q, want %q", got, want)
+	// Sections move when an allocsvr's lease lapses (an election long
+	// enough): then the page may show either table.
+	if !slices.Equal(got, want) && !slices.Equal(got, wantAfter) {
+		t.Errorf("routing shown %q, want %q (or, after a move, %q)", got, want, wantAfter)
 	}
 	if r.SessionToken != allocToken || r.TokenAfterReload != r.SessionToken {
 		t.Errorf("token in session storage %q, after reload %q", r.SessionToken, r.TokenAfterReload)
+	}
+}
+
+// checkBrowserErrors fails on any console error and any request the
+// browser dropped, except drops for ERR_NETWORK_CHANGED: Chromium aborts
+// requests in flight when the machine's network configuration changes,
+// which other tests running beside this one do (network namespaces).
+func checkBrowserErrors(t *testing.T, console, failed []string) {
+	t.Helper()
+	for _, f := range failed {
+		if !strings.HasSuffix(f, "net::ERR_NETWORK_CHANGED") {
+			t.Errorf("the browser dropped a request: %s", f)
+		} else {
+			t.Logf("tolerated: %s", f)
+		}
+	}
+	for _, e := range console {
+		if !strings.Contains(e, "net::ERR_NETWORK_CHANGED") {
+			t.Errorf("console error: %s", e)
+		}
 	}
 }
 
@@ -424,13 +447,12 @@ func checkAllocPage(t *testing.T, name string, r allocResult, before, after *seq
 }
 
 type call struct {
-	Protocol string   `json:"protocol"`
-	Target   string   `json:"target"`
-	Call     string   `json:"call"`
-	OK       any      `json:"ok"`
-	Code     string   `json:"code"`
-	Message  string   `json:"message"`
-	IDs      []string `json:"-"`
+	Protocol string `json:"protocol"`
+	Target   string `json:"target"`
+	Call     string `json:"call"`
+	OK       any    `json:"ok"`
+	Code     string `json:"code"`
+	Message  string `json:"message"`
 }
 
 type netEvent struct {
@@ -443,8 +465,9 @@ type netEvent struct {
 }
 
 type crossCalls struct {
-	Res    []call `json:"res"`
-	Simple struct {
+	Res     []call `json:"res"`
+	Retries int    `json:"retries"`
+	Simple  struct {
 		Status int            `json:"status"`
 		Body   map[string]any `json:"body"`
 	} `json:"simple"`
@@ -452,8 +475,9 @@ type crossCalls struct {
 }
 
 type crossResult struct {
-	Cross         crossCalls `json:"cross"`
-	ConsoleErrors []string   `json:"consoleErrors"`
+	Cross           crossCalls `json:"cross"`
+	ConsoleErrors   []string   `json:"consoleErrors"`
+	RequestFailures []string   `json:"requestFailures"`
 }
 
 func checkCross(t *testing.T, c *cluster.Cluster, r crossCalls, origin string) {
@@ -536,7 +560,10 @@ func checkCross(t *testing.T, c *cluster.Cluster, r crossCalls, origin string) {
 	if r.Simple.Status != http.StatusUnauthorized || r.Simple.Body["code"] != "unauthenticated" {
 		t.Errorf("simple GET: %d %v, want 401 unauthenticated", r.Simple.Status, r.Simple.Body)
 	}
-	checkNetwork(t, c, r.Network, origin)
+	if r.Retries > 0 {
+		t.Logf("the cross-origin calls retried %d times (unavailable or a dropped request)", r.Retries)
+	}
+	checkNetwork(t, c, r.Network, origin, r.Retries)
 }
 
 func toStrings(v any) []string {
@@ -552,7 +579,7 @@ func toStrings(v any) []string {
 // page's origin and the Authorization header before the calls that carry
 // a token, GET for the side-effect-free RPCs over Connect, POST over
 // gRPC-web and for NextIDs, and no preflight for the simple GET.
-func checkNetwork(t *testing.T, c *cluster.Cluster, evs []netEvent, origin string) {
+func checkNetwork(t *testing.T, c *cluster.Cluster, evs []netEvent, origin string, retries int) {
 	t.Helper()
 	preflights := map[string]int{} // by target host
 	var getTag = map[string]int{}
@@ -599,7 +626,7 @@ func checkNetwork(t *testing.T, c *cluster.Cluster, evs []netEvent, origin strin
 	}
 	// 3 GetTag calls per Connect codec (ok, unknown, wrong token).
 	for k, want := range map[string]int{"GET json ": 3, "GET proto ": 3, "POST  application/grpc-web+proto": 3} {
-		if getTag[k] != want {
+		if getTag[k] < want || getTag[k] > want+retries {
 			t.Errorf("GetTag requests %q: %d, want %d (all: %v)", k, getTag[k], want, getTag)
 		}
 	}

@@ -17,12 +17,13 @@ async function refresh(): Promise<void> {
     (st.seq?.spaces ?? []).map((s) => seq.routing({ space: s.space }).catch((e: unknown) => ConnectError.from(e))),
   );
   showError(null);
+  // Times from the allocsvr's clock: the served counts and now_ms come
+  // from the same answer, so the rate does not depend on network delay.
   const now = Number(st.nowMs) || Date.now();
-  const t = Date.now();
   document.getElementById("node")!.textContent = st.nodeId;
   document.title = `allocsvr ${st.nodeId} · seqsvr`;
 
-  const tags = st.tags.map((tag) => tagCard(tag, now, t));
+  const tags = st.tags.map((tag) => tagCard(tag, now));
   replace("tags", ...(tags.length ? tags : [h("p", { class: "empty" }, "no tag loaded yet: tags load on their first NextIDs")]));
 
   const sf = st.snowflake;
@@ -75,14 +76,14 @@ async function refresh(): Promise<void> {
       kv("max_seq_writes", fmt(sq.maxSeqWrites)),
       ...(sq.reason ? [kv("reason", sq.reason, "warn")] : []),
     ),
-    table(["space", "sections owned", "owned ranges", "loaded", "keys in memory", "routing version"], spaceRows, "no spaces"),
+    table(["space", "sections owned#", "owned ranges", "loaded#", "keys in memory#", "routing version#"], spaceRows, "no spaces"),
   );
 }
 
-function tagCard(tag: TagStatus, now: number, t: number): HTMLElement {
+function tagCard(tag: TagStatus, now: number): HTMLElement {
   let rate = rates.get(tag.tag);
   if (!rate) rates.set(tag.tag, (rate = new Rate()));
-  const r = rate.add(t, Number(tag.idsServed));
+  const r = rate.add(now, Number(tag.idsServed));
   const refill = tag.lastLoadTime ? now - (Number(tag.lastLoadTime.seconds) * 1000 + Math.floor(tag.lastLoadTime.nanos / 1e6)) : -1;
   return h(
     "section",

@@ -104,9 +104,12 @@ export function replace(id: string, ...kids: (Node | string)[]): void {
   document.getElementById(id)!.replaceChildren(...kids);
 }
 
+// table builds a table; a heading ending in "#" heads a numeric
+// (right-aligned) column.
 export function table(head: string[], rows: HTMLElement[], empty: string): HTMLElement {
   if (rows.length === 0) return h("p", { class: "empty" }, empty);
-  return h("table", {}, h("thead", {}, h("tr", {}, ...head.map((c) => h("th", {}, c)))), h("tbody", {}, ...rows));
+  const th = (c: string) => (c.endsWith("#") ? h("th", { class: "num" }, c.slice(0, -1)) : h("th", {}, c));
+  return h("table", {}, h("thead", {}, h("tr", {}, ...head.map(th))), h("tbody", {}, ...rows));
 }
 
 export function td(k: string, v: string | Node, cls = ""): HTMLElement {

@@ -91,7 +91,7 @@ async function refresh(): Promise<void> {
       td("note", err ? `${Code[v.code]}: ${v.rawMessage}` : "", "note"),
     );
   });
-  replace("members", table(["member", "role", "suffrage", "term", "commit", "applied", "HTTP", "Raft", ""], memberRows, "no members"));
+  replace("members", table(["member", "role", "suffrage", "term#", "commit#", "applied#", "HTTP", "Raft", ""], memberRows, "no members"));
 
   const tagRows = tags.map((t) =>
     h(
@@ -104,7 +104,7 @@ async function refresh(): Promise<void> {
       td("update_time", t.updateTime ? ago(Date.now() - Number(t.updateTime.seconds) * 1000) : ""),
     ),
   );
-  replace("tags", table(["tag", "max_id", "step", "description", "updated"], tagRows, "no tags yet"));
+  replace("tags", table(["tag", "max_id#", "step#", "description", "updated"], tagRows, "no tags yet"));
 
   const spaceRows = spaces.map((s) =>
     h(
@@ -118,7 +118,7 @@ async function refresh(): Promise<void> {
       td("description", s.description),
     ),
   );
-  replace("spaces", table(["space", "keys", "section size", "sections", "step", "description"], spaceRows, "no spaces"));
+  replace("spaces", table(["space", "keys#", "section size#", "sections#", "step#", "description"], spaceRows, "no spaces"));
 
   const now = Number(st.nowMs) || Date.now();
   const routes = spaces.map((s, i) => {
@@ -140,7 +140,7 @@ async function refresh(): Promise<void> {
       "div",
       { class: "routing", "data-routing": s.space },
       h("h3", {}, s.space, h("small", {}, ` routing version ${fmt(r.routingVersion)}`)),
-      table(["sections", "owner", "lease", "moving to"], rows, "no sections assigned yet"),
+      table(["sections#", "owner", "lease", "moving to"], rows, "no sections assigned yet"),
     );
   });
   replace("routing", ...(routes.length ? routes : [h("p", { class: "empty" }, "no spaces")]));

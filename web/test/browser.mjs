@@ -26,6 +26,10 @@ const ctx = await chromium.launchPersistentContext(profile, {
   ],
 });
 const consoleErrors = [];
+// Requests that failed below HTTP (reset, refused, timed out): each one
+// is a defect the Go test reports.
+const requestFailures = [];
+ctx.on("requestfailed", (req) => requestFailures.push(`${req.method()} ${req.url()}: ${req.failure()?.errorText}`));
 // Chromium logs every non-2xx answer as a console error; the refusals
 // the test provokes on purpose are checked where they happen instead.
 ctx.on("console", (m) => {
@@ -43,6 +47,7 @@ try {
   }
 } finally {
   out.consoleErrors = consoleErrors;
+  out.requestFailures = requestFailures;
   await ctx.close();
   rmSync(profile, { recursive: true, force: true });
 }
@@ -126,11 +131,18 @@ async function allocPage(name, url) {
     let n = 0;
     const until = Date.now() + 3000;
     while (Date.now() < until) {
-      const res = await fetch("/seqsvr.v1.AllocService/NextIDs", {
-        method: "POST",
-        headers: { "Content-Type": "application/json", Authorization: "Bearer " + token },
-        body: JSON.stringify({ tag, count: 100 }),
-      });
+      let res;
+      try {
+        res = await fetch("/seqsvr.v1.AllocService/NextIDs", {
+          method: "POST",
+          headers: { "Content-Type": "application/json", Authorization: "Bearer " + token },
+          body: JSON.stringify({ tag, count: 100 }),
+        });
+      } catch {
+        continue; // recorded by requestfailed, reported by the Go test
+      }
+      // 503 is unavailable, retryable by contract (an election).
+      if (res.status === 503) continue;
       if (!res.ok) throw new Error("NextIDs " + res.status + " " + (await res.text()));
       n += (await res.json()).ids.length;
       await new Promise((r) => setTimeout(r, 20));
@@ -198,11 +210,27 @@ async function crossOrigin() {
   const calls = await page.evaluate(async (cfg) => {
     const { allocClient, storeClient, ConnectError, Code, protocols } = window.seqsvr;
     const codeName = (e) => (e instanceof ConnectError ? Code[e.code] : "not a ConnectError: " + e);
+    // attempt retries what a real client retries: unavailable (the
+    // contract's retryable code: an election, a store still loading the
+    // tag) and a request the browser itself dropped (fetch failed, e.g.
+    // ERR_NETWORK_CHANGED when another test on the machine makes network
+    // namespaces; the Go test checks every such drop was that). Each
+    // retry is counted and reported.
+    let retries = 0;
     const attempt = async (f) => {
-      try {
-        return { ok: await f() };
-      } catch (e) {
-        return { code: codeName(e), message: e.rawMessage ?? String(e) };
+      for (let i = 0; ; i++) {
+        try {
+          return { ok: await f(), retries: i };
+        } catch (e) {
+          const dropped = e instanceof ConnectError && (e.cause instanceof TypeError || /Failed to fetch/.test(e.rawMessage));
+          const retry = e instanceof ConnectError && (e.code === Code.Unavailable || dropped);
+          if (retry && i < 8) {
+            retries++;
+            await new Promise((r) => setTimeout(r, 250 * (i + 1)));
+            continue;
+          }
+          return { code: codeName(e), message: e.rawMessage ?? String(e), retries: i };
+        }
       }
     };
     const res = [];
@@ -227,7 +255,7 @@ async function crossOrigin() {
     // A Connect GET with no token and no custom header is a simple
     // request: no preflight, and the error is readable cross-origin.
     const simple = await fetch(cfg.allocs.a2 + "/seqsvr.v1.AllocService/Status?connect=v1&encoding=json&message=%7B%20%7D");
-    return { res, simple: { status: simple.status, body: await simple.json() } };
+    return { res, retries, simple: { status: simple.status, body: await simple.json() } };
   }, { allocs: cfg.allocs, stores: cfg.stores, tokens: cfg.tokens, tag: cfg.tag });
   await page.close();
   return { ...calls, origin: cfg.origin, network: [...requests.values()].filter((r) => !r.url.startsWith(cfg.origin)) };
