@@ -3,7 +3,7 @@
 // chart; the snowflake worker, its lease and clock offset; the per-key
 // sections this process owns. Refreshed every second.
 import { Code, ConnectError, allocClient, seqClient } from "./client";
-import { Rate, sparkline } from "./chart";
+import { Rate, sparkline, window as chartWindow } from "./chart";
 import { ago, dur, fmt, h, loop, replace, setupToken, showError, table, td, token } from "./common";
 import type { SegmentStatus, TagStatus } from "./gen/seqsvr/v1/alloc_pb";
 
@@ -107,6 +107,7 @@ function tagCard(tag: TagStatus, now: number): HTMLElement {
         "div",
         { class: "chart" },
         sparkline(rate.values),
+        h("div", { class: "caption" }, `IDs/s, last ${chartWindow} s, peak ${fmt(Math.max(0, ...rate.values))}`),
         h(
           "dl",
           {},

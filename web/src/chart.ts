@@ -1,6 +1,8 @@
 // A small live line chart drawn as SVG by hand: IDs per second over the
-// last minute, no charting library.
+// last 30 refreshes (30 s), no charting library.
 const NS = "http://www.w3.org/2000/svg";
+
+export const window = 30;
 
 export class Rate {
   private samples: { t: number; v: number }[] = [];
@@ -15,7 +17,7 @@ export class Rate {
     if (!prev || n < prev.n || t <= prev.t) return null;
     const v = ((n - prev.n) * 1000) / (t - prev.t);
     this.samples.push({ t, v });
-    while (this.samples.length > 60) this.samples.shift();
+    while (this.samples.length > window) this.samples.shift();
     return v;
   }
 
@@ -41,7 +43,7 @@ export function sparkline(values: number[], width = 240, height = 48): SVGSVGEle
   base.setAttribute("class", "axis");
   svg.append(base);
   if (values.length < 2) return svg;
-  const step = width / 59;
+  const step = width / (window - 1);
   const x0 = width - step * (values.length - 1);
   const pts = values.map((v, i) => `${(x0 + i * step).toFixed(1)},${(height - 2 - (v / max) * (height - 6)).toFixed(1)}`);
   const area = document.createElementNS(NS, "polygon");

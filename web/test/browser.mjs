@@ -129,7 +129,8 @@ async function allocPage(name, url) {
   // IDs/s figure and the chart must follow.
   const served = await page.evaluate(async ({ tag, token }) => {
     let n = 0;
-    const until = Date.now() + 3000;
+    const start = Date.now();
+    const until = start + 4000;
     while (Date.now() < until) {
       let res;
       try {
@@ -145,7 +146,8 @@ async function allocPage(name, url) {
       if (res.status === 503) continue;
       if (!res.ok) throw new Error("NextIDs " + res.status + " " + (await res.text()));
       n += (await res.json()).ids.length;
-      await new Promise((r) => setTimeout(r, 20));
+      // A varying pace, so the chart has a shape to show.
+      await new Promise((r) => setTimeout(r, 10 + 40 * Math.abs(Math.sin((Date.now() - start) / 900))));
     }
     return n;
   }, { tag: cfg.tag, token: cfg.tokens.client });
