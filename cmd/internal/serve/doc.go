@@ -13,6 +13,10 @@
 //   - /healthz answers 200 while the process is up; /readyz and the
 //     grpc.health.v1 service answer from the Ready function.
 //   - Go's profiler (/debug/pprof/) is served only when asked (--pprof).
+//   - Every RPC served, by connect-go or by the front, is counted once on
+//     /metrics by procedure, protocol and code (package rpcmetrics).
+//   - With Options.Page the status page (package web) is served at "/"
+//     and its assets under /ui/, open like /healthz: it holds no data.
 //   - The hot routes are answered by an HTTP/1.1 front (package h1) unless
 //     --fast-http=false; then net/http and connect-go serve every call. The
 //     answers are the same either way.
