@@ -19,6 +19,9 @@ export interface Options {
   protocol?: Protocol;
   // A bearer token, or a function returning the current one ("" for none).
   token?: string | (() => string);
+  // The default deadline of each call (5000). It travels as the
+  // Connect-Timeout-Ms header, which makes every call preflighted; 0 sends
+  // none, so a token-less Connect GET is a CORS simple request.
   timeoutMs?: number;
 }
 
@@ -35,7 +38,7 @@ function bearer(token: Options["token"]): Interceptor {
 // ("https://host:port").
 export function transport(baseUrl: string, o: Options = {}): Transport {
   const interceptors = [bearer(o.token)];
-  const defaultTimeoutMs = o.timeoutMs ?? 5000;
+  const defaultTimeoutMs = o.timeoutMs === 0 ? undefined : (o.timeoutMs ?? 5000);
   switch (o.protocol ?? "connect-json") {
     case "connect-json":
       return createConnectTransport({ baseUrl, useHttpGet: true, interceptors, defaultTimeoutMs });

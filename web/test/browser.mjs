@@ -254,8 +254,12 @@ async function crossOrigin() {
       res.push({ protocol, target: "s1", call: "CreateTag as client", ...(await attempt(() => s.createTag({ tag: "from-browser" }))) });
       res.push({ protocol, target: "s1", call: "GetTag wrong token", ...(await attempt(() => storeClient(cfg.stores[0], { protocol, token: "not-a-token" }).getTag({ tag: cfg.tag }))) });
     }
-    // A Connect GET with no token and no custom header is a simple
-    // request: no preflight, and the error is readable cross-origin.
+    // connect-web's GET with no token and no deadline header is a simple
+    // request (DecodeSnowflake: nothing else calls it, so its requests
+    // are told apart): no preflight, and the error is readable.
+    const bare = allocClient(cfg.allocs.a2, { timeoutMs: 0 });
+    res.push({ protocol: "connect-json", target: "a2", call: "DecodeSnowflake no token no deadline", ...(await attempt(() => bare.decodeSnowflake({ id: 1n }))) });
+    // So is a plain fetch of a Connect GET URL.
     const simple = await fetch(cfg.allocs.a2 + "/seqsvr.v1.AllocService/Status?connect=v1&encoding=json&message=%7B%20%7D");
     return { res, retries, simple: { status: simple.status, body: await simple.json() } };
   }, { allocs: cfg.allocs, stores: cfg.stores, tokens: cfg.tokens, tag: cfg.tag });
