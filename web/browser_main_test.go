@@ -235,12 +235,13 @@ type allocView struct {
 }
 
 type storeResult struct {
-	NoTokenError       string    `json:"noTokenError"`
-	NoTokenFieldMarked bool      `json:"noTokenFieldMarked"`
-	WithClient         storeView `json:"withClient"`
-	WithAlloc          storeView `json:"withAlloc"`
-	SessionToken       string    `json:"sessionToken"`
-	TokenAfterReload   string    `json:"tokenAfterReload"`
+	NoTokenError       string      `json:"noTokenError"`
+	NoTokenFieldMarked bool        `json:"noTokenFieldMarked"`
+	WithClient         storeView   `json:"withClient"`
+	WithAlloc          storeView   `json:"withAlloc"`
+	SessionToken       string      `json:"sessionToken"`
+	TokenAfterReload   string      `json:"tokenAfterReload"`
+	Others             []storeView `json:"others"`
 }
 
 type allocResult struct {
@@ -345,6 +346,15 @@ func checkStorePage(t *testing.T, c *cluster.Cluster, r storeResult, before, aft
 	// enough): then the page may show either table.
 	if !slices.Equal(got, want) && !slices.Equal(got, wantAfter) {
 		t.Errorf("routing shown %q, want %q (or, after a move, %q)", got, want, wantAfter)
+	}
+	// The other members' pages: their own name, the same members and tag.
+	if len(r.Others) != len(c.Stores)-1 {
+		t.Fatalf("%d other store pages read, want %d", len(r.Others), len(c.Stores)-1)
+	}
+	for i, o := range r.Others {
+		if want := c.Stores[i+1].NodeID; o.Node != want || len(o.Members) != len(c.Stores) || len(o.Tags) != 1 || o.Tags[0].MaxID != itoa(after.tag.GetMaxId()) {
+			t.Errorf("store page of %s: node %q, %d members, tags %+v (max_id %d)", want, o.Node, len(o.Members), o.Tags, after.tag.GetMaxId())
+		}
 	}
 	if r.SessionToken != allocToken || r.TokenAfterReload != r.SessionToken {
 		t.Errorf("token in session storage %q, after reload %q", r.SessionToken, r.TokenAfterReload)

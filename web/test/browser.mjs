@@ -87,6 +87,17 @@ async function storePage(url) {
   r.tokenAfterReload = await page.inputValue("#token");
   if (cfg.shots) await page.screenshot({ path: join(cfg.shots, "status-store.png"), fullPage: true });
   await page.close();
+  // Every other member serves the page too (session storage is per
+  // origin: each one needs the token typed again).
+  r.others = [];
+  for (const url of cfg.stores.slice(1)) {
+    const p = await ctx.newPage();
+    await p.goto(url + "/");
+    await setToken(p, cfg.tokens.client);
+    await p.waitForFunction(() => document.querySelectorAll("#members tr[data-member]").length === 3 && document.querySelector("#error").hidden, null, { timeout: waitMs });
+    r.others.push(await p.evaluate(readStore));
+    await p.close();
+  }
   return r;
 }
 
