@@ -10,8 +10,9 @@ import (
 
 // section is the memory of one section this Node serves: a cur_seq per
 // key (0 = at base), allocated by the first load. A key's value is
-// max(base, cur[i]); no value above limit, the committed max_seq, is ever
-// handed out.
+// max(base, cur[i]) once it is in the durable used-set, 0 before (it was
+// never handed a value, by this owner or any earlier one); no value above
+// limit, the committed max_seq, is ever handed out.
 type section struct {
 	key  secKey
 	gen  uint64 // the lease generation it was created under
@@ -25,6 +26,22 @@ type section struct {
 	step    int64   // how far one raise moves limit
 	dropped bool
 	raising *raise // the raise in flight, nil if none
+
+	// The durable used-set as loaded plus this owner's committed first
+	// uses (bit i%8 of byte i/8), or allUsed (a section raised before the
+	// store kept used-sets). A key's first value waits until its bit is
+	// committed (group commit: pending collects the offsets of the next
+	// write while one is in flight), so a later owner never reads 0 for a
+	// key that was handed a value.
+	used    []byte
+	allUsed bool
+	pending []uint32
+	marking *raise
+}
+
+// isUsed reports whether key offset i is in the durable used-set.
+func (s *section) isUsed(i int) bool {
+	return s.allUsed || s.used[i>>3]&(1<<(i&7)) != 0
 }
 
 // raise is one RaiseSections in flight for a section; done closes when
@@ -46,7 +63,7 @@ func (s *section) drop() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.dropped = true
-	s.cur = nil
+	s.cur, s.used, s.pending = nil, nil, nil
 }
 
 // op is what a call does with one key.
@@ -67,6 +84,27 @@ func (n *Node) take(ctx context.Context, s *section, i int, o op) (int64, error)
 			s.mu.Unlock()
 			return 0, err
 		}
+		if s.loaded() && !s.isUsed(i) {
+			if o == opCurrent { // never handed a value, by anyone
+				s.mu.Unlock()
+				return 0, nil
+			}
+			if s.limit <= s.base { // no value to give yet: raise first
+				goto wait
+			}
+			// Its first value: record the key as used first.
+			s.pending = append(s.pending, uint32(i))
+			if s.marking == nil {
+				n.startMark(s)
+			}
+			r := s.marking
+			s.mu.Unlock()
+			if err := waitFor(ctx, r, s, "the key's first use not recorded"); err != nil {
+				return 0, err
+			}
+			s.mu.Lock()
+			continue
+		}
 		if s.loaded() {
 			v := max(s.base, s.cur[i])
 			if o == opCurrent {
@@ -84,19 +122,28 @@ func (n *Node) take(ctx context.Context, s *section, i int, o op) (int64, error)
 				return v, nil
 			}
 		}
+	wait:
+		if o == opNext && !s.loaded() {
+			s.pending = append(s.pending, uint32(i)) // the load records it
+		}
 		if s.raising == nil {
 			n.startRaise(s)
 		}
 		r := s.raising
 		s.mu.Unlock()
-		select {
-		case <-r.done:
-		case <-ctx.Done():
-			return 0, fmt.Errorf("%w: section %d of space %q: max_seq not raised within the call's deadline: %v", errs.Unavailable, s.key.section, s.key.space, ctx.Err())
-		}
-		if r.err != nil {
-			return 0, r.err
+		if err := waitFor(ctx, r, s, "max_seq not raised"); err != nil {
+			return 0, err
 		}
 		s.mu.Lock()
+	}
+}
+
+// waitFor waits until the store write r ended, within ctx.
+func waitFor(ctx context.Context, r *raise, s *section, what string) error {
+	select {
+	case <-r.done:
+		return r.err
+	case <-ctx.Done():
+		return fmt.Errorf("%w: section %d of space %q: %s within the call's deadline: %v", errs.Unavailable, s.key.section, s.key.space, what, ctx.Err())
 	}
 }

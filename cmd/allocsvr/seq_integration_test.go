@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -254,6 +255,24 @@ func TestSeqAcrossAllocsvrs(t *testing.T) {
 		if owner == "a3" {
 			victim, survivor = a3, a1
 		}
+		// Space z: a few keys used before the crash, the others never.
+		ctx := proctest.Context(t, 30*time.Second)
+		if _, err := c.StoreClient(leader).CreateSpace(ctx, connect.NewRequest(&seqsvrv1.CreateSpaceRequest{Space: "z", KeyCount: 40, SectionSize: 10, Step: 100})); err != nil {
+			t.Fatal(err)
+		}
+		zUsed := []uint64{1, 12, 25, 38}
+		var zVals []int64
+		proctest.WaitUntil(ctx, t, "space z in "+survivor.Name+"'s routing table", func() bool {
+			_, err := s.client(survivor).Routing(ctx, connect.NewRequest(&seqsvrv1.RoutingRequest{Space: "z"}))
+			return err == nil
+		})
+		s.within("space z served", 10*time.Second, func(ctx context.Context) error {
+			res, err := s.client(survivor).NextSeqs(ctx, connect.NewRequest(&seqsvrv1.NextSeqsRequest{Space: "z", Keys: zUsed}))
+			if err == nil {
+				zVals = res.Msg.GetSeqs()
+			}
+			return err
+		})
 		if err := victim.Kill(); err != nil {
 			t.Fatal(err)
 		}
@@ -266,6 +285,27 @@ func TestSeqAcrossAllocsvrs(t *testing.T) {
 			t.Fatal(err)
 		}
 		s.keys.check(t, survivor.Name+" current", seqKeys, cur.Msg.GetSeqs(), false)
+
+		// After the crash handover, CurrentSeqs is 0 for every key of z
+		// never used (the contract) and at least the answered value for
+		// the others.
+		var zCur []int64
+		s.within("space z current after the kill", seqLeaseTTL+2*time.Second, func(ctx context.Context) error {
+			res, err := s.client(survivor).CurrentSeqs(ctx, connect.NewRequest(&seqsvrv1.CurrentSeqsRequest{Space: "z", Keys: seqKeys}))
+			if err == nil {
+				zCur = res.Msg.GetSeqs()
+			}
+			return err
+		})
+		for k, v := range zCur {
+			i := slices.Index(zUsed, uint64(k))
+			switch {
+			case i >= 0 && v < zVals[i]:
+				t.Errorf("z key %d: current %d below the answered %d", k, v, zVals[i])
+			case i < 0 && v != 0:
+				t.Errorf("z key %d, never used: current %d, want 0", k, v)
+			}
+		}
 	})
 }
 
