@@ -17,6 +17,7 @@ type lease struct {
 	// allocsvr may have served the section meanwhile.
 	gen     uint64
 	fenceAt time.Time // serve strictly before this (local, monotonic)
+	fenceNs int64     // fenceAt as Node.monoNs counts, for fastNext
 	ttl     time.Duration
 }
 
@@ -87,6 +88,7 @@ func (n *Node) apply(sent time.Time, res *seqsvrv1.SeqHeartbeatResponse, release
 	n.mu.Lock()
 	old := n.lease.Load()
 	l := &lease{gen: old.gen, fenceAt: sent.Add(n.fenceAfter(ttl)), ttl: ttl}
+	l.fenceNs = int64(l.fenceAt.Sub(n.epoch))
 	if !old.valid(n.clock.Now()) {
 		l.gen++
 	}
@@ -164,4 +166,16 @@ func (n *Node) noteBeat(err error) {
 		}
 	}
 	n.beatErr = err
+}
+
+// monoNs is the time since n.epoch on n's clock: the monotonic reading
+// alone (one vDSO call, where clock.Now reads the wall clock too) with the
+// system clock, whose Now carries the same monotonic reading, so fenceNs
+// and monoNs compare like fenceAt and Now. Other clocks (tests, the
+// faults build's skewed clock) go through Now.
+func (n *Node) monoNs() int64 {
+	if n.sysClock {
+		return int64(time.Since(n.epoch))
+	}
+	return int64(n.clock.Now().Sub(n.epoch))
 }

@@ -2,7 +2,9 @@ package seq
 
 import (
 	"fmt"
+	"math"
 	"slices"
+	"sync/atomic"
 
 	"connectrpc.com/connect"
 
@@ -17,8 +19,9 @@ func (n *Node) startRaise(s *section) {
 	s.raising = r
 	known := int64(-1)
 	if s.loaded() {
-		known = s.limit
+		known = s.limit.Load()
 	}
+	s.raiseAt.Store(math.MaxInt64) // no second raise while this one runs
 	// First uses waiting ride along: the load or raise records them too.
 	offs := s.pending
 	s.pending = nil
@@ -42,6 +45,12 @@ func (n *Node) runRaise(s *section, r *raise, known int64, offs []uint32) {
 	r.err, forget = s.install(res, err, known)
 	if r.err == nil && !forget {
 		s.setUsed(offs)
+	}
+	if s.loaded() && !s.dropped {
+		s.setRaiseAt()
+		if known < 0 && r.err == nil {
+			s.live.Store(true) // after every field the load set
+		}
 	}
 	s.raising = nil
 	close(r.done)
@@ -73,16 +82,21 @@ func (s *section) install(res *seqsvrv1.RaiseSectionsResponse, err error, known 
 	m := got[0]
 	if known < 0 {
 		s.cur = make([]int64, s.size)
-		s.used = make([]byte, (s.size+7)/8)
-		copy(s.used, m.GetUsed())
+		s.used = make([]uint64, (s.size+63)/64)
+		for b, x := range m.GetUsed() {
+			if b/8 < len(s.used) {
+				s.used[b/8] |= uint64(x) << (8 * (b % 8))
+			}
+		}
 		s.allUsed = m.GetAllUsed()
-		s.base, s.high, s.limit, s.step = m.GetPrevMax(), m.GetPrevMax(), m.GetMaxSeq(), m.GetMaxSeq()-m.GetPrevMax()
+		s.base, s.step = m.GetPrevMax(), m.GetMaxSeq()-m.GetPrevMax()
+		s.limit.Store(m.GetMaxSeq())
 		return nil, false
 	}
 	// Only this Node raises the section while it holds its memory, so a
 	// prev_max above known is its own earlier raise that answered an error
 	// (or a retry applied twice): the new max_seq is as good.
-	s.limit = max(s.limit, m.GetMaxSeq())
+	s.limit.Store(max(s.limit.Load(), m.GetMaxSeq()))
 	return nil, false
 }
 
@@ -116,7 +130,7 @@ func (n *Node) runMark(s *section, r *raise, offs []uint32) {
 		Sections: []*seqsvrv1.SectionRaise{{Section: s.key.section, FirstUse: offs, KeepMax: true}},
 	})
 	if err == nil {
-		n.writes.Add(1)
+		n.markWrites.Add(1)
 	}
 	s.mu.Lock()
 	forget := false
@@ -157,7 +171,7 @@ func (s *section) setUsed(offs []uint32) {
 	}
 	for _, i := range offs {
 		if int(i) < s.size {
-			s.used[i>>3] |= 1 << (i & 7)
+			atomic.OrUint64(&s.used[i>>6], 1<<(i&63))
 		}
 	}
 }
