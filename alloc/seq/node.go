@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/seqsvr/seqsvr/internal/clock"
-	"github.com/seqsvr/seqsvr/internal/faults"
 	"github.com/seqsvr/seqsvr/internal/errs"
+	"github.com/seqsvr/seqsvr/internal/faults"
 )
 
 // ErrClosed answers calls once Close began.
