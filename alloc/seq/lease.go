@@ -131,7 +131,7 @@ func (n *Node) loop(ctx context.Context) {
 	tick := time.NewTicker(n.cfg.HeartbeatInterval)
 	defer tick.Stop()
 	for {
-		bctx, cancel := context.WithTimeout(ctx, n.cfg.HeartbeatTimeout)
+		bctx, cancel := context.WithTimeout(ctx, n.beatTimeout())
 		err := n.beat(bctx, false)
 		cancel()
 		if err != nil && ctx.Err() == nil {
@@ -145,6 +145,19 @@ func (n *Node) loop(ctx context.Context) {
 		case <-n.kick:
 		}
 	}
+}
+
+// beatTimeout bounds one heartbeat: HeartbeatTimeout, but at most half
+// of what the lease leaves after a renewal (and at least an interval), so
+// a store member that hangs (a paused leader) costs one short attempt and
+// the next heartbeat, sent to another member, still renews in time. It
+// bears on liveness only: the lease counts from each heartbeat's send.
+func (n *Node) beatTimeout() time.Duration {
+	d := n.cfg.HeartbeatTimeout
+	if ttl := n.lease.Load().ttl; ttl > 0 {
+		d = min(d, max(n.cfg.HeartbeatInterval, n.fenceAfter(ttl)/2))
+	}
+	return d
 }
 
 func (n *Node) kickLoop() {
