@@ -31,8 +31,8 @@ type fakeCluster struct {
 	byReq     map[string]*seqsvrv1.Segment
 	commits   int
 	loseReply bool
-	hang      int           // a member whose ReserveSegment hangs until wake closes; -1 none
-	wake      chan struct{} // closed when the test ends
+	hang      int            // a member whose ReserveSegment hangs until wake closes; -1 none
+	wake      chan struct{}  // closed when the test ends
 	calls     map[string]int // "node/method" -> count
 }
 
