@@ -72,7 +72,7 @@ func New(store Store, cfg Config) (*Node, error) {
 	cfg.setDefaults()
 	n := &Node{
 		cfg: cfg, store: store, clock: cfg.Clock, log: cfg.Logger.With("component", "seq"),
-		instance: rand.Text(), sections: map[secKey]*section{}, dirs: map[string]*spaceDir{},
+		instance: cmp.Or(cfg.InstanceID, rand.Text()), sections: map[secKey]*section{}, dirs: map[string]*spaceDir{},
 		kick: make(chan struct{}, 1),
 	}
 	n.epoch = n.clock.Now()

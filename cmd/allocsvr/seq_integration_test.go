@@ -211,6 +211,27 @@ func TestSeqAcrossAllocsvrs(t *testing.T) {
 		}
 	})
 
+	t.Run("a crashed allocsvr restarted on its data dir serves at once", func(t *testing.T) {
+		// Its old lease still runs at the store; the data dir's lock proves
+		// the old process dead, so the restart keeps its instance ID and
+		// the store renews its lease at once instead of refusing it until
+		// the lease expires (seq.LoadInstance).
+		ctx := proctest.Context(t, 30*time.Second)
+		if err := a2.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		if err := a2.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.WaitReady(ctx, a2); err != nil {
+			t.Fatal(err)
+		}
+		took := s.within("a2 serving every key after its restart", seqLeaseTTL/2, func(ctx context.Context) error {
+			return s.next(ctx, a2, seqKeys)
+		})
+		t.Logf("a2 served every key %v after it was ready again", took)
+	})
+
 	t.Run("SIGTERM moves sections", func(t *testing.T) {
 		if err := a2.Stop(); err != nil {
 			t.Fatal(err)
