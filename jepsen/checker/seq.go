@@ -202,8 +202,10 @@ type SeqScale struct {
 }
 
 // SeqAvailability checks guarantee 9 key by key. A key's outage is a
-// stretch of failed calls on it: from the call of the first failure after
-// an answer (or the run's start) to the return of the next answer. Every
+// stretch of failed calls on it, as observed: from the call of the first
+// failure after an answer (or the run's start) to the return of the last
+// failure before the next answer (a stretch with no call, such as the end
+// of a run, shows nothing either way). Every
 // instant of an outage must be explained: within SeqBlip of its start,
 // within an allocsvr event's bound after it (scale), or inside a fault
 // the guarantee does not speak about (excused: store faults, partitions,
@@ -221,7 +223,7 @@ func SeqAvailability(ops []*history.Op, scale []SeqScale, excused []Span, down m
 		ok        bool
 	}
 	perKey := map[seqKey][]call{}
-	total, okCalls := 0, 0
+	total, okCalls, calm, calmOK := 0, 0, 0, 0
 	for _, op := range ops {
 		if op.Kind != history.SeqNext && op.Kind != history.SeqNexts && op.Kind != history.SeqCurrent {
 			continue
@@ -232,6 +234,12 @@ func SeqAvailability(ops []*history.Op, scale []SeqScale, excused []Span, down m
 		total++
 		if op.OK {
 			okCalls++
+		}
+		if !within(time.Duration(op.Call), excused) {
+			calm++
+			if op.OK {
+				calmOK++
+			}
 		}
 		for _, key := range op.Keys {
 			k := seqKey{op.Space, key}
@@ -255,16 +263,18 @@ func SeqAvailability(ops []*history.Op, scale []SeqScale, excused []Span, down m
 	for _, k := range sortedSeqKeys(perKey) {
 		calls := perKey[k]
 		slices.SortFunc(calls, func(a, b call) int { return cmp.Compare(a.call, b.call) })
-		var from time.Duration
+		var from, last time.Duration
 		down := false
 		for _, c := range calls {
 			switch {
 			case !c.ok && !down:
-				down, from = true, c.call
-			case c.ok && down && c.ret > from:
+				down, from, last = true, c.call, c.ret
+			case !c.ok:
+				last = max(last, c.ret)
+			case down && last > from:
 				down = false
 				outages++
-				out := Span{from, c.ret}
+				out := Span{from, last}
 				if out.To-out.From > longest.To-longest.From {
 					longest, longestKey = out, k
 				}
@@ -275,9 +285,14 @@ func SeqAvailability(ops []*history.Op, scale []SeqScale, excused []Span, down m
 			}
 		}
 	}
-	share := float64(okCalls) / float64(total) * 100
-	detail := fmt.Sprintf("%.1f%% of %d per-key calls to reachable allocsvrs answered; %d outages over %d keys, the longest %s on key %s (%s..%s)",
-		share, total, outages, len(perKey), (longest.To - longest.From).Round(time.Millisecond), longestKey,
+	pct := func(a, b int) float64 {
+		if b == 0 {
+			return 100
+		}
+		return float64(a) / float64(b) * 100
+	}
+	detail := fmt.Sprintf("%.1f%% of %d per-key calls to reachable allocsvrs answered (%.1f%% of the %d made outside excused faults); %d outages over %d keys, the longest %s on key %s (%s..%s)",
+		pct(okCalls, total), total, pct(calmOK, calm), calm, outages, len(perKey), (longest.To - longest.From).Round(time.Millisecond), longestKey,
 		longest.From.Round(time.Millisecond), longest.To.Round(time.Millisecond))
 	if p.n > 0 {
 		return fail(SeqAvailabilityName, total, "%s; %s", detail, p.String())

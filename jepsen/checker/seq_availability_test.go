@@ -23,6 +23,16 @@ func at(target string, call float64, ok bool) *history.Op {
 
 func sec(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
+// run is an answer at from, calls failing every 0.5 s from from+1 to to
+// (the last one returning at to+0.1), and an answer at to+0.5.
+func run(target string, from, to float64) []*history.Op {
+	out := []*history.Op{at(target, from, true)}
+	for c := from + 1; c <= to+1e-9; c += 0.5 {
+		out = append(out, at(target, c, false))
+	}
+	return append(out, at(target, to+0.5, true))
+}
+
 func TestSeqAvailability(t *testing.T) {
 	kill := []SeqScale{{At: sec(10), Bound: sec(4), What: "seq-kill-alloc a2", Target: "a2"}}
 	for _, tc := range []struct {
@@ -34,16 +44,17 @@ func TestSeqAvailability(t *testing.T) {
 		pass    bool
 		detail  string
 	}{
-		{name: "short blip", ops: []*history.Op{at("a1", 1, true), at("a1", 2, false), at("a1", 3.8, true)}, pass: true},
-		{name: "unexplained outage over 2 s", ops: []*history.Op{at("a1", 1, true), at("a1", 2, false), at("a1", 4.5, true)},
+		{name: "short blip", ops: run("a1", 1, 3.5), pass: true},
+		{name: "a pause in the calls is no outage", ops: []*history.Op{at("a1", 1, true), at("a1", 2, false), at("a1", 30, true)}, pass: true},
+		{name: "unexplained outage over 2 s", ops: run("a1", 1, 4.5),
 			detail: "key s/7: no answer from 2s to 4.6s"},
-		{name: "within a death's bound", ops: []*history.Op{at("a1", 9, true), at("a1", 10.5, false), at("a1", 13.8, true)}, scale: kill, pass: true},
-		{name: "past a death's bound", ops: []*history.Op{at("a1", 9, true), at("a1", 10.5, false), at("a1", 14.5, true)}, scale: kill,
+		{name: "within a death's bound", ops: run("a1", 9.5, 13.5), scale: kill, pass: true},
+		{name: "past a death's bound", ops: run("a1", 9.5, 14.5), scale: kill,
 			detail: "nothing explains 14s onwards"},
-		{name: "excused store fault", ops: []*history.Op{at("a1", 1, true), at("a1", 2, false), at("a1", 9, true)}, excused: []Span{{sec(1.5), sec(9.5)}}, pass: true},
-		{name: "excuse ends too early", ops: []*history.Op{at("a1", 1, true), at("a1", 2, false), at("a1", 12, true)}, excused: []Span{{sec(1.5), sec(8)}},
+		{name: "excused store fault", ops: run("a1", 1, 9), excused: []Span{{sec(1.5), sec(9.5)}}, pass: true},
+		{name: "excuse ends too early", ops: run("a1", 1, 12), excused: []Span{{sec(1.5), sec(8)}},
 			detail: "nothing explains 8s onwards"},
-		{name: "failures on a down allocsvr do not count", ops: []*history.Op{at("a1", 1, true), at("a2", 2, false), at("a2", 5, false), at("a1", 9, true)},
+		{name: "failures on a down allocsvr do not count", ops: append(run("a2", 1.5, 5), at("a1", 1, true), at("a1", 9, true)),
 			down: map[string][]Span{"a2": {{sec(1.5), sec(6)}}}, pass: true},
 		{name: "a call that never left the client does not count", ops: []*history.Op{at("a1", 1, true), func() *history.Op { o := at("a1", 2, false); o.NotSent = true; return o }(), at("a1", 9, true)}, pass: true},
 	} {
