@@ -39,7 +39,7 @@ type fakeMember struct {
 }
 
 type fakeSpace struct {
-	used                  map[uint64]map[uint32]bool // section -> key offsets first used
+	used                  map[uint64][]byte // section -> its used-set, a bit per key (as the store keeps it)
 	keyCount, sectionSize uint64
 	step                  int64
 	owner, next           []string
@@ -185,13 +185,10 @@ func (f *fakeStore) RaiseSections(ctx context.Context, req *seqsvrv1.RaiseSectio
 		}
 		prev := sp.max[r.Section]
 		if sp.used == nil {
-			sp.used = map[uint64]map[uint32]bool{}
-		}
-		if sp.used[r.Section] == nil {
-			sp.used[r.Section] = map[uint32]bool{}
+			sp.used = map[uint64][]byte{}
 		}
 		for _, k := range r.FirstUse {
-			sp.used[r.Section][k] = true
+			sp.used[r.Section] = usedAdd(sp.used[r.Section], k)
 		}
 		if r.KeepMax {
 			f.marks++
@@ -208,9 +205,7 @@ func (f *fakeStore) RaiseSections(ctx context.Context, req *seqsvrv1.RaiseSectio
 		}
 		m := &seqsvrv1.SectionMax{Section: r.Section, PrevMax: prev, MaxSeq: next}
 		if r.KnownMax == -1 {
-			for k := range sp.used[r.Section] {
-				m.Used = usedAdd(m.Used, k)
-			}
+			m.Used = slices.Clone(sp.used[r.Section])
 		}
 		res.Sections = append(res.Sections, m)
 	}
