@@ -1,6 +1,7 @@
 package snowflake
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -88,6 +89,7 @@ type Service struct {
 	// live instance holds this node ID's lease (a twin with the same
 	// --node-id); answered as failed_precondition, as the contract says.
 	heldElsewhere bool
+	heldDetail    string
 	clockOffsetMs int64
 	ttl           time.Duration
 
@@ -273,6 +275,10 @@ func (s *Service) setErr(err error) {
 	// Only RegisterWorker answers failed_precondition for a live holder
 	// (ErrLeaseHeld); a renewal's is a lost lease, reported by the fence.
 	s.heldElsewhere = errs.Code(err) == connect.CodeFailedPrecondition
+	s.heldDetail = ""
+	if ce := new(connect.Error); s.heldElsewhere && errors.As(err, &ce) {
+		s.heldDetail = ce.Message() // the store's words, without its code
+	}
 	s.mu.Unlock()
 }
 
@@ -281,7 +287,8 @@ func (s *Service) notRegistered() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.heldElsewhere {
-		return fmt.Errorf("%w: node-id %q is held by a live process: %s", errs.FailedPrecondition, s.cfg.NodeID, s.lastErr)
+		return fmt.Errorf("%w: node-id %q is held by a live process (%s); this allocsvr takes its snowflake worker over once that lease expires",
+			errs.FailedPrecondition, s.cfg.NodeID, cmp.Or(s.heldDetail, "its worker lease is live"))
 	}
 	return fmt.Errorf("%w: snowflake worker not registered yet: %s", errs.Unavailable, s.lastErr)
 }

@@ -555,6 +555,9 @@ func TestSnowflakeTwinAtStartIsFailedPrecondition(t *testing.T) {
 	if !errors.Is(err, errs.FailedPrecondition) || !strings.Contains(err.Error(), `node-id "a" is held by a live process`) {
 		t.Fatalf("twin: err = %v, want failed_precondition: node-id held by a live process", err)
 	}
+	if n := strings.Count(err.Error(), "precondition"); n != 1 || !strings.Contains(err.Error(), "worker lease held by another live process") {
+		t.Fatalf("twin: %q: want the code once and the store's reason", err)
+	}
 	if st := twin.Status(); !strings.Contains(st.GetReason(), `node-id "a" is held by a live process`) {
 		t.Fatalf("twin status reason %q", st.GetReason())
 	}
