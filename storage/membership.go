@@ -45,7 +45,7 @@ func (s *Store) addMember(ctx context.Context, r *seqsvrv1.AddMemberRequest) (*s
 	// with one Raft ID). Something still accepting at the old address
 	// means the holder lives.
 	if movedFrom != "" && raftAddrLive(ctx, movedFrom) {
-		return nil, fmt.Errorf("%w: node-id %s is held by a live member at Raft address %s (asked for %s); stop that process and RemoveMember %s first, or give this one its own --node-id",
+		return nil, fmt.Errorf("%w: %s at Raft address %s (asked for %s); stop that process and RemoveMember %s first, or give this one its own --node-id",
 			ErrMemberHeld, r.GetId(), movedFrom, r.GetRaftAddr(), r.GetId())
 	}
 	if movedFrom != "" {

@@ -210,7 +210,7 @@ func TestJoinWithLiveNodeIDExits(t *testing.T) {
 
 	twin := startStoresvr(t, freeAddr(t), "--node-id", "s1", "--raft-addr", freeAddr(t), "--data-dir", t.TempDir(), "--join", r.http)
 	out := twin.exit(t, 30*time.Second)
-	for _, want := range []string{"failed_precondition", "node-id s1 is held by a live member at Raft address " + raftAddr, "exiting"} {
+	for _, want := range []string{"failed_precondition", "node-id held by a live member: s1 at Raft address " + raftAddr, "exiting"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("twin's output lacks %q:\n%s", want, out)
 		}
