@@ -24,6 +24,9 @@ type Config struct {
 	// Join is the HTTP address of any member to join through (AddMember),
 	// instead of Peers. Ignored when DataDir already holds Raft state.
 	Join string
+	// Fatal, when set, is called (once) when this member can never run:
+	// a join refused because a live member holds NodeID. The binary exits.
+	Fatal func(error)
 	// Bootstrap lets a member with no state and neither Peers nor Join
 	// bootstrap a one-member cluster; without it such a start is
 	// ErrNoCluster.

@@ -27,6 +27,9 @@ var (
 	// ErrSeqNodeHeld: a SeqHeartbeat for a node_id whose per-key sequence
 	// lease is held by another live instance.
 	ErrSeqNodeHeld = errs.New(errs.FailedPrecondition, "node held by another live instance")
+	// ErrMemberHeld: AddMember of an ID that a live member holds at
+	// another Raft address.
+	ErrMemberHeld = errs.New(errs.FailedPrecondition, "node-id held by a live member")
 	// ErrNotSectionOwner: a RaiseSections from a caller that is not the
 	// live owner of every section it names; it must stop serving them.
 	ErrNotSectionOwner = errs.New(errs.FailedPrecondition, "not the section owner")

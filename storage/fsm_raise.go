@@ -34,15 +34,39 @@ func (st *fsmState) applyRaiseSections(now int64, c *seqsvrv1.RaiseSectionsComma
 		if owner := sp.owner(sec); owner != c.GetNodeId() {
 			return applyResult{err: fmt.Errorf("%w: not the owner of section %d of space %q (owner %q)", ErrNotSectionOwner, sec, sp.name, owner)}
 		}
+		if n := sp.keysIn(sec); slices.ContainsFunc(item.GetFirstUse(), func(i uint32) bool { return uint64(i) >= n }) {
+			return applyResult{err: fmt.Errorf("%w: first_use offset outside section %d of space %q (%d keys)", errs.InvalidArgument, sec, sp.name, n)}
+		}
 		prev := sp.maxes[sec]
-		next, err := raised(prev, item.GetKnownMax(), sp.step)
-		if err != nil {
-			return applyResult{err: fmt.Errorf("%w: section %d of space %q", err, sec, sp.name)}
+		next := prev
+		if !item.GetKeepMax() {
+			var err error
+			if next, err = raised(prev, item.GetKnownMax(), sp.step); err != nil {
+				return applyResult{err: fmt.Errorf("%w: section %d of space %q", err, sec, sp.name)}
+			}
 		}
 		out.Sections = append(out.Sections, &seqsvrv1.SectionMax{Section: sec, PrevMax: prev, MaxSeq: next})
 	}
-	for _, m := range out.GetSections() {
-		sp.maxes[m.GetSection()] = m.GetMaxSeq()
+	for i, m := range out.GetSections() {
+		sec, item := m.GetSection(), c.GetSections()[i]
+		_, tracked := sp.used[sec]
+		if _, raisedBefore := sp.maxes[sec]; !raisedBefore || sp.maxes[sec] == 0 {
+			// Never handed out a value: an empty set is exact.
+			tracked = true
+		}
+		sp.maxes[sec] = m.GetMaxSeq()
+		if !tracked {
+			m.AllUsed = true
+			continue
+		}
+		u := sp.used[sec]
+		for _, k := range item.GetFirstUse() {
+			u = u.add(k, sp.keysIn(sec))
+		}
+		sp.used[sec] = u
+		if item.GetKnownMax() == -1 && !item.GetKeepMax() {
+			m.Used = u.bytes()
+		}
 	}
 	out.RoutingVersion = sp.routingVersion
 	return applyResult{raise: out}
@@ -85,4 +109,9 @@ func (sp *space) owner(sec uint64) string {
 		return sp.runs[i].owner
 	}
 	return ""
+}
+
+// keysIn is the number of keys of section sec (the last may be short).
+func (sp *space) keysIn(sec uint64) uint64 {
+	return min(sp.size, sp.keyCount-sec*sp.size)
 }

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -24,6 +25,10 @@ type space struct {
 	routingVersion uint64
 	runs           []run
 	maxes          map[uint64]int64
+	// used holds the used-set of every section whose keys the store
+	// tracks (see usedSet); a section raised but absent here was raised
+	// before the store kept used-sets, and all its keys count as used.
+	used map[uint64]usedSet
 }
 
 // spaceShape resolves CreateSpace's zero fields to their defaults and
@@ -64,7 +69,7 @@ func (st *fsmState) applyCreateSpace(now int64, c *seqsvrv1.CreateSpaceCommand) 
 	}
 	sp := &space{
 		name: c.GetSpace(), keyCount: keys, size: size, sections: spec.SectionCount(keys, size), step: step,
-		description: c.GetDescription(), createTimeMs: now, routingVersion: 1, maxes: map[uint64]int64{},
+		description: c.GetDescription(), createTimeMs: now, routingVersion: 1, maxes: map[uint64]int64{}, used: map[uint64]usedSet{},
 	}
 	sp.runs = []run{{first: 0, last: sp.sections - 1}}
 	st.spaces[sp.name] = sp
@@ -91,7 +96,8 @@ func (sp *space) state() *seqsvrv1.SpaceState {
 		s.Sections = append(s.Sections, &seqsvrv1.SectionRange{FirstSection: r.first, LastSection: r.last, Owner: r.owner, NextOwner: r.next})
 	}
 	for _, sec := range sortedKeys(sp.maxes) {
-		s.Maxes = append(s.Maxes, &seqsvrv1.SectionMaxState{Section: sec, MaxSeq: sp.maxes[sec]})
+		u, tracked := sp.used[sec]
+		s.Maxes = append(s.Maxes, &seqsvrv1.SectionMaxState{Section: sec, MaxSeq: sp.maxes[sec], UsedTracked: tracked, Used: u.bytes()})
 	}
 	return s
 }
@@ -100,7 +106,7 @@ func spaceFromState(s *seqsvrv1.SpaceState) *space {
 	sp := &space{
 		name: s.GetSpace(), keyCount: s.GetKeyCount(), size: s.GetSectionSize(), step: s.GetStep(),
 		description: s.GetDescription(), createTimeMs: s.GetCreateTimeMs(), routingVersion: s.GetRoutingVersion(),
-		maxes: make(map[uint64]int64, len(s.GetMaxes())),
+		maxes: make(map[uint64]int64, len(s.GetMaxes())), used: map[uint64]usedSet{},
 	}
 	sp.sections = spec.SectionCount(sp.keyCount, sp.size)
 	for _, r := range s.GetSections() {
@@ -108,6 +114,9 @@ func spaceFromState(s *seqsvrv1.SpaceState) *space {
 	}
 	for _, m := range s.GetMaxes() {
 		sp.maxes[m.GetSection()] = m.GetMaxSeq()
+		if m.GetUsedTracked() {
+			sp.used[m.GetSection()] = usedSet(slices.Clone(m.GetUsed()))
+		}
 	}
 	return sp
 }

@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"fmt"
+	"net"
 	"strings"
 	"time"
 
@@ -28,13 +29,27 @@ func (s *Store) addMember(ctx context.Context, r *seqsvrv1.AddMemberRequest) (*s
 		return nil, mapRaftErr(err)
 	}
 	present := false
+	var movedFrom raft.ServerAddress
 	for _, srv := range cf.Configuration().Servers {
 		switch {
 		case string(srv.ID) == r.GetId() && string(srv.Address) == r.GetRaftAddr():
 			present = srv.Suffrage == raft.Voter
-		case string(srv.ID) != r.GetId() && string(srv.Address) == r.GetRaftAddr():
+		case string(srv.ID) == r.GetId():
+			movedFrom = srv.Address
+		case string(srv.Address) == r.GetRaftAddr():
 			return nil, fmt.Errorf("%w: Raft address %s is used by member %s; remove it first", errs.InvalidArgument, r.GetRaftAddr(), srv.ID)
 		}
+	}
+	// AddVoter would move the ID to the new address: right for a member
+	// that restarted elsewhere, a hijack of a live one (two processes
+	// with one Raft ID). Something still accepting at the old address
+	// means the holder lives.
+	if movedFrom != "" && raftAddrLive(ctx, movedFrom) {
+		return nil, fmt.Errorf("%w: %s at Raft address %s (asked for %s); stop that process and RemoveMember %s first, or give this one its own --node-id",
+			ErrMemberHeld, r.GetId(), movedFrom, r.GetRaftAddr(), r.GetId())
+	}
+	if movedFrom != "" {
+		s.log.Warn("member moves to a new Raft address; nothing answers at the old one", "id", r.GetId(), "from", movedFrom, "to", r.GetRaftAddr())
 	}
 	if !present {
 		if err := s.raft.AddVoter(raft.ServerID(r.GetId()), raft.ServerAddress(r.GetRaftAddr()), 0, timeoutFrom(ctx)).Error(); err != nil {
@@ -139,6 +154,13 @@ func (s *Store) joinLoop() {
 			s.log.Info("joined cluster", "through", s.cfg.Join, "attempts", attempt)
 			return
 		}
+		if connect.CodeOf(err) == connect.CodeFailedPrecondition && s.cfg.Fatal != nil {
+			// Another live process is this member: joining again cannot
+			// help, and serving under its ID must not happen.
+			s.log.Error("join refused: this --node-id belongs to a live member; exiting", "node_id", s.cfg.NodeID, "through", s.cfg.Join, "err", err)
+			s.cfg.Fatal(fmt.Errorf("join %s: %w", s.cfg.Join, err))
+			return
+		}
 		s.log.Warn("join failed; retrying", "through", s.cfg.Join, "attempt", attempt, "err", err, "backoff", backoff)
 		select {
 		case <-s.stop:
@@ -147,6 +169,21 @@ func (s *Store) joinLoop() {
 		}
 		backoff = min(2*backoff, 5*time.Second)
 	}
+}
+
+// raftAddrLive reports whether something accepts TCP connections at addr
+// within a second. Raft's transport takes a connection closed before any
+// byte as a quiet EOF.
+func raftAddrLive(ctx context.Context, addr raft.ServerAddress) bool {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", string(addr))
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
 }
 
 func (s *Store) inConfiguration() bool {

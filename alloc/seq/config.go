@@ -26,6 +26,9 @@ const ForwardedHeader = "Seqsvr-Forwarded"
 
 // Config tunes a Node. Zero durations take the defaults.
 type Config struct {
+	// InstanceID names this process's lease at the store (default: a new
+	// random one). LoadInstance keeps it across restarts on one data dir.
+	InstanceID string
 	// NodeID names this allocsvr in the routing table (required).
 	NodeID string
 	// URL is the base URL other allocsvrs forward calls to (required).

@@ -25,6 +25,7 @@ type fakeStore struct {
 
 	beats     []*seqsvrv1.SeqHeartbeatRequest
 	raises    int
+	marks     int           // first-use writes (keep_max)
 	beatErr   error         // answered by SeqHeartbeat when set
 	raiseGate chan struct{} // when set, RaiseSections waits for a receive
 	inFlight  int           // raises in the store right now
@@ -38,6 +39,7 @@ type fakeMember struct {
 }
 
 type fakeSpace struct {
+	used                  map[uint64][]byte // section -> its used-set, a bit per key (as the store keeps it)
 	keyCount, sectionSize uint64
 	step                  int64
 	owner, next           []string
@@ -182,6 +184,17 @@ func (f *fakeStore) RaiseSections(ctx context.Context, req *seqsvrv1.RaiseSectio
 			return nil, fmt.Errorf("%w: not the owner of section %d", errs.FailedPrecondition, r.Section)
 		}
 		prev := sp.max[r.Section]
+		if sp.used == nil {
+			sp.used = map[uint64][]byte{}
+		}
+		for _, k := range r.FirstUse {
+			sp.used[r.Section] = usedAdd(sp.used[r.Section], k)
+		}
+		if r.KeepMax {
+			f.marks++
+			res.Sections = append(res.Sections, &seqsvrv1.SectionMax{Section: r.Section, PrevMax: prev, MaxSeq: prev})
+			continue
+		}
 		from := max(prev, r.KnownMax)
 		if from > math.MaxInt64-sp.step {
 			return nil, fmt.Errorf("%w: section %d would pass 2^63-1", errs.ResourceExhausted, r.Section)
@@ -190,12 +203,18 @@ func (f *fakeStore) RaiseSections(ctx context.Context, req *seqsvrv1.RaiseSectio
 		if r.KnownMax != -1 {
 			next = max(prev, r.KnownMax+sp.step)
 		}
-		res.Sections = append(res.Sections, &seqsvrv1.SectionMax{Section: r.Section, PrevMax: prev, MaxSeq: next})
+		m := &seqsvrv1.SectionMax{Section: r.Section, PrevMax: prev, MaxSeq: next}
+		if r.KnownMax == -1 {
+			m.Used = slices.Clone(sp.used[r.Section])
+		}
+		res.Sections = append(res.Sections, m)
 	}
 	for _, r := range res.Sections {
 		sp.max[r.Section] = r.MaxSeq
 	}
-	f.raises++
+	if len(req.Sections) > 0 && !req.Sections[0].KeepMax {
+		f.raises++
+	}
 	return res, nil
 }
 
@@ -222,4 +241,12 @@ func (f *fakeStore) owner(space string, section uint64) (owner, next string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.spaces[space].owner[section], f.spaces[space].next[section]
+}
+
+func usedAdd(b []byte, k uint32) []byte {
+	for int(k/8) >= len(b) {
+		b = append(b, 0)
+	}
+	b[k/8] |= 1 << (k % 8)
+	return b
 }

@@ -17,6 +17,7 @@ type lease struct {
 	// allocsvr may have served the section meanwhile.
 	gen     uint64
 	fenceAt time.Time // serve strictly before this (local, monotonic)
+	fenceNs int64     // fenceAt as Node.monoNs counts, for fastNext
 	ttl     time.Duration
 }
 
@@ -87,6 +88,7 @@ func (n *Node) apply(sent time.Time, res *seqsvrv1.SeqHeartbeatResponse, release
 	n.mu.Lock()
 	old := n.lease.Load()
 	l := &lease{gen: old.gen, fenceAt: sent.Add(n.fenceAfter(ttl)), ttl: ttl}
+	l.fenceNs = int64(l.fenceAt.Sub(n.epoch))
 	if !old.valid(n.clock.Now()) {
 		l.gen++
 	}
@@ -129,7 +131,7 @@ func (n *Node) loop(ctx context.Context) {
 	tick := time.NewTicker(n.cfg.HeartbeatInterval)
 	defer tick.Stop()
 	for {
-		bctx, cancel := context.WithTimeout(ctx, n.cfg.HeartbeatTimeout)
+		bctx, cancel := context.WithTimeout(ctx, n.beatTimeout())
 		err := n.beat(bctx, false)
 		cancel()
 		if err != nil && ctx.Err() == nil {
@@ -143,6 +145,19 @@ func (n *Node) loop(ctx context.Context) {
 		case <-n.kick:
 		}
 	}
+}
+
+// beatTimeout bounds one heartbeat: HeartbeatTimeout, but at most half
+// of what the lease leaves after a renewal (and at least an interval), so
+// a store member that hangs (a paused leader) costs one short attempt and
+// the next heartbeat, sent to another member, still renews in time. It
+// bears on liveness only: the lease counts from each heartbeat's send.
+func (n *Node) beatTimeout() time.Duration {
+	d := n.cfg.HeartbeatTimeout
+	if ttl := n.lease.Load().ttl; ttl > 0 {
+		d = min(d, max(n.cfg.HeartbeatInterval, n.fenceAfter(ttl)/2))
+	}
+	return d
 }
 
 func (n *Node) kickLoop() {
@@ -164,4 +179,16 @@ func (n *Node) noteBeat(err error) {
 		}
 	}
 	n.beatErr = err
+}
+
+// monoNs is the time since n.epoch on n's clock: the monotonic reading
+// alone (one vDSO call, where clock.Now reads the wall clock too) with the
+// system clock, whose Now carries the same monotonic reading, so fenceNs
+// and monoNs compare like fenceAt and Now. Other clocks (tests, the
+// faults build's skewed clock) go through Now.
+func (n *Node) monoNs() int64 {
+	if n.sysClock {
+		return int64(time.Since(n.epoch))
+	}
+	return int64(n.clock.Now().Sub(n.epoch))
 }

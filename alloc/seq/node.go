@@ -9,9 +9,11 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/seqsvr/seqsvr/internal/clock"
 	"github.com/seqsvr/seqsvr/internal/errs"
+	"github.com/seqsvr/seqsvr/internal/faults"
 )
 
 // ErrClosed answers calls once Close began.
@@ -30,6 +32,8 @@ type Node struct {
 	cfg      Config
 	store    Store
 	clock    clock.Clock
+	epoch    time.Time // monoNs counts from here
+	sysClock bool      // clock is the plain system clock (monoNs)
 	log      *slog.Logger
 	instance string
 
@@ -56,7 +60,7 @@ type Node struct {
 
 	peers sync.Map // base URL -> seqsvrv1connect.SeqServiceClient
 
-	forwards, writes atomic.Uint64
+	forwards, writes, markWrites atomic.Uint64
 }
 
 // New returns a Node that serves nothing until Start's first heartbeat is
@@ -68,9 +72,11 @@ func New(store Store, cfg Config) (*Node, error) {
 	cfg.setDefaults()
 	n := &Node{
 		cfg: cfg, store: store, clock: cfg.Clock, log: cfg.Logger.With("component", "seq"),
-		instance: rand.Text(), sections: map[secKey]*section{}, dirs: map[string]*spaceDir{},
+		instance: cmp.Or(cfg.InstanceID, rand.Text()), sections: map[secKey]*section{}, dirs: map[string]*spaceDir{},
 		kick: make(chan struct{}, 1),
 	}
+	n.epoch = n.clock.Now()
+	n.sysClock = n.clock == clock.System() && !faults.Enabled
 	n.lease.Store(&lease{})
 	n.life, n.stop = context.WithCancel(context.Background())
 	newMetrics(n, cfg.Registerer)

@@ -383,3 +383,74 @@ func TestNoTableYet(t *testing.T) {
 		t.Fatal("no reason given before the first heartbeat")
 	}
 }
+
+// TestCurrentZeroForNeverUsedAfterHandover: the contract's CurrentSeqs
+// answers 0 for a key never used, also after its section moved to another
+// allocsvr (the used-set travels through the store), while every key the
+// old owner used reads at least what it handed out, and a NextSeq after
+// either is larger.
+func TestCurrentZeroForNeverUsedAfterHandover(t *testing.T) {
+	st, a, b := twoNodes(t, 20, "http://a", "http://b")
+	mustBeat(t, a)
+	var last15 int64
+	for range 3 {
+		last15 = next(t, a, "s", 15)[0]
+	}
+	last16 := next(t, a, "s", 16)[0]
+	if got, _, err := a.Current(context.Background(), "s", []uint64{15, 16, 17}, false); err != nil || got[0] != last15 || got[1] != last16 || got[2] != 0 {
+		t.Fatalf("a's current: %v %v, want [%d %d 0]", got, err, last15, last16)
+	}
+	mustBeat(t, b) // section 1 to b once a releases it
+	mustBeat(t, a)
+	mustBeat(t, a)
+	if o, _ := st.owner("s", 1); o != "b" {
+		t.Fatalf("section 1 owner %q after the release", o)
+	}
+	mustBeat(t, b)
+	got, _, err := b.Current(context.Background(), "s", []uint64{15, 16, 17, 19}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[0] < last15 || got[1] < last16 || got[2] != 0 || got[3] != 0 {
+		t.Fatalf("new owner's current %v: want >= %d, >= %d, then 0 for the two keys never used", got, last15, last16)
+	}
+	v15, v17 := next(t, b, "s", 15)[0], next(t, b, "s", 17)[0]
+	if v15 <= got[0] || v17 <= 0 {
+		t.Fatalf("next after current: key 15 %d (current %d), key 17 %d", v15, got[0], v17)
+	}
+	if cur, _, _ := b.Current(context.Background(), "s", []uint64{17}, false); cur[0] != v17 {
+		t.Fatalf("key 17 current %d after next %d", cur[0], v17)
+	}
+}
+
+// TestFirstUsesShareOneWrite: keys first used while a first-use write is
+// in flight go into one next write (group commit), and none is answered
+// before its write committed.
+func TestFirstUsesShareOneWrite(t *testing.T) {
+	st, _, n := oneNode(t)
+	next(t, n, "s", 0) // load (records key 0 too)
+	gate := make(chan struct{})
+	st.mu.Lock()
+	st.raiseGate = gate
+	marks := st.marks
+	st.mu.Unlock()
+	done := make(chan int64, 9)
+	for k := uint64(1); k <= 9; k++ {
+		go func() { done <- next(t, n, "s", k)[0] }()
+	}
+	time.Sleep(20 * time.Millisecond)
+	select {
+	case v := <-done:
+		t.Fatalf("a first use answered %d before its write committed", v)
+	default:
+	}
+	close(gate)
+	for range 9 {
+		<-done
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if w := st.marks - marks; w < 1 || w > 3 {
+		t.Fatalf("%d first-use writes for 9 keys, want 1-3 (group commit)", w)
+	}
+}

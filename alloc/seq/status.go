@@ -15,7 +15,7 @@ func (n *Node) Status() *seqsvrv1.SeqStatus {
 	now := n.clock.Now()
 	st := &seqsvrv1.SeqStatus{
 		LeaseValid: l.valid(now), Reason: n.reason(),
-		Forwards: n.forwards.Load(), MaxSeqWrites: n.writes.Load(),
+		Forwards: n.forwards.Load(), MaxSeqWrites: n.writes.Load(), FirstUseWrites: n.markWrites.Load(),
 	}
 	if st.LeaseValid {
 		st.LeaseLeftMs = l.fenceAt.Sub(now).Milliseconds()
@@ -45,8 +45,8 @@ func (n *Node) Status() *seqsvrv1.SeqStatus {
 // metrics exports the Node's figures, computed from Status at scrape time
 // so the hot path pays nothing for them.
 type metrics struct {
-	n                            *Node
-	owned, keys, writes, fwd, ok *prometheus.Desc
+	n                                   *Node
+	owned, keys, writes, marks, fwd, ok *prometheus.Desc
 }
 
 func newMetrics(n *Node, reg prometheus.Registerer) {
@@ -61,6 +61,8 @@ func newMetrics(n *Node, reg prometheus.Registerer) {
 			"Keys of loaded sections held in memory, per space.", []string{"space"}, nil),
 		writes: prometheus.NewDesc("seqsvr_seq_max_seq_writes_total",
 			"RaiseSections writes (loads and raises of a section's max_seq).", nil, nil),
+		marks: prometheus.NewDesc("seqsvr_seq_first_use_writes_total",
+			"RaiseSections writes that only recorded keys' first uses in the store's used-sets.", nil, nil),
 		fwd: prometheus.NewDesc("seqsvr_seq_forwards_total",
 			"Calls forwarded to a section's owner.", nil, nil),
 		ok: prometheus.NewDesc("seqsvr_seq_lease_valid",
@@ -72,7 +74,7 @@ func newMetrics(n *Node, reg prometheus.Registerer) {
 }
 
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.owned, m.keys, m.writes, m.fwd, m.ok} {
+	for _, d := range []*prometheus.Desc{m.owned, m.keys, m.writes, m.marks, m.fwd, m.ok} {
 		ch <- d
 	}
 }
@@ -84,6 +86,7 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(m.keys, prometheus.GaugeValue, float64(sp.GetKeysInMemory()), sp.GetSpace())
 	}
 	ch <- prometheus.MustNewConstMetric(m.writes, prometheus.CounterValue, float64(st.GetMaxSeqWrites()))
+	ch <- prometheus.MustNewConstMetric(m.marks, prometheus.CounterValue, float64(st.GetFirstUseWrites()))
 	ch <- prometheus.MustNewConstMetric(m.fwd, prometheus.CounterValue, float64(st.GetForwards()))
 	valid := 0.0
 	if st.GetLeaseValid() {

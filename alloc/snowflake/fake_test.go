@@ -75,7 +75,7 @@ func (f *fakeWorkerStore) RegisterWorker(_ context.Context, req *seqsvrv1.Regist
 		f.nodes[req.GetNodeId()] = w
 	}
 	if w.holder != "" && w.holder != req.GetInstanceId() && w.expireMs > now {
-		return nil, connect.NewError(connect.CodeFailedPrecondition, errors.New("worker lease held by a live process"))
+		return nil, connect.NewError(connect.CodeFailedPrecondition, errors.New("worker lease held by another live process"))
 	}
 	if req.GetNowMs() < w.lastTs {
 		return nil, connect.NewError(connect.CodeUnavailable, errors.New("caller clock behind the last timestamp"))

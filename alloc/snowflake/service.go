@@ -1,6 +1,7 @@
 package snowflake
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -11,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"connectrpc.com/connect"
 	"github.com/prometheus/client_golang/prometheus"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
@@ -80,9 +82,14 @@ type Service struct {
 	lease  atomic.Pointer[workerLease]
 	closed atomic.Bool
 
-	mu            sync.Mutex
-	needRegister  bool
-	lastErr       string
+	mu           sync.Mutex
+	needRegister bool
+	lastErr      string
+	// heldElsewhere: the last registration was refused because another
+	// live instance holds this node ID's lease (a twin with the same
+	// --node-id); answered as failed_precondition, as the contract says.
+	heldElsewhere bool
+	heldDetail    string
 	clockOffsetMs int64
 	ttl           time.Duration
 
@@ -191,6 +198,14 @@ func (s *Service) initialRegister(ctx context.Context) error {
 			return err
 		}
 		s.setErr(err)
+		if errs.Code(err) == connect.CodeFailedPrecondition {
+			// A twin: waiting here would only delay the answer callers
+			// need (failed_precondition); keep registering in the
+			// background, which succeeds once the holder's lease expires.
+			s.log.Error("snowflake: this --node-id is held by another live process; snowflake IDs answer failed_precondition until its lease expires. Give every allocsvr its own --node-id",
+				"node_id", s.cfg.NodeID, "err", err)
+			return nil
+		}
 		s.log.Warn("snowflake worker registration failed; retrying", "attempt", attempt, "err", err)
 		t := time.NewTimer(backoff)
 		select {
@@ -257,7 +272,25 @@ func (s *Service) needsRegister() bool {
 func (s *Service) setErr(err error) {
 	s.mu.Lock()
 	s.lastErr = err.Error()
+	// Only RegisterWorker answers failed_precondition for a live holder
+	// (ErrLeaseHeld); a renewal's is a lost lease, reported by the fence.
+	s.heldElsewhere = errs.Code(err) == connect.CodeFailedPrecondition
+	s.heldDetail = ""
+	if ce := new(connect.Error); s.heldElsewhere && errors.As(err, &ce) {
+		s.heldDetail = ce.Message() // the store's words, without its code
+	}
 	s.mu.Unlock()
+}
+
+// notRegistered is the error while no lease was ever granted.
+func (s *Service) notRegistered() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.heldElsewhere {
+		return fmt.Errorf("%w: node-id %q is held by a live process (%s); this allocsvr takes its snowflake worker over once that lease expires",
+			errs.FailedPrecondition, s.cfg.NodeID, cmp.Or(s.heldDetail, "its worker lease is live"))
+	}
+	return fmt.Errorf("%w: snowflake worker not registered yet: %s", errs.Unavailable, s.lastErr)
 }
 
 func (s *Service) lastError() string {
@@ -292,7 +325,7 @@ func (s *Service) serving() (*Generator, error) {
 	}
 	gen, l := s.gen.Load(), s.lease.Load()
 	if gen == nil || l == nil {
-		return nil, fmt.Errorf("%w: snowflake worker not registered yet: %s", errs.Unavailable, s.lastError())
+		return nil, s.notRegistered()
 	}
 	if reason := s.fenceReason(l); reason != "" && !noSelfFence() {
 		return nil, fmt.Errorf("%w: %s", errs.FailedPrecondition, reason)
@@ -334,7 +367,7 @@ func (s *Service) Status() *seqsvrv1.SnowflakeStatus {
 	gen, l := s.gen.Load(), s.lease.Load()
 	if gen == nil || l == nil {
 		st.Fenced = true
-		st.Reason = "snowflake worker not registered yet: " + s.lastError()
+		st.Reason = errs.Detail(s.notRegistered())
 		return st
 	}
 	st.WorkerId = gen.WorkerID()

@@ -539,3 +539,39 @@ func TestSnowflakeRestartSameDirKeepsInstance(t *testing.T) {
 		t.Fatalf("restart waited %dms, a whole lease TTL", wait)
 	}
 }
+
+// TestSnowflakeTwinAtStartIsFailedPrecondition: a second process started
+// with the node ID of a live one gets no worker ID; its calls answer
+// failed_precondition naming the node ID (the contract's "node-id held by
+// a live process"), not unavailable, until the live one's lease expires.
+func TestSnowflakeTwinAtStartIsFailedPrecondition(t *testing.T) {
+	clk := clocktest.New(t0)
+	store := newFakeWorkerStore(clk)
+	a := startTest(t, store, testConfig("a", clk, ""), time.Second)
+	takeIDs(t, a, 1)
+
+	twin := startTest(t, store, testConfig("a", clk, ""), 50*time.Millisecond)
+	_, err := twin.NextIDs(context.Background(), 1)
+	if !errors.Is(err, errs.FailedPrecondition) || !strings.Contains(err.Error(), `node-id "a" is held by a live process`) {
+		t.Fatalf("twin: err = %v, want failed_precondition: node-id held by a live process", err)
+	}
+	if n := strings.Count(err.Error(), "precondition"); n != 1 || !strings.Contains(err.Error(), "worker lease held by another live process") {
+		t.Fatalf("twin: %q: want the code once and the store's reason", err)
+	}
+	if st := twin.Status(); !strings.Contains(st.GetReason(), `node-id "a" is held by a live process`) {
+		t.Fatalf("twin status reason %q", st.GetReason())
+	}
+
+	// A store that cannot be reached is still unavailable (retryable).
+	other := startTest(t, &fakeWorkerStore{down: errors.New("connection refused")}, testConfig("b", clk, ""), 50*time.Millisecond)
+	if _, err := other.NextIDs(context.Background(), 1); !errors.Is(err, errs.Unavailable) {
+		t.Fatalf("unreachable store: err = %v, want unavailable", err)
+	}
+
+	a.Close()
+	clk.Advance(10*time.Second + time.Millisecond)
+	if err := twin.registerWorker(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	takeIDs(t, twin, 1)
+}

@@ -253,7 +253,7 @@ func (s *Service) renewWorker(ctx context.Context) error {
 // report, the TTL the store granted and, when measured, the clock offset.
 func (s *Service) leaseGranted(ttl time.Duration, offset int64, measured bool) {
 	s.mu.Lock()
-	s.lastErr, s.ttl = "", ttl
+	s.lastErr, s.heldElsewhere, s.ttl = "", false, ttl
 	if measured {
 		s.clockOffsetMs = offset
 	}

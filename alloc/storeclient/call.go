@@ -38,13 +38,20 @@ func invoke[Req, Res any](ctx context.Context, c *Client, method string, req *Re
 			}
 			return res.Msg, nil
 		}
+		answer := errs.FromConnect("store "+method, err)
+		retry := retryable(answer)
+		if retry {
+			// Also when the caller's deadline cut the attempt short: a
+			// member that did not answer in the time given (a paused
+			// leader) must not get the next call too.
+			c.forget(target, err)
+		}
 		if ctx.Err() != nil {
 			return nil, giveUp(ctx, method, attempt, err)
 		}
-		if answer := errs.FromConnect("store "+method, err); !retryable(answer) {
+		if !retry {
 			return nil, answer
 		}
-		c.forget(target, err)
 		t := time.NewTimer(backoff/2 + rand.N(backoff/2+1))
 		select {
 		case <-t.C:

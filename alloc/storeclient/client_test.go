@@ -31,6 +31,8 @@ type fakeCluster struct {
 	byReq     map[string]*seqsvrv1.Segment
 	commits   int
 	loseReply bool
+	hang      int            // a member whose ReserveSegment hangs until wake closes; -1 none
+	wake      chan struct{}  // closed when the test ends
 	calls     map[string]int // "node/method" -> count
 }
 
@@ -41,7 +43,7 @@ type fakeNode struct {
 }
 
 func newFakeCluster(t *testing.T, n int) *fakeCluster {
-	c := &fakeCluster{maxID: map[string]int64{"t": 0}, byReq: map[string]*seqsvrv1.Segment{}, calls: map[string]int{}}
+	c := &fakeCluster{maxID: map[string]int64{"t": 0}, byReq: map[string]*seqsvrv1.Segment{}, calls: map[string]int{}, hang: -1}
 	c.addrStyle = func(u string) string { return strings.TrimPrefix(u, "http://") }
 	for i := range n {
 		mux := http.NewServeMux()
@@ -107,8 +109,15 @@ func (n *fakeNode) GetTag(_ context.Context, req *connect.Request[seqsvrv1.GetTa
 	return connect.NewResponse(&seqsvrv1.Tag{Tag: req.Msg.GetTag(), MaxId: max, Step: 10}), nil
 }
 
-func (n *fakeNode) ReserveSegment(_ context.Context, req *connect.Request[seqsvrv1.ReserveSegmentRequest]) (*connect.Response[seqsvrv1.Segment], error) {
+func (n *fakeNode) ReserveSegment(ctx context.Context, req *connect.Request[seqsvrv1.ReserveSegmentRequest]) (*connect.Response[seqsvrv1.Segment], error) {
 	n.c.mu.Lock()
+	if n.c.hang == n.i {
+		n.c.calls[fmt.Sprintf("%d/ReserveSegment", n.i)]++
+		wake := n.c.wake
+		n.c.mu.Unlock()
+		<-wake // a paused member: no answer at all, whatever the deadline
+		return nil, connect.NewError(connect.CodeUnavailable, errors.New("woke up"))
+	}
 	defer n.c.mu.Unlock()
 	if err := n.enter("ReserveSegment"); err != nil {
 		return nil, err
@@ -353,5 +362,34 @@ func TestSegmentAllocatorOverClient(t *testing.T) {
 	}
 	if _, err := a.NextIDs(ctx, "missing", 1); !errors.Is(err, errs.NotFound) {
 		t.Fatalf("unknown tag over the client: %v", err)
+	}
+}
+
+// TestClientForgetsLeaderThatHung: an attempt the caller's own deadline
+// cut short (a paused leader) still makes the client look for the leader
+// again, so the next call does not go to the hung member.
+func TestClientForgetsLeaderThatHung(t *testing.T) {
+	fc := newFakeCluster(t, 3)
+	fc.setLeader(1)
+	c := testClient(t, fc.urls())
+	if _, err := c.ReserveSegment(testCtx(t), "t", 5, "r1"); err != nil {
+		t.Fatal(err)
+	}
+	wake := make(chan struct{})
+	t.Cleanup(func() { close(wake) }) // before the servers close
+	fc.mu.Lock()
+	fc.hang, fc.wake, fc.leader = 1, wake, 2 // 1 paused; 2 elected
+	fc.mu.Unlock()
+	short, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := c.ReserveSegment(short, "t", 5, "r2"); err == nil {
+		t.Fatal("a call answered by a hung member")
+	}
+	before := fc.count(1, "ReserveSegment")
+	if s, err := c.ReserveSegment(testCtx(t), "t", 5, "r3"); err != nil || s.GetFirst() != 6 {
+		t.Fatalf("next call: %v %v", s, err)
+	}
+	if n := fc.count(1, "ReserveSegment") - before; n != 0 {
+		t.Fatalf("the next call went to the hung member %d time(s)", n)
 	}
 }

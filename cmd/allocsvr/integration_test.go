@@ -447,23 +447,49 @@ func TestSnowflakeWorkerIDs(t *testing.T) {
 	if err := c.WaitReady(ctx, twin); err != nil {
 		t.Fatal(err)
 	}
+	// While a1 lives the twin serves no snowflake ID at all: the store
+	// refuses its registration, and the contract's answer for "the
+	// node-id is held by a live process" is failed_precondition (Leaf 412).
+	// (unavailable only while the store does not answer the twin at all).
 	tc := c.AllocClient(twin)
-	twinServed := 0
+	held := 0
 	for deadline := time.Now().Add(2 * leaseTTL); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if ids, err := snowIDs(ctx, tc, 5); err == nil {
-			all.add(t, "twin", ids)
-			if w := workerOf(t, c, a1, ids[0]); w == w1 {
-				t.Fatalf("twin serves a1's worker ID %d while a1 lives", w)
-			}
-			twinServed++
+		ids, err := snowIDs(ctx, tc, 5)
+		switch {
+		case err == nil:
+			t.Fatalf("twin of a live %s served snowflake IDs %v", a1.NodeID, ids)
+		case connect.CodeOf(err) == connect.CodeFailedPrecondition && strings.Contains(err.Error(), "held by a live process"):
+			held++
+		case connect.CodeOf(err) != connect.CodeUnavailable:
+			t.Fatalf("twin: %v, want failed_precondition: node-id held by a live process", err)
 		}
-		ids, err := snowIDs(ctx, c.AllocClient(a1), 5)
+		ids, err = snowIDs(ctx, c.AllocClient(a1), 5)
 		if err != nil {
 			t.Fatalf("a1 stopped serving while a twin started: %v", err)
 		}
 		all.add(t, a1.Name, ids)
 	}
-	t.Logf("twin served %d times with a distinct worker ID (0 means it was refused)", twinServed)
+	if held == 0 {
+		t.Fatal("the twin never answered failed_precondition: node-id held by a live process")
+	}
+	proctest.WaitUntil(ctx, t, "the twin's Leaf snowflake GET answering 412", func() bool {
+		res, err := http.Get(twin.URL() + "/api/snowflake/get/x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		switch {
+		case res.StatusCode == http.StatusPreconditionFailed && strings.Contains(string(body), "held by a live process"):
+			return true
+		case res.StatusCode != http.StatusServiceUnavailable:
+			t.Fatalf("twin's Leaf snowflake GET: %d %q, want 412 naming the held node-id", res.StatusCode, body)
+		}
+		return false
+	})
+	if err := twin.Kill(); err != nil {
+		t.Fatal(err)
+	}
 
 	// Freeze every store member: each allocsvr stops within the lease TTL.
 	for _, s := range c.Stores {

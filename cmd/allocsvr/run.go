@@ -52,11 +52,11 @@ func (cfg *config) open(ctx context.Context, env serve.Env) (*serve.App, error) 
 	var services []serve.Service
 	closeSeq := func() {}
 	if cfg.Seq {
-		n, s, err := openSeq(ctx, cfg, env, store, svc, peers)
+		_, s, closeNode, err := openSeq(ctx, cfg, env, store, svc, peers)
 		if err != nil {
 			return nil, err
 		}
-		services, closeSeq = append(services, s), n.Close
+		services, closeSeq = append(services, s), closeNode
 	}
 
 	var reached atomic.Bool

@@ -57,6 +57,7 @@ type secureCluster struct {
 	alloc             *cluster.Proc
 	allocAuth         string
 	ca                string
+	caObj             *tlstest.CA // issues the certificates; its file is every CA flag
 	raftCert, raftKey string
 	storeURLs         []string
 	allocURL          string
@@ -107,7 +108,7 @@ func startSecure(t *testing.T, allocs int, joiner ...bool) *secureCluster {
 		s4.Peers, s4.Join = "", c.Stores[0].HTTPAddr
 		s4.ExtraArgs = append(s4.ExtraArgs, "--join-token-file", adminFile)
 	}
-	s := &secureCluster{c: c, allocAuth: allocAuth, ca: ca.CertFile, raftCert: raftCert, raftKey: raftKey}
+	s := &secureCluster{c: c, allocAuth: allocAuth, ca: ca.CertFile, caObj: ca, raftCert: raftCert, raftKey: raftKey}
 	for _, p := range c.Stores {
 		s.storeURLs = append(s.storeURLs, "https://"+p.HTTPAddr)
 	}
@@ -456,4 +457,42 @@ func TestSecureJoin(t *testing.T) {
 	// Writes through the new member reach the leader.
 	_, err := st.CreateTag(ctx, withToken(&seqsvrv1.CreateTagRequest{Tag: "joined"}, secAdminTok))
 	wantCode(t, "CreateTag through s4", err, 0)
+}
+
+// TestSecureCARotation: the CA files are re-read while the members run.
+// A client certificate of a new CA is refused until the new CA is added
+// to the file every member's --tls-client-ca and --raft-tls-ca name; then
+// it is let in by every member, with no restart, and Raft (whose certificates
+// are of the old CA, still in the file) keeps committing.
+func TestSecureCARotation(t *testing.T) {
+	s := startSecure(t, 0)
+	ctx := proctest.Context(t, 60*time.Second)
+	newCA := tlstest.NewCA(t)
+	cert, key := newCA.Issue(t, "client-of-new-ca", "127.0.0.1")
+	keys, err := tlsconf.LoadKeyPair(cert, key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	status := func(hc *http.Client, base string) error {
+		_, err := seqsvrv1connect.NewStoreServiceClient(hc, base).ClusterStatus(ctx, withToken(&seqsvrv1.ClusterStatusRequest{}, secClientTok))
+		return err
+	}
+	// A fresh transport per call: the point is the handshake.
+	newClient := func() *http.Client { return tlsClient(t, s.ca, keys) }
+	for _, u := range s.storeURLs {
+		if err := status(newClient(), u); err == nil {
+			t.Fatalf("%s let in a client certificate of a CA not in its --tls-client-ca", u)
+		}
+	}
+	tlstest.WriteBundle(t, s.ca, s.caObj, newCA)
+	for _, u := range s.storeURLs {
+		proctest.WaitUntil(ctx, t, u+" trusting the new CA", func() bool { return status(newClient(), u) == nil })
+	}
+	// Raft (certificates of the old CA, still in the file) keeps working:
+	// a write commits (retried while an election, if any, runs).
+	st := seqsvrv1connect.NewStoreServiceClient(s.withCert, s.storeURLs[0])
+	proctest.WaitUntil(ctx, t, "a write after the CA file changed", func() bool {
+		_, err := st.CreateTag(ctx, withToken(&seqsvrv1.CreateTagRequest{Tag: "after-rotation"}, secAdminTok))
+		return err == nil || connect.CodeOf(err) == connect.CodeAlreadyExists
+	})
 }

@@ -50,8 +50,8 @@ func (cfg *config) peerAccess(env serve.Env) (peerAccess, error) {
 func (p peerAccess) httpClient() *http.Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 32
-	tr.TLSClientConfig = p.tls
-	return &http.Client{Transport: tr}
+	// Follows --store-ca when it changes (a CA rotation needs no restart).
+	return &http.Client{Transport: tlsconf.Transport(tr, p.tls)}
 }
 
 // clientOptions send p's token.

@@ -16,8 +16,9 @@ import (
 // openSeq starts per-key sequences: the node heartbeats its lease until
 // ctx ends, and its SeqService is served beside AllocService. The node's
 // Close (stop serving, then a leaving heartbeat) runs once the server has
-// drained.
-func openSeq(ctx context.Context, cfg *config, env serve.Env, store *storeclient.Client, svc *alloc.Service, peers peerAccess) (*seq.Node, serve.Service, error) {
+// drained. With --data-dir the node keeps its instance ID across restarts
+// (seq.LoadInstance), so a restart after a crash serves at once.
+func openSeq(ctx context.Context, cfg *config, env serve.Env, store *storeclient.Client, svc *alloc.Service, peers peerAccess) (*seq.Node, serve.Service, func(), error) {
 	url := cfg.AdvertiseURL
 	if url == "" {
 		url = env.Scheme + "://" + env.Addr
@@ -25,7 +26,16 @@ func openSeq(ctx context.Context, cfg *config, env serve.Env, store *storeclient
 			env.Logger.Warn("other allocsvrs cannot forward per-key calls to a wildcard address; set --advertise-url", "url", url)
 		}
 	}
+	release := func() {}
+	var instance string
+	if cfg.DataDir != "" {
+		var err error
+		if instance, release, err = seq.LoadInstance(cfg.DataDir, cfg.NodeID); err != nil {
+			return nil, serve.Service{}, nil, fmt.Errorf("--seq: %w", err)
+		}
+	}
 	n, err := seq.New(store, seq.Config{
+		InstanceID:        instance,
 		NodeID:            cfg.NodeID,
 		URL:               url,
 		HeartbeatInterval: cfg.SeqHeartbeatInterval,
@@ -37,10 +47,11 @@ func openSeq(ctx context.Context, cfg *config, env serve.Env, store *storeclient
 		ClientOptions:     peers.clientOptions(),
 	})
 	if err != nil {
-		return nil, serve.Service{}, fmt.Errorf("--seq: %w", err)
+		release()
+		return nil, serve.Service{}, nil, fmt.Errorf("--seq: %w", err)
 	}
 	n.Start(ctx)
 	svc.SetSeq(n)
 	path, h := seqsvrv1connect.NewSeqServiceHandler(n.Handler(), env.ConnectOptions...)
-	return n, serve.Service{Name: seqsvrv1connect.SeqServiceName, Path: path, Handler: h}, nil
+	return n, serve.Service{Name: seqsvrv1connect.SeqServiceName, Path: path, Handler: h}, func() { n.Close(); release() }, nil
 }

@@ -46,6 +46,7 @@ func (cfg *config) open(_ context.Context, env serve.Env) (*serve.App, error) {
 		DataDir:            cfg.DataDir,
 		Peers:              peers,
 		Join:               cfg.Join,
+		Fatal:              env.Fatal,
 		Bootstrap:          cfg.Bootstrap,
 		MaxSegmentSize:     cfg.MaxSegmentSize,
 		Logger:             logger.With("component", "storage"),

@@ -70,8 +70,8 @@ func (cfg *config) memberClient(env serve.Env) (*http.Client, error) {
 			return nil, err
 		}
 		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.TLSClientConfig, tr.ForceAttemptHTTP2 = tc, true
-		rt = tr
+		tr.ForceAttemptHTTP2 = true
+		rt = tlsconf.Transport(tr, tc) // follows the CA file when it changes
 	} else {
 		rt = storage.DefaultHTTPClient().Transport
 	}

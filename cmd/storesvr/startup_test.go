@@ -197,3 +197,31 @@ func TestBootstrapAndRestartAgainstStoredState(t *testing.T) {
 		}
 	}
 }
+
+// A second storesvr with the --node-id of a live member, joining with its
+// own Raft address, is refused with failed_precondition ("node-id held by
+// a live member") and exits; the live member keeps its address and serves.
+func TestJoinWithLiveNodeIDExits(t *testing.T) {
+	proctest.SkipShort(t)
+	ctx := proctest.Context(t, 90*time.Second)
+	raftAddr := freeAddr(t)
+	r := startStoresvr(t, freeAddr(t), "--node-id", "s1", "--raft-addr", raftAddr, "--data-dir", t.TempDir(), "--bootstrap")
+	r.ready(t, ctx, "first")
+
+	twin := startStoresvr(t, freeAddr(t), "--node-id", "s1", "--raft-addr", freeAddr(t), "--data-dir", t.TempDir(), "--join", r.http)
+	out := twin.exit(t, 30*time.Second)
+	for _, want := range []string{"failed_precondition", "node-id held by a live member: s1 at Raft address " + raftAddr, "exiting"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("twin's output lacks %q:\n%s", want, out)
+		}
+	}
+	cl := seqsvrv1connect.NewStoreServiceClient(http.DefaultClient, "http://"+r.http)
+	st, err := cl.ClusterStatus(ctx, connect.NewRequest(&seqsvrv1.ClusterStatusRequest{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := st.Msg.GetMembers(); len(m) != 1 || m[0].GetRaftAddr() != raftAddr || st.Msg.GetLeaderId() != "s1" {
+		t.Fatalf("members after the refused twin: %v (leader %q)", m, st.Msg.GetLeaderId())
+	}
+	r.ready(t, ctx, "second")
+}

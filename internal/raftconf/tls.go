@@ -9,6 +9,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+
+	"github.com/seqsvr/seqsvr/internal/tlsconf"
 )
 
 // NewTLSTransport is NewTransport over TLS: every connection between
@@ -58,7 +60,9 @@ func (s *tlsStream) Dial(address raft.ServerAddress, timeout time.Duration) (net
 	if err != nil {
 		return nil, err
 	}
-	cfg := s.cfg.Clone()
+	// Current: the CA pool as --raft-tls-ca holds it now, so a rotated CA
+	// is trusted by the next dial without a restart.
+	cfg := tlsconf.Current(s.cfg).Clone()
 	cfg.ServerName = host
 	d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: timeout}, Config: cfg}
 	return d.Dial("tcp", string(address))

@@ -2,7 +2,9 @@ package raftconf
 
 import (
 	"crypto/tls"
+	"errors"
 	"net"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -74,5 +76,90 @@ func TestTLSTransport(t *testing.T) {
 		}
 	case <-time.After(15 * time.Second):
 		t.Fatal("no refusal")
+	}
+}
+
+// TestTLSTransportFollowsCAFile: --raft-tls-ca is read again while the
+// transports run: the dialing side trusts a new CA added to its file, and
+// the listening side lets in a member of a CA added to its file, with
+// real TLS transports and no restart.
+func TestTLSTransportFollowsCAFile(t *testing.T) {
+	caA, caB, caC := tlstest.NewCA(t), tlstest.NewCA(t), tlstest.NewCA(t)
+	dir := t.TempDir()
+	member := func(name string, ca *tlstest.CA, trust ...*tlstest.CA) (*tls.Config, string) {
+		caFile := filepath.Join(dir, name+"-ca.pem")
+		tlstest.WriteBundle(t, caFile, trust...)
+		cert, key := ca.Issue(t, name, "127.0.0.1")
+		keys, err := tlsconf.LoadKeyPair(cert, key, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := tlsconf.Mutual(keys, caFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg, caFile
+	}
+	logger := hclog.NewNullLogger()
+	newTrans := func(cfg *tls.Config) *raft.NetworkTransport {
+		tr, err := NewTLSTransport("127.0.0.1:0", nil, cfg, logger)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { tr.Close() })
+		return tr
+	}
+	s1cfg, s1ca := member("s1", caB, caA, caB)
+	server := newTrans(s1cfg)
+	go func() {
+		for rpc := range server.Consumer() {
+			rpc.Respond(&raft.AppendEntriesResponse{Term: 7, Success: true}, nil)
+		}
+	}()
+	call := func(tr *raft.NetworkTransport) error {
+		done := make(chan error, 1)
+		go func() {
+			req := &raft.AppendEntriesRequest{RPCHeader: raft.RPCHeader{ID: []byte("x"), Addr: []byte(tr.LocalAddr())}, Term: 7}
+			done <- tr.AppendEntries("s1", server.LocalAddr(), req, &raft.AppendEntriesResponse{})
+		}()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(15 * time.Second):
+			return errors.New("no answer and no refusal in 15 s")
+		}
+	}
+
+	// The dialing side: s2 (CA A) does not trust s1's CA B until its file says so.
+	s2cfg, s2ca := member("s2", caA, caA)
+	s2 := newTrans(s2cfg)
+	if err := call(s2); err == nil {
+		t.Fatal("s2 trusted a server of a CA not in its file")
+	}
+	tlstest.WriteBundle(t, s2ca, caA, caB)
+	eventually(t, "s2 after its CA file gained CA B", func() error { return call(s2) })
+
+	// The listening side: s1 refuses s3 (CA C) until its file holds C.
+	s3cfg, _ := member("s3", caC, caA, caB, caC)
+	s3 := newTrans(s3cfg)
+	if err := call(s3); err == nil {
+		t.Fatal("s1 let in a member of a CA not in its file")
+	}
+	tlstest.WriteBundle(t, s1ca, caA, caB, caC)
+	eventually(t, "s3 after s1's CA file gained CA C", func() error { return call(s3) })
+}
+
+func eventually(t *testing.T, what string, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: still %v", what, err)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }

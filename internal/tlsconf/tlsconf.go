@@ -9,15 +9,17 @@
 //     modification time or size changes, checked at most once a second on a
 //     handshake; a pair that does not load keeps the old one in force (and
 //     is logged), so a half-written renewal never takes a server down.
-//   - CA files are read once, at start.
+//   - A CA file is read again the same way (CA): a server built here takes
+//     the current client CA pool on each handshake (GetConfigForClient), a
+//     Raft dial and a client through Transport take the current root pool
+//     on each new connection. Connections already open are not re-verified.
 package tlsconf
 
 import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
-	"fmt"
-	"os"
+	"log/slog"
 )
 
 // MinVersion is the oldest TLS version spoken.
@@ -33,62 +35,57 @@ func Server(keys *KeyPair, clientCA string) (*tls.Config, error) {
 		NextProtos:     []string{"h2", "http/1.1"},
 	}
 	if clientCA != "" {
-		pool, err := LoadCA(clientCA)
+		ca, err := LoadCA(clientCA, keys.logger)
 		if err != nil {
 			return nil, err
 		}
-		c.ClientCAs, c.ClientAuth = pool, tls.RequireAndVerifyClientCert
+		c.ClientAuth = tls.RequireAndVerifyClientCert
+		return withCA(c, ca, func(c *tls.Config, p *x509.CertPool) { c.ClientCAs = p }), nil
 	}
 	return c, nil
 }
 
 // Client trusts the CA in caFile (none: the system roots) and, with keys,
-// presents that pair to servers that ask for a client certificate.
+// presents that pair to servers that ask for a client certificate. The
+// config holds the pool read at start; dial with Current(config), or use
+// Transport, to follow changes of caFile.
 func Client(caFile string, keys *KeyPair) (*tls.Config, error) {
 	c := &tls.Config{MinVersion: MinVersion}
-	if caFile != "" {
-		pool, err := LoadCA(caFile)
-		if err != nil {
-			return nil, err
-		}
-		c.RootCAs = pool
-	}
 	if keys != nil {
 		c.GetClientCertificate = keys.GetClientCertificate
 	}
-	return c, nil
+	if caFile == "" {
+		return c, nil
+	}
+	logger := slog.Default()
+	if keys != nil {
+		logger = keys.logger
+	}
+	ca, err := LoadCA(caFile, logger)
+	if err != nil {
+		return nil, err
+	}
+	return withCA(c, ca, func(c *tls.Config, p *x509.CertPool) { c.RootCAs = p }), nil
 }
 
 // Mutual is both sides of a link where each end proves itself to the
 // other with a certificate of the CA in caFile: Raft between members.
 // Certificates must name the address peers dial (an IP SAN for an IP).
+// Listen with the config as it is; dial with Current(config), so both
+// sides follow changes of caFile.
 func Mutual(keys *KeyPair, caFile string) (*tls.Config, error) {
 	if keys == nil || caFile == "" {
 		return nil, errors.New("mutual TLS needs a certificate, a key and a CA")
 	}
-	pool, err := LoadCA(caFile)
+	ca, err := LoadCA(caFile, keys.logger)
 	if err != nil {
 		return nil, err
 	}
-	return &tls.Config{
+	c := &tls.Config{
 		MinVersion:           MinVersion,
 		GetCertificate:       keys.GetCertificate,
 		GetClientCertificate: keys.GetClientCertificate,
-		RootCAs:              pool,
-		ClientCAs:            pool,
 		ClientAuth:           tls.RequireAndVerifyClientCert,
-	}, nil
-}
-
-// LoadCA reads PEM certificates into a pool.
-func LoadCA(path string) (*x509.CertPool, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("CA file: %w", err)
 	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(b) {
-		return nil, fmt.Errorf("CA file %s: no PEM certificate in it", path)
-	}
-	return pool, nil
+	return withCA(c, ca, func(c *tls.Config, p *x509.CertPool) { c.RootCAs, c.ClientCAs = p, p }), nil
 }

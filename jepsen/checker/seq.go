@@ -180,3 +180,149 @@ func sortedSeqKeys[V any](m map[seqKey]V) []seqKey {
 	})
 	return keys
 }
+
+// SeqAvailabilityName names the SeqAvailability check.
+const SeqAvailabilityName = "per-key sequences available (guarantee 9)"
+
+// SeqBlip is how long any per-key error may last with nothing to explain
+// it: guarantee 9's 2 s for a graceful stop or a newly started allocsvr.
+const SeqBlip = 2 * time.Second
+
+// Span is a stretch of the run clock.
+type Span struct{ From, To time.Duration }
+
+// SeqScale is one allocsvr event guarantee 9 speaks about, at At on the
+// run clock: its keys must be answered again within Bound (the lease TTL
+// plus 2 s after a death, SeqBlip after a graceful stop or a start).
+type SeqScale struct {
+	At     time.Duration
+	Bound  time.Duration
+	What   string // for the report: fault and target
+	Target string
+}
+
+// SeqAvailability checks guarantee 9 key by key. A key's outage is a
+// stretch of failed calls on it, as observed: from the call of the first
+// failure after an answer (or the run's start) to the return of the last
+// failure before the next answer (a stretch with no call, such as the end
+// of a run, shows nothing either way). Every
+// instant of an outage must be explained: within SeqBlip of its start,
+// within an allocsvr event's bound after it (scale), or inside a fault
+// the guarantee does not speak about (excused: store faults, partitions,
+// clock steps, with their recovery). An outage with an unexplained
+// instant fails the check. It also reports the share of per-key calls
+// answered and the longest outage, explained or not.
+//
+// A failure on an allocsvr that was itself down at the call (down: killed,
+// stopped, paused or cut off, by target) says nothing about its keys
+// (clients should call another) and is left out, as is one that never
+// left the client.
+func SeqAvailability(ops []*history.Op, scale []SeqScale, excused []Span, down map[string][]Span) Result {
+	type call struct {
+		call, ret time.Duration
+		ok        bool
+	}
+	perKey := map[seqKey][]call{}
+	total, okCalls, calm, calmOK := 0, 0, 0, 0
+	for _, op := range ops {
+		if op.Kind != history.SeqNext && op.Kind != history.SeqNexts && op.Kind != history.SeqCurrent {
+			continue
+		}
+		if !op.OK && (op.NotSent || within(time.Duration(op.Call), down[op.Target])) {
+			continue
+		}
+		total++
+		if op.OK {
+			okCalls++
+		}
+		if !within(time.Duration(op.Call), excused) {
+			calm++
+			if op.OK {
+				calmOK++
+			}
+		}
+		for _, key := range op.Keys {
+			k := seqKey{op.Space, key}
+			perKey[k] = append(perKey[k], call{time.Duration(op.Call), time.Duration(op.Return), op.OK})
+		}
+	}
+	if total == 0 {
+		return pass(SeqAvailabilityName, 0, "%s", noSeqCalls)
+	}
+	cover := func(from time.Duration) []Span {
+		out := []Span{{from, from + SeqBlip}}
+		for _, s := range scale {
+			out = append(out, Span{s.At, s.At + s.Bound})
+		}
+		return append(out, excused...)
+	}
+	var p problems
+	var longest Span
+	var longestKey seqKey
+	outages := 0
+	for _, k := range sortedSeqKeys(perKey) {
+		calls := perKey[k]
+		slices.SortFunc(calls, func(a, b call) int { return cmp.Compare(a.call, b.call) })
+		var from, last time.Duration
+		down := false
+		for _, c := range calls {
+			switch {
+			case !c.ok && !down:
+				down, from, last = true, c.call, c.ret
+			case !c.ok:
+				last = max(last, c.ret)
+			case down && last > from:
+				down = false
+				outages++
+				out := Span{from, last}
+				if out.To-out.From > longest.To-longest.From {
+					longest, longestKey = out, k
+				}
+				if gap, ok := uncovered(out, cover(from)); !ok {
+					p.add("key %s: no answer from %s to %s (%s); nothing explains %s onwards (no allocsvr event within its bound, no excused fault)",
+						k, out.From.Round(time.Millisecond), out.To.Round(time.Millisecond), (out.To - out.From).Round(time.Millisecond), gap.Round(time.Millisecond))
+				}
+			}
+		}
+	}
+	pct := func(a, b int) float64 {
+		if b == 0 {
+			return 100
+		}
+		return float64(a) / float64(b) * 100
+	}
+	detail := fmt.Sprintf("%.1f%% of %d per-key calls to reachable allocsvrs answered (%.1f%% of the %d made outside excused faults); %d outages over %d keys, the longest %s on key %s (%s..%s)",
+		pct(okCalls, total), total, pct(calmOK, calm), calm, outages, len(perKey), (longest.To - longest.From).Round(time.Millisecond), longestKey,
+		longest.From.Round(time.Millisecond), longest.To.Round(time.Millisecond))
+	if p.n > 0 {
+		return fail(SeqAvailabilityName, total, "%s; %s", detail, p.String())
+	}
+	return pass(SeqAvailabilityName, total, "%s; every outage within the bounds", detail)
+}
+
+// uncovered reports the first instant of out that no span of cover holds
+// (ok false), or ok true when they cover all of it.
+func uncovered(out Span, cover []Span) (time.Duration, bool) {
+	slices.SortFunc(cover, func(a, b Span) int { return cmp.Compare(a.From, b.From) })
+	at := out.From
+	for _, c := range cover {
+		if c.From > at {
+			break
+		}
+		at = max(at, c.To)
+		if at >= out.To {
+			return 0, true
+		}
+	}
+	return at, at >= out.To
+}
+
+// within reports whether t falls in one of spans.
+func within(t time.Duration, spans []Span) bool {
+	for _, s := range spans {
+		if s.From <= t && t <= s.To {
+			return true
+		}
+	}
+	return false
+}

@@ -1,16 +1,25 @@
 package harness
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"connectrpc.com/connect"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/internal/cluster"
+	"github.com/seqsvr/seqsvr/jepsen/checker"
 	"github.com/seqsvr/seqsvr/jepsen/history"
+	"github.com/seqsvr/seqsvr/jepsen/nemesis"
 )
 
 // The per-key workload runs on one space small enough that every
@@ -147,4 +156,133 @@ func (w *workload) seqFinal(ctx context.Context, client int) string {
 		return "final per-key read not made"
 	}
 	return fmt.Sprintf("final per-key read: no allocsvr answered within 30 s (last: %s: %s)", last.Target, last.Err)
+}
+
+// Guarantee 9 reads the nemesis log: which allocsvr events it speaks of
+// (deaths, graceful stops, starts), which allocsvrs were down (their own
+// failures say nothing about keys), and which faults it does not speak of
+// (store faults, partitions, clock steps, twins), excused with a recovery
+// allowance of one lease TTL plus checker.SeqBlip after their heal.
+var (
+	// seqDeaths stop an allocsvr without a release: its sections move
+	// after its lease expires.
+	seqDeaths = []string{"seq-kill-alloc", "kill-alloc", "seq-pause-alloc", "pause-alloc", "isolate-alloc"}
+	// seqGraceful stop one with a release (SIGTERM).
+	seqGraceful = []string{"seq-term-alloc"}
+)
+
+// SeqAvailability is checker.SeqAvailability on a run's history and
+// nemesis log, with the stores' --seq-lease-ttl.
+func SeqAvailability(ops []*history.Op, events []nemesis.Event, ttl time.Duration) checker.Result {
+	scale, excused, down := seqG9Events(events, ttl)
+	return checker.SeqAvailability(ops, scale, excused, down)
+}
+
+// CheckSeqAvailability runs SeqAvailability on a saved scenario folder
+// (history.jsonl and nemesis.jsonl).
+func CheckSeqAvailability(dir string, ttl time.Duration) (checker.Result, error) {
+	ops, err := history.ReadJSONL(filepath.Join(dir, historyFile))
+	if err != nil {
+		return checker.Result{}, err
+	}
+	events, err := readNemesis(dir)
+	if err != nil {
+		return checker.Result{}, err
+	}
+	return SeqAvailability(ops, events, ttl), nil
+}
+
+func readNemesis(dir string) ([]nemesis.Event, error) {
+	f, err := os.Open(filepath.Join(dir, nemesisFile))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []nemesis.Event
+	dec := json.NewDecoder(bufio.NewReader(f))
+	for dec.More() {
+		var e nemesis.Event
+		if err := dec.Decode(&e); err != nil {
+			return nil, fmt.Errorf("%s: %w", nemesisFile, err)
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// seqG9Events sorts the nemesis log into guarantee 9's allocsvr events,
+// excused spans and down spans by target.
+func seqG9Events(events []nemesis.Event, ttl time.Duration) ([]checker.SeqScale, []checker.Span, map[string][]checker.Span) {
+	const end = time.Duration(math.MaxInt64)
+	death := ttl + checker.SeqBlip
+	type open struct {
+		fault, target string
+		at            time.Duration
+	}
+	var (
+		scale   []checker.SeqScale
+		excused []checker.Span
+		opened  []open
+	)
+	down := map[string][]checker.Span{}
+	closeSpan := func(o open, at time.Duration) {
+		switch {
+		case slices.Contains(seqDeaths, o.fault), slices.Contains(seqGraceful, o.fault):
+			down[o.target] = append(down[o.target], checker.Span{From: o.at, To: at})
+		case o.fault == "seq-add-alloc":
+			// The extra allocsvr is up between inject and heal; after
+			// the heal it is gone for good.
+			down[o.target] = append(down[o.target], checker.Span{From: at, To: end})
+		default:
+			to := end
+			if at < end {
+				to = at + death
+			}
+			excused = append(excused, checker.Span{From: o.at, To: to})
+			down[o.target] = append(down[o.target], checker.Span{From: o.at, To: to})
+		}
+	}
+	for _, e := range events {
+		what := e.Fault + " " + e.Target
+		switch e.Phase {
+		case "inject":
+			opened = append(opened, open{e.Fault, e.Target, e.At})
+			switch {
+			case slices.Contains(seqDeaths, e.Fault):
+				scale = append(scale, checker.SeqScale{At: e.At, Bound: death, What: what, Target: e.Target})
+			case slices.Contains(seqGraceful, e.Fault), e.Fault == "seq-add-alloc":
+				scale = append(scale, checker.SeqScale{At: e.At, Bound: checker.SeqBlip, What: what, Target: e.Target})
+			}
+		case "heal":
+			// This heal ends its own injection and any later one of the
+			// same fault (a twin's second step).
+			keep := opened[:0]
+			first := -1
+			for i, o := range opened {
+				if o.fault == e.Fault && o.target == e.Target && first < 0 {
+					first = i
+				}
+			}
+			for i, o := range opened {
+				if o.fault == e.Fault && first >= 0 && i >= first {
+					closeSpan(o, e.At)
+					continue
+				}
+				keep = append(keep, o)
+			}
+			opened = keep
+			switch {
+			case e.Fault == "seq-add-alloc" && strings.Contains(e.Detail, "SIGKILL"):
+				scale = append(scale, checker.SeqScale{At: e.At, Bound: death, What: what + " SIGKILL", Target: e.Target})
+			case slices.Contains(seqDeaths, e.Fault), slices.Contains(seqGraceful, e.Fault), e.Fault == "seq-add-alloc":
+				// A restart, a SIGCONT, a reconnection or a SIGTERM: sections
+				// move to or away from it, within the blip.
+				scale = append(scale, checker.SeqScale{At: e.At, Bound: checker.SeqBlip, What: what, Target: e.Target})
+			}
+		}
+	}
+	for _, o := range opened {
+		closeSpan(o, end)
+	}
+	return scale, excused, down
 }

@@ -766,10 +766,14 @@ type SeqStatus struct {
 	Spaces []*SeqSpaceStatus `protobuf:"bytes,4,rep,name=spaces,proto3" json:"spaces,omitempty"`
 	// Calls this allocsvr forwarded to a section's owner.
 	Forwards uint64 `protobuf:"varint,5,opt,name=forwards,proto3" json:"forwards,omitempty"`
-	// RaiseSections writes (each one Raft entry for one or more sections).
-	MaxSeqWrites  uint64 `protobuf:"varint,6,opt,name=max_seq_writes,json=maxSeqWrites,proto3" json:"max_seq_writes,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// RaiseSections writes that loaded or raised a section's max_seq (each
+	// one Raft entry for one or more sections).
+	MaxSeqWrites uint64 `protobuf:"varint,6,opt,name=max_seq_writes,json=maxSeqWrites,proto3" json:"max_seq_writes,omitempty"`
+	// RaiseSections writes that only recorded keys' first uses in the
+	// store's used-sets (one Raft entry for every key waiting at the time).
+	FirstUseWrites uint64 `protobuf:"varint,7,opt,name=first_use_writes,json=firstUseWrites,proto3" json:"first_use_writes,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *SeqStatus) Reset() {
@@ -840,6 +844,13 @@ func (x *SeqStatus) GetForwards() uint64 {
 func (x *SeqStatus) GetMaxSeqWrites() uint64 {
 	if x != nil {
 		return x.MaxSeqWrites
+	}
+	return 0
+}
+
+func (x *SeqStatus) GetFirstUseWrites() uint64 {
+	if x != nil {
+		return x.FirstUseWrites
 	}
 	return 0
 }
@@ -980,7 +991,7 @@ const file_seqsvr_v1_alloc_proto_rawDesc = "" +
 	"\tsnowflake\x18\x02 \x01(\v2\x1a.seqsvr.v1.SnowflakeStatusR\tsnowflake\x12\x17\n" +
 	"\anode_id\x18\x03 \x01(\tR\x06nodeId\x12&\n" +
 	"\x03seq\x18\x04 \x01(\v2\x14.seqsvr.v1.SeqStatusR\x03seq\x12\x15\n" +
-	"\x06now_ms\x18\x05 \x01(\x03R\x05nowMs\"\xdd\x01\n" +
+	"\x06now_ms\x18\x05 \x01(\x03R\x05nowMs\"\x87\x02\n" +
 	"\tSeqStatus\x12\x1f\n" +
 	"\vlease_valid\x18\x01 \x01(\bR\n" +
 	"leaseValid\x12\"\n" +
@@ -988,7 +999,8 @@ const file_seqsvr_v1_alloc_proto_rawDesc = "" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x121\n" +
 	"\x06spaces\x18\x04 \x03(\v2\x19.seqsvr.v1.SeqSpaceStatusR\x06spaces\x12\x1a\n" +
 	"\bforwards\x18\x05 \x01(\x04R\bforwards\x12$\n" +
-	"\x0emax_seq_writes\x18\x06 \x01(\x04R\fmaxSeqWrites\"\xc5\x01\n" +
+	"\x0emax_seq_writes\x18\x06 \x01(\x04R\fmaxSeqWrites\x12(\n" +
+	"\x10first_use_writes\x18\a \x01(\x04R\x0efirstUseWrites\"\xc5\x01\n" +
 	"\x0eSeqSpaceStatus\x12\x14\n" +
 	"\x05space\x18\x01 \x01(\tR\x05space\x12'\n" +
 	"\x0frouting_version\x18\x02 \x01(\x04R\x0eroutingVersion\x12%\n" +

@@ -1555,9 +1555,15 @@ func (x *SpaceState) GetMaxes() []*SectionMaxState {
 }
 
 type SectionMaxState struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Section       uint64                 `protobuf:"varint,1,opt,name=section,proto3" json:"section,omitempty"`
-	MaxSeq        int64                  `protobuf:"varint,2,opt,name=max_seq,json=maxSeq,proto3" json:"max_seq,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Section uint64                 `protobuf:"varint,1,opt,name=section,proto3" json:"section,omitempty"`
+	MaxSeq  int64                  `protobuf:"varint,2,opt,name=max_seq,json=maxSeq,proto3" json:"max_seq,omitempty"`
+	// The section's used-set is kept (it was first raised from 0 by a store
+	// that keeps them); false for a section raised before: every key counts
+	// as used.
+	UsedTracked bool `protobuf:"varint,3,opt,name=used_tracked,json=usedTracked,proto3" json:"used_tracked,omitempty"`
+	// The used-set: bit (i % 8) of byte (i / 8) for key offset i.
+	Used          []byte `protobuf:"bytes,4,opt,name=used,proto3" json:"used,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1604,6 +1610,20 @@ func (x *SectionMaxState) GetMaxSeq() int64 {
 		return x.MaxSeq
 	}
 	return 0
+}
+
+func (x *SectionMaxState) GetUsedTracked() bool {
+	if x != nil {
+		return x.UsedTracked
+	}
+	return false
+}
+
+func (x *SectionMaxState) GetUsed() []byte {
+	if x != nil {
+		return x.Used
+	}
+	return nil
 }
 
 type SeqMemberState struct {
@@ -1817,10 +1837,12 @@ const file_seqsvr_v1_raft_proto_rawDesc = "" +
 	"\x0ecreate_time_ms\x18\x06 \x01(\x03R\fcreateTimeMs\x12'\n" +
 	"\x0frouting_version\x18\a \x01(\x04R\x0eroutingVersion\x123\n" +
 	"\bsections\x18\b \x03(\v2\x17.seqsvr.v1.SectionRangeR\bsections\x120\n" +
-	"\x05maxes\x18\t \x03(\v2\x1a.seqsvr.v1.SectionMaxStateR\x05maxes\"D\n" +
+	"\x05maxes\x18\t \x03(\v2\x1a.seqsvr.v1.SectionMaxStateR\x05maxes\"{\n" +
 	"\x0fSectionMaxState\x12\x18\n" +
 	"\asection\x18\x01 \x01(\x04R\asection\x12\x17\n" +
-	"\amax_seq\x18\x02 \x01(\x03R\x06maxSeq\"\xa0\x01\n" +
+	"\amax_seq\x18\x02 \x01(\x03R\x06maxSeq\x12!\n" +
+	"\fused_tracked\x18\x03 \x01(\bR\vusedTracked\x12\x12\n" +
+	"\x04used\x18\x04 \x01(\fR\x04used\"\xa0\x01\n" +
 	"\x0eSeqMemberState\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1f\n" +
 	"\vinstance_id\x18\x02 \x01(\tR\n" +

@@ -2010,7 +2010,15 @@ type SectionRaise struct {
 	// to at least known_max + step (a retry is harmless). -1 is a first load:
 	// the store raises it to its current value + step and answers prev_max,
 	// where the caller starts every key of the section.
-	KnownMax      int64 `protobuf:"varint,2,opt,name=known_max,json=knownMax,proto3" json:"known_max,omitempty"`
+	KnownMax int64 `protobuf:"varint,2,opt,name=known_max,json=knownMax,proto3" json:"known_max,omitempty"`
+	// Key offsets (0..section_size-1) about to be handed their first value:
+	// the store adds them to the section's durable used-set in the same
+	// entry, before it answers, so a later owner reads 0 (CurrentSeqs) only
+	// for keys never used.
+	FirstUse []uint32 `protobuf:"varint,3,rep,packed,name=first_use,json=firstUse,proto3" json:"first_use,omitempty"`
+	// Record first_use only; leave max_seq as it is (known_max is then
+	// ignored).
+	KeepMax       bool `protobuf:"varint,4,opt,name=keep_max,json=keepMax,proto3" json:"keep_max,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2057,6 +2065,20 @@ func (x *SectionRaise) GetKnownMax() int64 {
 		return x.KnownMax
 	}
 	return 0
+}
+
+func (x *SectionRaise) GetFirstUse() []uint32 {
+	if x != nil {
+		return x.FirstUse
+	}
+	return nil
+}
+
+func (x *SectionRaise) GetKeepMax() bool {
+	if x != nil {
+		return x.KeepMax
+	}
+	return false
 }
 
 type RaiseSectionsRequest struct {
@@ -2133,7 +2155,13 @@ type SectionMax struct {
 	// max_seq before this raise.
 	PrevMax int64 `protobuf:"varint,2,opt,name=prev_max,json=prevMax,proto3" json:"prev_max,omitempty"`
 	// The durable max_seq now.
-	MaxSeq        int64 `protobuf:"varint,3,opt,name=max_seq,json=maxSeq,proto3" json:"max_seq,omitempty"`
+	MaxSeq int64 `protobuf:"varint,3,opt,name=max_seq,json=maxSeq,proto3" json:"max_seq,omitempty"`
+	// On a first load (known_max -1): the section's used-set, bit (i % 8) of
+	// byte (i / 8) for key offset i, trailing zero bytes trimmed...
+	Used []byte `protobuf:"bytes,4,opt,name=used,proto3" json:"used,omitempty"`
+	// ...unless every key counts as used (a section raised before the store
+	// kept used-sets): then the caller starts every key at prev_max.
+	AllUsed       bool `protobuf:"varint,5,opt,name=all_used,json=allUsed,proto3" json:"all_used,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2187,6 +2215,20 @@ func (x *SectionMax) GetMaxSeq() int64 {
 		return x.MaxSeq
 	}
 	return 0
+}
+
+func (x *SectionMax) GetUsed() []byte {
+	if x != nil {
+		return x.Used
+	}
+	return nil
+}
+
+func (x *SectionMax) GetAllUsed() bool {
+	if x != nil {
+		return x.AllUsed
+	}
+	return false
 }
 
 type RaiseSectionsResponse struct {
@@ -2395,21 +2437,25 @@ const file_seqsvr_v1_store_proto_rawDesc = "" +
 	"leaseTtlMs\x12(\n" +
 	"\x10lease_expires_ms\x18\x02 \x01(\x03R\x0eleaseExpiresMs\x12\"\n" +
 	"\rleader_now_ms\x18\x03 \x01(\x03R\vleaderNowMs\x12/\n" +
-	"\x06tables\x18\x04 \x03(\v2\x17.seqsvr.v1.RoutingTableR\x06tables\"E\n" +
+	"\x06tables\x18\x04 \x03(\v2\x17.seqsvr.v1.RoutingTableR\x06tables\"}\n" +
 	"\fSectionRaise\x12\x18\n" +
 	"\asection\x18\x01 \x01(\x04R\asection\x12\x1b\n" +
-	"\tknown_max\x18\x02 \x01(\x03R\bknownMax\"\x9b\x01\n" +
+	"\tknown_max\x18\x02 \x01(\x03R\bknownMax\x12\x1b\n" +
+	"\tfirst_use\x18\x03 \x03(\rR\bfirstUse\x12\x19\n" +
+	"\bkeep_max\x18\x04 \x01(\bR\akeepMax\"\x9b\x01\n" +
 	"\x14RaiseSectionsRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1f\n" +
 	"\vinstance_id\x18\x02 \x01(\tR\n" +
 	"instanceId\x12\x14\n" +
 	"\x05space\x18\x03 \x01(\tR\x05space\x123\n" +
-	"\bsections\x18\x04 \x03(\v2\x17.seqsvr.v1.SectionRaiseR\bsections\"Z\n" +
+	"\bsections\x18\x04 \x03(\v2\x17.seqsvr.v1.SectionRaiseR\bsections\"\x89\x01\n" +
 	"\n" +
 	"SectionMax\x12\x18\n" +
 	"\asection\x18\x01 \x01(\x04R\asection\x12\x19\n" +
 	"\bprev_max\x18\x02 \x01(\x03R\aprevMax\x12\x17\n" +
-	"\amax_seq\x18\x03 \x01(\x03R\x06maxSeq\"s\n" +
+	"\amax_seq\x18\x03 \x01(\x03R\x06maxSeq\x12\x12\n" +
+	"\x04used\x18\x04 \x01(\fR\x04used\x12\x19\n" +
+	"\ball_used\x18\x05 \x01(\bR\aallUsed\"s\n" +
 	"\x15RaiseSectionsResponse\x121\n" +
 	"\bsections\x18\x01 \x03(\v2\x15.seqsvr.v1.SectionMaxR\bsections\x12'\n" +
 	"\x0frouting_version\x18\x02 \x01(\x04R\x0eroutingVersion2\xd2\t\n" +

@@ -117,3 +117,22 @@ func writePEM(t testing.TB, path, typ string, der []byte) {
 		t.Fatal(err)
 	}
 }
+
+// WriteBundle replaces path with the certificates of cas, one after the
+// other (a CA file during a rotation holds the old and the new CA). It
+// writes a temporary file and renames it, as an operator's tooling would,
+// so a reader never sees half a file.
+func WriteBundle(t testing.TB, path string, cas ...*CA) {
+	t.Helper()
+	var b []byte
+	for _, ca := range cas {
+		b = append(b, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.cert.Raw})...)
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}

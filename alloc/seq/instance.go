@@ -1,0 +1,71 @@
+package seq
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// Files of LoadInstance in the allocsvr's data dir.
+const (
+	instanceLock = "seq.lock"
+	instanceFile = "seq-instance.json"
+)
+
+type instanceData struct {
+	NodeID     string `json:"node_id"`
+	InstanceID string `json:"instance_id"`
+}
+
+// LoadInstance gives this process the per-key instance ID of the last
+// process that ran node on dir, or a new one, and holds dir's lock until
+// release. The lock proves that process is dead, so the store may hand
+// its lease straight to this one (a restart after SIGKILL is served at
+// once instead of after the old lease expires); it answers every key
+// from the committed max_seq on first load, as any new owner does, so
+// nothing the dead process handed out is repeated. A process elsewhere
+// with the same node ID (a twin) has its own dir, hence its own ID, and
+// is refused while this one's lease lives. Where no lock can be taken
+// (not unix), every start gets a new ID.
+func LoadInstance(dir, node string) (id string, release func(), err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", nil, fmt.Errorf("seq instance: %w", err)
+	}
+	unlock, locked, err := lockFile(filepath.Join(dir, instanceLock))
+	if err != nil {
+		return "", nil, fmt.Errorf("seq instance: data dir %s: %w", dir, err)
+	}
+	if !locked {
+		return rand.Text(), unlock, nil
+	}
+	path := filepath.Join(dir, instanceFile)
+	var d instanceData
+	b, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		unlock()
+		return "", nil, fmt.Errorf("seq instance: %w", err)
+	default:
+		_ = json.Unmarshal(b, &d) // unreadable: a new ID
+	}
+	if d.NodeID == node && d.InstanceID != "" {
+		return d.InstanceID, unlock, nil
+	}
+	d = instanceData{NodeID: node, InstanceID: rand.Text()}
+	b, _ = json.Marshal(d)
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		unlock()
+		return "", nil, fmt.Errorf("seq instance: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		unlock()
+		return "", nil, fmt.Errorf("seq instance: %w", err)
+	}
+	return d.InstanceID, unlock, nil
+}

@@ -1,0 +1,154 @@
+package tlsconf_test
+
+import (
+	"crypto/tls"
+	"net"
+	"net/http"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/seqsvr/seqsvr/internal/tlsconf"
+	"github.com/seqsvr/seqsvr/internal/tlsconf/tlstest"
+)
+
+func keyPair(t *testing.T, ca *tlstest.CA, name string) *tlsconf.KeyPair {
+	t.Helper()
+	c, k := ca.Issue(t, name, "127.0.0.1")
+	kp, err := tlsconf.LoadKeyPair(c, k, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kp
+}
+
+// eventually polls f until it succeeds (the files are looked at once a
+// second at most) and fails the test after 10 s.
+func eventually(t *testing.T, what string, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: still %v after 10 s", what, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestServerFollowsClientCA: a server requiring client certificates takes
+// a rotated --tls-client-ca without a restart, on a real TLS listener.
+func TestServerFollowsClientCA(t *testing.T) {
+	oldCA, newCA := tlstest.NewCA(t), tlstest.NewCA(t)
+	caFile := filepath.Join(t.TempDir(), "client-ca.pem")
+	tlstest.WriteBundle(t, caFile, oldCA)
+	scfg, err := tlsconf.Server(keyPair(t, oldCA, "server"), caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := serve(t, scfg)
+	client := func(ca *tlstest.CA) *tls.Config {
+		c, err := tlsconf.Client(oldCA.CertFile, keyPair(t, ca, "client"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	oldClient, newClient := client(oldCA), client(newCA)
+	if _, err := dial(addr, oldClient); err != nil {
+		t.Fatalf("client of the CA in force refused: %v", err)
+	}
+	if _, err := dial(addr, newClient); err == nil {
+		t.Fatal("client of a CA not (yet) in the file let in")
+	}
+	tlstest.WriteBundle(t, caFile, newCA) // the old CA retired
+	eventually(t, "client of the new CA", func() error { _, err := dial(addr, newClient); return err })
+	if _, err := dial(addr, oldClient); err == nil {
+		t.Fatal("client of the retired CA still let in")
+	}
+}
+
+// TestClientFollowsRootCA: a client (Current, and Transport over a real
+// HTTPS server) trusts a rotated CA file without being rebuilt.
+func TestClientFollowsRootCA(t *testing.T) {
+	oldCA, newCA := tlstest.NewCA(t), tlstest.NewCA(t)
+	scfg, err := tlsconf.Server(keyPair(t, newCA, "server"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", scfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte(r.Proto)) }), ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { srv.Close() })
+	addr := ln.Addr().String()
+
+	caFile := filepath.Join(t.TempDir(), "ca.pem")
+	tlstest.WriteBundle(t, caFile, oldCA)
+	ccfg, err := tlsconf.Client(caFile, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	base.ForceAttemptHTTP2 = true
+	hc := &http.Client{Transport: tlsconf.Transport(base, ccfg), Timeout: 5 * time.Second}
+	get := func() error {
+		resp, err := hc.Get("https://" + addr + "/")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.Proto != "HTTP/2.0" {
+			t.Errorf("proto %s, want HTTP/2.0 (ALPN kept through the reloading transport)", resp.Proto)
+		}
+		return nil
+	}
+	if err := get(); err == nil {
+		t.Fatal("server of an untrusted CA accepted")
+	}
+	if _, err := dial(addr, tlsconf.Current(ccfg)); err == nil {
+		t.Fatal("server of an untrusted CA accepted by a dial")
+	}
+	tlstest.WriteBundle(t, caFile, oldCA, newCA)
+	eventually(t, "HTTPS through Transport", get)
+	eventually(t, "dial with Current", func() error {
+		c, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, tlsconf.Current(ccfg))
+		if err == nil {
+			c.Close()
+		}
+		return err
+	})
+}
+
+// TestCAKeepsPoolOnBadFile: a CA file replaced by garbage keeps the pool
+// in force.
+func TestCAKeepsPoolOnBadFile(t *testing.T) {
+	ca := tlstest.NewCA(t)
+	caFile := filepath.Join(t.TempDir(), "ca.pem")
+	tlstest.WriteBundle(t, caFile, ca)
+	c, err := tlsconf.LoadCA(caFile, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	later := time.Now()
+	tlsconf.SetNow(c, func() time.Time { return later })
+	first := c.Pool()
+	tlstest.WriteBundle(t, caFile) // empty: no certificate
+	later = later.Add(2 * time.Second)
+	if c.Pool() != first {
+		t.Fatal("a CA file without certificates replaced the pool")
+	}
+	if _, err := tlsconf.LoadCA(caFile, nil); err == nil {
+		t.Fatal("LoadCA accepted a file without certificates")
+	}
+	tlstest.WriteBundle(t, caFile, ca, tlstest.NewCA(t))
+	later = later.Add(2 * time.Second)
+	if c.Pool() == first {
+		t.Fatal("a good CA file after a bad one was not loaded")
+	}
+}
