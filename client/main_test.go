@@ -83,6 +83,22 @@ func runWithCluster(m *testing.M) (int, error) {
 	if err := c.CreateSpace(ctx, &seqsvrv1.CreateSpaceRequest{Space: "example-inbox", KeyCount: 1000, SectionSize: 100}); err != nil {
 		return 0, err
 	}
+	// The allocsvrs learn a new space with their next heartbeat.
+	probe, err := client.New(allocURLs, client.WithToken(token), client.WithCAFile(caFile))
+	if err != nil {
+		return 0, err
+	}
+	for {
+		_, err := probe.CurrentSeqs(ctx, "example-inbox", []uint64{0})
+		if err == nil {
+			break
+		}
+		if client.Code(err) != connect.CodeNotFound {
+			return 0, err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	probe.Close()
 	code := clustertest.Main(m)
 	if code != 0 {
 		for _, p := range c.All() {
