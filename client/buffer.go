@@ -47,7 +47,12 @@ type tagBuffer struct {
 
 // buffer returns tag's buffer, made on first use.
 func (c *Client) buffer(tag string) (*tagBuffer, error) {
+	// Most programs take IDs of one tag at a time: skip the map lookup.
+	if b := c.lastBuf.Load(); b != nil && b.tag == tag {
+		return b, nil
+	}
 	if b, ok := (*c.buffers.Load())[tag]; ok {
+		c.lastBuf.Store(b)
 		return b, nil
 	}
 	if err := spec.CheckTag(tag); err != nil {
@@ -176,4 +181,23 @@ func (b *tagBuffer) load(bg context.Context, done chan struct{}) {
 		close(done)
 		return
 	}
+}
+
+// Buffered is how many IDs of tag the local buffer holds now: the
+// IDs a process exit would lose (0 without WithLocalBuffer).
+func (c *Client) Buffered(tag string) int {
+	b, ok := (*c.buffers.Load())[tag]
+	if !ok {
+		return 0
+	}
+	n := 0
+	if cur := b.cur.Load(); cur != nil {
+		n = max(0, len(cur.ids)-int(cur.pos.Load()))
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.next != nil {
+		n += len(b.next.ids)
+	}
+	return n
 }

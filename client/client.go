@@ -37,6 +37,7 @@ type Client struct {
 
 	bufMu   sync.Mutex
 	buffers atomic.Pointer[map[string]*tagBuffer]
+	lastBuf atomic.Pointer[tagBuffer] // the buffer of the last tag asked for
 
 	routes sync.Map // space -> *spaceRoutes
 }
@@ -68,6 +69,9 @@ func New(endpoints []string, opts ...Option) (*Client, error) {
 		}
 		c.http = hc
 	}
+	// Answers are lists of varints: gzip saves few bytes and costs the
+	// client more CPU than the IDs themselves.
+	c.copts = append(c.copts, connect.WithAcceptCompression("gzip", nil, nil))
 	if cfg.protocol == ProtocolGRPC {
 		c.copts = append(c.copts, connect.WithGRPC())
 	}

@@ -26,7 +26,6 @@ var (
 	allocURLs []string // the allocsvrs' https:// base URLs
 	token     string   // a token with role client
 	caFile    string   // the CA the servers' certificates chain to
-	sharedMu  sync.Mutex
 )
 
 func TestMain(m *testing.M) {
@@ -112,16 +111,14 @@ func runWithCluster(m *testing.M) (int, error) {
 	return code, nil
 }
 
-// cluster is the shared cluster for a real-process test, which it holds
-// alone (tests that kill processes must not overlap); nil skips under
-// -short.
+// sharedCluster is the shared cluster for a real-process test; it skips
+// under -short. The tests using it must not call t.Parallel: some kill
+// processes.
 func sharedCluster(t testing.TB) *cluster.Cluster {
 	t.Helper()
 	if testing.Short() || shared == nil {
 		t.Skip("-short: real-process test")
 	}
-	sharedMu.Lock()
-	t.Cleanup(sharedMu.Unlock)
 	return shared
 }
 
