@@ -73,19 +73,41 @@ func (c *Client) buffer(tag string) (*tagBuffer, error) {
 }
 
 func (b *tagBuffer) take(ctx context.Context) (int64, error) {
-	for {
-		cur := b.cur.Load()
-		if cur != nil {
-			i := cur.pos.Add(1) - 1
-			if i < int64(len(cur.ids)) {
-				if i == cur.trigger {
-					b.refill()
-				}
-				return cur.ids[i], nil
-			}
+	if cur := b.cur.Load(); cur != nil {
+		i := cur.pos.Add(1) - 1
+		if i < int64(len(cur.ids)) && i != cur.trigger {
+			return cur.ids[i], nil
 		}
+		return b.claimed(ctx, cur, i)
+	}
+	return b.slow(ctx, nil)
+}
+
+// claimed finishes a take that claimed index i of cur: the trigger
+// index starts the next load, an index past the end goes the slow way.
+func (b *tagBuffer) claimed(ctx context.Context, cur *batch, i int64) (int64, error) {
+	if i < int64(len(cur.ids)) {
+		b.refill() // i is the trigger
+		return cur.ids[i], nil
+	}
+	return b.slow(ctx, cur)
+}
+
+// slow waits for a batch after cur and takes from it.
+func (b *tagBuffer) slow(ctx context.Context, cur *batch) (int64, error) {
+	for {
 		if err := b.wait(ctx, cur); err != nil {
 			return 0, err
+		}
+		if cur = b.cur.Load(); cur == nil {
+			continue
+		}
+		i := cur.pos.Add(1) - 1
+		if i < int64(len(cur.ids)) {
+			if i == cur.trigger {
+				b.refill()
+			}
+			return cur.ids[i], nil
 		}
 	}
 }

@@ -16,6 +16,17 @@ const MaxCount = spec.MaxCount
 // NextID returns the next segment ID of tag: from the local buffer with
 // WithLocalBuffer, else from one NextIDs call.
 func (c *Client) NextID(ctx context.Context, tag string) (int64, error) {
+	// The local buffer's common case, kept free of calls: the last tag
+	// asked for, an ID left in its batch, not the one that starts a load.
+	if b := c.lastBuf.Load(); b != nil && b.tag == tag {
+		if cur := b.cur.Load(); cur != nil {
+			i := cur.pos.Add(1) - 1
+			if i < int64(len(cur.ids)) && i != cur.trigger {
+				return cur.ids[i], nil
+			}
+			return b.claimed(ctx, cur, i)
+		}
+	}
 	if c.cfg.bufferSize > 0 {
 		b, err := c.buffer(tag)
 		if err != nil {
