@@ -88,7 +88,7 @@ func runWithCluster(m *testing.M) (int, error) {
 		return 0, err
 	}
 	for {
-		_, err := probe.CurrentSeqs(ctx, "example-inbox", []uint64{0})
+		_, err := probe.CurrentSeqs(ctx, "example-inbox", []uint64{0, 100, 200, 300, 400, 500, 600, 700, 800, 900})
 		if err == nil {
 			break
 		}

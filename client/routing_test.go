@@ -45,11 +45,11 @@ func TestRoutingRefresh(t *testing.T) {
 		t.Fatal(err)
 	}
 	cl := newClient(t)
-	waitSpace(ctx, t, cl, space)
 	keys := make([]uint64, 20)
 	for i := range keys {
 		keys[i] = uint64(i * 50) // two keys in each of the 10 sections
 	}
+	waitSpace(ctx, t, cl, space, keys)
 	last := make([]int64, len(keys))
 	call := func() {
 		t.Helper()
@@ -108,12 +108,14 @@ func TestRoutingRefresh(t *testing.T) {
 	t.Logf("routing versions %d -> %d (a3 joined) -> %d (a3 stopped); keys at %v", v1, v2, v3, last)
 }
 
-// waitSpace waits until the allocsvrs know a space just created (they
-// learn it from the store with their next heartbeat).
-func waitSpace(ctx context.Context, t *testing.T, cl *client.Client, space string) {
+// waitSpace waits until the allocsvrs know a space just created (each
+// learns it from the store with its next heartbeat; until the owner of a
+// key's section has, a call for the key answers not_found even through
+// an allocsvr that knows the space).
+func waitSpace(ctx context.Context, t *testing.T, cl *client.Client, space string, keys []uint64) {
 	t.Helper()
 	for {
-		_, err := cl.CurrentSeqs(ctx, space, []uint64{0})
+		_, err := cl.CurrentSeqs(ctx, space, keys)
 		if err == nil {
 			return
 		}
