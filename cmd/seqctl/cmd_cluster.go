@@ -95,7 +95,7 @@ func (a *app) status(ctx context.Context, _ []string) error {
 		}
 		for _, url := range urls {
 			a1 := *a
-			a1.g.store = url
+			a1.g.store, a1.once = url, true
 			cctx, cancel := one(ctx)
 			st, err := storeOne(&a1, cctx, clusterStatus, &seqsvrv1.ClusterStatusRequest{})
 			cancel()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"connectrpc.com/connect"
 
@@ -95,9 +96,13 @@ func (a *app) connectOptions() ([]connect.ClientOption, error) {
 	return opts, nil
 }
 
-// store runs call on the --store members in turn until one answers:
-// a member that cannot be reached or has no leader is skipped (writes
-// sent to a follower are forwarded to the leader by the store itself).
+// store runs call on the --store members in turn until one answers: a
+// member that cannot be reached or has no leader is skipped (writes sent
+// to a follower are forwarded to the leader by the store itself), and
+// when every member failed so, all are tried again after a pause, until
+// the command's deadline (an election takes a second or two). A write
+// whose answer was lost may thus be sent twice: a create then answers
+// already_exists, which is the tag or space the first attempt made.
 func (a *app) store(ctx context.Context, call func(ctx context.Context, s seqsvrv1connect.StoreServiceClient) error) error {
 	urls, err := a.urls(a.g.store, "store")
 	if err != nil {
@@ -111,14 +116,29 @@ func (a *app) store(ctx context.Context, call func(ctx context.Context, s seqsvr
 	if err != nil {
 		return err
 	}
-	var last error
-	for _, u := range urls {
-		last = call(ctx, seqsvrv1connect.NewStoreServiceClient(hc, u, opts...))
-		if last == nil || !skippable(last) || ctx.Err() != nil {
+	stubs := make([]seqsvrv1connect.StoreServiceClient, len(urls))
+	for i, u := range urls {
+		stubs[i] = seqsvrv1connect.NewStoreServiceClient(hc, u, opts...)
+	}
+	for pause := 100 * time.Millisecond; ; pause = min(2*pause, time.Second) {
+		var last error
+		for _, s := range stubs {
+			last = call(ctx, s)
+			if last == nil || !skippable(last) || ctx.Err() != nil {
+				return last
+			}
+		}
+		if a.once {
 			return last
 		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return last
+		case <-t.C:
+		}
 	}
-	return last
 }
 
 // skippable: the member did not answer, or answered unavailable.

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -11,13 +13,19 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
-// jsonOut prints m as the API's JSON (protojson, every field present).
+// jsonOut prints m as the API's JSON (protojson, every field present),
+// indented by encoding/json: protojson varies its white space from build
+// to build on purpose, and scripts diff outputs.
 func (a *app) jsonOut(m proto.Message) error {
-	b, err := protojson.MarshalOptions{Multiline: true, Indent: "  ", EmitUnpopulated: true}.Marshal(m)
+	b, err := protojson.MarshalOptions{EmitUnpopulated: true}.Marshal(m)
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintln(a.stdout, string(b))
+	var out bytes.Buffer
+	if err := json.Indent(&out, b, "", "  "); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(a.stdout, out.String())
 	return err
 }
 
