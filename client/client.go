@@ -31,6 +31,7 @@ type Client struct {
 	bg       context.Context // background refills and routing refreshes
 	stop     context.CancelFunc
 	wg       sync.WaitGroup
+	bgMu     sync.Mutex // orders goBG's wg.Add before Close's Wait
 	scheme   string
 	ownersMu sync.Mutex
 	owners   map[string]*endpoint // by base URL: configured and learned from routing tables
@@ -170,7 +171,10 @@ func newHTTPClient(cfg config) (*http.Client, error) {
 // them; the IDs still in local buffers are dropped (never handed out,
 // never handed to anyone else). Calls after Close answer ErrClosed.
 func (c *Client) Close() error {
-	if c.closed.Swap(true) {
+	c.bgMu.Lock()
+	was := c.closed.Swap(true)
+	c.bgMu.Unlock()
+	if was {
 		return nil
 	}
 	c.stop()
@@ -193,11 +197,13 @@ func (c *Client) Endpoints() []string {
 // goBG runs f in the background unless the client is closed, and says
 // whether it did.
 func (c *Client) goBG(f func(ctx context.Context)) bool {
-	c.wg.Add(1)
+	// Under bgMu, so no Add can race with Close's Wait.
+	c.bgMu.Lock()
+	defer c.bgMu.Unlock()
 	if c.closed.Load() {
-		c.wg.Done()
 		return false
 	}
+	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
 		f(c.bg)
