@@ -8,6 +8,9 @@ PROTOC_GEN_GO_VERSION         := v1.36.12
 PROTOC_GEN_CONNECT_GO_VERSION := v1.21.1
 BUF_VERSION                   := 1.75.0
 FUZZTIME ?= 15s
+# --version of every binary; `go build` without it falls back to the VCS revision.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+LDFLAGS := -X github.com/seqsvr/seqsvr/internal/version.Version=$(VERSION)
 export PATH := $(TOOLS)/bin:$(PATH)
 
 .DEFAULT_GOAL := help
@@ -53,12 +56,11 @@ check-generate: generate ## fail if the committed gen/, web/src/gen or web/dist 
 	@[ -z "$$(git status --porcelain -- gen/ web/src/gen web/dist)" ] || { git status --short -- gen/ web/src/gen web/dist; echo "untracked generated files: run make generate and commit"; exit 1; }
 
 .PHONY: build
-build: ## build bin/storesvr and bin/allocsvr
-	$(GO) build -tags $(TAGS) -o bin/ ./cmd/storesvr ./cmd/allocsvr
+build: ## build bin/storesvr, bin/allocsvr, bin/seqctl and bin/devcluster
+	$(GO) build -tags $(TAGS) -ldflags '$(LDFLAGS)' -o bin/ ./cmd/storesvr ./cmd/allocsvr ./cmd/seqctl ./cmd/devcluster
 
 .PHONY: run
 run: build ## a local 3-member store cluster and an allocsvr, in the foreground (Ctrl-C stops all)
-	$(GO) build -tags $(TAGS) -o bin/devcluster ./cmd/devcluster
 	@# Ctrl-C is how a user stops it: exit status 130 is a clean stop, not a failure.
 	@./bin/devcluster -bin bin -dir run; rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 130 ] || exit $$rc
 

@@ -5,12 +5,18 @@
 package main
 
 import (
+	"fmt"
 	"os"
 
 	"github.com/seqsvr/seqsvr/cmd/internal/serve"
+	"github.com/seqsvr/seqsvr/internal/version"
 )
 
 func main() {
+	if version.Requested(os.Args[1:]) {
+		fmt.Println(version.Line("allocsvr"))
+		return
+	}
 	serve.TuneRuntime()
 	os.Exit(serve.Main("allocsvr", os.Args[1:], os.Getenv, os.Stderr, parseConfig))
 }

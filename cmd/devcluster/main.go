@@ -19,6 +19,7 @@ import (
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/internal/cluster"
+	"github.com/seqsvr/seqsvr/internal/version"
 )
 
 func main() {
@@ -37,7 +38,12 @@ func run() error {
 	storeRaft := flag.Int("store-raft-base", 7000, "store i listens on Raft port base+i")
 	allocHTTP := flag.Int("alloc-http-base", 8080, "alloc i listens on HTTP port base+i-1")
 	tag := flag.String("tag", "order", "demo tag created at start")
+	showVersion := flag.Bool("version", false, "print the version and exit")
 	flag.Parse()
+	if *showVersion {
+		fmt.Println(version.Line("devcluster"))
+		return nil
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()

@@ -3,12 +3,18 @@
 package main
 
 import (
+	"fmt"
 	"os"
 
 	"github.com/seqsvr/seqsvr/cmd/internal/serve"
+	"github.com/seqsvr/seqsvr/internal/version"
 )
 
 func main() {
+	if version.Requested(os.Args[1:]) {
+		fmt.Println(version.Line("storesvr"))
+		return
+	}
 	serve.TuneRuntime()
 	os.Exit(serve.Main("storesvr", os.Args[1:], os.Getenv, os.Stderr, parseConfig))
 }

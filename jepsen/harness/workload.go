@@ -124,6 +124,7 @@ func (w *workload) run(ctx context.Context, seed int64) *sync.WaitGroup {
 			sleep(ctx, 10*time.Millisecond)
 		}
 	})
+	w.runClientLoad(ctx, seed, &wg) // clientload.go: IDs through package client
 	return &wg
 }
 

@@ -1,0 +1,225 @@
+package client
+
+import (
+	"context"
+	"maps"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"connectrpc.com/connect"
+
+	"github.com/seqsvr/seqsvr/internal/spec"
+)
+
+// batch is one NextIDs answer being handed out. pos is claimed with an
+// atomic add, so the common case takes no lock.
+type batch struct {
+	ids     []int64
+	pos     atomic.Int64
+	trigger int64 // the index whose taker starts the next load: 10% in
+}
+
+func newBatch(ids []int64) *batch { return &batch{ids: ids, trigger: int64(len(ids) / 10)} }
+
+// used reports whether every ID of the batch was claimed.
+func (b *batch) used() bool { return b.pos.Load() >= int64(len(b.ids)) }
+
+// tagBuffer is the local double buffer of one tag: cur is handed out
+// while next is loaded in the background. Every batch installed holds
+// only IDs above every ID of the batches before it, so one client's IDs
+// of a tag are unique and increasing even when a failover moves the
+// loads to an allocsvr whose segment is behind.
+type tagBuffer struct {
+	c    *Client
+	tag  string
+	size int
+	cur  atomic.Pointer[batch]
+
+	mu      sync.Mutex
+	next    *batch
+	loading bool
+	done    chan struct{} // closed when the load in flight ends
+	err     error         // the last load's failure, nil after a success
+	high    int64         // the largest ID installed so far
+	home    *endpoint     // where the last batch came from: loads stay there while it works
+}
+
+// buffer returns tag's buffer, made on first use.
+func (c *Client) buffer(tag string) (*tagBuffer, error) {
+	// Most programs take IDs of one tag at a time: skip the map lookup.
+	if b := c.lastBuf.Load(); b != nil && b.tag == tag {
+		return b, nil
+	}
+	if b, ok := (*c.buffers.Load())[tag]; ok {
+		c.lastBuf.Store(b)
+		return b, nil
+	}
+	if err := spec.CheckTag(tag); err != nil {
+		return nil, connect.NewError(connect.CodeInvalidArgument, err)
+	}
+	c.bufMu.Lock()
+	defer c.bufMu.Unlock()
+	old := *c.buffers.Load()
+	if b, ok := old[tag]; ok {
+		return b, nil
+	}
+	// Copy on write: readers never lock.
+	m := maps.Clone(old)
+	b := &tagBuffer{c: c, tag: tag, size: c.cfg.bufferSize}
+	m[tag] = b
+	c.buffers.Store(&m)
+	return b, nil
+}
+
+func (b *tagBuffer) take(ctx context.Context) (int64, error) {
+	if cur := b.cur.Load(); cur != nil {
+		i := cur.pos.Add(1) - 1
+		if i < int64(len(cur.ids)) && i != cur.trigger {
+			return cur.ids[i], nil
+		}
+		return b.claimed(ctx, cur, i)
+	}
+	return b.slow(ctx, nil)
+}
+
+// claimed finishes a take that claimed index i of cur: the trigger
+// index starts the next load, an index past the end goes the slow way.
+func (b *tagBuffer) claimed(ctx context.Context, cur *batch, i int64) (int64, error) {
+	if i < int64(len(cur.ids)) {
+		b.refill() // i is the trigger
+		return cur.ids[i], nil
+	}
+	return b.slow(ctx, cur)
+}
+
+// slow waits for a batch after cur and takes from it.
+func (b *tagBuffer) slow(ctx context.Context, cur *batch) (int64, error) {
+	for {
+		if err := b.wait(ctx, cur); err != nil {
+			return 0, err
+		}
+		if cur = b.cur.Load(); cur == nil {
+			continue
+		}
+		i := cur.pos.Add(1) - 1
+		if i < int64(len(cur.ids)) {
+			if i == cur.trigger {
+				b.refill()
+			}
+			return cur.ids[i], nil
+		}
+	}
+}
+
+// refill starts loading the next batch unless one is loaded or loading.
+func (b *tagBuffer) refill() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.loading && b.next == nil {
+		b.startLoad()
+	}
+}
+
+// wait is the slow path, once cur is used up: switch to the next batch,
+// or start a load and wait for it (at most until ctx ends).
+func (b *tagBuffer) wait(ctx context.Context, cur *batch) error {
+	b.mu.Lock()
+	if b.cur.Load() != cur {
+		b.mu.Unlock()
+		return nil // another caller switched batches
+	}
+	if b.next != nil {
+		b.cur.Store(b.next)
+		b.next = nil
+		b.mu.Unlock()
+		return nil
+	}
+	if !b.loading {
+		b.startLoad()
+	}
+	done := b.done
+	b.mu.Unlock()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return ctxError(ctx, "NextID "+b.tag, nil)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.cur.Load() == cur && b.next == nil && b.err != nil {
+		return b.err
+	}
+	return nil
+}
+
+// startLoad runs one load in the background; b.mu is held.
+func (b *tagBuffer) startLoad() {
+	b.loading, b.done = true, make(chan struct{})
+	done := b.done
+	if !b.c.goBG(func(ctx context.Context) { b.load(ctx, done) }) {
+		b.loading, b.err = false, ErrClosed
+		close(done)
+	}
+}
+
+// load fetches one batch of b.size IDs with one NextIDs call (retried
+// over the endpoints like any call), keeps the IDs above every ID
+// installed before, and installs it: as cur when cur is used up, else
+// as next.
+func (b *tagBuffer) load(bg context.Context, done chan struct{}) {
+	ctx, cancel := context.WithTimeout(bg, b.c.cfg.timeout)
+	defer cancel()
+	for {
+		b.mu.Lock()
+		home := b.home
+		b.mu.Unlock()
+		ids, ep, err := b.c.fetchIDs(ctx, b.tag, b.size, home)
+		b.mu.Lock()
+		if err != nil {
+			b.err, b.loading = err, false
+			b.mu.Unlock()
+			close(done)
+			return
+		}
+		b.home = ep
+		// An allocsvr's answers for a tag increase; another allocsvr's
+		// segment may be behind the last one's: drop what is not above.
+		k := sort.Search(len(ids), func(i int) bool { return ids[i] > b.high })
+		ids = ids[k:]
+		if len(ids) == 0 {
+			b.mu.Unlock()
+			continue // that allocsvr moves on to a new segment, above
+		}
+		b.high = ids[len(ids)-1]
+		nb := newBatch(ids)
+		if cur := b.cur.Load(); cur == nil || cur.used() {
+			b.cur.Store(nb)
+		} else {
+			b.next = nb
+		}
+		b.err, b.loading = nil, false
+		b.mu.Unlock()
+		close(done)
+		return
+	}
+}
+
+// Buffered is how many IDs of tag the local buffer holds now: the
+// IDs a process exit would lose (0 without WithLocalBuffer).
+func (c *Client) Buffered(tag string) int {
+	b, ok := (*c.buffers.Load())[tag]
+	if !ok {
+		return 0
+	}
+	n := 0
+	if cur := b.cur.Load(); cur != nil {
+		n = max(0, len(cur.ids)-int(cur.pos.Load()))
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.next != nil {
+		n += len(b.next.ids)
+	}
+	return n
+}

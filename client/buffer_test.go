@@ -1,0 +1,69 @@
+package client_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/seqsvr/seqsvr/client"
+	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
+)
+
+// The local buffer under concurrent callers (run with -race): every ID
+// unique, each goroutine's IDs strictly increasing, and about one
+// NextIDs call per batch: the buffer, not the network, serves them.
+func TestLocalBufferConcurrent(t *testing.T) {
+	c := sharedCluster(t)
+	createTag(t, c, "buffered", 1000)
+	var calls countCalls
+	const size, workers, each = 100, 8, 1500
+	cl := newClient(t, client.WithLocalBuffer(size), client.WithInterceptors(calls.interceptor()))
+	got := make([][]int64, workers)
+	errs := make(chan error, workers)
+	done := make(chan struct{})
+	for w := range workers {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := range each {
+				var ids []int64
+				var err error
+				if i%10 == 9 {
+					ids, err = cl.NextIDs(context.Background(), "buffered", 3)
+				} else {
+					var id int64
+					id, err = cl.NextID(context.Background(), "buffered")
+					ids = []int64{id}
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				got[w] = append(got[w], ids...)
+			}
+		}()
+	}
+	for range workers {
+		<-done
+	}
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	seen := map[int64]bool{}
+	for w, ids := range got {
+		for i, id := range ids {
+			if seen[id] {
+				t.Fatalf("ID %d handed out twice", id)
+			}
+			seen[id] = true
+			if i > 0 && id <= ids[i-1] {
+				t.Fatalf("goroutine %d: ID %d after %d", w, id, ids[i-1])
+			}
+		}
+	}
+	n := calls.get(seqsvrv1connect.AllocServiceNextIDsProcedure)
+	// Every load is one NextIDs(size); two batches may be left over.
+	if lo, hi := len(seen)/size, len(seen)/size+2; n < lo || n > hi {
+		t.Fatalf("%d IDs took %d NextIDs calls, want %d..%d (one per batch of %d)", len(seen), n, lo, hi, size)
+	}
+	t.Logf("%d IDs by %d goroutines, %d NextIDs calls", len(seen), workers, n)
+}

@@ -1,0 +1,67 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"connectrpc.com/connect"
+)
+
+// ErrClosed is returned by calls on a Client after Close.
+var ErrClosed = errors.New("client: closed")
+
+// Code is the Connect code of an error a Client returned:
+// connect.CodeInvalidArgument, connect.CodeNotFound,
+// connect.CodeUnauthenticated, connect.CodeDeadlineExceeded and so on
+// (the table is in the package documentation), or 0 for nil.
+func Code(err error) connect.Code {
+	if err == nil {
+		return 0
+	}
+	return connect.CodeOf(err)
+}
+
+// retryable says whether another attempt, on another endpoint, may
+// succeed where err failed: the server was unreachable, broke the
+// connection, timed out, or said unavailable. Answers about the request
+// itself (invalid_argument, not_found, unauthenticated, ...) are final.
+// snowflake adds failed_precondition: one allocsvr's worker lease is
+// lost, another's is not.
+func retryable(err error, snowflake bool) bool {
+	var ce *connect.Error
+	if !errors.As(err, &ce) {
+		return true // not even a Connect error: transport trouble
+	}
+	switch ce.Code() {
+	case connect.CodeUnavailable, connect.CodeDeadlineExceeded, connect.CodeAborted,
+		connect.CodeUnknown, connect.CodeInternal:
+		return true
+	case connect.CodeFailedPrecondition:
+		return snowflake
+	case connect.CodeCanceled:
+		// The attempt's own context, not the caller's (the caller's is
+		// checked first): a broken stream surfaces this way too.
+		return true
+	}
+	return !connect.IsWireError(ce)
+}
+
+// ctxError is what a call answers when the caller's context ends before
+// a success: deadline_exceeded or canceled, naming the last failure.
+func ctxError(ctx context.Context, what string, last error) error {
+	code := connect.CodeDeadlineExceeded
+	if errors.Is(ctx.Err(), context.Canceled) {
+		code = connect.CodeCanceled
+	}
+	if last == nil {
+		return connect.NewError(code, fmt.Errorf("%s: %w", what, ctx.Err()))
+	}
+	return connect.NewError(code, fmt.Errorf("%s: %w (last attempt: %v)", what, ctx.Err(), last))
+}
+
+func invalid(format string, args ...any) error {
+	return connect.NewError(connect.CodeInvalidArgument, fmt.Errorf(format, args...))
+}
+
+var errShort = errors.New("client: the answer holds fewer values than keys asked")

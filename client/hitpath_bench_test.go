@@ -1,0 +1,70 @@
+package client
+
+import (
+	"context"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// BenchmarkNextIDHitPath is the local buffer's common case alone: NextID
+// on a batch already in memory (filled here, no server, no refill), in
+// 30 rounds of 8000 IDs interleaved with rounds of as many atomic adds
+// (the reference), reporting the median of the rounds' ratios. The
+// network benchmark (BenchmarkNextID in client_test) adds what a real
+// refill costs the caller.
+func BenchmarkNextIDHitPath(b *testing.B) {
+	c, err := New([]string{"http://127.0.0.1:1"}, WithLocalBuffer(MaxCount))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	buf, err := c.buffer("hit")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	const ops = 8000
+	ids := make([]int64, ops)
+	for i := range ids {
+		ids[i] = int64(i + 1)
+	}
+	var counter atomic.Int64
+	var hits, refs, ratios []float64
+	fill := func() {
+		nb := newBatch(ids)
+		nb.trigger = -1 // no load: there is no server
+		buf.cur.Store(nb)
+		c.lastBuf.Store(buf)
+	}
+	fill()
+	for b.Loop() { // ns/op: the hit path, with a refill of the batch every 8000
+		if buf.cur.Load().used() {
+			fill()
+		}
+		if _, err := c.NextID(ctx, "hit"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for range 30 {
+		fill()
+		start := time.Now()
+		for range ops {
+			if _, err := c.NextID(ctx, "hit"); err != nil {
+				b.Fatal(err)
+			}
+		}
+		hit := float64(time.Since(start).Nanoseconds()) / ops
+		start = time.Now()
+		for range ops {
+			counter.Add(1)
+		}
+		ref := float64(time.Since(start).Nanoseconds()) / ops
+		hits, refs, ratios = append(hits, hit), append(refs, ref), append(ratios, hit/ref)
+	}
+	med := func(xs []float64) float64 { slices.Sort(xs); return xs[len(xs)/2] }
+	b.ReportMetric(med(hits), "hit-ns")
+	b.ReportMetric(med(refs), "atomic-ns")
+	b.ReportMetric(med(ratios), "x-atomic")
+}

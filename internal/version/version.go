@@ -1,0 +1,69 @@
+// Package version is the one version string every binary prints for
+// --version: the Makefile sets Version with
+// -ldflags "-X github.com/seqsvr/seqsvr/internal/version.Version=...";
+// without it the module version or VCS revision recorded by the Go
+// toolchain is used, so `go build` and `go install` binaries still say
+// what they were built from.
+package version
+
+import (
+	"fmt"
+	"runtime"
+	"runtime/debug"
+)
+
+// Version is set at link time; empty means "ask the build info".
+var Version = ""
+
+// String is the version alone: Version, else the main module's version
+// (go install ...@v1.2.3), else the VCS revision (with "+dirty" for a
+// modified tree), else "devel".
+func String() string {
+	if Version != "" {
+		return Version
+	}
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "devel"
+	}
+	if v := info.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	var rev, dirty string
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "+dirty"
+			}
+		}
+	}
+	if rev == "" {
+		return "devel"
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	return "devel-" + rev + dirty
+}
+
+// Line is what `NAME --version` prints: "NAME VERSION (GOVERSION OS/ARCH)".
+func Line(name string) string {
+	return fmt.Sprintf("%s %s (%s %s/%s)", name, String(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}
+
+// Requested reports whether args ask for the version: -version or
+// --version anywhere before a "--".
+func Requested(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-version", "--version":
+			return true
+		}
+	}
+	return false
+}
