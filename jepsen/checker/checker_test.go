@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/seqsvr/seqsvr/jepsen/history"
@@ -136,5 +137,32 @@ func TestProgress(t *testing.T) {
 	}
 	if r := Progress(noDelete[:5]); !r.OK {
 		t.Fatalf("a history with successful creates and no delete rejected: %s", r.Detail)
+	}
+}
+
+func TestIdempotent(t *testing.T) {
+	orig := &history.Op{ID: 1, Kind: history.Reserve, Tag: "t", RequestID: "r1", OK: true, First: 1, Last: 5, Return: 10}
+	same := &history.Op{ID: 2, Kind: history.Resend, Tag: "t", RequestID: "r1", OK: true, First: 1, Last: 5, Return: 20, Across: "snapshot"}
+	lost := &history.Op{ID: 3, Kind: history.Resend, Tag: "t", RequestID: "r1", Code: "unavailable", Return: 30}
+	if r := Idempotent([]*history.Op{orig, same, lost}); !r.OK || r.Checked != 1 {
+		t.Fatalf("same segment: %+v", r)
+	}
+	other := &history.Op{ID: 4, Kind: history.Resend, Tag: "t", RequestID: "r1", OK: true, First: 6, Last: 10, Return: 40, Across: "leader-change"}
+	if r := Idempotent([]*history.Op{orig, same, other}); r.OK || r.Undecided || !strings.Contains(r.Detail, "leader-change") {
+		t.Fatalf("another segment passed: %+v", r)
+	}
+	forgot := &history.Op{ID: 5, Kind: history.Resend, Tag: "t", RequestID: "r1", Code: history.CodeNotFound, Return: 40}
+	if r := Idempotent([]*history.Op{orig, forgot}); r.OK {
+		t.Fatalf("a forgotten request_id passed: %+v", r)
+	}
+	// The first call's outcome unknown, learned later: the resolved
+	// answer and the re-send's must agree too.
+	unknown := &history.Op{ID: 6, Kind: history.Reserve, Tag: "t", RequestID: "r2", OK: true, Resolved: true, First: 11, Last: 12, Return: 90}
+	resend := &history.Op{ID: 7, Kind: history.Resend, Tag: "t", RequestID: "r2", OK: true, First: 13, Last: 14, Return: 50}
+	if r := Idempotent([]*history.Op{unknown, resend}); r.OK {
+		t.Fatalf("a resolved reservation disagreeing with its re-send passed: %+v", r)
+	}
+	if r := Idempotent([]*history.Op{orig, lost}); r.OK || !r.Undecided {
+		t.Fatalf("re-sends never answered decided: %+v", r)
 	}
 }

@@ -20,6 +20,7 @@ const (
 	SnowflakeExclusive    = "snowflake worker IDs held by one live process"
 	SeqOrderName          = "per-key sequences in real-time order"
 	SeqUniqueName         = "per-key NextSeq values unique"
+	IdempotentName        = "re-sent request_ids answer their first segment"
 )
 
 // Result is one checker's verdict.

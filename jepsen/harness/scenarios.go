@@ -68,14 +68,23 @@ func Full(d time.Duration, withPartitions bool) []Config {
 		seq.Faults = append(seq.Faults, "isolate-alloc", "partition-leader")
 	}
 	out = append(out, seq)
+	// idempotency: reservations whose request_ids are re-sent across a
+	// leader change and across a snapshot and restart of every member
+	// (snapshots every 20 entries), among leader kills and pauses and a
+	// member wiped and re-joined (it catches up from a snapshot).
+	out = append(out, Config{Name: "idempotency", Faults: []string{"leader-change-resend", "snapshot-resend", "kill-leader", "pause-leader", "member-replace"},
+		StoreArgs: snapshotOften, GapLo: 100 * time.Millisecond, GapHi: 500 * time.Millisecond})
 	for i := range out {
 		out[i].Duration = d
-		if out[i].Name != "membership" {
+		if out[i].Name != "membership" && out[i].Name != "idempotency" {
 			out[i].Copies = 2
 		}
 	}
 	return out
 }
+
+// snapshotOften makes the stores snapshot every 20 log entries.
+var snapshotOften = []string{"--snapshot-threshold", "20", "--snapshot-interval", "300ms"}
 
 // PlantedBug is the run that must catch one bug of internal/faults.
 func PlantedBug(bug string, d time.Duration) Config {
@@ -94,7 +103,7 @@ func PlantedBug(bug string, d time.Duration) Config {
 	case faults.BugSnapshotDropsMaxID:
 		// Snapshot often, then restart every member: they come back from
 		// a snapshot that lost max_id and hand out used ranges again.
-		c.StoreArgs = []string{"--snapshot-threshold", "20", "--snapshot-interval", "300ms"}
+		c.StoreArgs = snapshotOften
 		c.Faults = []string{"kill-all-stores"}
 		c.GapLo, c.GapHi = 2*time.Second, 3*time.Second
 	case faults.BugNoSelfFence:

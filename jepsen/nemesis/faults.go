@@ -25,6 +25,8 @@ func Catalogue() map[string]Fault {
 		{"partition-ring", "store", partitionRing},
 		{"partition-bridge", "store", partitionBridge},
 		{"partition-oneway", "store", partitionOneWay},
+		{"leader-change-resend", "store", leaderChangeResend},
+		{"snapshot-resend", "store", snapshotResend},
 		{"kill-alloc", "alloc", onRandomAlloc(killAlloc)},
 		{"pause-alloc", "alloc", onRandomAlloc(pauseAlloc)},
 		{"clock-jump-alloc", "alloc", onRandomAlloc(clockJump)},
