@@ -21,6 +21,7 @@ const (
 	SeqOrderName          = "per-key sequences in real-time order"
 	SeqUniqueName         = "per-key NextSeq values unique"
 	IdempotentName        = "re-sent request_ids answer their first segment"
+	SegmentNoBurned       = "solo-tag IDs not burned within an allocsvr lifetime"
 )
 
 // Result is one checker's verdict.

@@ -27,6 +27,9 @@ type workload struct {
 	runID string
 
 	linTags, allocTags []string
+	// soloTags maps an original allocsvr's name to the tag only it is
+	// asked for (checker.NoBurnedIDs).
+	soloTags map[string]string
 	// lifeTags are created, updated and deleted by the tag workers;
 	// starts numbers their creates.
 	lifeTags []string
@@ -46,6 +49,58 @@ type workload struct {
 	recentMu       sync.Mutex
 	recent         []*history.Op
 	nemesisClients atomic.Int64
+
+	// lastSnow is each allocsvr's largest snowflake ID in its latest
+	// lifetime (the aimed restarts read its timestamp); layout decodes it.
+	snowMu   sync.Mutex
+	lastSnow map[*cluster.Proc]snowMark
+	layout   Layout
+}
+
+type snowMark struct {
+	life int
+	id   int64
+}
+
+func (w *workload) noteSnowflake(op *history.Op, p *cluster.Proc) {
+	if !op.OK || len(op.IDs) == 0 || op.Life != op.LifeReturn {
+		return
+	}
+	w.snowMu.Lock()
+	defer w.snowMu.Unlock()
+	if w.lastSnow == nil {
+		w.lastSnow = map[*cluster.Proc]snowMark{}
+	}
+	m := w.lastSnow[p]
+	if m.life != op.Life {
+		m = snowMark{life: op.Life}
+	}
+	m.id = max(m.id, slices.Max(op.IDs))
+	w.lastSnow[p] = m
+}
+
+// lastSnowflakeMs is Env.LastSnowflakeMs: the timestamp of the largest
+// snowflake ID p's latest lifetime (with answers) returned.
+func (w *workload) lastSnowflakeMs(p *cluster.Proc) (int64, bool) {
+	w.snowMu.Lock()
+	m, ok := w.lastSnow[p]
+	ly := w.layout
+	w.snowMu.Unlock()
+	if !ok || m.id == 0 {
+		return 0, false
+	}
+	if ly.From == "" {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ly = snowflakeLayout(ctx, w.c)
+		cancel()
+		if ly.From == "" {
+			return 0, false
+		}
+		w.snowMu.Lock()
+		w.layout = ly
+		w.snowMu.Unlock()
+	}
+	return m.id>>(ly.WorkerBits+ly.SequenceBits) + ly.EpochMs, true
 }
 
 // How the store workers re-send request_ids on purpose: one successful
@@ -376,7 +431,11 @@ func (w *workload) allocOp(ctx context.Context, r *rand.Rand, client int, p *clu
 	defer cancel()
 	count := 1 + r.Intn(20)
 	if r.Intn(2) == 0 {
-		op := w.begin(client, history.NextIDs, w.allocTags[r.Intn(len(w.allocTags))], p)
+		tag := w.allocTags[r.Intn(len(w.allocTags))]
+		if solo, ok := w.soloTags[p.Name]; ok && r.Intn(100) < w.cfg.SoloShare {
+			tag = solo
+		}
+		op := w.begin(client, history.NextIDs, tag, p)
 		op.Count = count
 		resp, err := cli.NextIDs(cctx, connect.NewRequest(&seqsvrv1.NextIDsRequest{Tag: op.Tag, Count: int32(count)}))
 		if err == nil {
@@ -391,6 +450,7 @@ func (w *workload) allocOp(ctx context.Context, r *rand.Rand, client int, p *clu
 			op.IDs = resp.Msg.GetIds()
 		}
 		w.end(op, p, err)
+		w.noteSnowflake(op, p)
 	}
 	if ctx.Err() == nil && !p.Running() {
 		// Do not spin on a dead process.
