@@ -25,6 +25,10 @@ func Build(ctx context.Context, binDir string, tags ...string) error {
 	return BuildPackages(ctx, binDir, append([]string{BaseTag}, tags...), "./cmd/storesvr", "./cmd/allocsvr")
 }
 
+// CoverPkgEnv, when set (e.g. "./storage/...,./alloc/..."), makes every
+// build here a `go build -cover -coverpkg=` of it.
+const CoverPkgEnv = "SEQSVR_COVERPKG"
+
 // BuildPackages runs `go build -tags tags -o binDir/ pkgs...` at the
 // module root (pkgs are relative to it, e.g. "./bench/loadgen"), once per
 // (binDir, tags, pkgs) in this process.
@@ -47,7 +51,12 @@ func BuildPackages(ctx context.Context, binDir string, tags []string, pkgs ...st
 	if err := os.MkdirAll(abs, 0o755); err != nil {
 		return err
 	}
-	args := append([]string{"build", "-tags", tagList, "-o", abs + string(filepath.Separator)}, pkgs...)
+	args := []string{"build", "-tags", tagList, "-o", abs + string(filepath.Separator)}
+	if cp := os.Getenv(CoverPkgEnv); cp != "" {
+		// make jepsen: coverage-instrumented binaries (see jepsen/cover.sh).
+		args = append(args, "-cover", "-coverpkg="+cp)
+	}
+	args = append(args, pkgs...)
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = root
 	out, err := cmd.CombinedOutput()

@@ -73,6 +73,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if len(cfg.Bugs) > 0 {
 		opts.Env = []string{"SEQSVR_FAULTS_BUGS=" + strings.Join(cfg.Bugs, ",")}
 	}
+	if os.Getenv("GOCOVERDIR") != "" && os.Getenv(cluster.CoverPkgEnv) != "" {
+		// Coverage binaries write their counters every second: most of
+		// them end by SIGKILL, which writes nothing.
+		opts.Env = append(opts.Env, "SEQSVR_FAULTS_COVER_FLUSH=1s")
+	}
 	var net *nemesis.Net
 	var names []string
 	if cfg.Partitions {

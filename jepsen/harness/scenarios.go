@@ -137,12 +137,15 @@ func PlantedBug(bug string, d time.Duration) Config {
 		c.Faults = []string{"restart-below-issued"}
 		c.Allocs, c.AllocWorkers, c.Partitions = 1, 6, true
 	case faults.BugSwitchDropsCarry:
-		// An allocsvr cut off until its buffers run dry: requests that
-		// span the last IDs leave them carried, and the first segment
-		// after the reconnection drops them.
+		// An allocsvr cut off until its buffers run dry: requests of 13
+		// to 20 IDs that span the last ones leave them carried (smaller
+		// requests would drain the carry while the store is away), and
+		// the first segment after the reconnection drops them.
 		c.Faults = []string{"isolate-alloc-long"}
-		c.Allocs, c.AllocWorkers, c.SoloShare, c.Partitions = 1, 6, 100, true
-		c.GapLo, c.GapHi = 300*time.Millisecond, 600*time.Millisecond
+		c.Allocs, c.AllocWorkers, c.SoloShare, c.MinCount, c.Partitions = 1, 6, 100, 13, true
+		// Time between cuts to reconnect and load again (the failed loads'
+		// backoff runs out first).
+		c.GapLo, c.GapHi = 2500*time.Millisecond, 3500*time.Millisecond
 	case faults.BugIgnoreRequestID:
 		// Every re-send reserves anew.
 		c.Faults = []string{"leader-change-resend", "snapshot-resend"}

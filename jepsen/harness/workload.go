@@ -429,7 +429,7 @@ func (w *workload) allocOp(ctx context.Context, r *rand.Rand, client int, p *clu
 	cli := w.c.AllocClient(p)
 	cctx, cancel := context.WithTimeout(ctx, w.cfg.OpTimeout)
 	defer cancel()
-	count := 1 + r.Intn(20)
+	count := w.cfg.MinCount + r.Intn(21-w.cfg.MinCount)
 	if r.Intn(2) == 0 {
 		tag := w.allocTags[r.Intn(len(w.allocTags))]
 		if solo, ok := w.soloTags[p.Name]; ok && r.Intn(100) < w.cfg.SoloShare {
