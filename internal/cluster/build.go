@@ -25,8 +25,10 @@ func Build(ctx context.Context, binDir string, tags ...string) error {
 	return BuildPackages(ctx, binDir, append([]string{BaseTag}, tags...), "./cmd/storesvr", "./cmd/allocsvr")
 }
 
-// CoverPkgEnv, when set (e.g. "./storage/...,./alloc/..."), makes every
-// build here a `go build -cover -coverpkg=` of it.
+// CoverPkgEnv, when set, makes every build here a `go build -cover
+// -covermode=atomic -coverpkg=` of its value. It must name the main
+// packages too: a binary whose main package is not instrumented registers
+// no coverage meta-data and writes nothing.
 const CoverPkgEnv = "SEQSVR_COVERPKG"
 
 // BuildPackages runs `go build -tags tags -o binDir/ pkgs...` at the
@@ -53,8 +55,10 @@ func BuildPackages(ctx context.Context, binDir string, tags []string, pkgs ...st
 	}
 	args := []string{"build", "-tags", tagList, "-o", abs + string(filepath.Separator)}
 	if cp := os.Getenv(CoverPkgEnv); cp != "" {
-		// make jepsen: coverage-instrumented binaries (see jepsen/cover.sh).
-		args = append(args, "-cover", "-coverpkg="+cp)
+		// make jepsen: coverage-instrumented binaries (jepsen/cover.sh
+		// reports). Atomic counters, so a running process can write them
+		// (runtime/coverage.WriteCountersDir).
+		args = append(args, "-cover", "-covermode=atomic", "-coverpkg="+cp)
 	}
 	args = append(args, pkgs...)
 	cmd := exec.CommandContext(ctx, "go", args...)

@@ -38,6 +38,7 @@ func flushCover(dir string, every time.Duration) {
 	mine := fmt.Sprintf(".%d.", os.Getpid())
 	for range time.Tick(every) {
 		if err := coverage.WriteCountersDir(dir); err != nil {
+			fmt.Fprintf(os.Stderr, "faults: coverage counters not flushed: %v\n", err)
 			return
 		}
 		ents, err := os.ReadDir(dir)

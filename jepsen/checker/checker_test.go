@@ -166,3 +166,37 @@ func TestIdempotent(t *testing.T) {
 		t.Fatalf("re-sends never answered decided: %+v", r)
 	}
 }
+
+func TestNoBurnedIDs(t *testing.T) {
+	next := func(id int64, target string, life int, ids ...int64) *history.Op {
+		return &history.Op{ID: id, Kind: history.NextIDs, Tag: SoloPrefix + target, Target: target, Life: life, LifeReturn: life, Pid: 100 + life,
+			OK: true, IDs: ids, Count: len(ids)}
+	}
+	// Consecutive within a life, a hole across lives: fine.
+	ok := []*history.Op{next(1, "a1", 1, 1, 2, 3), next(2, "a1", 1, 4, 5), next(3, "a1", 2, 101, 102), next(4, "a2", 1, 7)}
+	if r := NoBurnedIDs(ok); !r.OK || r.Checked != 8 {
+		t.Fatalf("consecutive: %+v", r)
+	}
+	// A hole of 3 inside a life with no call of unknown outcome: burned.
+	holed := append(ok, next(5, "a1", 2, 106))
+	if r := NoBurnedIDs(holed); r.OK || !strings.Contains(r.Detail, "(102, 106)") {
+		t.Fatalf("a hole passed: %+v", r)
+	}
+	// The allocsvr's own unavailable answer took nothing; a timeout may
+	// have taken its count.
+	own := &history.Op{ID: 6, Kind: history.NextIDs, Tag: SoloPrefix + "a1", Target: "a1", Life: 2, LifeReturn: 2, Pid: 102, Count: 5,
+		Code: "unavailable", Err: `unavailable: tag "solo-a1": buffers empty`}
+	if r := NoBurnedIDs(append(holed, own)); r.OK {
+		t.Fatalf("an answered failure excused a hole: %+v", r)
+	}
+	timeout := &history.Op{ID: 7, Kind: history.NextIDs, Tag: SoloPrefix + "a1", Target: "a1", Life: 2, LifeReturn: 2, Pid: 102, Count: 3,
+		Code: "deadline_exceeded", Err: "deadline_exceeded: context deadline exceeded"}
+	if r := NoBurnedIDs(append(holed, timeout)); !r.OK {
+		t.Fatalf("a timed-out call of 3 did not excuse a hole of 3: %+v", r)
+	}
+	// Other tags are not checked.
+	other := &history.Op{ID: 8, Kind: history.NextIDs, Tag: "ids-0", Target: "a1", Life: 1, LifeReturn: 1, OK: true, IDs: []int64{1, 50}}
+	if r := NoBurnedIDs([]*history.Op{other}); !r.OK || r.Checked != 0 {
+		t.Fatalf("an ordinary tag checked: %+v", r)
+	}
+}

@@ -34,9 +34,15 @@ import (
 // holder's fence margin (1 s), which is what the takeover floor's lease
 // TTL has to cover.
 const (
-	skewAhead  = 800 * time.Millisecond
-	skewBehind = -800 * time.Millisecond
+	skewAhead  = 850 * time.Millisecond
+	skewBehind = -850 * time.Millisecond
 )
+
+// twinRenew is the twin's --snowflake-renew-interval in skewed-takeover:
+// its registration retries that often, so it takes the worker ID over
+// within about that long of the lease's expiry (the default 300 ms would
+// eat a third of the window the skews open).
+const twinRenew = "100ms"
 
 // skewedTakeover: see the list above. It needs namespaces (the old holder
 // must keep serving, cut off from the store, until its own fence); without
@@ -70,7 +76,7 @@ func skewedTakeover(ctx context.Context, e *Env, r *rand.Rand) error {
 	// (every 300 ms at most) until the store lets it take over, so it
 	// takes the worker ID over within moments of the expiry.
 	sleep(ctx, e.LeaseTTL-time.Second-time.Since(cut))
-	twin, err := e.startTwin(ctx, a, skewBehind)
+	twin, err := e.startTwin(ctx, a, skewBehind, "--snowflake-renew-interval", twinRenew)
 	if err != nil {
 		_ = e.Net.Uncut([]string{a.Name}, stores)
 		return err
@@ -124,11 +130,12 @@ func pauseTakeover(ctx context.Context, e *Env, r *rand.Rand) error {
 // startTwin starts a second process with a's --node-id and the given
 // clock offset and hands it to the workload once it is ready. A twin that
 // does not get ready is killed and nil is returned (logged).
-func (e *Env) startTwin(ctx context.Context, a *cluster.Proc, offset time.Duration) (*cluster.Proc, error) {
+func (e *Env) startTwin(ctx context.Context, a *cluster.Proc, offset time.Duration, args ...string) (*cluster.Proc, error) {
 	twin, err := e.C.NewAlloc(a.Name+"t", a.NodeID)
 	if err != nil {
 		return nil, err
 	}
+	twin.ExtraArgs = append(twin.ExtraArgs, args...)
 	if offset != 0 {
 		twin.Env = append(append([]string{}, twin.Env...), fmt.Sprintf("SEQSVR_FAULTS_CLOCK_OFFSET_MS=%d", offset.Milliseconds()))
 	}
@@ -174,23 +181,29 @@ func (e *Env) restartOriginal(ctx context.Context, name string, a *cluster.Proc,
 // clock aimed just below or just above the last snowflake timestamp it
 // issued (see the list above).
 func restartBelowIssued(ctx context.Context, e *Env, r *rand.Rand) error {
-	return restartAimed(ctx, e, r, "restart-below-issued", -400*time.Millisecond)
+	return restartAimed(ctx, e, r, "restart-below-issued", true)
 }
 
 func restartAboveIssued(ctx context.Context, e *Env, r *rand.Rand) error {
-	return restartAimed(ctx, e, r, "restart-above-issued", 50*time.Millisecond)
+	return restartAimed(ctx, e, r, "restart-above-issued", false)
 }
 
 // startupGuess is about how long an allocsvr takes from exec to its
-// snowflake registration; the aimed clock lands within this much of the
-// target, well inside the window a 1.5 s cut opens.
+// snowflake registration.
 const startupGuess = 300 * time.Millisecond
 
-// maxAimedOffset keeps the aimed clock inside the allocsvr's 1 s
+// maxAimedOffset keeps an aimed clock inside the allocsvr's 1 s
 // tolerance, with room for the measurement's error.
 const maxAimedOffset = 850 * time.Millisecond
 
-func restartAimed(ctx context.Context, e *Env, r *rand.Rand, name string, aim time.Duration) error {
+// restartAimed: before the kill the allocsvr's clock runs skewAhead fast
+// (reported to the store by its renewals, then frozen there by the cut
+// while it keeps issuing), so the last issued timestamp L is about
+// skewAhead past the kill and the store's record about 1.5 s behind L.
+// Below: the restart's clock is maxAimedOffset behind true time, which
+// puts it between the two for any registration within about 1.5 s of the
+// kill. Above: the clock aims at L + 50 ms.
+func restartAimed(ctx context.Context, e *Env, r *rand.Rand, name string, below bool) error {
 	if e.LastSnowflakeMs == nil {
 		return nil
 	}
@@ -202,7 +215,12 @@ func restartAimed(ctx context.Context, e *Env, r *rand.Rand, name string, aim ti
 	defer e.twinMu.Unlock()
 	// While a is up: the first call learns the ID layout from it.
 	e.LastSnowflakeMs(a)
-	how := ""
+	if err := e.SetClock(ctx, a, skewAhead); err != nil {
+		e.Log.Error(name, a.Name, err)
+		return nil
+	}
+	sleep(ctx, 700*time.Millisecond) // two renewals report it
+	how := fmt.Sprintf("clock %+v, ", skewAhead)
 	stores := names(e.C.Stores)
 	if e.Net != nil {
 		// Cut off, it keeps issuing (up to its fence, 2 s after its last
@@ -213,7 +231,7 @@ func restartAimed(ctx context.Context, e *Env, r *rand.Rand, name string, aim ti
 			_ = e.Net.Uncut([]string{a.Name}, stores)
 			return err
 		}
-		how = "cut from the stores for 1.5s, "
+		how += "cut from the stores for 1.5s, "
 		sleep(ctx, 1500*time.Millisecond)
 	}
 	if err := a.Kill(); err != nil {
@@ -232,12 +250,11 @@ func restartAimed(ctx context.Context, e *Env, r *rand.Rand, name string, aim ti
 		e.Log.Skip(name, "%s issued no snowflake ID in its last life; restarted plainly", a.Name)
 		return nil
 	}
-	target := last + aim.Milliseconds()
-	// The allocsvr refuses to start with its clock more than 1 s off the
-	// store leader's: stay inside, which still lands below the last
-	// issued timestamp (it was issued moments before the kill) and above
-	// the last one reported to the store (1.5 s before, with the cut).
-	off := max(target-time.Now().Add(startupGuess).UnixMilli(), -maxAimedOffset.Milliseconds())
+	off := -maxAimedOffset.Milliseconds()
+	if !below {
+		off = last + 50 - time.Now().Add(startupGuess).UnixMilli()
+		off = max(min(off, maxAimedOffset.Milliseconds()), -maxAimedOffset.Milliseconds())
+	}
 	saved := a.Env
 	a.Env = append(append([]string{}, saved...), fmt.Sprintf("SEQSVR_FAULTS_CLOCK_OFFSET_MS=%d", off))
 	err := a.Start(context.Background())
@@ -245,7 +262,13 @@ func restartAimed(ctx context.Context, e *Env, r *rand.Rand, name string, aim ti
 	if err != nil {
 		return err
 	}
-	e.Log.Inject(name, a.Name, "%sSIGKILL; last issued timestamp %d; restarted with clock offset %dms (aimed at %+dms from it)", how, last, off, aim.Milliseconds())
+	e.Log.Inject(name, a.Name, "%sSIGKILL; last issued timestamp %d (now %d); restarted with clock offset %dms",
+		how, last, time.Now().UnixMilli(), off)
+	// Hold from its readiness, not its exec: a slow start must not end
+	// the fault before the allocsvr registered.
+	if err := e.waitReady(ctx, a, 15*time.Second); err != nil {
+		e.Log.Error(name, a.Name, err)
+	}
 	d := hold(ctx, r, 1500*time.Millisecond, 2500*time.Millisecond)
 	if a.Running() {
 		if err := e.SetClock(context.Background(), a, 0); err != nil {
