@@ -10,10 +10,13 @@ import (
 )
 
 // FaultFigures are one fault kind's line of the report: how often it was
-// injected, in how many runs of it (windows: from the run's start to its
-// heal), and how many client operations overlapped one of those windows
-// (and how many of them succeeded). A fault with injections but no
-// operation in its windows never met the workload and proved nothing.
+// injected, its windows (a window is one run of the fault, from its start
+// to its heal, during which an injection of its kind was logged; with two
+// copies of a lane, a run may count the other copy's injection, so there
+// can be more windows than injections), and how many client operations
+// overlapped one of those windows (and how many of them succeeded). A
+// fault with injections but no operation in its windows never met the
+// workload and proved nothing.
 type FaultFigures struct {
 	Injected int           `json:"injected"`
 	Windows  int           `json:"windows"`
@@ -77,7 +80,7 @@ func faultLines(m map[string]FaultFigures) string {
 		if f.Ops == 0 {
 			flag = "  <- no operation ran within it"
 		}
-		fmt.Fprintf(&b, "  fault %-20s injected %4d in %4d runs (%6.1fs); ops within: %6d (%d ok)%s\n",
+		fmt.Fprintf(&b, "  fault %-20s injected %4d, windows %4d (%6.1fs); ops within: %6d (%d ok)%s\n",
 			k, f.Injected, f.Windows, f.Span.Seconds(), f.Ops, f.OKOps, flag)
 	}
 	return b.String()

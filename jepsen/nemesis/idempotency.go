@@ -52,15 +52,12 @@ func leaderChangeResend(ctx context.Context, e *Env, r *rand.Rand) error {
 		return nil
 	}
 	e.Log.Inject(name, l.Name, "%s during a reservation through it", how)
-	var orig *history.Op
 	if pause {
 		// Held past an election: the reservation's call times out while
 		// the old leader sleeps.
 		sleep(ctx, 4*e.ElectionTimeout)
-		orig = <-done
-	} else {
-		orig = <-done
 	}
+	orig := <-done
 	nl, lerr := e.newLeader(ctx, l)
 	var answers []string
 	if orig.NoEffect() || orig.Answered() {
