@@ -89,8 +89,12 @@ bench: ## benchmarks with their same-run references (see README)
 	cd alloc/peerbench && $(GO) test -run '^$$' -bench . -benchmem
 
 .PHONY: jepsen
-jepsen: ## the full fault-injection matrix (several minutes)
-	$(GO) run -tags $(TAGS) ./jepsen/cmd/jepsen -mode full
+jepsen: ## the full fault-injection matrix (about 20 minutes), with coverage of storage and alloc
+	@# servers built with go build -cover (counters in GOCOVERDIR); jepsen/cover.sh names what no scenario reached
+	@dir=$(CURDIR)/jepsen/results/cover-$$(date +%Y%m%d-%H%M%S); mkdir -p $$dir; \
+	SEQSVR_COVERPKG=./storage/...,./alloc/...,./cmd/storesvr,./cmd/allocsvr GOCOVERDIR=$$dir \
+	  $(GO) run -tags $(TAGS) ./jepsen/cmd/jepsen -mode full $(JEPSEN_ARGS); rc=$$?; \
+	./jepsen/cover.sh $$dir || rc=1; exit $$rc
 
 .PHONY: lint
 lint: tools ## gofmt, go vet, buf lint

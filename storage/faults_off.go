@@ -15,4 +15,6 @@ func plantedStaleReads() bool { return false }
 
 func plantedSnapshotDropsMaxID(*seqsvrv1.FSMSnapshot) {}
 
-func plantedNoHandoverWait() bool { return false }
+func plantedNoHandoverWait() bool   { return false }
+func plantedTakeoverNoMargin() bool { return false }
+func plantedIgnoreRequestID() bool  { return false }

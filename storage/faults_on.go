@@ -76,3 +76,15 @@ func plantedSnapshotDropsMaxID(snap *seqsvrv1.FSMSnapshot) {
 // instead of setting next_owner and waiting for the release or the lease
 // expiry, so two allocsvrs may serve the same keys.
 func plantedNoHandoverWait() bool { return faults.Bug(faults.BugSeqNoHandoverWait) }
+
+// plantedTakeoverNoMargin is takeover-no-margin: when planted, a new
+// instance taking a worker ID over starts at the old holder's last
+// reported timestamp instead of one lease TTL above it, so the old
+// holder's last IDs (issued up to that TTL minus its fence margin ahead)
+// can be issued again by a new holder whose clock is behind.
+func plantedTakeoverNoMargin() bool { return faults.Bug(faults.BugTakeoverNoMargin) }
+
+// plantedIgnoreRequestID is ignore-request-id: when planted,
+// ReserveSegment never looks its request_id up, so a retry reserves a
+// second segment.
+func plantedIgnoreRequestID() bool { return faults.Bug(faults.BugIgnoreRequestID) }

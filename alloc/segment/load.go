@@ -158,7 +158,8 @@ func (a *Allocator) loadedLocked(t *tagState, seg *seqsvrv1.Segment, size int64)
 	t.lastLoadAt = a.cfg.Clock.Now()
 	// A drained (or never filled) current segment is replaced right away so
 	// the fast path serves again; carry must drain first to keep order.
-	if b := t.cur.Load(); len(t.carry) == 0 && b.remaining() == 0 {
+	if b := t.cur.Load(); (len(t.carry) == 0 || dropsCarry()) && b.remaining() == 0 {
+		t.carry = nil
 		a.switchLocked(t)
 	}
 	a.log.Debug("segment reserved", "tag", t.name, "first", seg.GetFirst(), "last", seg.GetLast(), "size", size)

@@ -10,3 +10,7 @@ func noSelfFence() bool { return false }
 
 // plantedNote is only reached when noSelfFence is true.
 func plantedNote(string) string { return "" }
+
+// ignoreHighWater is the hook of the planted bug restart-ignores-hwm; the
+// constant false here.
+func ignoreHighWater() bool { return false }

@@ -16,3 +16,11 @@ func noSelfFence() bool { return plantedNoSelfFence }
 
 // plantedNote prefixes a log line or a Status reason with the bug's name.
 func plantedNote(s string) string { return "planted bug " + faults.BugNoSelfFence + ": " + s }
+
+// plantedIgnoreHighWater is the planted bug restart-ignores-hwm: a
+// registration takes the store's floor and ignores the data-dir cache's
+// high-water mark, so a restart whose clock lands between the last
+// timestamp reported to the store and the last one issued repeats IDs.
+var plantedIgnoreHighWater = faults.Bug(faults.BugRestartIgnoresHWM)
+
+func ignoreHighWater() bool { return plantedIgnoreHighWater }

@@ -119,7 +119,7 @@ func (s *Service) registerWorker(ctx context.Context) error {
 	hwm := floor
 	if s.cache != nil {
 		d, ok := s.cache.loaded()
-		if ok && d.NodeID == s.cfg.NodeID && d.WorkerID == w.GetWorkerId() && lay.equal(cacheLayout(d)) {
+		if ok && d.NodeID == s.cfg.NodeID && d.WorkerID == w.GetWorkerId() && lay.equal(cacheLayout(d)) && !ignoreHighWater() {
 			floor = max(floor, d.HighWaterMs) // our own earlier IDs
 		}
 		hwm = max(d.HighWaterMs, floor)

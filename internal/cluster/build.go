@@ -25,6 +25,12 @@ func Build(ctx context.Context, binDir string, tags ...string) error {
 	return BuildPackages(ctx, binDir, append([]string{BaseTag}, tags...), "./cmd/storesvr", "./cmd/allocsvr")
 }
 
+// CoverPkgEnv, when set, makes every build here a `go build -cover
+// -covermode=atomic -coverpkg=` of its value. It must name the main
+// packages too: a binary whose main package is not instrumented registers
+// no coverage meta-data and writes nothing.
+const CoverPkgEnv = "SEQSVR_COVERPKG"
+
 // BuildPackages runs `go build -tags tags -o binDir/ pkgs...` at the
 // module root (pkgs are relative to it, e.g. "./bench/loadgen"), once per
 // (binDir, tags, pkgs) in this process.
@@ -47,7 +53,14 @@ func BuildPackages(ctx context.Context, binDir string, tags []string, pkgs ...st
 	if err := os.MkdirAll(abs, 0o755); err != nil {
 		return err
 	}
-	args := append([]string{"build", "-tags", tagList, "-o", abs + string(filepath.Separator)}, pkgs...)
+	args := []string{"build", "-tags", tagList, "-o", abs + string(filepath.Separator)}
+	if cp := os.Getenv(CoverPkgEnv); cp != "" {
+		// make jepsen: coverage-instrumented binaries (jepsen/cover.sh
+		// reports). Atomic counters, so a running process can write them
+		// (runtime/coverage.WriteCountersDir).
+		args = append(args, "-cover", "-covermode=atomic", "-coverpkg="+cp)
+	}
+	args = append(args, pkgs...)
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = root
 	out, err := cmd.CombinedOutput()

@@ -12,6 +12,10 @@
 //	no-self-fence          alloc: snowflake IDs keep flowing after the lease is lost
 //	snapshot-drops-maxid   storage: snapshots store max_id as 0
 //	seq-no-handover-wait   storage: rebalance moves a live owner's sections at once
+//	takeover-no-margin     storage: a worker-ID takeover's floor lacks the lease TTL
+//	ignore-request-id      storage: ReserveSegment ignores the request_id record
+//	restart-ignores-hwm    alloc: a restart's snowflake floor ignores the local high-water mark
+//	switch-drops-carry     alloc: a segment switch drops the IDs carried from a failed request
 package faults
 
 import "time"
@@ -23,6 +27,10 @@ const (
 	BugNoSelfFence         = "no-self-fence"
 	BugSnapshotDropsMaxID  = "snapshot-drops-maxid"
 	BugSeqNoHandoverWait   = "seq-no-handover-wait"
+	BugTakeoverNoMargin    = "takeover-no-margin"
+	BugIgnoreRequestID     = "ignore-request-id"
+	BugRestartIgnoresHWM   = "restart-ignores-hwm"
+	BugSwitchDropsCarry    = "switch-drops-carry"
 )
 
 // Now is the wall clock every time-reading part of the service should use

@@ -12,7 +12,8 @@ func TestNormalBuildPlantsNothing(t *testing.T) {
 		t.Skip("built with -tags faults")
 	}
 	t.Setenv("SEQSVR_FAULTS_BUGS", BugStaleReads)
-	for _, b := range []string{BugReserveBeforeCommit, BugStaleReads, BugNoSelfFence, BugSnapshotDropsMaxID, BugSeqNoHandoverWait} {
+	for _, b := range []string{BugReserveBeforeCommit, BugStaleReads, BugNoSelfFence, BugSnapshotDropsMaxID, BugSeqNoHandoverWait,
+		BugTakeoverNoMargin, BugIgnoreRequestID, BugRestartIgnoresHWM, BugSwitchDropsCarry} {
 		if Bug(b) {
 			t.Errorf("Bug(%q) = true in a normal build", b)
 		}

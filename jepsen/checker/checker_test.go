@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/seqsvr/seqsvr/jepsen/history"
@@ -136,5 +137,66 @@ func TestProgress(t *testing.T) {
 	}
 	if r := Progress(noDelete[:5]); !r.OK {
 		t.Fatalf("a history with successful creates and no delete rejected: %s", r.Detail)
+	}
+}
+
+func TestIdempotent(t *testing.T) {
+	orig := &history.Op{ID: 1, Kind: history.Reserve, Tag: "t", RequestID: "r1", OK: true, First: 1, Last: 5, Return: 10}
+	same := &history.Op{ID: 2, Kind: history.Resend, Tag: "t", RequestID: "r1", OK: true, First: 1, Last: 5, Return: 20, Across: "snapshot"}
+	lost := &history.Op{ID: 3, Kind: history.Resend, Tag: "t", RequestID: "r1", Code: "unavailable", Return: 30}
+	if r := Idempotent([]*history.Op{orig, same, lost}); !r.OK || r.Checked != 1 {
+		t.Fatalf("same segment: %+v", r)
+	}
+	other := &history.Op{ID: 4, Kind: history.Resend, Tag: "t", RequestID: "r1", OK: true, First: 6, Last: 10, Return: 40, Across: "leader-change"}
+	if r := Idempotent([]*history.Op{orig, same, other}); r.OK || r.Undecided || !strings.Contains(r.Detail, "leader-change") {
+		t.Fatalf("another segment passed: %+v", r)
+	}
+	forgot := &history.Op{ID: 5, Kind: history.Resend, Tag: "t", RequestID: "r1", Code: history.CodeNotFound, Return: 40}
+	if r := Idempotent([]*history.Op{orig, forgot}); r.OK {
+		t.Fatalf("a forgotten request_id passed: %+v", r)
+	}
+	// The first call's outcome unknown, learned later: the resolved
+	// answer and the re-send's must agree too.
+	unknown := &history.Op{ID: 6, Kind: history.Reserve, Tag: "t", RequestID: "r2", OK: true, Resolved: true, First: 11, Last: 12, Return: 90}
+	resend := &history.Op{ID: 7, Kind: history.Resend, Tag: "t", RequestID: "r2", OK: true, First: 13, Last: 14, Return: 50}
+	if r := Idempotent([]*history.Op{unknown, resend}); r.OK {
+		t.Fatalf("a resolved reservation disagreeing with its re-send passed: %+v", r)
+	}
+	if r := Idempotent([]*history.Op{orig, lost}); r.OK || !r.Undecided {
+		t.Fatalf("re-sends never answered decided: %+v", r)
+	}
+}
+
+func TestNoBurnedIDs(t *testing.T) {
+	next := func(id int64, target string, life int, ids ...int64) *history.Op {
+		return &history.Op{ID: id, Kind: history.NextIDs, Tag: SoloPrefix + target, Target: target, Life: life, LifeReturn: life, Pid: 100 + life,
+			OK: true, IDs: ids, Count: len(ids)}
+	}
+	// Consecutive within a life, a hole across lives: fine.
+	ok := []*history.Op{next(1, "a1", 1, 1, 2, 3), next(2, "a1", 1, 4, 5), next(3, "a1", 2, 101, 102), next(4, "a2", 1, 7)}
+	if r := NoBurnedIDs(ok); !r.OK || r.Checked != 8 {
+		t.Fatalf("consecutive: %+v", r)
+	}
+	// A hole of 3 inside a life with no call of unknown outcome: burned.
+	holed := append(ok, next(5, "a1", 2, 106))
+	if r := NoBurnedIDs(holed); r.OK || !strings.Contains(r.Detail, "(102, 106)") {
+		t.Fatalf("a hole passed: %+v", r)
+	}
+	// The allocsvr's own unavailable answer took nothing; a timeout may
+	// have taken its count.
+	own := &history.Op{ID: 6, Kind: history.NextIDs, Tag: SoloPrefix + "a1", Target: "a1", Life: 2, LifeReturn: 2, Pid: 102, Count: 5,
+		Code: "unavailable", Err: `unavailable: tag "solo-a1": buffers empty`}
+	if r := NoBurnedIDs(append(holed, own)); r.OK {
+		t.Fatalf("an answered failure excused a hole: %+v", r)
+	}
+	timeout := &history.Op{ID: 7, Kind: history.NextIDs, Tag: SoloPrefix + "a1", Target: "a1", Life: 2, LifeReturn: 2, Pid: 102, Count: 3,
+		Code: "deadline_exceeded", Err: "deadline_exceeded: context deadline exceeded"}
+	if r := NoBurnedIDs(append(holed, timeout)); !r.OK {
+		t.Fatalf("a timed-out call of 3 did not excuse a hole of 3: %+v", r)
+	}
+	// Other tags are not checked.
+	other := &history.Op{ID: 8, Kind: history.NextIDs, Tag: "ids-0", Target: "a1", Life: 1, LifeReturn: 1, OK: true, IDs: []int64{1, 50}}
+	if r := NoBurnedIDs([]*history.Op{other}); !r.OK || r.Checked != 0 {
+		t.Fatalf("an ordinary tag checked: %+v", r)
 	}
 }

@@ -20,6 +20,8 @@ const (
 	SnowflakeExclusive    = "snowflake worker IDs held by one live process"
 	SeqOrderName          = "per-key sequences in real-time order"
 	SeqUniqueName         = "per-key NextSeq values unique"
+	IdempotentName        = "re-sent request_ids answer their first segment"
+	SegmentNoBurned       = "solo-tag IDs not burned within an allocsvr lifetime"
 )
 
 // Result is one checker's verdict.

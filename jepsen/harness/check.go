@@ -107,7 +107,8 @@ func Check(in Inputs, outDir string) []Verdict {
 			ran(checker.WorkerTimeline(ops, l)),
 			ran(checker.WorkerExclusive(ops, l, f.LeaseTTL*2/3)))
 	}
-	return append(out, ran(checker.SeqOrder(ops)), ran(checker.SeqUnique(ops)))
+	return append(out, ran(checker.SeqOrder(ops)), ran(checker.SeqUnique(ops)), ran(checker.Idempotent(ops)),
+		ran(checker.NoBurnedIDs(ops)))
 }
 
 // agreedMax is each tag's highest final max_id over the members: an ID

@@ -70,6 +70,14 @@ type Config struct {
 	// deleted over and over (porcupine too). None of the life tags is in
 	// the final state: it may be absent at the end.
 	LinTags, AllocTags, LifeTags int
+	// SoloShare is the percentage of NextIDs calls an alloc worker makes
+	// on the solo tag of the allocsvr it calls (checker.SoloPrefix: each
+	// original allocsvr has one only it serves); default 25.
+	SoloShare int
+	// MinCount is the smallest count an alloc worker asks for (up to
+	// 20; default 1). Large counts leave the IDs that did not cover a
+	// request carried in the allocsvr while its store is away.
+	MinCount int
 	// SeqWorkers call NextSeq, NextSeqs and CurrentSeqs on the per-key
 	// space (see seqload.go) through random allocsvrs; 0 runs no per-key
 	// workload, creates no space and leaves the per-key flags at their
@@ -106,6 +114,8 @@ func (c Config) withDefaults() Config {
 	c.LinTags = cmp.Or(c.LinTags, 3)
 	c.AllocTags = cmp.Or(c.AllocTags, 2)
 	c.LifeTags = cmp.Or(c.LifeTags, 2)
+	c.SoloShare = cmp.Or(c.SoloShare, 25)
+	c.MinCount = min(cmp.Or(c.MinCount, 1), 20)
 	c.SeqHotKeys = cmp.Or(c.SeqHotKeys, 30)
 	c.SeqStep = cmp.Or(c.SeqStep, 50)
 	c.SeqLeaseTTL = cmp.Or(c.SeqLeaseTTL, 2*time.Second)

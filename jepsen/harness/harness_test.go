@@ -68,7 +68,7 @@ func TestPlantedBugs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: real-process fault runs")
 	}
-	for _, bug := range Bugs() {
+	for _, bug := range QuickBugs() {
 		t.Run(bug, func(t *testing.T) {
 			rep := runCfg(t, PlantedBug(bug, 12*time.Second))
 			if ok, why := Caught(rep, bug); !ok {

@@ -113,7 +113,7 @@ var allCheckers = []string{
 	checker.ProgressName, checker.Linearizability, checker.SegmentsDisjointName, checker.FinalMaxID,
 	checker.SegmentUnique, checker.SegmentMonotonic, checker.SegmentWithinReserved,
 	checker.SnowflakeUnique, checker.SnowflakeMonotonic, checker.SnowflakeTimeline, checker.SnowflakeExclusive,
-	checker.SeqOrderName, checker.SeqUniqueName,
+	checker.SeqOrderName, checker.SeqUniqueName, checker.IdempotentName, checker.SegmentNoBurned,
 }
 
 func names(vs []Verdict) []string {

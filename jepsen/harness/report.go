@@ -36,10 +36,13 @@ type Report struct {
 
 	Faults     map[string]int `json:"faults"`
 	FaultTotal int            `json:"fault_total"`
-	Results    []Verdict      `json:"results"`
-	OK         bool           `json:"ok"`
-	Notes      []string       `json:"notes,omitempty"`
-	Elapsed    time.Duration  `json:"elapsed"`
+	// FaultKinds is each fault kind's injections and the operations that
+	// ran within its windows.
+	FaultKinds map[string]FaultFigures `json:"fault_kinds,omitempty"`
+	Results    []Verdict               `json:"results"`
+	OK         bool                    `json:"ok"`
+	Notes      []string                `json:"notes,omitempty"`
+	Elapsed    time.Duration           `json:"elapsed"`
 }
 
 // SpaceFigures are one space's per-key calls: how many and how many
@@ -134,6 +137,7 @@ func (r *Report) Table() string {
 		fmt.Fprintf(&b, "%s %d", k, r.Faults[k])
 	}
 	b.WriteString(")\n")
+	b.WriteString(faultLines(r.FaultKinds))
 	for _, n := range r.Notes {
 		fmt.Fprintf(&b, "note: %s\n", n)
 	}

@@ -14,6 +14,7 @@ import (
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/internal/cluster"
+	"github.com/seqsvr/seqsvr/jepsen/checker"
 	"github.com/seqsvr/seqsvr/jepsen/history"
 	"github.com/seqsvr/seqsvr/jepsen/nemesis"
 )
@@ -72,6 +73,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if len(cfg.Bugs) > 0 {
 		opts.Env = []string{"SEQSVR_FAULTS_BUGS=" + strings.Join(cfg.Bugs, ",")}
 	}
+	if os.Getenv("GOCOVERDIR") != "" && os.Getenv(cluster.CoverPkgEnv) != "" {
+		// Coverage binaries write their counters every second: most of
+		// them end by SIGKILL, which writes nothing.
+		opts.Env = append(opts.Env, "SEQSVR_FAULTS_COVER_FLUSH=1s")
+	}
 	var net *nemesis.Net
 	var names []string
 	if cfg.Partitions {
@@ -124,10 +130,19 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		w.lifeTags = append(w.lifeTags, fmt.Sprintf("life-%d", i))
 	}
 	w.allocs = append(w.allocs, c.Allocs...)
+	w.soloTags = map[string]string{}
+	var soloTags []string
+	for _, a := range c.Allocs {
+		w.soloTags[a.Name] = checker.SoloPrefix + a.Name
+		soloTags = append(soloTags, checker.SoloPrefix+a.Name)
+	}
 	if err := createTags(ctx, c, w.linTags, 1000); err != nil {
 		return nil, err
 	}
 	if err := createTags(ctx, c, w.allocTags, 50); err != nil {
+		return nil, err
+	}
+	if err := createTags(ctx, c, soloTags, 50); err != nil {
 		return nil, err
 	}
 	// Created like the others, with start 0, as the store model assumes
@@ -147,7 +162,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	env := &nemesis.Env{C: c, Log: nlog, Net: net, ElectionTimeout: ElectionTimeout, LeaseTTL: cfg.LeaseTTL, SeqLeaseTTL: cfg.SeqLeaseTTL,
-		AddAlloc: w.addAlloc, RemoveAlloc: w.removeAlloc, OperatorTags: w.allocTags}
+		AddAlloc: w.addAlloc, RemoveAlloc: w.removeAlloc, OperatorTags: w.allocTags,
+		Reserve: w.nemesisReserve, Resend: w.nemesisResend, LastSnowflakeMs: w.lastSnowflakeMs}
 	probeClient := cfg.StoreWorkers + cfg.AllocWorkers + cfg.TagWorkers + cfg.SeqWorkers
 	var probeMu sync.Mutex
 	env.AfterResume = func(p *cluster.Proc) {
@@ -214,7 +230,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	for _, a := range c.Allocs {
 		_ = a.Kill()
 	}
-	tags := append(append([]string{}, w.linTags...), w.allocTags...)
+	tags := append(append(append([]string{}, w.linTags...), w.allocTags...), soloTags...)
 	final, note := finalState(fctx, c, tags)
 	if note != "" {
 		rep.Notes = append(rep.Notes, note)
@@ -232,6 +248,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	rep.check(in)
+	rep.FaultKinds = faultFigures(nlog.Events(), ops)
 	rep.Elapsed = time.Since(started)
 
 	// The Raft data is large and useless once checked; the logs stay.

@@ -82,13 +82,20 @@ func saveNemesis(dir string, l *nemesis.Log) error {
 // loadFaults counts the injections in dir's nemesis.jsonl the way
 // nemesis.Log.Counts does; a run without faults may have none.
 func loadFaults(dir string) (map[string]int, int, error) {
+	m, n, _, err := loadEvents(dir)
+	return m, n, err
+}
+
+// loadEvents is loadFaults with the events themselves.
+func loadEvents(dir string) (map[string]int, int, []nemesis.Event, error) {
 	m := map[string]int{}
+	var evs []nemesis.Event
 	f, err := os.Open(filepath.Join(dir, nemesisFile))
 	if errors.Is(err, fs.ErrNotExist) {
-		return m, 0, nil
+		return m, 0, nil, nil
 	}
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
 	defer f.Close()
 	n := 0
@@ -96,14 +103,15 @@ func loadFaults(dir string) (map[string]int, int, error) {
 	for dec.More() {
 		var e nemesis.Event
 		if err := dec.Decode(&e); err != nil {
-			return nil, 0, fmt.Errorf("%s: %w", nemesisFile, err)
+			return nil, 0, nil, fmt.Errorf("%s: %w", nemesisFile, err)
 		}
+		evs = append(evs, e)
 		if e.Phase == "inject" {
 			m[e.Fault]++
 			n++
 		}
 	}
-	return m, n, nil
+	return m, n, evs, nil
 }
 
 // ScenarioDirs lists the scenario folders in dir: dir itself if it holds
@@ -153,11 +161,13 @@ func Recheck(dir string) (*Report, error) {
 		rep.Name, rep.Seed, rep.Bugs = saved.Name, saved.Seed, saved.Bugs
 		rep.Notes = append(rep.Notes, saved.Notes...)
 	}
-	if rep.Faults, rep.FaultTotal, err = loadFaults(dir); err != nil {
+	var evs []nemesis.Event
+	if rep.Faults, rep.FaultTotal, evs, err = loadEvents(dir); err != nil {
 		return nil, err
 	}
 	rep.Notes = append(rep.Notes, "re-checked offline from the saved files")
 	rep.check(in)
+	rep.FaultKinds = faultFigures(evs, in.Ops)
 	if saved != nil {
 		rep.Notes = append(rep.Notes, changedVerdicts(saved.Results, rep.Results)...)
 		rep.Notes = append(rep.Notes, carrySavedFailures(saved.Results, rep.Results)...)

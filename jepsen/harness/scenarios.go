@@ -45,7 +45,9 @@ func Smoke(d time.Duration, withPartitions bool) Config {
 // keep their seeds) runs the per-key workload.
 func Full(d time.Duration, withPartitions bool) []Config {
 	out := []Config{
-		{Name: "kills", Faults: cat(storeKills, []string{"kill-alloc", "operator"}), GapLo: 50 * time.Millisecond, GapHi: 300 * time.Millisecond},
+		// kills: allocsvrs live 4-8 s between kills (kill-alloc-slow), so
+		// they drain and switch segments between deaths.
+		{Name: "kills", Faults: cat(storeKills, []string{"kill-alloc-slow", "operator"}), GapLo: 50 * time.Millisecond, GapHi: 300 * time.Millisecond},
 		{Name: "pauses", Faults: cat(storePauses, []string{"pause-alloc"}), GapLo: 50 * time.Millisecond, GapHi: 300 * time.Millisecond},
 		{Name: "clock", Faults: []string{"clock-jump-alloc", "clock-back-restart", "kill-follower"}, GapLo: 20 * time.Millisecond, GapHi: 150 * time.Millisecond},
 		{Name: "membership", Faults: []string{"member-replace", "kill-follower", "pause-follower", "twin-takeover"}, Partitions: withPartitions},
@@ -53,7 +55,7 @@ func Full(d time.Duration, withPartitions bool) []Config {
 	if withPartitions {
 		out = append(out, Config{Name: "partitions", Faults: cat(partitions, []string{"isolate-alloc"}), Partitions: true, GapLo: 50 * time.Millisecond, GapHi: 300 * time.Millisecond})
 	}
-	mixed := cat(storeKills, storePauses, allocFaults, []string{"member-replace", "twin-takeover", "operator"})
+	mixed := cat(storeKills, storePauses, allocFaults, []string{"member-replace", "twin-takeover", "pause-takeover", "leader-change-resend", "operator"})
 	if withPartitions {
 		mixed = append(mixed, partitions...)
 		mixed = append(mixed, "isolate-alloc")
@@ -68,14 +70,37 @@ func Full(d time.Duration, withPartitions bool) []Config {
 		seq.Faults = append(seq.Faults, "isolate-alloc", "partition-leader")
 	}
 	out = append(out, seq)
+	// idempotency: reservations whose request_ids are re-sent across a
+	// leader change and across a snapshot and restart of every member
+	// (snapshots every 20 entries), among leader kills and pauses and a
+	// member wiped and re-joined (it catches up from a snapshot).
+	out = append(out, Config{Name: "idempotency", Faults: []string{"leader-change-resend", "snapshot-resend", "kill-leader", "pause-leader", "member-replace"},
+		StoreArgs: snapshotOften, GapLo: 100 * time.Millisecond, GapHi: 500 * time.Millisecond})
+	// takeover: the aimed snowflake faults (see nemesis/aimed.go), one at
+	// a time: takeovers at lease expiry with skewed clocks, a holder
+	// paused past its lease and resumed while a twin serves, restarts with
+	// the clock just below and just above the last issued timestamp.
+	out = append(out, Config{Name: "takeover", Faults: []string{"skewed-takeover", "pause-takeover", "restart-below-issued", "restart-above-issued"},
+		Partitions: withPartitions, AllocWorkers: 6, GapLo: 100 * time.Millisecond, GapHi: 300 * time.Millisecond})
+	if withPartitions {
+		// cutoff: an allocsvr cut off from the store for 5-9 s, longer
+		// than its buffers last: it serves, drains, answers unavailable
+		// and recovers; its IDs must rise within each lifetime and none of
+		// its solo tag's be burned (checker.NoBurnedIDs).
+		out = append(out, Config{Name: "cutoff", Faults: []string{"isolate-alloc-long", "kill-alloc-slow"}, Partitions: true,
+			AllocWorkers: 6, SoloShare: 50, GapLo: 300 * time.Millisecond, GapHi: time.Second})
+	}
 	for i := range out {
 		out[i].Duration = d
-		if out[i].Name != "membership" {
+		if !slices.Contains([]string{"membership", "idempotency", "takeover", "cutoff"}, out[i].Name) {
 			out[i].Copies = 2
 		}
 	}
 	return out
 }
+
+// snapshotOften makes the stores snapshot every 20 log entries.
+var snapshotOften = []string{"--snapshot-threshold", "20", "--snapshot-interval", "300ms"}
 
 // PlantedBug is the run that must catch one bug of internal/faults.
 func PlantedBug(bug string, d time.Duration) Config {
@@ -94,7 +119,7 @@ func PlantedBug(bug string, d time.Duration) Config {
 	case faults.BugSnapshotDropsMaxID:
 		// Snapshot often, then restart every member: they come back from
 		// a snapshot that lost max_id and hand out used ranges again.
-		c.StoreArgs = []string{"--snapshot-threshold", "20", "--snapshot-interval", "300ms"}
+		c.StoreArgs = snapshotOften
 		c.Faults = []string{"kill-all-stores"}
 		c.GapLo, c.GapHi = 2*time.Second, 3*time.Second
 	case faults.BugNoSelfFence:
@@ -102,6 +127,29 @@ func PlantedBug(bug string, d time.Duration) Config {
 		c.Allocs = 1
 		c.AllocWorkers = 6
 		c.GapLo, c.GapHi = 200*time.Millisecond, 300*time.Millisecond
+	case faults.BugTakeoverNoMargin:
+		// Takeovers at lease expiry, old clock ahead, new one behind.
+		c.Faults = []string{"skewed-takeover"}
+		c.Allocs, c.AllocWorkers, c.Partitions = 1, 6, true
+	case faults.BugRestartIgnoresHWM:
+		// Restarts whose clock lands below the last issued timestamp,
+		// above the last one reported to the store.
+		c.Faults = []string{"restart-below-issued"}
+		c.Allocs, c.AllocWorkers, c.Partitions = 1, 6, true
+	case faults.BugSwitchDropsCarry:
+		// An allocsvr cut off until its buffers run dry: requests of 13
+		// to 20 IDs that span the last ones leave them carried (smaller
+		// requests would drain the carry while the store is away), and
+		// the first segment after the reconnection drops them.
+		c.Faults = []string{"isolate-alloc-long"}
+		c.Allocs, c.AllocWorkers, c.SoloShare, c.MinCount, c.Partitions = 1, 6, 100, 13, true
+		// Time between cuts to reconnect and load again (the failed loads'
+		// backoff runs out first).
+		c.GapLo, c.GapHi = 2500*time.Millisecond, 3500*time.Millisecond
+	case faults.BugIgnoreRequestID:
+		// Every re-send reserves anew.
+		c.Faults = []string{"leader-change-resend", "snapshot-resend"}
+		c.StoreArgs = snapshotOften
 	case faults.BugSeqNoHandoverWait:
 		// Allocsvrs join again and again; the store gives the sections
 		// that move to them away at once, while their old owners keep
@@ -117,8 +165,16 @@ func PlantedBug(bug string, d time.Duration) Config {
 	return c
 }
 
-// Bugs lists the planted bugs the harness must catch.
+// Bugs lists the planted bugs the harness must catch: -mode bugs runs
+// them all.
 func Bugs() []string {
+	return append(QuickBugs(), faults.BugTakeoverNoMargin, faults.BugRestartIgnoresHWM, faults.BugIgnoreRequestID, faults.BugSwitchDropsCarry)
+}
+
+// QuickBugs are the planted bugs whose runs `make test` repeats (short
+// runs that catch them); the others need the aimed faults' longer cycles
+// and run in -mode bugs.
+func QuickBugs() []string {
 	return []string{faults.BugReserveBeforeCommit, faults.BugStaleReads, faults.BugSnapshotDropsMaxID, faults.BugNoSelfFence, faults.BugSeqNoHandoverWait}
 }
 
@@ -136,6 +192,12 @@ func Catchers(bug string) []string {
 		return []string{checker.SnowflakeUnique, checker.SnowflakeExclusive, checker.SnowflakeTimeline}
 	case faults.BugSeqNoHandoverWait:
 		return []string{checker.SeqOrderName, checker.SeqUniqueName}
+	case faults.BugTakeoverNoMargin, faults.BugRestartIgnoresHWM:
+		return []string{checker.SnowflakeUnique, checker.SnowflakeTimeline}
+	case faults.BugIgnoreRequestID:
+		return []string{checker.IdempotentName, checker.Linearizability}
+	case faults.BugSwitchDropsCarry:
+		return []string{checker.SegmentNoBurned}
 	}
 	return nil
 }

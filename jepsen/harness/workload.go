@@ -27,6 +27,9 @@ type workload struct {
 	runID string
 
 	linTags, allocTags []string
+	// soloTags maps an original allocsvr's name to the tag only it is
+	// asked for (checker.NoBurnedIDs).
+	soloTags map[string]string
 	// lifeTags are created, updated and deleted by the tag workers;
 	// starts numbers their creates.
 	lifeTags []string
@@ -39,7 +42,76 @@ type workload struct {
 
 	mu     sync.Mutex
 	allocs []*cluster.Proc // the allocsvrs clients may call (twins come and go)
+
+	// recent are successful reservations whose request_ids the store
+	// workers re-send later (resendLater); nemesisClients numbers the
+	// calls the nemesis makes (each a porcupine client of its own).
+	recentMu       sync.Mutex
+	recent         []*history.Op
+	nemesisClients atomic.Int64
+
+	// lastSnow is each allocsvr's largest snowflake ID in its latest
+	// lifetime (the aimed restarts read its timestamp); layout decodes it.
+	snowMu   sync.Mutex
+	lastSnow map[*cluster.Proc]snowMark
+	layout   Layout
 }
+
+type snowMark struct {
+	life int
+	id   int64
+}
+
+func (w *workload) noteSnowflake(op *history.Op, p *cluster.Proc) {
+	if !op.OK || len(op.IDs) == 0 || op.Life != op.LifeReturn {
+		return
+	}
+	w.snowMu.Lock()
+	defer w.snowMu.Unlock()
+	if w.lastSnow == nil {
+		w.lastSnow = map[*cluster.Proc]snowMark{}
+	}
+	m := w.lastSnow[p]
+	if m.life != op.Life {
+		m = snowMark{life: op.Life}
+	}
+	m.id = max(m.id, slices.Max(op.IDs))
+	w.lastSnow[p] = m
+}
+
+// lastSnowflakeMs is Env.LastSnowflakeMs: the timestamp of the largest
+// snowflake ID p's latest lifetime (with answers) returned.
+func (w *workload) lastSnowflakeMs(p *cluster.Proc) (int64, bool) {
+	w.snowMu.Lock()
+	m, ok := w.lastSnow[p]
+	ly := w.layout
+	w.snowMu.Unlock()
+	if !ok || m.id == 0 {
+		return 0, false
+	}
+	if ly.From == "" {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ly = snowflakeLayout(ctx, w.c)
+		cancel()
+		if ly.From == "" {
+			return 0, false
+		}
+		w.snowMu.Lock()
+		w.layout = ly
+		w.snowMu.Unlock()
+	}
+	return m.id>>(ly.WorkerBits+ly.SequenceBits) + ly.EpochMs, true
+}
+
+// How the store workers re-send request_ids on purpose: one successful
+// reservation in resendAtOnce is re-sent at once to another member; one
+// store call in resendLater re-sends a random one of the last
+// recentCap successful reservations.
+const (
+	resendAtOnce = 8
+	resendLater  = 15
+	recentCap    = 256
+)
 
 func (w *workload) addAlloc(p *cluster.Proc) {
 	w.mu.Lock()
@@ -165,11 +237,77 @@ func (w *workload) storeOp(ctx context.Context, r *rand.Rand, client int, p *clu
 	tag := w.linTags[r.Intn(len(w.linTags))]
 	cctx, cancel := context.WithTimeout(ctx, w.cfg.OpTimeout)
 	defer cancel()
+	if r.Intn(resendLater) == 0 {
+		if old := w.pickRecent(r); old != nil {
+			return w.resend(cctx, client, p, old, "later").OK
+		}
+	}
 	if r.Intn(10) < 6 {
-		return w.reserve(cctx, r, client, p, tag, int64(1+r.Intn(5))).OK
+		op := w.reserve(cctx, r, client, p, tag, int64(1+r.Intn(5)))
+		if op.OK {
+			w.remember(r, op)
+			if r.Intn(resendAtOnce) == 0 {
+				w.resend(cctx, client, w.pickStore(r), op, "")
+			}
+		}
+		return op.OK
 	}
 	return w.get(cctx, client, p, tag).OK
 }
+
+func (w *workload) remember(r *rand.Rand, op *history.Op) {
+	w.recentMu.Lock()
+	defer w.recentMu.Unlock()
+	if len(w.recent) < recentCap {
+		w.recent = append(w.recent, op)
+	} else {
+		w.recent[r.Intn(recentCap)] = op
+	}
+}
+
+func (w *workload) pickRecent(r *rand.Rand) *history.Op {
+	w.recentMu.Lock()
+	defer w.recentMu.Unlock()
+	if len(w.recent) == 0 {
+		return nil
+	}
+	return w.recent[r.Intn(len(w.recent))]
+}
+
+// resend re-sends orig's request_id, tag and size (history.Resend): the
+// store must answer orig's segment and reserve nothing.
+func (w *workload) resend(ctx context.Context, client int, p *cluster.Proc, orig *history.Op, across string) *history.Op {
+	op := w.begin(client, history.Resend, orig.Tag, p)
+	op.Size, op.RequestID, op.Across = orig.Size, orig.RequestID, across
+	resp, err := w.c.StoreClient(p).ReserveSegment(ctx, connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: orig.Tag, Size: orig.Size, RequestId: orig.RequestID}))
+	if err == nil {
+		op.First, op.Last, op.TagStep = resp.Msg.GetFirst(), resp.Msg.GetLast(), resp.Msg.GetStep()
+	}
+	w.end(op, p, err)
+	return op
+}
+
+// nemesisReserve is a reservation the nemesis makes on a lin tag (to aim
+// a fault at it), recorded like the store workers' under a client number
+// of its own.
+func (w *workload) nemesisReserve(ctx context.Context, p *cluster.Proc) *history.Op {
+	client := nemesisClientBase + int(w.nemesisClients.Add(1))
+	r := rand.New(rand.NewSource(int64(client)))
+	cctx, cancel := context.WithTimeout(ctx, w.cfg.OpTimeout)
+	defer cancel()
+	return w.reserve(cctx, r, client, p, w.linTags[r.Intn(len(w.linTags))], int64(1+r.Intn(5)))
+}
+
+// nemesisResend re-sends orig for the nemesis (see resend).
+func (w *workload) nemesisResend(ctx context.Context, p *cluster.Proc, orig *history.Op, across string) *history.Op {
+	client := nemesisClientBase + int(w.nemesisClients.Add(1))
+	cctx, cancel := context.WithTimeout(ctx, 2*w.cfg.OpTimeout)
+	defer cancel()
+	return w.resend(cctx, client, p, orig, across)
+}
+
+// nemesisClientBase numbers the nemesis's calls above every worker's.
+const nemesisClientBase = 1_000_000
 
 // reserve is a ReserveSegment with a fresh request_id, so that resolve can
 // learn its outcome if it is unknown.
@@ -292,9 +430,13 @@ func (w *workload) allocOp(ctx context.Context, r *rand.Rand, client int, p *clu
 	cli := w.c.AllocClient(p)
 	cctx, cancel := context.WithTimeout(ctx, w.cfg.OpTimeout)
 	defer cancel()
-	count := 1 + r.Intn(20)
+	count := w.cfg.MinCount + r.Intn(21-w.cfg.MinCount)
 	if r.Intn(2) == 0 {
-		op := w.begin(client, history.NextIDs, w.allocTags[r.Intn(len(w.allocTags))], p)
+		tag := w.allocTags[r.Intn(len(w.allocTags))]
+		if solo, ok := w.soloTags[p.Name]; ok && r.Intn(100) < w.cfg.SoloShare {
+			tag = solo
+		}
+		op := w.begin(client, history.NextIDs, tag, p)
 		op.Count = count
 		resp, err := cli.NextIDs(cctx, connect.NewRequest(&seqsvrv1.NextIDsRequest{Tag: op.Tag, Count: int32(count)}))
 		if err == nil {
@@ -309,6 +451,7 @@ func (w *workload) allocOp(ctx context.Context, r *rand.Rand, client int, p *clu
 			op.IDs = resp.Msg.GetIds()
 		}
 		w.end(op, p, err)
+		w.noteSnowflake(op, p)
 	}
 	if ctx.Err() == nil && !p.Running() {
 		// Do not spin on a dead process.

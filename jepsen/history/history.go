@@ -25,6 +25,11 @@ const (
 	Create    = "create"    // StoreService.CreateTag
 	Update    = "update"    // StoreService.UpdateTag
 	Delete    = "delete"    // StoreService.DeleteTag
+	// Resend is a ReserveSegment that re-sends the request_id of an
+	// earlier Reserve on purpose (same tag and size): it must answer that
+	// reservation's segment and reserve nothing. The store model does not
+	// see it; the idempotency checker does.
+	Resend = "resend"
 
 	// Per-key sequences (SeqService on allocsvr); Space names the space,
 	// Keys the keys asked for and Seqs the values answered, one per key.
@@ -57,6 +62,9 @@ type Op struct {
 	Size      int64  `json:"size,omitempty"`
 	Count     int    `json:"count,omitempty"`
 	RequestID string `json:"request_id,omitempty"`
+	// Across says what a Resend was aimed across: "" (right after),
+	// "later", "leader-change", "snapshot".
+	Across string `json:"across,omitempty"`
 	// Start and Step are CreateTag's start and step, or UpdateTag's step
 	// (0: unchanged).
 	Start int64 `json:"start,omitempty"`

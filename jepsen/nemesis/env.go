@@ -12,6 +12,7 @@ import (
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/internal/cluster"
+	"github.com/seqsvr/seqsvr/jepsen/history"
 )
 
 // Env is what faults act on.
@@ -37,6 +38,14 @@ type Env struct {
 	// AddAlloc and RemoveAlloc tell the workload about extra allocsvrs
 	// (the twin of the takeover fault).
 	AddAlloc, RemoveAlloc func(p *cluster.Proc)
+	// Reserve makes (and records) one reservation with a fresh
+	// request_id through p; Resend re-sends an earlier one's request_id
+	// through p and records it as history.Resend, marked with across.
+	Reserve func(ctx context.Context, p *cluster.Proc) *history.Op
+	Resend  func(ctx context.Context, p *cluster.Proc, orig *history.Op, across string) *history.Op
+	// LastSnowflakeMs is the timestamp (unix ms) of the largest snowflake
+	// ID p returned in its latest lifetime, from the history.
+	LastSnowflakeMs func(p *cluster.Proc) (int64, bool)
 
 	// One membership change at a time, one twin at a time (a twin has a
 	// fixed port in namespaces) and one extra allocsvr at a time (it has
@@ -51,6 +60,9 @@ type Fault struct {
 	// Kind groups faults into lanes that may run concurrently.
 	Lane string // "store" or "alloc"
 	Run  func(ctx context.Context, e *Env, r *rand.Rand) error
+	// Rest is an extra pause of Rest..2*Rest its lane takes before each
+	// run of it: what it targets lives that long first (kill-alloc-slow).
+	Rest time.Duration
 }
 
 func hold(ctx context.Context, r *rand.Rand, lo, hi time.Duration) time.Duration {

@@ -14,29 +14,39 @@ import (
 func Catalogue() map[string]Fault {
 	m := map[string]Fault{}
 	for _, f := range []Fault{
-		{"kill-leader", "store", killLeader},
-		{"kill-follower", "store", killFollower},
-		{"kill-all-stores", "store", killAllStores},
-		{"pause-leader", "store", pauseLeader},
-		{"pause-follower", "store", pauseFollower},
-		{"member-replace", "store", memberReplace},
-		{"partition-leader", "store", partitionLeader},
-		{"partition-halves", "store", partitionHalves},
-		{"partition-ring", "store", partitionRing},
-		{"partition-bridge", "store", partitionBridge},
-		{"partition-oneway", "store", partitionOneWay},
-		{"kill-alloc", "alloc", onRandomAlloc(killAlloc)},
-		{"pause-alloc", "alloc", onRandomAlloc(pauseAlloc)},
-		{"clock-jump-alloc", "alloc", onRandomAlloc(clockJump)},
-		{"clock-back-restart", "alloc", onRandomAlloc(clockBackRestart)},
-		{"isolate-alloc", "alloc", isolateAlloc},
-		{"twin-takeover", "alloc", twinTakeover},
-		{"seq-add-alloc", "alloc", seqAddAlloc},
-		{"seq-term-alloc", "alloc", onRandomAlloc(seqTermAlloc)},
-		{"seq-kill-alloc", "alloc", onRandomAlloc(seqKillAlloc)},
-		{"seq-pause-alloc", "alloc", onRandomAlloc(seqPauseAlloc)},
+		{"kill-leader", "store", killLeader, 0},
+		{"kill-follower", "store", killFollower, 0},
+		{"kill-all-stores", "store", killAllStores, 0},
+		{"pause-leader", "store", pauseLeader, 0},
+		{"pause-follower", "store", pauseFollower, 0},
+		{"member-replace", "store", memberReplace, 0},
+		{"partition-leader", "store", partitionLeader, 0},
+		{"partition-halves", "store", partitionHalves, 0},
+		{"partition-ring", "store", partitionRing, 0},
+		{"partition-bridge", "store", partitionBridge, 0},
+		{"partition-oneway", "store", partitionOneWay, 0},
+		{"leader-change-resend", "store", leaderChangeResend, 0},
+		{"snapshot-resend", "store", snapshotResend, 0},
+		{"kill-alloc", "alloc", onRandomAlloc(killAlloc), 0},
+		// An allocsvr killed only after it lived 4-8 s: long enough to
+		// drain and switch segments many times.
+		{"kill-alloc-slow", "alloc", onRandomAlloc(killAllocSlow), 4 * time.Second},
+		{"isolate-alloc-long", "alloc", isolateAllocLong, 0},
+		{"pause-alloc", "alloc", onRandomAlloc(pauseAlloc), 0},
+		{"clock-jump-alloc", "alloc", onRandomAlloc(clockJump), 0},
+		{"clock-back-restart", "alloc", onRandomAlloc(clockBackRestart), 0},
+		{"isolate-alloc", "alloc", isolateAlloc, 0},
+		{"twin-takeover", "alloc", twinTakeover, 0},
+		{"skewed-takeover", "alloc", skewedTakeover, 0},
+		{"pause-takeover", "alloc", pauseTakeover, 0},
+		{"restart-below-issued", "alloc", restartBelowIssued, 0},
+		{"restart-above-issued", "alloc", restartAboveIssued, 0},
+		{"seq-add-alloc", "alloc", seqAddAlloc, 0},
+		{"seq-term-alloc", "alloc", onRandomAlloc(seqTermAlloc), 0},
+		{"seq-kill-alloc", "alloc", onRandomAlloc(seqKillAlloc), 0},
+		{"seq-pause-alloc", "alloc", onRandomAlloc(seqPauseAlloc), 0},
 		// A lane of its own: an operator acts whatever the processes do.
-		{"operator", "operator", operator},
+		{"operator", "operator", operator, 0},
 	} {
 		m[f.Name] = f
 	}
@@ -189,6 +199,10 @@ func onRandomAlloc(f func(ctx context.Context, e *Env, r *rand.Rand, a *cluster.
 
 func killAlloc(ctx context.Context, e *Env, r *rand.Rand, a *cluster.Proc) error {
 	return killHoldRestart(ctx, e, r, "kill-alloc", a, killLo, killHi)
+}
+
+func killAllocSlow(ctx context.Context, e *Env, r *rand.Rand, a *cluster.Proc) error {
+	return killHoldRestart(ctx, e, r, "kill-alloc-slow", a, killLo, killHi)
 }
 
 func pauseAlloc(ctx context.Context, e *Env, r *rand.Rand, a *cluster.Proc) error {

@@ -19,10 +19,16 @@ type Event struct {
 	At     time.Duration `json:"at"` // since the run started (monotonic)
 	Wall   time.Time     `json:"wall"`
 	Fault  string        `json:"fault"`
-	Phase  string        `json:"phase"` // inject, heal, skip, error
+	Phase  string        `json:"phase"` // inject, heal, skip, error, window
 	Target string        `json:"target,omitempty"`
 	Detail string        `json:"detail,omitempty"`
+	// End closes a window event: one run of the fault that injected
+	// something lasted from At to End (Schedule records them).
+	End time.Duration `json:"end,omitempty"`
 }
+
+// PhaseWindow marks a window event.
+const PhaseWindow = "window"
 
 // Log collects events; Injected counts injections per fault.
 type Log struct {
@@ -67,6 +73,26 @@ func (l *Log) Error(fault, target string, err error) { l.add(fault, "error", tar
 
 // Skip records a fault that could not run now (e.g. no leader).
 func (l *Log) Skip(fault, format string, args ...any) { l.add(fault, "skip", "", format, args...) }
+
+// Window records that one run of fault, which injected something, lasted
+// from since to now on the run clock: the report counts the operations
+// that overlapped it, so a fault that never met the workload shows.
+func (l *Log) Window(fault string, since time.Duration) {
+	e := Event{At: since, End: time.Since(l.start), Wall: time.Now(), Fault: fault, Phase: PhaseWindow}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.evs = append(l.evs, e)
+}
+
+// Since is the run clock now.
+func (l *Log) Since() time.Duration { return time.Since(l.start) }
+
+// Injected is how many injections fault has had so far.
+func (l *Log) Injected(fault string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.count[fault]
+}
 
 // Events returns a copy of the log.
 func (l *Log) Events() []Event {

@@ -155,6 +155,28 @@ func (n *Net) Cut(as, bs []string) error {
 	return nil
 }
 
+// Uncut removes the blocks Cut(as, bs) added, leaving the others.
+func (n *Net) Uncut(as, bs []string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var errs []error
+	for _, a := range as {
+		for _, b := range bs {
+			for _, k := range [][2]string{{a, b}, {b, a}} {
+				if !n.blocks[k] {
+					continue
+				}
+				if err := n.run("ip", "-n", n.prefix+k[0], "route", "del", "blackhole", n.ips[k[1]]+"/32"); err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				delete(n.blocks, k)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // Heal removes every block.
 func (n *Net) Heal() error {
 	n.mu.Lock()

@@ -135,3 +135,32 @@ func isolateAlloc(ctx context.Context, e *Env, r *rand.Rand) error {
 	e.Log.Heal("isolate-alloc", a.Name, "reconnected after %s", d.Round(time.Millisecond))
 	return nil
 }
+
+// isolateAllocLong cuts an allocsvr off from every store for longer than
+// its buffers last (5-9 s: segments drain in well under a second under
+// the workload, the snowflake lease fences after 2 s): it serves, drains,
+// answers unavailable, and must recover when reconnected, its IDs still
+// increasing within its lifetime and none of its buffered IDs burned.
+func isolateAllocLong(ctx context.Context, e *Env, r *rand.Rand) error {
+	const name = "isolate-alloc-long"
+	if e.Net == nil {
+		e.Log.Skip(name, "network partitions unavailable (needs root and ip netns)")
+		return nil
+	}
+	a := randomAlloc(e, r)
+	if a == nil {
+		return nil
+	}
+	stores := names(e.C.Stores)
+	if err := e.Net.Cut([]string{a.Name}, stores); err != nil {
+		_ = e.Net.Uncut([]string{a.Name}, stores)
+		return err
+	}
+	e.Log.Inject(name, a.Name, "cut from all stores")
+	d := hold(ctx, r, 5*time.Second, 9*time.Second)
+	if err := e.Net.Uncut([]string{a.Name}, stores); err != nil {
+		return err
+	}
+	e.Log.Heal(name, a.Name, "reconnected after %s", d.Round(time.Millisecond))
+	return nil
+}

@@ -42,7 +42,18 @@ func Schedule(ctx context.Context, e *Env, faults []Fault, seed int64, copies in
 					return
 				}
 				f := fs[r.Intn(len(fs))]
-				if err := f.Run(ctx, e, r); err != nil {
+				if f.Rest > 0 {
+					hold(ctx, r, f.Rest, 2*f.Rest)
+					if ctx.Err() != nil {
+						return
+					}
+				}
+				since, before := e.Log.Since(), e.Log.Injected(f.Name)
+				err := f.Run(ctx, e, r)
+				if e.Log.Injected(f.Name) > before {
+					e.Log.Window(f.Name, since)
+				}
+				if err != nil {
 					e.Log.Error(f.Name, "", err)
 					errs <- fmt.Errorf("%s: %w", f.Name, err)
 					return

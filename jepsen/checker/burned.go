@@ -1,0 +1,114 @@
+package checker
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/seqsvr/seqsvr/jepsen/history"
+)
+
+// SoloPrefix names the tags each of which only one allocsvr serves (the
+// harness sends an allocsvr's solo tag to that allocsvr alone). No other
+// process reserves their segments, so within one lifetime of that
+// allocsvr the IDs it hands out are consecutive: every segment it
+// reserves lies just above the previous one, and it hands each one out
+// from first to last.
+const SoloPrefix = "solo-"
+
+// NoBurnedIDs checks, per solo tag and per lifetime of its allocsvr, that
+// the IDs handed out have no hole that the lifetime's calls of unknown
+// outcome cannot explain: an ID skipped inside a lifetime was burned
+// (dropped from a buffer, or a retried reservation that reserved a second
+// segment). A call answered by the allocsvr with an error (unavailable
+// because its buffers are empty, not_found, ...) took nothing; a call that
+// timed out or lost its connection may have taken up to its count, and
+// those counts are the lifetime's allowance. Across lifetimes holes are
+// allowed: a killed process loses its buffers.
+func NoBurnedIDs(ops []*history.Op) Result {
+	const name = SegmentNoBurned
+	type life struct {
+		ids      []int64
+		allow    int
+		target   string
+		lifeNo   int
+		pid      int
+		tag      string
+		failures int
+	}
+	lives := map[lifeKey]*life{}
+	for _, op := range ops {
+		if op.Kind != history.NextIDs || !strings.HasPrefix(op.Tag, SoloPrefix) {
+			continue
+		}
+		k := lifeKey{target: op.Target, life: op.Life, pid: op.Pid, tag: op.Tag}
+		l := lives[k]
+		if l == nil {
+			l = &life{target: op.Target, lifeNo: op.Life, pid: op.Pid, tag: op.Tag}
+			lives[k] = l
+		}
+		switch {
+		case op.OK && op.Life == op.LifeReturn:
+			l.ids = append(l.ids, op.IDs...)
+		case op.OK:
+			// Answered by a later lifetime than it was sent to (a restart
+			// in between): its IDs belong to that one; the call's own
+			// lifetime may have taken some too.
+			l.allow += op.Count
+		case !answeredByAlloc(op):
+			l.allow += op.Count
+			l.failures++
+		}
+	}
+	keys := make([]lifeKey, 0, len(lives))
+	for k := range lives {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return fmt.Sprint(keys[i]) < fmt.Sprint(keys[j]) })
+	var p problems
+	checked, ids := 0, 0
+	for _, k := range keys {
+		l := lives[k]
+		if len(l.ids) == 0 {
+			continue
+		}
+		checked++
+		ids += len(l.ids)
+		slices.Sort(l.ids)
+		holes, missing := []string{}, 0
+		for i := 1; i < len(l.ids); i++ {
+			if gap := l.ids[i] - l.ids[i-1] - 1; gap > 0 {
+				missing += int(gap)
+				if len(holes) < 3 {
+					holes = append(holes, fmt.Sprintf("(%d, %d)", l.ids[i-1], l.ids[i]))
+				}
+			}
+		}
+		if missing > l.allow {
+			p.add("tag %s on %s life %d (pid %d): %d IDs skipped between the %d it handed out, holes %s; its %d calls of unknown outcome explain at most %d",
+				l.tag, l.target, l.lifeNo, l.pid, missing, len(l.ids), strings.Join(holes, " "), l.failures, l.allow)
+		}
+	}
+	if p.n > 0 {
+		return fail(name, ids, "%s", p.String())
+	}
+	if checked == 0 {
+		return pass(name, 0, "no solo-tag IDs in this history")
+	}
+	return pass(name, ids, "%d IDs of solo tags in %d allocsvr lifetimes, none burned", ids, checked)
+}
+
+// answeredByAlloc reports whether a failed NextIDs is the allocsvr's own
+// answer (it took no ID): a definite code, or unavailable with the
+// allocator's reason (which names the tag), as opposed to a timeout or a
+// broken connection.
+func answeredByAlloc(op *history.Op) bool {
+	switch op.Code {
+	case "not_found", "invalid_argument", "resource_exhausted", "failed_precondition":
+		return true
+	case "unavailable":
+		return strings.Contains(op.Err, fmt.Sprintf("tag %q", op.Tag))
+	}
+	return false
+}
