@@ -6,6 +6,7 @@ import (
 
 	"github.com/seqsvr/seqsvr/jepsen/checker"
 	"github.com/seqsvr/seqsvr/jepsen/history"
+	"github.com/seqsvr/seqsvr/jepsen/nemesis"
 )
 
 // linearizableTimeout bounds porcupine, live and offline alike, so that a
@@ -19,6 +20,9 @@ type Inputs struct {
 	// Final is nil for a folder saved before runs wrote final.json; the
 	// checkers that need it are then skipped, not passed.
 	Final *Final
+	// Events is the nemesis log (nemesis.jsonl): guarantee 9's checker
+	// excuses a per-key outage only by a fault that explains it.
+	Events []nemesis.Event
 }
 
 // Final is what the run learned after the workload stopped, saved as
@@ -34,6 +38,10 @@ type Final struct {
 	// LeaseTTL is the stores' --worker-lease-ttl, which bounds how far
 	// apart two responses of one holder prove it held its worker ID.
 	LeaseTTL time.Duration `json:"lease_ttl"`
+	// SeqLeaseTTL is the stores' --seq-lease-ttl, which bounds how long a
+	// dead allocsvr's sections may stay unserved (guarantee 9); zero in a
+	// folder saved before runs recorded it.
+	SeqLeaseTTL time.Duration `json:"seq_lease_ttl,omitempty"`
 }
 
 // Layout is the snowflake layout the snowflake checkers decoded IDs with.
@@ -107,8 +115,15 @@ func Check(in Inputs, outDir string) []Verdict {
 			ran(checker.WorkerTimeline(ops, l)),
 			ran(checker.WorkerExclusive(ops, l, f.LeaseTTL*2/3)))
 	}
-	return append(out, ran(checker.SeqOrder(ops)), ran(checker.SeqUnique(ops)), ran(checker.Idempotent(ops)),
+	out = append(out, ran(checker.SeqOrder(ops)), ran(checker.SeqUnique(ops)), ran(checker.Idempotent(ops)),
 		ran(checker.NoBurnedIDs(ops)))
+	switch {
+	case f == nil:
+		return append(out, skipped(checker.SeqAvailabilityName, noFinal+": needs the per-key lease TTL"))
+	case f.SeqLeaseTTL <= 0:
+		return append(out, skipped(checker.SeqAvailabilityName, "final.json has no seq_lease_ttl (saved before runs recorded it)"))
+	}
+	return append(out, ran(SeqAvailability(ops, in.Events, f.SeqLeaseTTL)))
 }
 
 // agreedMax is each tag's highest final max_id over the members: an ID

@@ -80,7 +80,7 @@ func validInputs() Inputs {
 	}
 	return Inputs{Ops: ops, Final: &Final{
 		Tags: []string{"lin-0", "ids-0"}, MaxID: final,
-		Snowflake: Layout{WorkerBits: 10, SequenceBits: 12, From: "a1"}, LeaseTTL: 3 * time.Second,
+		Snowflake: Layout{WorkerBits: 10, SequenceBits: 12, From: "a1"}, LeaseTTL: 3 * time.Second, SeqLeaseTTL: 2 * time.Second,
 	}}
 }
 
@@ -114,6 +114,7 @@ var allCheckers = []string{
 	checker.SegmentUnique, checker.SegmentMonotonic, checker.SegmentWithinReserved,
 	checker.SnowflakeUnique, checker.SnowflakeMonotonic, checker.SnowflakeTimeline, checker.SnowflakeExclusive,
 	checker.SeqOrderName, checker.SeqUniqueName, checker.IdempotentName, checker.SegmentNoBurned,
+	checker.SeqAvailabilityName,
 }
 
 func names(vs []Verdict) []string {
@@ -183,7 +184,8 @@ func TestRecheckOlderFolder(t *testing.T) {
 	if !rep.OK || len(rep.Failed()) > 0 {
 		t.Fatalf("older folder: ok=%v failed=%q", rep.OK, rep.Failed())
 	}
-	wantSkipped := []string{checker.FinalMaxID, checker.SegmentWithinReserved, checker.SnowflakeTimeline, checker.SnowflakeExclusive}
+	wantSkipped := []string{checker.FinalMaxID, checker.SegmentWithinReserved, checker.SnowflakeTimeline, checker.SnowflakeExclusive,
+		checker.SeqAvailabilityName}
 	var skippedNames []string
 	for _, v := range rep.Results {
 		if v.Skipped != "" {

@@ -240,7 +240,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 
 	// Save before checking, so that a run whose checking is cut short can
 	// still be checked offline (Recheck) from the same inputs.
-	in := Inputs{Ops: ops, Final: &Final{Tags: tags, MaxID: final, Snowflake: layout, LeaseTTL: cfg.LeaseTTL}}
+	in := Inputs{Ops: ops, Events: nlog.Events(), Final: &Final{Tags: tags, MaxID: final, Snowflake: layout,
+		LeaseTTL: cfg.LeaseTTL, SeqLeaseTTL: cfg.SeqLeaseTTL}}
 	if err := SaveInputs(out, in); err != nil {
 		return nil, err
 	}

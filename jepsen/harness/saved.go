@@ -166,6 +166,7 @@ func Recheck(dir string) (*Report, error) {
 		return nil, err
 	}
 	rep.Notes = append(rep.Notes, "re-checked offline from the saved files")
+	in.Events = evs
 	rep.check(in)
 	rep.FaultKinds = faultFigures(evs, in.Ops)
 	if saved != nil {

@@ -1,14 +1,10 @@
 package harness
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -176,38 +172,6 @@ var (
 func SeqAvailability(ops []*history.Op, events []nemesis.Event, ttl time.Duration) checker.Result {
 	scale, excused, down := seqG9Events(events, ttl)
 	return checker.SeqAvailability(ops, scale, excused, down)
-}
-
-// CheckSeqAvailability runs SeqAvailability on a saved scenario folder
-// (history.jsonl and nemesis.jsonl).
-func CheckSeqAvailability(dir string, ttl time.Duration) (checker.Result, error) {
-	ops, err := history.ReadJSONL(filepath.Join(dir, historyFile))
-	if err != nil {
-		return checker.Result{}, err
-	}
-	events, err := readNemesis(dir)
-	if err != nil {
-		return checker.Result{}, err
-	}
-	return SeqAvailability(ops, events, ttl), nil
-}
-
-func readNemesis(dir string) ([]nemesis.Event, error) {
-	f, err := os.Open(filepath.Join(dir, nemesisFile))
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var out []nemesis.Event
-	dec := json.NewDecoder(bufio.NewReader(f))
-	for dec.More() {
-		var e nemesis.Event
-		if err := dec.Decode(&e); err != nil {
-			return nil, fmt.Errorf("%s: %w", nemesisFile, err)
-		}
-		out = append(out, e)
-	}
-	return out, nil
 }
 
 // seqG9Events sorts the nemesis log into guarantee 9's allocsvr events,

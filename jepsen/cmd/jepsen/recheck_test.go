@@ -30,10 +30,11 @@ func scenario(t *testing.T, run, name string, extra ...*history.Op) {
 	in := harness.Inputs{
 		Ops: append([]*history.Op{res, get, next, snow}, extra...),
 		Final: &harness.Final{
-			Tags:      []string{"lin-0", "ids-0"},
-			MaxID:     map[string]map[string]int64{"s1": {"lin-0": 2, "ids-0": 50}, "s2": {"lin-0": 2, "ids-0": 50}},
-			Snowflake: harness.Layout{WorkerBits: 10, SequenceBits: 12},
-			LeaseTTL:  3 * time.Second,
+			Tags:        []string{"lin-0", "ids-0"},
+			MaxID:       map[string]map[string]int64{"s1": {"lin-0": 2, "ids-0": 50}, "s2": {"lin-0": 2, "ids-0": 50}},
+			Snowflake:   harness.Layout{WorkerBits: 10, SequenceBits: 12},
+			LeaseTTL:    3 * time.Second,
+			SeqLeaseTTL: 2 * time.Second,
 		},
 	}
 	dir := filepath.Join(run, name)
