@@ -270,7 +270,11 @@ func testJoinForwardAndRemoveMember(t *testing.T, flags []string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	// The new member serves a write (forwarded) and a linearizable read.
-	res, err = c.StoreClient(s4).ReserveSegment(ctx, connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: "fwd", Size: 5}))
+	// A request_id makes the retries of a leader change one reservation.
+	err = proctest.RetryUnavailable(ctx, func() (err error) {
+		res, err = c.StoreClient(s4).ReserveSegment(ctx, connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: "fwd", Size: 5, RequestId: "join-fwd"}))
+		return err
+	})
 	if err != nil || res.Msg.GetFirst() != 6 {
 		t.Fatalf("reserve via joined member: %v %v", res, err)
 	}
@@ -287,7 +291,10 @@ func testJoinForwardAndRemoveMember(t *testing.T, flags []string) {
 	}
 	// The three remaining still commit with s4 gone.
 	_ = s4.Kill()
-	if _, err := c.StoreClient(leader).ReserveSegment(ctx, connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: "fwd"})); err != nil {
+	if err := proctest.RetryUnavailable(ctx, func() error {
+		_, err := c.StoreClient(leader).ReserveSegment(ctx, connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: "fwd"}))
+		return err
+	}); err != nil {
 		t.Fatalf("reserve after remove: %v", err)
 	}
 }

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
+
 	"github.com/seqsvr/seqsvr/internal/cluster"
 	"github.com/seqsvr/seqsvr/internal/cluster/clustertest"
 )
@@ -85,6 +87,24 @@ func WaitUntil(ctx context.Context, t *testing.T, what string, cond func() bool)
 		case <-ctx.Done():
 			t.Fatalf("timed out waiting for %s", what)
 		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// RetryUnavailable calls f until it returns an error that is not
+// unavailable, as the contract tells clients to: a leader change under a
+// loaded machine answers unavailable, which is not what a test checks.
+// Pair it with a request_id where a retried write must not count twice.
+func RetryUnavailable(ctx context.Context, f func() error) error {
+	for {
+		err := f()
+		if connect.CodeOf(err) != connect.CodeUnavailable || ctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(20 * time.Millisecond):
 		}
 	}
 }
