@@ -59,8 +59,11 @@ type Chart struct {
 // palette is readable on white and tells lines apart in grey print too.
 var palette = []string{"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"}
 
+// The plot area's margins; the legend goes under the x axis label, one
+// line per series, so long names are never cut.
 const (
-	padLeft, padRight, padTop, padBottom = 72.0, 190.0, 36.0, 52.0
+	padLeft, padRight, padTop, padBottom = 72.0, 24.0, 36.0, 52.0
+	legendLine                           = 18.0
 )
 
 // SVG renders the chart. It fails on a chart with no points, or with a
@@ -77,6 +80,8 @@ func (c Chart) SVG() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	legendTop := h // the chart's own height; the legend adds below it
+	total := h + float64(len(c.Series))*legendLine + 8
 	xsc, err := newScale(c.X, xs, padLeft, w-padRight)
 	if err != nil {
 		return nil, fmt.Errorf("plot %q: x axis: %w", c.Title, err)
@@ -86,8 +91,8 @@ func (c Chart) SVG() ([]byte, error) {
 		return nil, fmt.Errorf("plot %q: y axis: %w", c.Title, err)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%g" height="%g" viewBox="0 0 %g %g" font-family="sans-serif" font-size="12">`+"\n", w, h, w, h)
-	fmt.Fprintf(&b, `<rect width="%g" height="%g" fill="white"/>`+"\n", w, h)
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%g" height="%g" viewBox="0 0 %g %g" font-family="sans-serif" font-size="12">`+"\n", w, total, w, total)
+	fmt.Fprintf(&b, `<rect width="%g" height="%g" fill="white"/>`+"\n", w, total)
 	fmt.Fprintf(&b, `<text x="%g" y="20" font-size="14" font-weight="bold">%s</text>`+"\n", padLeft, esc(c.Title))
 	// Grid and ticks.
 	for _, t := range xsc.ticks() {
@@ -132,8 +137,8 @@ func (c Chart) SVG() ([]byte, error) {
 				fmt.Fprintf(&b, `<circle cx="%s" cy="%s" r="2.5" fill="%s"/>`+"\n", xy[0], xy[1], color)
 			}
 		}
-		ly := padTop + 8 + float64(i)*18
-		lx := w - padRight + 12
+		ly := legendTop + 4 + float64(i)*legendLine
+		lx := padLeft
 		fmt.Fprintf(&b, `<line x1="%g" y1="%g" x2="%g" y2="%g" stroke="%s" stroke-width="2"%s/>`+"\n", lx, ly, lx+22, ly, color, dash)
 		fmt.Fprintf(&b, `<text x="%g" y="%g">%s</text>`+"\n", lx+28, ly+4, esc(s.Name))
 	}

@@ -78,7 +78,8 @@ func TestChartLogAxesInsidePlotArea(t *testing.T) {
 	}
 	for _, l := range lines {
 		for _, p := range l {
-			if p[0] < padLeft || p[0] > w-padRight || p[1] < padTop || p[1] > h-padBottom {
+			// The legend adds a line per series under the chart's own height.
+			if p[0] < padLeft || p[0] > w-padRight || p[1] < padTop || p[1] > h-2*legendLine-8-padBottom {
 				t.Fatalf("point %v outside the plot area of a %gx%g chart", p, w, h)
 			}
 		}
@@ -108,8 +109,8 @@ func TestChartLinearAxisStartsAtZero(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines, texts, _, h := parse(t, svg)
-	if y := lines[0][2][1]; y != h-padBottom {
-		t.Fatalf("y=0 drawn at %g, want the bottom %g", y, h-padBottom)
+	if y, bottom := lines[0][2][1], h-legendLine-8-padBottom; y != bottom {
+		t.Fatalf("y=0 drawn at %g, want the bottom %g", y, bottom)
 	}
 	if !strings.Contains(strings.Join(texts, "|"), "|0|") {
 		t.Fatalf("no 0 tick in %q", texts)
