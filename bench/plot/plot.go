@@ -116,7 +116,9 @@ func (c Chart) SVG() ([]byte, error) {
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%g" x2="%.1f" y2="%g" stroke="#555" stroke-dasharray="2 3"/>`+"\n", x, padTop, x, h-padBottom)
 		fmt.Fprintf(&b, `<text x="%.1f" y="%g" font-size="11" fill="#555">%s</text>`+"\n", x+3, padTop+12, esc(m.Label))
 	}
-	// Lines, then the legend.
+	// Lines (clipped to the plot area, so a fixed axis range cuts a spike
+	// instead of drawing over the labels), then the legend.
+	fmt.Fprintf(&b, `<clipPath id="area"><rect x="%g" y="%g" width="%g" height="%g"/></clipPath>`+"\n", padLeft, padTop, w-padRight-padLeft, h-padBottom-padTop)
 	for i, s := range c.Series {
 		color := s.Color
 		if color == "" {
@@ -130,8 +132,8 @@ func (c Chart) SVG() ([]byte, error) {
 		for _, p := range s.Points {
 			pts = append(pts, fmt.Sprintf("%.1f,%.1f", xsc.at(p.X), ysc.at(p.Y)))
 		}
-		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2"%s points="%s"/>`+"\n", color, dash, strings.Join(pts, " "))
-		if len(s.Points) <= 12 {
+		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2"%s clip-path="url(#area)" points="%s"/>`+"\n", color, dash, strings.Join(pts, " "))
+		if len(s.Points) <= 12 && !xsc.fixedDomain && !ysc.fixedDomain {
 			for _, p := range pts {
 				xy := strings.Split(p, ",")
 				fmt.Fprintf(&b, `<circle cx="%s" cy="%s" r="2.5" fill="%s"/>`+"\n", xy[0], xy[1], color)

@@ -37,16 +37,18 @@ type config struct {
 	clients                                        []int
 	rounds                                         int
 	warm, dur                                      time.Duration
-	failClients                                    int
+	failClients, kills                             int
 	failDur, killAfter                             time.Duration
 	etcdHeartbeatMs, etcdElectionMs                int
 	reserveSize, idStep                            int64
+	noSweeps                                       bool
 }
 
 func main() {
 	var (
 		cfg     config
 		clients string
+		sweeps  = flag.Bool("sweeps", true, "run the throughput sweeps (false: only the leader kills and the snowflake peers, to look at a failover)")
 		short   = flag.Bool("short", false, "a quick run (about a minute): fewer client counts, one round, short runs")
 	)
 	flag.StringVar(&cfg.binDir, "bin", "bin/bench", "directory holding storesvr, allocsvr, loadgen, peerload and leafsvr")
@@ -58,6 +60,7 @@ func main() {
 	flag.IntVar(&cfg.rounds, "rounds", 3, "alternating rounds per target and client count")
 	flag.DurationVar(&cfg.warm, "warmup", 300*time.Millisecond, "unmeasured warm-up of each run")
 	flag.DurationVar(&cfg.dur, "d", 2*time.Second, "measured time of each run")
+	flag.IntVar(&cfg.kills, "kills", 3, "leader kills per system (the report gives each and the median)")
 	flag.IntVar(&cfg.failClients, "failover-clients", 16, "clients during the leader kills")
 	flag.DurationVar(&cfg.failDur, "failover-d", 6*time.Second, "measured time of a leader-kill run")
 	flag.DurationVar(&cfg.killAfter, "kill-after", 2*time.Second, "when the leader is killed, into the measured time")
@@ -66,9 +69,18 @@ func main() {
 	flag.Int64Var(&cfg.reserveSize, "reserve-size", 1000, "IDs per reservation on the durable path (store, etcd, and the leaf_alloc row's step)")
 	flag.Int64Var(&cfg.idStep, "id-step", 100000, "initial segment size of the ID path's tag (allocsvr and Leaf; both grow it up to 1,000,000)")
 	flag.Parse()
+	cfg.noSweeps = !*sweeps
 	if *short {
-		cfg.short, clients, cfg.rounds, cfg.dur, cfg.warm = true, "1,16,64", 1, 700*time.Millisecond, 200*time.Millisecond
-		cfg.failDur, cfg.killAfter = 4*time.Second, 1500*time.Millisecond
+		// -short sets what was not given explicitly.
+		set := map[string]bool{}
+		flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		for name, v := range map[string]any{"clients": "1,16,64", "rounds": 1, "d": 700 * time.Millisecond, "warmup": 200 * time.Millisecond,
+			"failover-d": 4 * time.Second, "kill-after": 1500 * time.Millisecond, "kills": 1} {
+			if !set[name] {
+				_ = flag.Set(name, fmt.Sprint(v))
+			}
+		}
+		cfg.short = true
 	}
 	for _, s := range strings.Split(clients, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -190,7 +202,9 @@ func run(ctx context.Context, log *slog.Logger, cfg config) (err error) {
 		durable = append(durable, target{"mariadb", "MariaDB Leaf UPDATE+SELECT txn", bin("peerload"), []string{"-target", "mysql-leaf", "-dsn", db.dsn, "-tag", "reserve"}})
 	}
 	log.Info("durable write path", "targets", len(durable), "clients", cfg.clients, "rounds", cfg.rounds)
-	rep.durable = sweep(ctx, log, durable, cfg.clients, cfg.rounds, cfg.warm, cfg.dur, &rep.failures)
+	if !cfg.noSweeps {
+		rep.durable = sweep(ctx, log, durable, cfg.clients, cfg.rounds, cfg.warm, cfg.dur, &rep.failures)
+	}
 
 	// The ID path.
 	ids := []target{
@@ -212,18 +226,33 @@ func run(ctx context.Context, log *slog.Logger, cfg config) (err error) {
 		_, _ = runOnce(ctx, t, 4, 0, 300*time.Millisecond)
 	}
 	log.Info("ID path", "targets", len(ids), "clients", cfg.clients, "rounds", cfg.rounds)
-	rep.ids = sweep(ctx, log, ids, cfg.clients, cfg.rounds, cfg.warm, cfg.dur, &rep.failures)
+	if !cfg.noSweeps {
+		rep.ids = sweep(ctx, log, ids, cfg.clients, cfg.rounds, cfg.warm, cfg.dur, &rep.failures)
+	}
 
 	// Leader kills under load.
 	if ctx.Err() == nil {
-		rep.failovers = append(rep.failovers, killStoreLeader(ctx, log, c, cfg, durable[0], "seqsvr ReserveSegment through a store leader kill"))
 		allocT := target{"alloc-kill", "allocsvr NextIDs count=1", bin("loadgen"), []string{"-target", "alloc-raw", "-url", allocURL, "-tag", "kill", "-count", "1"}}
-		rep.failovers = append(rep.failovers, killStoreLeader(ctx, log, c, cfg, allocT, "allocsvr NextIDs through a store leader kill"))
+		groups := []failoverGroup{{label: "seqsvr ReserveSegment through a store leader kill"}, {label: "allocsvr NextIDs through a store leader kill"}}
+		kills := []func() failoverRun{
+			func() failoverRun { return killStoreLeader(ctx, log, c, cfg, durable[0], groups[0].label) },
+			func() failoverRun { return killStoreLeader(ctx, log, c, cfg, allocT, groups[1].label) },
+		}
 		for _, t := range durable {
 			if t.key == "etcd" {
-				rep.failovers = append(rep.failovers, killEtcdLeader(ctx, log, ec, cfg, t))
+				groups = append(groups, failoverGroup{label: "etcd txn through an etcd leader kill"})
+				kills = append(kills, func() failoverRun { return killEtcdLeader(ctx, log, ec, cfg, t) })
 			}
 		}
+		// The kills alternate over the systems too.
+		for range cfg.kills {
+			for i, k := range kills {
+				if ctx.Err() == nil {
+					groups[i].runs = append(groups[i].runs, k())
+				}
+			}
+		}
+		rep.failovers = groups
 	}
 
 	if cfg.peerbenchDir != "" && ctx.Err() == nil {

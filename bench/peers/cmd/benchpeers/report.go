@@ -34,7 +34,7 @@ type report struct {
 	etcdElectionMs     int
 
 	durable, ids []*series
-	failovers    []failoverRun
+	failovers    []failoverGroup
 	snowflake    []snowflakeRow
 	snowflakeErr error
 }
@@ -271,11 +271,12 @@ func cdfChart(title string, ss []*series, c int) plot.Chart {
 // 100 ms, with the kill at t=0.
 func (r *report) timelineCharts() (plot.Chart, plot.Chart) {
 	ok := plot.Chart{Title: fmt.Sprintf("Leader kill: successful calls per 100 ms, %d clients", r.cfg.failClients),
-		X: plot.Axis{Label: "seconds from the SIGKILL of the leader"}, Y: plot.Axis{Label: "% of the run's rate before the kill"}, Markers: []plot.Marker{{X: 0, Label: "leader killed"}}}
+		X: plot.Axis{Label: "seconds from the SIGKILL of the leader"}, Y: plot.Axis{Label: "% of the run's rate before the kill", Min: 0, Max: 300}, Markers: []plot.Marker{{X: 0, Label: "leader killed"}}}
 	bad := plot.Chart{Title: "Leader kill: errors the clients saw per 100 ms",
 		X: plot.Axis{Label: "seconds from the SIGKILL of the leader"}, Y: plot.Axis{Label: "errors per 100 ms"}, Markers: []plot.Marker{{X: 0, Label: "leader killed"}}, Height: 300}
-	for i, f := range r.failovers {
-		if f.failed != "" || f.res.BucketMs == 0 {
+	for i, g := range r.failovers {
+		f, ok2 := g.median()
+		if !ok2 || f.res.BucketMs == 0 {
 			continue
 		}
 		var po, pe []plot.Point
@@ -292,7 +293,7 @@ func (r *report) timelineCharts() (plot.Chart, plot.Chart) {
 			pe = append(pe, plot.Point{X: x, Y: float64(b.Errors)})
 		}
 		color := []string{"#1f77b4", "#2ca02c", "#d62728"}[i%3]
-		name := fmt.Sprintf("%s (100%% = %s calls/s)", f.label, num(before))
+		name := fmt.Sprintf("%s (100%% = %s calls/s; the kill with the median stall)", f.label, num(before))
 		ok.Series = append(ok.Series, plot.Series{Name: name, Points: po, Color: color, Dashed: strings.HasPrefix(f.label, "etcd")})
 		bad.Series = append(bad.Series, plot.Series{Name: f.label, Points: pe, Color: color, Dashed: strings.HasPrefix(f.label, "etcd")})
 	}

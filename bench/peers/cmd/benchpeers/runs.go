@@ -2,11 +2,13 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os/exec"
+	"slices"
 	"strconv"
 	"time"
 
@@ -134,6 +136,34 @@ type failoverRun struct {
 	failed   string        // why there is no result
 	electMs  int
 	recovery string // what brought the service back
+}
+
+// failoverGroup is the same leader-kill run repeated.
+type failoverGroup struct {
+	label string
+	runs  []failoverRun
+}
+
+// done are the runs that produced a result.
+func (g failoverGroup) done() []failoverRun {
+	var out []failoverRun
+	for _, f := range g.runs {
+		if f.failed == "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// median is the run with the median longest stall (the upper one of an
+// even count); ok false when no run produced a result.
+func (g failoverGroup) median() (failoverRun, bool) {
+	d := g.done()
+	if len(d) == 0 {
+		return failoverRun{}, false
+	}
+	slices.SortStableFunc(d, func(a, b failoverRun) int { return cmp.Compare(a.res.MaxGapUs, b.res.MaxGapUs) })
+	return d[len(d)/2], true
 }
 
 // throughKill starts t with a timeline, kills (by calling kill) killAfter
