@@ -133,10 +133,10 @@ func (c Chart) SVG() ([]byte, error) {
 			pts = append(pts, fmt.Sprintf("%.1f,%.1f", xsc.at(p.X), ysc.at(p.Y)))
 		}
 		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2"%s clip-path="url(#area)" points="%s"/>`+"\n", color, dash, strings.Join(pts, " "))
-		if len(s.Points) <= 12 && !xsc.fixedDomain && !ysc.fixedDomain {
+		if len(s.Points) <= 12 {
 			for _, p := range pts {
 				xy := strings.Split(p, ",")
-				fmt.Fprintf(&b, `<circle cx="%s" cy="%s" r="2.5" fill="%s"/>`+"\n", xy[0], xy[1], color)
+				fmt.Fprintf(&b, `<circle cx="%s" cy="%s" r="2.5" fill="%s" clip-path="url(#area)"/>`+"\n", xy[0], xy[1], color)
 			}
 		}
 		ly := legendTop + 4 + float64(i)*legendLine

@@ -224,6 +224,15 @@ var clientTicks = []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024}
 
 func throughputChart(title, ylabel string, ss []*series, ids bool) plot.Chart {
 	ch := plot.Chart{Title: title, X: plot.Axis{Label: "concurrent clients", Log: true, Ticks: clientTicks}, Y: plot.Axis{Label: ylabel, Log: true}}
+	// The x axis spans exactly the client counts measured.
+	for _, s := range ss {
+		for c := range s.res {
+			if ch.X.Min == 0 || float64(c) < ch.X.Min {
+				ch.X.Min = float64(c)
+			}
+			ch.X.Max = max(ch.X.Max, float64(c))
+		}
+	}
 	for _, s := range ss {
 		var pts []plot.Point
 		cs := slices.Sorted(maps.Keys(s.res))
