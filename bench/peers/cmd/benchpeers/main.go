@@ -57,7 +57,7 @@ func main() {
 	flag.StringVar(&cfg.workDir, "work", "", "data and logs of the processes (default: a new temporary directory, removed after)")
 	flag.StringVar(&cfg.peerbenchDir, "snowflake", "alloc/peerbench", "the snowflake peer module to run (empty: skip)")
 	flag.StringVar(&clients, "clients", "1,4,16,64,256", "client counts")
-	flag.IntVar(&cfg.rounds, "rounds", 3, "alternating rounds per target and client count")
+	flag.IntVar(&cfg.rounds, "rounds", 4, "alternating rounds per target and client count")
 	flag.DurationVar(&cfg.warm, "warmup", 300*time.Millisecond, "unmeasured warm-up of each run")
 	flag.DurationVar(&cfg.dur, "d", 2*time.Second, "measured time of each run")
 	flag.IntVar(&cfg.kills, "kills", 3, "leader kills per system (the report gives each and the median)")
