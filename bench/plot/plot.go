@@ -196,10 +196,10 @@ func trim(v float64) string {
 
 // scale maps data values to pixels on one axis.
 type scale struct {
-	log          bool
-	lo, hi       float64 // data range
-	from, to     float64 // pixel range
-	llo, lhi     float64 // log10 of the range, on a log axis
+	log         bool
+	lo, hi      float64 // data range
+	from, to    float64 // pixel range
+	llo, lhi    float64 // log10 of the range, on a log axis
 	fixedDomain bool
 	fixedTicks  []float64
 }

@@ -6,7 +6,9 @@
 package drive
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,16 +54,31 @@ func Run(mk func() (Doer, error), o Options) (result.Result, error) {
 		firstErr atomic.Value
 		lastOK   atomic.Int64 // UnixNano of the latest success
 		maxGap   atomic.Int64
+		gapMu    sync.Mutex
+		gaps     []result.Gap
 	)
+	ctx, cancel := context.WithTimeout(context.Background(), o.Warmup+o.Duration)
+	defer cancel()
+	start := time.Now()
+	measureFrom := start.Add(o.Warmup)
+	// noteGap records a time without success that ended at end.
+	noteGap := func(prev, end int64) {
+		d := end - prev
+		raiseGap(&maxGap, d)
+		if o.Bucket <= 0 || d < result.GapMinUs*1e3 {
+			return
+		}
+		gapMu.Lock()
+		if len(gaps) < 1000 {
+			gaps = append(gaps, result.Gap{StartUs: (prev - measureFrom.UnixNano()) / 1e3, Us: d / 1e3})
+		}
+		gapMu.Unlock()
+	}
 	var nb int
 	if o.Bucket > 0 {
 		nb = int((o.Duration + o.Bucket - 1) / o.Bucket)
 	}
 	okB, errB := make([]atomic.Int64, nb), make([]atomic.Int64, nb)
-	ctx, cancel := context.WithTimeout(context.Background(), o.Warmup+o.Duration)
-	defer cancel()
-	start := time.Now()
-	measureFrom := start.Add(o.Warmup)
 	lastOK.Store(measureFrom.UnixNano())
 	bucket := func(t time.Time) int {
 		if nb == 0 {
@@ -100,7 +117,7 @@ func Run(mk func() (Doer, error), o Options) (result.Result, error) {
 				if i := bucket(now); i >= 0 {
 					okB[i].Add(1)
 				}
-				raiseGap(&maxGap, now.UnixNano()-lastOK.Swap(now.UnixNano()))
+				noteGap(lastOK.Swap(now.UnixNano()), now.UnixNano())
 			}
 			mu.Lock()
 			total.Merge(h)
@@ -110,7 +127,7 @@ func Run(mk func() (Doer, error), o Options) (result.Result, error) {
 	wg.Wait()
 	// The time from the last success to the end of the run is a gap too
 	// (a service that never came back).
-	raiseGap(&maxGap, measureFrom.Add(o.Duration).UnixNano()-lastOK.Load())
+	noteGap(lastOK.Load(), measureFrom.Add(o.Duration).UnixNano())
 	secs := o.Duration.Seconds()
 	r := result.Result{
 		Concurrency: o.Workers, Seconds: secs,
@@ -124,6 +141,8 @@ func Run(mk func() (Doer, error), o Options) (result.Result, error) {
 	if s, ok := firstErr.Load().(string); ok {
 		r.FirstError = s
 	}
+	slices.SortFunc(gaps, func(a, b result.Gap) int { return cmp.Compare(a.StartUs, b.StartUs) })
+	r.Gaps = gaps
 	if nb > 0 {
 		r.BucketMs = o.Bucket.Milliseconds()
 		r.Timeline = make([]result.Bucket, nb)

@@ -55,6 +55,15 @@ func TestRunCountsTimelineAndGap(t *testing.T) {
 	if time.Duration(r.MaxGapUs)*time.Microsecond < stall {
 		t.Fatalf("max gap %d us, the planted stall was %v", r.MaxGapUs, stall)
 	}
+	var planted bool
+	for _, g := range r.Gaps {
+		if time.Duration(g.Us)*time.Microsecond >= stall {
+			planted = true
+		}
+	}
+	if !planted {
+		t.Fatalf("gaps %v miss the planted stall of %v", r.Gaps, stall)
+	}
 	if r.Hist == nil || r.Hist.HighestTrackableValue == 0 {
 		t.Fatal("no histogram in the result")
 	}

@@ -33,6 +33,10 @@ type Result struct {
 	// call completed successfully, by any worker: the stall a failover
 	// causes, as every client of the service saw it.
 	MaxGapUs int64 `json:"max_gap_us,omitempty"`
+	// Gaps (with -timeline) are the times of at least GapMinUs without a
+	// successful call, in order, so a caller can pick the one around an
+	// event it caused; at most 1000 are kept.
+	Gaps []Gap `json:"gaps,omitempty"`
 	// BucketMs and Timeline (with -timeline): calls that succeeded and
 	// calls that failed in each BucketMs-long slice of the measured run,
 	// by completion time.
@@ -41,6 +45,16 @@ type Result struct {
 	// Hist (with -hist) is the whole latency histogram in microseconds,
 	// so runs can be merged exactly and drawn as a CDF.
 	Hist *hdrhistogram.Snapshot `json:"hist,omitempty"`
+}
+
+// GapMinUs is the shortest gap Result.Gaps lists.
+const GapMinUs = 10_000
+
+// Gap is a time without a successful call: it began StartUs after the
+// measured time began (at the success before it) and lasted Us.
+type Gap struct {
+	StartUs int64 `json:"start_us"`
+	Us      int64 `json:"us"`
 }
 
 // Bucket is one slice of a timeline.

@@ -298,7 +298,7 @@ func killStoreLeader(ctx context.Context, log *slog.Logger, c *cluster.Cluster, 
 		}
 		cancel()
 	}
-	log.Info("leader kill", "run", label, "killed", killed, "max-gap-ms", res.MaxGapUs/1000, "errors", res.Errors, "err", fr.failed)
+	log.Info("leader kill", "run", label, "killed", killed, "stall-ms", fr.stallUs()/1000, "max-gap-ms", res.MaxGapUs/1000, "errors", res.Errors, "err", fr.failed)
 	return fr
 }
 
@@ -326,7 +326,7 @@ func killEtcdLeader(ctx context.Context, log *slog.Logger, ec *etcdCluster, cfg 
 			log.Warn("restarted etcd member not ready", "err", err)
 		}
 	}
-	log.Info("leader kill", "run", fr.label, "killed", killed, "max-gap-ms", res.MaxGapUs/1000, "errors", res.Errors, "err", fr.failed)
+	log.Info("leader kill", "run", fr.label, "killed", killed, "stall-ms", fr.stallUs()/1000, "max-gap-ms", res.MaxGapUs/1000, "errors", res.Errors, "err", fr.failed)
 	return fr
 }
 

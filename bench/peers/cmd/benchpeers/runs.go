@@ -155,14 +155,29 @@ func (g failoverGroup) done() []failoverRun {
 	return out
 }
 
-// median is the run with the median longest stall (the upper one of an
+// stallUs is how long after the kill the first successful call came (µs):
+// the end of the first gap (of at least result.GapMinUs) that ends after
+// the kill and began no later than 200 ms after it (calls already in
+// flight may still succeed just after a kill). 0 when no such gap exists:
+// the clients never went 10 ms without a success.
+func (f failoverRun) stallUs() int64 {
+	k := f.killAt.Microseconds()
+	for _, g := range f.res.Gaps {
+		if end := g.StartUs + g.Us; end > k && g.StartUs <= k+200_000 {
+			return end - k
+		}
+	}
+	return 0
+}
+
+// median is the run with the median stall (the upper one of an
 // even count); ok false when no run produced a result.
 func (g failoverGroup) median() (failoverRun, bool) {
 	d := g.done()
 	if len(d) == 0 {
 		return failoverRun{}, false
 	}
-	slices.SortStableFunc(d, func(a, b failoverRun) int { return cmp.Compare(a.res.MaxGapUs, b.res.MaxGapUs) })
+	slices.SortStableFunc(d, func(a, b failoverRun) int { return cmp.Compare(a.stallUs(), b.stallUs()) })
 	return d[len(d)/2], true
 }
 
