@@ -71,7 +71,7 @@ func (r *report) markdown() string {
 			if o.stallUs() < t.stallUs() {
 				verdict = "**met**"
 			}
-			p("| a leader kill stalls our clients less than etcd's (median of %d kill(s) each) | kill to the next success: %s, %d errors in all | %s, %d errors in all | %s | %s |\n",
+			p("| a leader kill stalls our clients less than etcd's (median of %d kill(s) each) | stall (kill until calls succeed again): %s, %d errors in all | %s, %d errors in all | %s | %s |\n",
 				len(ours.runs), stall(o), errorsOf(ours), stall(t), errorsOf(theirs), ratio(float64(o.stallUs()), float64(t.stallUs())), verdict)
 		}
 	}
