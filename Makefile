@@ -88,6 +88,20 @@ bench: ## benchmarks with their same-run references (see README)
 	$(GO) test -tags $(TAGS) -run '^$$' -bench . -benchmem -timeout 30m ./...
 	cd alloc/peerbench && $(GO) test -run '^$$' -bench . -benchmem
 
+# The etcd server the peer benchmark runs against, built from the version
+# pinned in bench/peers/go.mod (a tool dependency there).
+$(TOOLS)/bin/etcd: bench/peers/go.mod
+	cd bench/peers && nice $(GO) build -o $(TOOLS)/bin/etcd go.etcd.io/etcd/server/v3
+
+.PHONY: bench-peers
+bench-peers: $(TOOLS)/bin/etcd ## seqsvr beside etcd, Leaf over MariaDB, Redis, snowflake libs: writes docs/benchmarks-peers.md + docs/plots/ (~12 min; SHORT=1: ~2 min)
+	@{ command -v redis-server && { command -v mariadbd || test -x /usr/sbin/mariadbd; }; } >/dev/null || \
+	  { [ "$$(id -u)" = 0 ] && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server mariadb-server; } || \
+	  echo "bench-peers: redis-server and mariadb-server could not be installed (apt needs root): the report leaves those peers out"
+	nice $(GO) build -tags $(TAGS) -o bin/bench/ ./cmd/storesvr ./cmd/allocsvr ./bench/loadgen
+	cd bench/peers && nice $(GO) build -o ../../bin/bench/ ./cmd/peerload ./cmd/leafsvr ./cmd/benchpeers
+	nice bin/bench/benchpeers -bin bin/bench -etcd $(TOOLS)/bin/etcd -out docs $(if $(SHORT),-short)
+
 .PHONY: jepsen
 jepsen: ## the full fault-injection matrix (about 20 minutes), with coverage of storage and alloc
 	@# servers built with go build -cover (counters in GOCOVERDIR); jepsen/cover.sh names what no scenario reached

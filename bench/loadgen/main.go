@@ -8,7 +8,8 @@
 //	loadgen -target seq-raw -url http://127.0.0.1:8080 -tag space -keys 1000000 -c 64 -d 5s
 //	loadgen -target http-raw -url http://127.0.0.1:9000/id -c 64 -d 5s
 //	loadgen -target alloc-raw -url https://127.0.0.1:8443 -tls-ca ca.pem -token TOKEN -tag bench -c 64 -d 5s
-//	loadgen -target redis -addr 127.0.0.1:6379 -c 64 -d 5s
+//	loadgen -target redis -addr 127.0.0.1:6379 -c 64 -d 5s   (-count N > 1: INCRBY N)
+//	loadgen ... -timeline 100ms -hist   (a per-100 ms timeline and the whole histogram in the JSON)
 //	loadgen -serve 127.0.0.1:9000   (the bare net/http reference handler)
 //	loadgen -serve-front 127.0.0.1:9001   (the same handler on the HTTP/1.1 front)
 //
@@ -21,7 +22,6 @@
 package main
 
 import (
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
@@ -33,12 +33,10 @@ import (
 	"net/http"
 	"os"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/HdrHistogram/hdrhistogram-go"
-
+	"github.com/seqsvr/seqsvr/bench/loadgen/drive"
 	"github.com/seqsvr/seqsvr/bench/loadgen/result"
 	"github.com/seqsvr/seqsvr/internal/h1"
 )
@@ -47,7 +45,7 @@ import (
 type Result = result.Result
 
 // doer performs one operation and returns how many IDs it got.
-type doer func(ctx context.Context) (int, error)
+type doer = drive.Doer
 
 func main() {
 	var (
@@ -65,6 +63,8 @@ func main() {
 		token  = flag.String("token", "", "raw targets: send Authorization: Bearer TOKEN with every request")
 		caFile = flag.String("tls-ca", "", "raw targets on an https:// URL: trust the server certificates this PEM CA signed")
 		insec  = flag.Bool("insecure", false, "raw targets on an https:// URL: do not verify the server certificate")
+		tl     = flag.Duration("timeline", 0, "record successes and errors per slice of this length (e.g. 100ms) into the JSON")
+		hist   = flag.Bool("hist", false, "put the whole latency histogram into the JSON")
 	)
 	flag.Parse()
 	if *serve != "" {
@@ -77,7 +77,7 @@ func main() {
 	if err == nil {
 		var mk func() (doer, error)
 		if mk, err = newDoer(*target, *url, *addr, *tag, *count, *conc, *keys, sec); err == nil {
-			runAndPrint(mk, *target, *count, *conc, *warm, *dur)
+			runAndPrint(mk, *target, *count, drive.Options{Workers: *conc, Warmup: *warm, Duration: *dur, Bucket: *tl, Hist: *hist})
 			return
 		}
 	}
@@ -108,8 +108,8 @@ func securityFlags(token, caFile string, insecure bool) (rawSecurity, error) {
 	return sec, nil
 }
 
-func runAndPrint(mk func() (doer, error), target string, count, conc int, warm, dur time.Duration) {
-	res, err := run(mk, conc, warm, dur)
+func runAndPrint(mk func() (doer, error), target string, count int, o drive.Options) {
+	res, err := drive.Run(mk, o)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "loadgen:", err)
 		os.Exit(2)
@@ -151,69 +151,4 @@ func serveBare(addr string, front bool) error {
 		return err
 	}
 	return (&h1.Server{HTTP: srv, Fast: &routes}).Serve(ln)
-}
-
-func run(mk func() (doer, error), conc int, warm, dur time.Duration) (Result, error) {
-	doers := make([]doer, conc)
-	for i := range doers {
-		d, err := mk()
-		if err != nil {
-			return Result{}, err
-		}
-		doers[i] = d
-	}
-	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		total    = hdrhistogram.New(1, 60_000_000, 3)
-		ops, ids atomic.Int64
-		errs     atomic.Int64
-		firstErr atomic.Value
-	)
-	ctx, cancel := context.WithTimeout(context.Background(), warm+dur)
-	defer cancel()
-	start := time.Now()
-	measureFrom := start.Add(warm)
-	for _, do := range doers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			h := hdrhistogram.New(1, 60_000_000, 3)
-			for ctx.Err() == nil {
-				t0 := time.Now()
-				n, err := do(ctx)
-				if ctx.Err() != nil {
-					break
-				}
-				if t0.Before(measureFrom) {
-					continue
-				}
-				if err != nil {
-					if errs.Add(1) == 1 {
-						firstErr.Store(err.Error())
-					}
-					continue
-				}
-				_ = h.RecordValue(time.Since(t0).Microseconds())
-				ops.Add(1)
-				ids.Add(int64(n))
-			}
-			mu.Lock()
-			total.Merge(h)
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	secs := dur.Seconds()
-	r := Result{
-		Concurrency: conc, Seconds: secs,
-		Ops: ops.Load(), IDs: ids.Load(), Errors: errs.Load(),
-		OpsPerSec: float64(ops.Load()) / secs, IDsPerSec: float64(ids.Load()) / secs,
-		P50us: total.ValueAtQuantile(50), P99us: total.ValueAtQuantile(99),
-		P999us: total.ValueAtQuantile(99.9), MaxUs: total.Max(),
-	}
-	if s, ok := firstErr.Load().(string); ok {
-		r.FirstError = s
-	}
-	return r, nil
 }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -62,7 +63,7 @@ func newDoer(target, base, addr, tag string, count, conc int, keys uint64, sec r
 			return 1, nil
 		}), nil
 	case "redis":
-		return func() (doer, error) { return redisDoer(addr), nil }, nil
+		return func() (doer, error) { return redisDoer(addr, count), nil }, nil
 	case "http-raw":
 		return rawFactory(base, "GET", "", sec.headers(nil), sec.tls, nil, decimalIDs), nil
 	case "leaf-raw":
@@ -289,15 +290,22 @@ func h2cClient() *http.Client {
 	return &http.Client{Transport: &http.Transport{Protocols: &p, TLSClientConfig: &tls.Config{}}}
 }
 
-// redisDoer sends INCR over RESP on its own connection (one per worker),
-// no pipelining: the same one-request-one-answer shape as the ID service
-// calls.
-func redisDoer(addr string) doer {
+// redisDoer sends INCR (count 1) or INCRBY count over RESP on its own
+// connection (one per worker), no pipelining: the same one-request-one-answer
+// shape as the ID service calls. INCRBY count reserves count IDs, as a
+// NextIDs call of count does.
+func redisDoer(addr string, count int) doer {
 	var (
 		c net.Conn
 		r *bufio.Reader
 	)
 	cmd := []byte("*2\r\n$4\r\nINCR\r\n$5\r\nbench\r\n")
+	if count > 1 {
+		n := strconv.Itoa(count)
+		cmd = []byte(fmt.Sprintf("*3\r\n$6\r\nINCRBY\r\n$5\r\nbench\r\n$%d\r\n%s\r\n", len(n), n))
+	} else {
+		count = 1
+	}
 	fail := func(err error) (int, error) {
 		if c != nil {
 			c.Close()
@@ -326,6 +334,6 @@ func redisDoer(addr string) doer {
 		if _, err := decimalIDs(bytes.TrimRight(line[1:], "\r\n")); err != nil {
 			return fail(err)
 		}
-		return 1, nil
+		return count, nil
 	}
 }
