@@ -261,7 +261,11 @@ func TestSecureCluster(t *testing.T) {
 
 	// Allocsvr: it reaches the store with its alloc token over HTTPS.
 	al := seqsvrv1connect.NewAllocServiceClient(s.noCert, s.allocURL)
-	res, err := al.NextIDs(ctx, withToken(&seqsvrv1.NextIDsRequest{Tag: "sec0", Count: 3}, secClientTok))
+	var res *connect.Response[seqsvrv1.NextIDsResponse]
+	err = proctest.RetryUnavailable(ctx, func() (err error) {
+		res, err = al.NextIDs(ctx, withToken(&seqsvrv1.NextIDsRequest{Tag: "sec0", Count: 3}, secClientTok))
+		return err
+	})
 	if err != nil {
 		t.Fatalf("NextIDs as client: %v", err)
 	}

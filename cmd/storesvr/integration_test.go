@@ -420,7 +420,10 @@ func testMetricsHealthAndProtocols(t *testing.T, flags []string) {
 	h2c := &http.Client{Transport: &http.Transport{Protocols: &p}}
 	for _, s := range c.Stores {
 		g := seqsvrv1connect.NewStoreServiceClient(h2c, s.URL(), connect.WithGRPC())
-		if _, err := g.GetTag(ctx, connect.NewRequest(&seqsvrv1.GetTagRequest{Tag: "m"})); err != nil {
+		if err := proctest.RetryUnavailable(ctx, func() error {
+			_, err := g.GetTag(ctx, connect.NewRequest(&seqsvrv1.GetTagRequest{Tag: "m"}))
+			return err
+		}); err != nil {
 			t.Fatalf("gRPC GetTag on %s: %v", s.Name, err)
 		}
 	}

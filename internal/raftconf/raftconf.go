@@ -23,7 +23,12 @@ import (
 const (
 	DefaultHeartbeatTimeout   = 200 * time.Millisecond
 	DefaultElectionTimeout    = 200 * time.Millisecond
-	DefaultLeaderLeaseTimeout = 100 * time.Millisecond
+	// A leader that has not heard from a quorum this long steps down. It
+	// bounds only how long a cut-off leader keeps answering "I lead" to
+	// local checks (reads still verify leadership with a quorum round), so
+	// it is as long as raft allows (the heartbeat timeout): at 100 ms a
+	// loaded 2-core machine made healthy leaders step down.
+	DefaultLeaderLeaseTimeout = 200 * time.Millisecond
 	DefaultCommitTimeout      = 20 * time.Millisecond
 	DefaultSnapshotThreshold  = 8192
 	DefaultSnapshotInterval   = 30 * time.Second
@@ -69,7 +74,9 @@ func New(id raft.ServerID, t Timing, logger hclog.Logger) (*raft.Config, error) 
 	rc.Logger = logger
 	rc.HeartbeatTimeout = or(t.HeartbeatTimeout, DefaultHeartbeatTimeout)
 	rc.ElectionTimeout = or(t.ElectionTimeout, DefaultElectionTimeout)
-	rc.LeaderLeaseTimeout = or(t.LeaderLeaseTimeout, DefaultLeaderLeaseTimeout)
+	// Raft refuses a lease longer than the heartbeat timeout: the default
+	// follows a shorter --heartbeat-timeout down.
+	rc.LeaderLeaseTimeout = or(t.LeaderLeaseTimeout, min(DefaultLeaderLeaseTimeout, rc.HeartbeatTimeout))
 	rc.CommitTimeout = or(t.CommitTimeout, DefaultCommitTimeout)
 	rc.SnapshotThreshold = or(t.SnapshotThreshold, DefaultSnapshotThreshold)
 	rc.SnapshotInterval = or(t.SnapshotInterval, DefaultSnapshotInterval)

@@ -31,6 +31,11 @@ func TestNewDefaultsAndOverrides(t *testing.T) {
 	if got != set || rc.MaxAppendEntries != MaxAppendEntries {
 		t.Fatalf("set %+v, got %+v", set, got)
 	}
+	// The default lease follows a heartbeat timeout shorter than it.
+	rc, err = New("d", Timing{HeartbeatTimeout: 50 * time.Millisecond}, hclog.NewNullLogger())
+	if err != nil || rc.LeaderLeaseTimeout != 50*time.Millisecond {
+		t.Fatalf("heartbeat 50ms alone: lease %v, %v", rc.LeaderLeaseTimeout, err)
+	}
 	// Raft's own rule: the lease must not exceed the heartbeat timeout.
 	if _, err := New("c", Timing{HeartbeatTimeout: 100 * time.Millisecond, LeaderLeaseTimeout: time.Second}, hclog.NewNullLogger()); err == nil {
 		t.Fatal("an invalid timing was accepted")
