@@ -21,8 +21,8 @@ import (
 // timeouts and an election takes 1-2 election timeouts, so failover is
 // well under a second on loopback.
 const (
-	DefaultHeartbeatTimeout   = 200 * time.Millisecond
-	DefaultElectionTimeout    = 200 * time.Millisecond
+	DefaultHeartbeatTimeout = 200 * time.Millisecond
+	DefaultElectionTimeout  = 200 * time.Millisecond
 	// A leader that has not heard from a quorum this long steps down. It
 	// bounds only how long a cut-off leader keeps answering "I lead" to
 	// local checks (reads still verify leadership with a quorum round), so
