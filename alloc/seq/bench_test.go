@@ -213,3 +213,46 @@ func settle(b *testing.B, n *Node) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// BenchmarkNextSeqInstr runs the reference loop (an atomic add on a slice
+// element) and Node.NextSeq over the same 100k used keys, each in its own
+// function, for counting instructions rather than time: instruction counts
+// do not move with the machine's load. Run the test binary under
+// callgrind and compare the two functions' inclusive counts:
+//
+//	go test -c -o seq.test ./alloc/seq/
+//	valgrind --tool=callgrind --callgrind-out-file=cg.out ./seq.test -test.run '^$' -test.bench NextSeqInstr -test.benchtime 1x
+//	callgrind_annotate --inclusive=yes cg.out | grep -E 'instrAddLoop|instrNextSeqLoop'
+func BenchmarkNextSeqInstr(b *testing.B) {
+	const size = 100_000
+	_, n := benchNode(b, size, size, 1_000_000_000)
+	ctx := context.Background()
+	keys := spread(size, size)
+	for i := 0; i < size; i += 10000 {
+		if _, _, err := n.Next(ctx, "b", keys[i:i+10000], false); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ref := make([]int64, size)
+	for b.Loop() {
+		instrAddLoop(ref, keys)
+		instrNextSeqLoop(b, n, keys)
+	}
+}
+
+//go:noinline
+func instrAddLoop(ref []int64, keys []uint64) {
+	for _, k := range keys {
+		atomic.AddInt64(&ref[k], 1)
+	}
+}
+
+//go:noinline
+func instrNextSeqLoop(b *testing.B, n *Node, keys []uint64) {
+	ctx := context.Background()
+	for _, k := range keys {
+		if _, _, err := n.NextSeq(ctx, "b", k, false); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
