@@ -100,7 +100,7 @@ func (n *Node) oneFast(space string, key uint64) (int64, uint64, bool) {
 	if size == 0 || key >= t.keys {
 		return 0, 0, false
 	}
-	sec := t.sectionOf(key)
+	sec := key / size
 	s := t.dir.get(sec)
 	if s == nil {
 		return 0, 0, false

@@ -3,14 +3,11 @@ package seq
 import (
 	"context"
 	"errors"
-	"math"
-	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
 
-	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/internal/clock/clocktest"
 	"github.com/seqsvr/seqsvr/internal/errs"
 )
@@ -184,25 +181,4 @@ func TestOneKeyDirectory(t *testing.T) {
 		t.Fatalf("a's own section 0: %d, %v", v, err)
 	}
 	dirMatches(t, a)
-}
-
-// TestSectionOf: the one-key path's reciprocal division equals key/size
-// for sizes and keys at and around the edges of the 32-bit range, and
-// falls back to dividing above it.
-func TestSectionOf(t *testing.T) {
-	sizes := []uint64{1, 2, 3, 7, 10, 1000, 65535, 65536, 100_000, 999_983, 1 << 31, math.MaxUint32 - 1, math.MaxUint32, math.MaxUint32 + 1, 1 << 40}
-	keys := []uint64{0, 1, 2, 99_999, 100_000, 100_001, 1 << 31, math.MaxUint32 - 1, math.MaxUint32, math.MaxUint32 + 1, 1 << 40, math.MaxUint64}
-	rng := rand.New(rand.NewPCG(1, 2))
-	for range 2000 {
-		sizes = append(sizes, rng.Uint64N(math.MaxUint32)+1)
-		keys = append(keys, rng.Uint64N(math.MaxUint32+1))
-	}
-	for _, size := range sizes {
-		tb := newTable(&seqsvrv1.RoutingTable{Space: "s", SectionSize: size, KeyCount: math.MaxUint64})
-		for _, k := range keys {
-			if got, want := tb.sectionOf(k), k/size; got != want {
-				t.Fatalf("size %d key %d: sectionOf %d, want %d", size, k, got, want)
-			}
-		}
-	}
 }

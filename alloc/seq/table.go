@@ -2,8 +2,6 @@ package seq
 
 import (
 	"fmt"
-	"math"
-	"math/bits"
 	"sort"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
@@ -17,7 +15,6 @@ type table struct {
 	name   string // msg's space, size and key count, copied for the one-key path
 	size   uint64
 	keys   uint64
-	recip  uint64                   // for sectionOf; 0: divide
 	ranges []*seqsvrv1.SectionRange // sorted by first_section
 	dir    *spaceDir                // set before the table is published; nil: use the map
 }
@@ -25,26 +22,7 @@ type table struct {
 func newTable(msg *seqsvrv1.RoutingTable) *table {
 	r := append([]*seqsvrv1.SectionRange(nil), msg.GetSections()...)
 	sort.Slice(r, func(i, j int) bool { return r[i].GetFirstSection() < r[j].GetFirstSection() })
-	t := &table{msg: msg, ranges: r, name: msg.GetSpace(), size: msg.GetSectionSize(), keys: msg.GetKeyCount()}
-	if t.size > 1 && t.size <= math.MaxUint32 {
-		t.recip = math.MaxUint64/t.size + 1
-	}
-	return t
-}
-
-// sectionOf is key / t.size for the one-key path. A 64-bit division is
-// as slow as the rest of a NextSeq's own work together, so for keys and
-// sizes below 2^32 it multiplies by the reciprocal instead: with
-// recip = floor((2^64-1)/size) + 1, the high 64 bits of key*recip are
-// exactly key/size for every 32-bit key and size > 1 (Lemire, Kaser and
-// Kurz, "Faster Remainder by Direct Computation", 2019; checked against
-// the division in TestSectionOf). t.size must be > 0.
-func (t *table) sectionOf(key uint64) uint64 {
-	if t.recip != 0 && key <= math.MaxUint32 {
-		hi, _ := bits.Mul64(key, t.recip)
-		return hi
-	}
-	return key / t.size
+	return &table{msg: msg, ranges: r, name: msg.GetSpace(), size: msg.GetSectionSize(), keys: msg.GetKeyCount()}
 }
 
 // tableSet is what a heartbeat installs: every table by name, and for a
