@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"slices"
 	"sync"
@@ -17,8 +18,9 @@ import (
 )
 
 // firstUseCallers is how many goroutines call NextSeq at once in
-// BenchmarkSeqFirstUse: enough that many first uses wait on one write.
-const firstUseCallers = 256
+// BenchmarkSeqFirstUse's cases: many first uses wait on one write, and
+// the batch grows with them.
+var firstUseCallers = []int{32, 256}
 
 // firstUseDuration is how long each phase of BenchmarkSeqFirstUse runs.
 const firstUseDuration = 4 * time.Second
@@ -27,7 +29,7 @@ const firstUseDuration = 4 * time.Second
 // the real store (3 storesvrs: real Raft on disk; one allocsvr): the
 // store writes that record first uses in the sections' durable used-sets
 // (RaiseSections, one Raft entry each), and the latency a first use adds.
-// firstUseCallers goroutines call NextSeq, one key per call, over a 1M-key
+// firstUseCallers goroutines (one case each) call NextSeq, one key per call, over a 1M-key
 // space of 10 sections of 100k: in phase "first" every call takes a key
 // never used (the keys in a scattered order over all sections, each once,
 // for firstUseDuration), in phase "used" the same callers call the keys
@@ -39,6 +41,12 @@ const firstUseDuration = 4 * time.Second
 // writes (Status of the allocsvr) per 1M calls of each phase, p50/p99 of
 // each phase's calls, and the first use's p50 over the used key's.
 func BenchmarkSeqFirstUse(b *testing.B) {
+	for _, callers := range firstUseCallers {
+		b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) { benchFirstUse(b, callers) })
+	}
+}
+
+func benchFirstUse(b *testing.B, callers int) {
 	for b.Loop() { // run with -benchtime 1x: each iteration starts a cluster
 		c := startCluster(b, 3, 1, "--max-step", "1000000")
 		const keyCount = 1_000_000
@@ -48,16 +56,16 @@ func BenchmarkSeqFirstUse(b *testing.B) {
 		for s := range uint64(10) {
 			until(b, "the allocsvr serves section", 30*time.Second, func() error { return nextSeq(c, a, "first", s*100_000) })
 		}
-		hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: firstUseCallers, MaxConnsPerHost: firstUseCallers}}
+		hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: callers, MaxConnsPerHost: callers}}
 		defer hc.CloseIdleConnections()
 		cl := seqsvrv1connect.NewSeqServiceClient(hc, a.URL())
 		// Keys 1.. in a scattered order over every section (7919 is prime
 		// to keyCount), none of them a section's first key used above.
 		key := func(i uint64) uint64 { return (i + 1) * 7919 % keyCount }
 		st0 := seqStatus(b, c, a)
-		first := driveSeq(b, cl, func(i uint64) (uint64, bool) { return key(i), key(i)%100_000 != 0 })
+		first := driveSeq(b, cl, callers, func(i uint64) (uint64, bool) { return key(i), key(i)%100_000 != 0 })
 		st1 := seqStatus(b, c, a)
-		used := driveSeq(b, cl, func(i uint64) (uint64, bool) { return key(i % first.calls), key(i%first.calls)%100_000 != 0 })
+		used := driveSeq(b, cl, callers, func(i uint64) (uint64, bool) { return key(i % first.calls), key(i%first.calls)%100_000 != 0 })
 		st2 := seqStatus(b, c, a)
 		marks := float64(st1.GetFirstUseWrites() - st0.GetFirstUseWrites())
 		b.ReportMetric(float64(first.calls), "first-uses")
@@ -81,17 +89,17 @@ type seqDrive struct {
 	p50, p99 time.Duration
 }
 
-// driveSeq runs firstUseCallers goroutines for firstUseDuration, call i
+// driveSeq runs callers goroutines for firstUseDuration, call i
 // taking key(i) (skipped when ok is false), and answers the calls made
 // and their latencies.
-func driveSeq(b *testing.B, cl seqsvrv1connect.SeqServiceClient, key func(uint64) (uint64, bool)) seqDrive {
+func driveSeq(b *testing.B, cl seqsvrv1connect.SeqServiceClient, callers int, key func(uint64) (uint64, bool)) seqDrive {
 	b.Helper()
 	var next, calls atomic.Uint64
 	var mu sync.Mutex
 	var lat []time.Duration
 	end := time.Now().Add(firstUseDuration)
 	var wg sync.WaitGroup
-	for range firstUseCallers {
+	for range callers {
 		wg.Go(func() {
 			var mine []time.Duration
 			for time.Now().Before(end) {
