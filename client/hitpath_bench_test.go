@@ -68,3 +68,52 @@ func BenchmarkNextIDHitPath(b *testing.B) {
 	b.ReportMetric(med(refs), "atomic-ns")
 	b.ReportMetric(med(ratios), "x-atomic")
 }
+
+// BenchmarkNextIDHitInstr runs 8000 hits of the local buffer and 8000
+// atomic adds, each loop in its own function, for counting instructions
+// (which do not move with the machine's load) rather than time:
+//
+//	go test -c -o client.test ./client/
+//	valgrind --tool=callgrind --toggle-collect='*instrHitLoop*' --toggle-collect='*instrAddLoop*' ./client.test -test.run '^$' -test.bench NextIDHitInstr -test.benchtime 1x -test.short
+//	callgrind_annotate callgrind.out.* | grep -E 'instrHitLoop|instrAddLoop'
+func BenchmarkNextIDHitInstr(b *testing.B) {
+	c, err := New([]string{"http://127.0.0.1:1"}, WithLocalBuffer(MaxCount))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	buf, err := c.buffer("hit")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ids := make([]int64, 8000)
+	for i := range ids {
+		ids[i] = int64(i + 1)
+	}
+	var counter atomic.Int64
+	for b.Loop() {
+		nb := newBatch(ids)
+		nb.trigger = -1 // no load: there is no server
+		buf.cur.Store(nb)
+		c.lastBuf.Store(buf)
+		instrHitLoop(b, c, len(ids))
+		instrAddLoop(&counter, len(ids))
+	}
+}
+
+//go:noinline
+func instrHitLoop(b *testing.B, c *Client, n int) {
+	ctx := context.Background()
+	for range n {
+		if _, err := c.NextID(ctx, "hit"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+//go:noinline
+func instrAddLoop(counter *atomic.Int64, n int) {
+	for range n {
+		counter.Add(1)
+	}
+}

@@ -56,7 +56,10 @@ func spread(n int, keyCount uint64) []uint64 {
 // lookup, take). x-atomic is NextSeq's time over the add's, x-atomic-take
 // take's. The step (10^9) makes raises rare; the fake store answers them
 // at once. With -benchmem, allocs/op is all three loops' together: 0 says
-// NextSeq allocates nothing on this path.
+// NextSeq allocates nothing on this path. A fourth loop times the lease
+// check's clock read alone (time.Since of an epoch, the monotonic clock),
+// which every NextSeq makes: x-atomic-clock is its time over the add's,
+// a floor under x-atomic that no change to the rest of the path removes.
 func BenchmarkNextSeqVsAtomicAdd(b *testing.B) {
 	const size = 100_000
 	_, n := benchNode(b, size, size, 1_000_000_000)
@@ -74,7 +77,8 @@ func BenchmarkNextSeqVsAtomicAdd(b *testing.B) {
 		b.Fatal(err)
 	}
 	ref := make([]int64, size)
-	var tAdd, tTake, tNext time.Duration
+	var tAdd, tTake, tNext, tClock time.Duration
+	epoch := time.Now()
 	const chunk = 1 << 14
 	b.ResetTimer()
 	for done := 0; done < b.N; done += chunk {
@@ -95,9 +99,14 @@ func BenchmarkNextSeqVsAtomicAdd(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+		t3 := time.Now()
+		for range k {
+			clockSink += int64(time.Since(epoch))
+		}
 		tAdd += t1.Sub(t0)
 		tTake += t2.Sub(t1)
-		tNext += time.Since(t2)
+		tNext += t3.Sub(t2)
+		tClock += time.Since(t3)
 	}
 	if tAdd > 0 && tNext > 0 {
 		per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(b.N) }
@@ -107,8 +116,14 @@ func BenchmarkNextSeqVsAtomicAdd(b *testing.B) {
 		b.ReportMetric(float64(tTake)/float64(tAdd), "x-atomic-take")
 		b.ReportMetric(float64(tNext)/float64(tAdd), "x-atomic")
 		b.ReportMetric(float64(b.N)/tNext.Seconds(), "calls/s")
+		b.ReportMetric(per(tClock), "ns/clock")
+		b.ReportMetric(float64(tClock)/float64(tAdd), "x-atomic-clock")
 	}
 }
+
+// clockSink keeps the clock loop of BenchmarkNextSeqVsAtomicAdd from
+// being optimized away.
+var clockSink int64
 
 // BenchmarkSeqMemoryPerMillionKeys touches each key of a 1M-key space (10
 // sections of 100k) once and reports the live heap it grew by, after a GC
@@ -211,5 +226,48 @@ func settle(b *testing.B, n *Node) {
 			b.Fatal("raises still in flight after 5s")
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// BenchmarkNextSeqInstr runs the reference loop (an atomic add on a slice
+// element) and Node.NextSeq over the same 100k used keys, each in its own
+// function, for counting instructions rather than time: instruction counts
+// do not move with the machine's load. Run the test binary under
+// callgrind and compare the two functions' inclusive counts:
+//
+//	go test -c -o seq.test ./alloc/seq/
+//	valgrind --tool=callgrind --callgrind-out-file=cg.out ./seq.test -test.run '^$' -test.bench NextSeqInstr -test.benchtime 1x
+//	callgrind_annotate --inclusive=yes cg.out | grep -E 'instrAddLoop|instrNextSeqLoop'
+func BenchmarkNextSeqInstr(b *testing.B) {
+	const size = 100_000
+	_, n := benchNode(b, size, size, 1_000_000_000)
+	ctx := context.Background()
+	keys := spread(size, size)
+	for i := 0; i < size; i += 10000 {
+		if _, _, err := n.Next(ctx, "b", keys[i:i+10000], false); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ref := make([]int64, size)
+	for b.Loop() {
+		instrAddLoop(ref, keys)
+		instrNextSeqLoop(b, n, keys)
+	}
+}
+
+//go:noinline
+func instrAddLoop(ref []int64, keys []uint64) {
+	for _, k := range keys {
+		atomic.AddInt64(&ref[k], 1)
+	}
+}
+
+//go:noinline
+func instrNextSeqLoop(b *testing.B, n *Node, keys []uint64) {
+	ctx := context.Background()
+	for _, k := range keys {
+		if _, _, err := n.NextSeq(ctx, "b", k, false); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -25,7 +25,8 @@ type fakeStore struct {
 
 	beats     []*seqsvrv1.SeqHeartbeatRequest
 	raises    int
-	marks     int           // first-use writes (keep_max)
+	marks     int           // first-use writes (keep_max), per section
+	markReqs  int           // RaiseSections requests of first uses (keep_max)
 	beatErr   error         // answered by SeqHeartbeat when set
 	raiseGate chan struct{} // when set, RaiseSections waits for a receive
 	inFlight  int           // raises in the store right now
@@ -179,6 +180,9 @@ func (f *fakeStore) RaiseSections(ctx context.Context, req *seqsvrv1.RaiseSectio
 	}
 	m := f.members[req.NodeId]
 	res := &seqsvrv1.RaiseSectionsResponse{RoutingVersion: sp.version}
+	if len(req.Sections) > 0 && req.Sections[0].KeepMax {
+		f.markReqs++
+	}
 	for _, r := range req.Sections {
 		if m == nil || m.instance != req.InstanceId || !f.live(m) || sp.owner[r.Section] != req.NodeId {
 			return nil, fmt.Errorf("%w: not the owner of section %d", errs.FailedPrecondition, r.Section)

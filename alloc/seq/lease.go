@@ -100,7 +100,7 @@ func (n *Node) apply(sent time.Time, res *seqsvrv1.SeqHeartbeatResponse, release
 			delete(n.dirs, space)
 		}
 	}
-	n.tables.Store(&ts)
+	n.tables.Store(newTableSet(ts))
 	n.lease.Store(l)
 	for k, s := range n.sections {
 		t := ts[k.space]

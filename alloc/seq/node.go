@@ -38,7 +38,7 @@ type Node struct {
 	instance string
 
 	lease  atomic.Pointer[lease]
-	tables atomic.Pointer[tables]
+	tables atomic.Pointer[tableSet]
 
 	// mu guards sections and orders table changes against section loads:
 	// a section is created only if the current table lets this Node serve
@@ -61,6 +61,9 @@ type Node struct {
 	peers sync.Map // base URL -> seqsvrv1connect.SeqServiceClient
 
 	forwards, writes, markWrites atomic.Uint64
+
+	markMu  sync.Mutex
+	markers map[string]*marker // by space: its group commit of first uses (marks.go)
 }
 
 // New returns a Node that serves nothing until Start's first heartbeat is
@@ -73,7 +76,8 @@ func New(store Store, cfg Config) (*Node, error) {
 	n := &Node{
 		cfg: cfg, store: store, clock: cfg.Clock, log: cfg.Logger.With("component", "seq"),
 		instance: cmp.Or(cfg.InstanceID, rand.Text()), sections: map[secKey]*section{}, dirs: map[string]*spaceDir{},
-		kick: make(chan struct{}, 1),
+		markers: map[string]*marker{},
+		kick:    make(chan struct{}, 1),
 	}
 	n.epoch = n.clock.Now()
 	n.sysClock = n.clock == clock.System() && !faults.Enabled
@@ -112,7 +116,7 @@ func (n *Node) Close() {
 
 func (n *Node) loadTables() tables {
 	if p := n.tables.Load(); p != nil {
-		return *p
+		return p.byName
 	}
 	return nil
 }

@@ -88,16 +88,16 @@ func (n *Node) one(ctx context.Context, o op, space string, key uint64, forwarde
 // (release) or fenced itself (expiry). ok false: nothing was taken, one
 // serves the call the full way.
 func (n *Node) oneFast(space string, key uint64) (int64, uint64, bool) {
-	ts := n.tables.Load()
-	if ts == nil {
+	set := n.tables.Load()
+	if set == nil {
 		return 0, 0, false
 	}
-	t := (*ts)[space]
+	t := set.find(space)
 	if t == nil || t.dir == nil {
 		return 0, 0, false
 	}
-	size := t.msg.GetSectionSize()
-	if size == 0 || key >= t.msg.GetKeyCount() {
+	size := t.size
+	if size == 0 || key >= t.keys {
 		return 0, 0, false
 	}
 	sec := key / size

@@ -109,43 +109,6 @@ func sane(m *seqsvrv1.SectionMax, known int64) bool {
 	return m.GetMaxSeq() > known && m.GetMaxSeq() >= m.GetPrevMax()
 }
 
-// startMark begins the write of s's pending first uses (s.mu held, none
-// in flight): one Raft entry for every key that waits.
-func (n *Node) startMark(s *section) {
-	r := &raise{done: make(chan struct{})}
-	s.marking = r
-	offs := s.pending
-	s.pending = nil
-	go n.runMark(s, r, offs)
-}
-
-// runMark records offs in s's durable used-set (RaiseSections with
-// keep_max: max_seq does not move) and then in s.used.
-func (n *Node) runMark(s *section, r *raise, offs []uint32) {
-	offs = compact(offs)
-	ctx, cancel := n.raiseContext()
-	defer cancel()
-	res, err := n.store.RaiseSections(ctx, &seqsvrv1.RaiseSectionsRequest{
-		NodeId: n.cfg.NodeID, InstanceId: n.instance, Space: s.key.space,
-		Sections: []*seqsvrv1.SectionRaise{{Section: s.key.section, FirstUse: offs, KeepMax: true}},
-	})
-	if err == nil {
-		n.markWrites.Add(1)
-	}
-	s.mu.Lock()
-	forget := false
-	r.err, forget = s.installMarks(res, err, offs)
-	s.marking = nil
-	close(r.done)
-	s.mu.Unlock()
-	if forget {
-		n.log.Warn("seq section dropped", "space", s.key.space, "section", s.key.section, "err", r.err)
-		n.forget(s)
-	} else if r.err != nil {
-		n.log.Debug("seq first-use write failed", "space", s.key.space, "section", s.key.section, "err", r.err)
-	}
-}
-
 // installMarks applies a first-use write's outcome to s (s.mu held).
 func (s *section) installMarks(res *seqsvrv1.RaiseSectionsResponse, err error, offs []uint32) (_ error, forget bool) {
 	if err != nil {

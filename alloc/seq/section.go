@@ -40,13 +40,12 @@ type section struct {
 	// The durable used-set as loaded plus this owner's committed first
 	// uses (bit i%64 of word i/64), or allUsed (a section raised before
 	// the store kept used-sets). A key's first value waits until its bit
-	// is committed (group commit: pending collects the offsets of the next
-	// write while one is in flight), so a later owner never reads 0 for a
-	// key that was handed a value.
+	// is committed (group commit per space, marks.go), so a later owner
+	// never reads 0 for a key that was handed a value. pending is the
+	// first uses the section's load (or raise in flight) records.
 	used    []uint64
 	allUsed bool
 	pending []uint32
-	marking *raise
 }
 
 // isUsed reports whether key offset i is in the durable used-set.
@@ -155,14 +154,10 @@ func (n *Node) take(ctx context.Context, s *section, i int, o op) (int64, error)
 				s.mu.Unlock()
 				return 0, nil
 			}
-			// Its first value: record the key as used first.
-			s.pending = append(s.pending, uint32(i))
-			if s.marking == nil {
-				n.startMark(s)
-			}
-			r := s.marking
+			// Its first value: record the key as used first, in its
+			// space's next write of first uses (marks.go).
 			s.mu.Unlock()
-			if err := waitFor(ctx, r, s, "the key's first use not recorded"); err != nil {
+			if err := waitMark(ctx, n.markFirstUse(s, i), s); err != nil {
 				return 0, err
 			}
 			s.mu.Lock()

@@ -12,6 +12,9 @@ import (
 // It is never changed once built.
 type table struct {
 	msg    *seqsvrv1.RoutingTable
+	name   string // msg's space, size and key count, copied for the one-key path
+	size   uint64
+	keys   uint64
 	ranges []*seqsvrv1.SectionRange // sorted by first_section
 	dir    *spaceDir                // set before the table is published; nil: use the map
 }
@@ -19,7 +22,44 @@ type table struct {
 func newTable(msg *seqsvrv1.RoutingTable) *table {
 	r := append([]*seqsvrv1.SectionRange(nil), msg.GetSections()...)
 	sort.Slice(r, func(i, j int) bool { return r[i].GetFirstSection() < r[j].GetFirstSection() })
-	return &table{msg: msg, ranges: r}
+	return &table{msg: msg, ranges: r, name: msg.GetSpace(), size: msg.GetSectionSize(), keys: msg.GetKeyCount()}
+}
+
+// tableSet is what a heartbeat installs: every table by name, and for a
+// few spaces the same tables in a slice. The one-key path finds its space
+// in the slice by comparing names, which costs less than hashing the name
+// for a map lookup (the largest item of a NextSeq by instruction count);
+// most deployments have a handful of spaces.
+type tableSet struct {
+	byName tables
+	few    []*table // nil when there are more than maxFewSpaces
+}
+
+// maxFewSpaces bounds the slice scan: past it the map is cheaper.
+const maxFewSpaces = 8
+
+func newTableSet(ts tables) *tableSet {
+	set := &tableSet{byName: ts}
+	if len(ts) <= maxFewSpaces {
+		set.few = make([]*table, 0, len(ts))
+		for _, t := range ts {
+			set.few = append(set.few, t)
+		}
+	}
+	return set
+}
+
+// find is space's table, nil if there is none.
+func (set *tableSet) find(space string) *table {
+	if set.few == nil {
+		return set.byName[space]
+	}
+	for _, t := range set.few {
+		if t.name == space {
+			return t
+		}
+	}
+	return nil
 }
 
 // tables is every space's table by name; nil until a heartbeat answered.
