@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -66,23 +67,27 @@ func (s *Server) Stats() Stats {
 func (s *Server) Serve(ln net.Listener) error { return s.serve(ln, nil) }
 
 // ServeTLS is Serve for HTTPS with HTTP.TLSConfig, which must hold a
-// certificate (Certificates, GetCertificate or GetConfigForClient) and
-// whose NextProtos are offered by ALPN as they are (net/http's ServeTLS
-// adds "http/1.1" and "h2"; here an empty list gets both, h2 only when
-// HTTP serves HTTP/2). Each connection's handshake runs in its own
-// goroutine within the handshake timeout (see handshake); the front
-// serves "http/1.1" (or no ALPN) and gives "h2" connections to HTTP as
-// they are, which serves them as its own ServeTLS would.
+// certificate (Certificates, GetCertificate or GetConfigForClient). Each
+// connection's handshake runs in its own goroutine within the handshake
+// timeout (see handshake); the front serves "http/1.1" (or no ALPN) and
+// gives "h2" connections to HTTP as they are, which serves them as its own
+// ServeTLS would.
+//
+// ALPN offers "h2" only when HTTP.TLSConfig.NextProtos lists it and
+// HTTP.Protocols allows HTTP/2: net/http's Serve (which gets the h2
+// connections) sets up HTTP/2 only then. "http/1.1" is always offered.
+// Configurations from GetConfigForClient are used as they are.
 func (s *Server) ServeTLS(ln net.Listener) error {
 	if s.HTTP.TLSConfig == nil {
 		return errors.New("h1: ServeTLS needs HTTP.TLSConfig")
 	}
 	cfg := s.HTTP.TLSConfig
-	if len(cfg.NextProtos) == 0 {
+	h2 := slices.Contains(cfg.NextProtos, "h2") && (s.HTTP.Protocols == nil || s.HTTP.Protocols.HTTP2())
+	if !h2 && slices.Contains(cfg.NextProtos, "h2") || !slices.Contains(cfg.NextProtos, "http/1.1") {
 		cfg = cfg.Clone()
-		if s.HTTP.Protocols == nil || s.HTTP.Protocols.HTTP2() {
-			cfg.NextProtos = append(cfg.NextProtos, "h2")
-		}
+		cfg.NextProtos = slices.DeleteFunc(slices.Clone(cfg.NextProtos), func(p string) bool {
+			return p == "http/1.1" || p == "h2" && !h2
+		})
 		cfg.NextProtos = append(cfg.NextProtos, "http/1.1")
 	}
 	return s.serve(ln, cfg)

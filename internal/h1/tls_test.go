@@ -27,7 +27,7 @@ type tlsServer struct {
 	clientCA string // the CA file client certificates are checked against; "" without mTLS
 }
 
-func startTLS(t *testing.T, mutual bool, readHeader time.Duration) *tlsServer {
+func startTLS(t testing.TB, mutual bool, readHeader time.Duration) *tlsServer {
 	t.Helper()
 	ca := tlstest.NewCA(t)
 	certFile, keyFile := ca.Issue(t, "srv", "127.0.0.1")
@@ -81,7 +81,7 @@ func startTLS(t *testing.T, mutual bool, readHeader time.Duration) *tlsServer {
 
 // clientConfig trusts ts's CA, asks for protos by ALPN and, with cert,
 // presents a certificate from that CA.
-func (ts *tlsServer) clientConfig(t *testing.T, cert bool, protos ...string) *tls.Config {
+func (ts *tlsServer) clientConfig(t testing.TB, cert bool, protos ...string) *tls.Config {
 	t.Helper()
 	var keys *tlsconf.KeyPair
 	if cert {
@@ -290,4 +290,31 @@ func TestTLSHandshakeTimeout(t *testing.T) {
 	c := dial(t, ts.addr)
 	c.send("\x16\x03\x01\x00\x10") // a handshake record header, then silence
 	c.wantClosedWithin(5 * time.Second)
+}
+
+// TestTLSNoH2WhenHTTPHasNone: ALPN offers h2 only when net/http will serve
+// it; with HTTP/1.1 only, an h2-first client gets http/1.1 and the front.
+func TestTLSNoH2WhenHTTPHasNone(t *testing.T) {
+	ts := startTLS(t, false, 0)
+	var p http.Protocols
+	p.SetHTTP1(true)
+	s := &Server{HTTP: &http.Server{Protocols: &p, TLSConfig: ts.HTTP.TLSConfig}, Fast: ts.Fast}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = s.ServeTLS(ln) }()
+	t.Cleanup(func() { _ = s.Close() })
+	c, err := tls.Dial("tcp", ln.Addr().String(), ts.clientConfig(t, false, "h2", "http/1.1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if got := c.ConnectionState().NegotiatedProtocol; got != "http/1.1" {
+		t.Fatalf("negotiated %q, want http/1.1", got)
+	}
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	cl := &client{t: t, c: c, br: bufio.NewReader(c)}
+	cl.send(post("/fast", "a"))
+	cl.wantBody("fast:a")
 }
