@@ -267,7 +267,7 @@ func newDiffServer(t *testing.T, withFront bool, tc *diffTLS) *diffServer {
 		ErrorLog: discardLog}
 	serve := hs.Serve
 	if tc != nil {
-		hs.TLSConfig = tc.server
+		hs.TLSConfig = tc.server.Clone() // net/http writes to it as it sets up HTTP/2
 		serve = func(ln net.Listener) error { return hs.ServeTLS(ln, "", "") }
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -81,15 +81,13 @@ func (s *Server) ServeTLS(ln net.Listener) error {
 	if s.HTTP.TLSConfig == nil {
 		return errors.New("h1: ServeTLS needs HTTP.TLSConfig")
 	}
-	cfg := s.HTTP.TLSConfig
+	// The handshakes get their own copy, taken before net/http starts:
+	// net/http's Serve writes to HTTP.TLSConfig as it sets up HTTP/2.
+	cfg := s.HTTP.TLSConfig.Clone()
 	h2 := slices.Contains(cfg.NextProtos, "h2") && (s.HTTP.Protocols == nil || s.HTTP.Protocols.HTTP2())
-	if !h2 && slices.Contains(cfg.NextProtos, "h2") || !slices.Contains(cfg.NextProtos, "http/1.1") {
-		cfg = cfg.Clone()
-		cfg.NextProtos = slices.DeleteFunc(slices.Clone(cfg.NextProtos), func(p string) bool {
-			return p == "http/1.1" || p == "h2" && !h2
-		})
-		cfg.NextProtos = append(cfg.NextProtos, "http/1.1")
-	}
+	cfg.NextProtos = append(slices.DeleteFunc(slices.Clone(cfg.NextProtos), func(p string) bool {
+		return p == "http/1.1" || p == "h2" && !h2
+	}), "http/1.1")
 	return s.serve(ln, cfg)
 }
 

@@ -25,6 +25,7 @@ type tlsServer struct {
 	addr     string
 	ca       *tlstest.CA
 	clientCA string // the CA file client certificates are checked against; "" without mTLS
+	keys     *tlsconf.KeyPair
 }
 
 func startTLS(t testing.TB, mutual bool, readHeader time.Duration) *tlsServer {
@@ -35,7 +36,7 @@ func startTLS(t testing.TB, mutual bool, readHeader time.Duration) *tlsServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := &tlsServer{ca: ca}
+	ts := &tlsServer{ca: ca, keys: keys}
 	if mutual {
 		ts.clientCA = ca.CertFile
 	}
@@ -298,7 +299,11 @@ func TestTLSNoH2WhenHTTPHasNone(t *testing.T) {
 	ts := startTLS(t, false, 0)
 	var p http.Protocols
 	p.SetHTTP1(true)
-	s := &Server{HTTP: &http.Server{Protocols: &p, TLSConfig: ts.HTTP.TLSConfig}, Fast: ts.Fast}
+	cfg, err := tlsconf.Server(ts.keys, "") // lists h2 (net/http writes to ts's own config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{HTTP: &http.Server{Protocols: &p, TLSConfig: cfg}, Fast: ts.Fast}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
