@@ -78,8 +78,9 @@ func (c *conn) handOffH2() bool {
 // handler sees the same Request.TLS, client certificates included, after
 // a hand-off as on a connection net/http served from the start. Nothing
 // in seqsvr reads Request.TLS today (auth is by bearer token, client
-// certificates are checked at the handshake); this keeps it right for
-// whatever does.
+// certificates are checked at the handshake, and connect-go v1.21 does
+// not look at it); this keeps it right for whatever does, and the tests
+// check it.
 type tlsHandoffConn struct {
 	*handoffConn
 	tc *tls.Conn
