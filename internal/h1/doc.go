@@ -63,6 +63,6 @@
 //     to net/http as the *tls.Conn itself, untouched, and is served as by
 //     net/http's own ServeTLS; an http/1.1 one is served as above, and a
 //     request handed off from it still has Request.TLS. A differential fuzz
-//     test (FuzzFrontMatchesNetHTTPTLS) compares it with net/http's
+//     test (FuzzTLSFrontMatchesNetHTTP) compares it with net/http's
 //     ServeTLS.
 package h1
