@@ -195,6 +195,28 @@ func leafGet(t *testing.T, hc *http.Client, url, token string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
+// secMetric reads one series (name with its labels, as printed) from
+// base's /metrics through hc.
+func secMetric(t *testing.T, hc *http.Client, base, name string) float64 {
+	t.Helper()
+	code, body := leafGet(t, hc, base+"/metrics", "")
+	if code != http.StatusOK {
+		t.Fatalf("%s/metrics: %d", base, code)
+	}
+	sc := bufio.NewScanner(strings.NewReader(body))
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+			var f float64
+			if _, err := fmt.Sscan(v, &f); err != nil {
+				t.Fatalf("%s: %q", name, sc.Text())
+			}
+			return f
+		}
+	}
+	t.Fatalf("%s/metrics has no %s", base, name)
+	return 0
+}
+
 func TestSecureCluster(t *testing.T) {
 	s := startSecure(t, 1)
 	ctx := proctest.Context(t, 90*time.Second)
@@ -291,6 +313,31 @@ func TestSecureCluster(t *testing.T) {
 	}
 	if code, body := leafGet(t, s.noCert, leaf, secClientTok); code != http.StatusOK {
 		t.Errorf("Leaf as client: %d %q", code, body)
+	}
+
+	// The HTTP/1.1 front serves over TLS too: binary NextIDs from an
+	// HTTP/1.1 client (ALPN http/1.1) are answered by it, its counter
+	// moves; the h2 clients above were handed to net/http.
+	fastBefore := secMetric(t, s.withCert, s.allocURL, "seqsvr_http_fast_requests_total")
+	h1cfg, err := tlsconf.Client(s.ca, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h1cfg.NextProtos = []string{"http/1.1"}
+	h1tr := &http.Transport{TLSClientConfig: h1cfg}
+	defer h1tr.CloseIdleConnections()
+	h1al := seqsvrv1connect.NewAllocServiceClient(&http.Client{Transport: h1tr, Timeout: 10 * time.Second}, s.allocURL)
+	for range 5 {
+		r, err := h1al.NextIDs(ctx, withToken(&seqsvrv1.NextIDsRequest{Tag: "sec0", Count: 2}, secClientTok))
+		if err != nil || len(r.Msg.GetIds()) != 2 {
+			t.Fatalf("NextIDs over HTTPS/1.1: %v %v", r, err)
+		}
+	}
+	if n := secMetric(t, s.withCert, s.allocURL, "seqsvr_http_fast_requests_total") - fastBefore; n < 5 {
+		t.Errorf("the front answered %v of 5 NextIDs over HTTPS/1.1", n)
+	}
+	if n := secMetric(t, s.withCert, s.allocURL, `seqsvr_http_handoffs_total{reason="h2"}`); n < 1 {
+		t.Errorf("no h2 connection handed to net/http (%v)", n)
 	}
 
 	// Health and metrics stay open.

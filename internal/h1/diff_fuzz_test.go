@@ -2,6 +2,7 @@ package h1
 
 import (
 	"bytes"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/seqsvr/seqsvr/internal/tlsconf"
+	"github.com/seqsvr/seqsvr/internal/tlsconf/tlstest"
 )
 
 // FuzzFrontMatchesNetHTTP sends the same bytes on one connection to the
@@ -28,6 +32,49 @@ import (
 //
 //	go test -run '^$' -fuzz FuzzFrontMatchesNetHTTP -fuzztime 20s ./internal/h1/
 func FuzzFrontMatchesNetHTTP(f *testing.F) {
+	for _, s := range diffSeeds() {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) { diffOne(t, in, nil) })
+}
+
+// FuzzTLSFrontMatchesNetHTTP is FuzzFrontMatchesNetHTTP over TLS (ALPN
+// http/1.1, as loadgen and Go's HTTP/1.1 clients ask): the front's
+// ServeTLS against net/http's own ServeTLS, both with HTTP/1.1 and h2 as
+// cmd/internal/serve sets them up. Every record also says whether the
+// handler saw Request.TLS, so a hand-off that lost it shows.
+//
+// Its seeds run with plain go test (well under a second). Fuzzing it is
+// slow, about 2 inputs a second on the 2-core box (two handshakes per
+// input, under coverage instrumentation), so CI fuzzes only the plain one:
+//
+//	go test -run '^$' -fuzz FuzzTLSFrontMatchesNetHTTP -fuzztime 60s ./internal/h1/
+func FuzzTLSFrontMatchesNetHTTP(f *testing.F) {
+	for _, s := range diffSeeds() {
+		f.Add([]byte(s))
+	}
+	ca := tlstest.NewCA(f)
+	certFile, keyFile := ca.Issue(f, "srv", "127.0.0.1")
+	keys, err := tlsconf.LoadKeyPair(certFile, keyFile, nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	srvCfg, err := tlsconf.Server(keys, "")
+	if err != nil {
+		f.Fatal(err)
+	}
+	cliCfg, err := tlsconf.Client(ca.CertFile, nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	cliCfg.NextProtos = []string{"http/1.1"}
+	f.Fuzz(func(t *testing.T, in []byte) { diffOne(t, in, &diffTLS{srvCfg, cliCfg}) })
+}
+
+// diffTLS is the TLS side of the differential fuzz: nil means plain TCP.
+type diffTLS struct{ server, client *tls.Config }
+
+func diffSeeds() []string {
 	get := func(path string, extra ...string) string {
 		h := ""
 		for _, e := range extra {
@@ -40,7 +87,7 @@ func FuzzFrontMatchesNetHTTP(f *testing.F) {
 	// :method GET, :scheme http, :path /, :authority "t").
 	const h2frames = "\x00\x00\x00\x04\x00\x00\x00\x00\x00" +
 		"\x00\x00\x06\x01\x05\x00\x00\x00\x01\x82\x86\x84\x41\x01t"
-	for _, s := range []string{
+	return []string{
 		post("/fast", "a"),
 		post("/fast", "a") + post("/fast", "b") + get("/fast") + post("/decline", "c") + post("/fast", "d"),
 		post("/fast", "a", "Connection: close") + post("/fast", "b"),
@@ -73,35 +120,36 @@ func FuzzFrontMatchesNetHTTP(f *testing.F) {
 		get("/fast") + "POST /fast HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nab",
 		get("/fast") + "POST /fast HTTP/1.1\r\nHost: t\r\nContent-Length: x\r\n\r\nab",
 		get("/fast", "Upgrade: h2c", "Connection: Upgrade, HTTP2-Settings", "HTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA"),
-	} {
-		f.Add([]byte(s))
 	}
-	f.Fuzz(func(t *testing.T, in []byte) {
-		if len(in) > 3000 {
-			in = in[:3000] // within one read buffer, so neither server leaves bytes unread at close
-		}
-		front, plain := newDiffServer(t, true), newDiffServer(t, false)
-		gotFront, errFront := exchange(t, front.addr, in)
-		gotPlain, errPlain := exchange(t, plain.addr, in)
-		recFront, recPlain := front.dispatched(), plain.dispatched()
-		if !slices.Equal(recFront, recPlain) {
-			t.Fatalf("input %q\ndispatched behind the front: %q\ndispatched by net/http alone: %q", in, recFront, recPlain)
-		}
-		// Compare the answers while both are HTTP/1 (HTTP/2's frames carry
-		// dates in HPACK and their order varies); a reset may cut either
-		// short.
-		if !bytes.HasPrefix(gotPlain, []byte("HTTP/1.")) && !bytes.HasPrefix(gotFront, []byte("HTTP/1.")) {
-			return
-		}
-		gotFront, gotPlain = normalize(gotFront), normalize(gotPlain)
-		same := bytes.Equal(gotFront, gotPlain)
-		if !same && (errFront != nil || errPlain != nil) {
-			same = bytes.HasPrefix(gotFront, gotPlain) || bytes.HasPrefix(gotPlain, gotFront)
-		}
-		if !same {
-			t.Fatalf("input %q\nanswered behind the front (%v): %q\nanswered by net/http alone (%v): %q", in, errFront, gotFront, errPlain, gotPlain)
-		}
-	})
+}
+
+// diffOne sends in to the front and to net/http alone and compares what
+// each dispatched and answered.
+func diffOne(t *testing.T, in []byte, tc *diffTLS) {
+	if len(in) > 3000 {
+		in = in[:3000] // within one read buffer, so neither server leaves bytes unread at close
+	}
+	front, plain := newDiffServer(t, true, tc), newDiffServer(t, false, tc)
+	gotFront, errFront := exchange(t, front.addr, in, tc)
+	gotPlain, errPlain := exchange(t, plain.addr, in, tc)
+	recFront, recPlain := front.dispatched(), plain.dispatched()
+	if !slices.Equal(recFront, recPlain) {
+		t.Fatalf("input %q\ndispatched behind the front: %q\ndispatched by net/http alone: %q", in, recFront, recPlain)
+	}
+	// Compare the answers while both are HTTP/1 (HTTP/2's frames carry
+	// dates in HPACK and their order varies); a reset may cut either
+	// short.
+	if !bytes.HasPrefix(gotPlain, []byte("HTTP/1.")) && !bytes.HasPrefix(gotFront, []byte("HTTP/1.")) {
+		return
+	}
+	gotFront, gotPlain = normalize(gotFront), normalize(gotPlain)
+	same := bytes.Equal(gotFront, gotPlain)
+	if !same && (errFront != nil || errPlain != nil) {
+		same = bytes.HasPrefix(gotFront, gotPlain) || bytes.HasPrefix(gotPlain, gotFront)
+	}
+	if !same {
+		t.Fatalf("input %q\nanswered behind the front (%v): %q\nanswered by net/http alone (%v): %q", in, errFront, gotFront, errPlain, gotPlain)
+	}
 }
 
 var (
@@ -145,16 +193,22 @@ func normalize(b []byte) []byte {
 // exchange writes in on a new connection, closes its write side and
 // returns all the server answered until it closed, with the read error
 // other than EOF that ended it.
-func exchange(t *testing.T, addr string, in []byte) ([]byte, error) {
+func exchange(t *testing.T, addr string, in []byte, tc *diffTLS) ([]byte, error) {
 	t.Helper()
-	c, err := net.Dial("tcp", addr)
+	var c net.Conn
+	var err error
+	if tc == nil {
+		c, err = net.Dial("tcp", addr)
+	} else {
+		c, err = tls.Dial("tcp", addr, tc.client)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
 	_, _ = c.Write(in) // the server may have closed already; its answer tells
-	_ = c.(*net.TCPConn).CloseWrite()
+	_ = c.(interface{ CloseWrite() error }).CloseWrite()
 	out, err := io.ReadAll(c)
 	if errors.Is(err, net.ErrClosed) || isTimeout(err) {
 		t.Fatalf("input %q: server did not close the connection: %v (answered %q)", in, err, out)
@@ -175,10 +229,10 @@ type diffServer struct {
 	recs []string
 }
 
-func (d *diffServer) record(method, target, proto string, body []byte, bodyErr error) {
+func (d *diffServer) record(method, target, proto string, body []byte, bodyErr error, isTLS bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.recs = append(d.recs, fmt.Sprintf("%s %s %s %q err=%t", method, target, proto, body, bodyErr != nil))
+	d.recs = append(d.recs, fmt.Sprintf("%s %s %s %q err=%t tls=%t", method, target, proto, body, bodyErr != nil, isTLS))
 }
 
 func (d *diffServer) dispatched() []string {
@@ -190,7 +244,7 @@ func (d *diffServer) dispatched() []string {
 // newDiffServer starts one side. Both answer /fast (over HTTP/1.1, not
 // HEAD) with "fast:" and the body, with the same headers, and everything
 // else with a line naming the request.
-func newDiffServer(t *testing.T, withFront bool) *diffServer {
+func newDiffServer(t *testing.T, withFront bool, tc *diffTLS) *diffServer {
 	t.Helper()
 	d := &diffServer{}
 	isFast := func(r *http.Request) bool {
@@ -198,7 +252,7 @@ func newDiffServer(t *testing.T, withFront bool) *diffServer {
 	}
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)
-		d.record(r.Method, r.RequestURI, r.Proto, body, err)
+		d.record(r.Method, r.RequestURI, r.Proto, body, err, r.TLS != nil)
 		if isFast(r) { // handed off by the front, or net/http alone
 			w.Header()["Content-Type"] = nil // the front's answer has none
 			fmt.Fprintf(w, "fast:%s", body)
@@ -208,28 +262,41 @@ func newDiffServer(t *testing.T, withFront bool) *diffServer {
 	})
 	var p http.Protocols
 	p.SetHTTP1(true)
-	p.SetUnencryptedHTTP2(true)
+	if tc == nil {
+		p.SetUnencryptedHTTP2(true)
+	} else {
+		p.SetHTTP2(true)
+	}
 	hs := &http.Server{Handler: h, Protocols: &p, ReadHeaderTimeout: time.Second, IdleTimeout: time.Second,
 		ErrorLog: discardLog}
+	serve := hs.Serve
+	if tc != nil {
+		hs.TLSConfig = tc.server.Clone() // net/http writes to it as it sets up HTTP/2
+		serve = func(ln net.Listener) error { return hs.ServeTLS(ln, "", "") }
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	d.addr = ln.Addr().String()
 	if !withFront {
-		go func() { _ = hs.Serve(ln) }()
+		go func() { _ = serve(ln) }()
 		t.Cleanup(func() { _ = hs.Close() })
 		return d
 	}
 	var m Mux
 	m.Handle("/fast", HandlerFunc(func(req *Request, resp *Response) bool {
-		d.record(string(req.Method), string(req.Path), "HTTP/1.1", req.Body, nil)
+		d.record(string(req.Method), string(req.Path), "HTTP/1.1", req.Body, nil, tc != nil)
 		resp.Body = append(append(resp.Buf[:0], "fast:"...), req.Body...)
 		return true
 	}))
 	m.Handle("/decline", HandlerFunc(func(*Request, *Response) bool { return false }))
 	fs := &Server{HTTP: hs, Fast: &m, Logger: discardSlog}
-	go func() { _ = fs.Serve(ln) }()
+	fsServe := fs.Serve
+	if tc != nil {
+		fsServe = fs.ServeTLS
+	}
+	go func() { _ = fsServe(ln) }()
 	t.Cleanup(func() { _ = fs.Close() })
 	return d
 }

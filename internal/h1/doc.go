@@ -55,4 +55,14 @@
 //     own connections are done), then shuts net/http down.
 //   - A panic in a route closes that connection and is logged; the process
 //     lives on.
+//   - ServeTLS puts the front behind TLS: each connection's handshake runs
+//     in its own goroutine (not the accept loop) within net/http's
+//     handshake timeout, and nothing is read as a request before it
+//     completes, so client certificates the configuration requires are
+//     checked first on every path. A connection that chose h2 by ALPN goes
+//     to net/http as the *tls.Conn itself, untouched, and is served as by
+//     net/http's own ServeTLS; an http/1.1 one is served as above, and a
+//     request handed off from it still has Request.TLS. A differential fuzz
+//     test (FuzzTLSFrontMatchesNetHTTP) compares it with net/http's
+//     ServeTLS.
 package h1

@@ -12,13 +12,14 @@ const (
 	unsupported               // valid HTTP the front leaves to net/http (HTTP/2, HTTP/1.0, query, Transfer-Encoding, Upgrade, Expect, Origin, ...)
 	malformed                 // not valid HTTP/1.1 as the front reads it; net/http answers it
 	declined                  // no route took it
+	alpnH2                    // TLS negotiated h2 by ALPN: the connection is net/http's from the start
 	numReasons
 )
 
-var reasonNames = [numReasons]string{"served", "incomplete", "too_large", "unsupported", "malformed", "declined"}
+var reasonNames = [numReasons]string{"served", "incomplete", "too_large", "unsupported", "malformed", "declined", "h2"}
 
 // handOffReasons are the reasons a connection is handed to net/http.
-var handOffReasons = []reason{incomplete, tooLarge, unsupported, malformed, declined}
+var handOffReasons = []reason{incomplete, tooLarge, unsupported, malformed, declined, alpnH2}
 
 func (r reason) String() string { return reasonNames[r] }
 

@@ -3,12 +3,14 @@ package h1
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -31,6 +33,7 @@ type Server struct {
 
 	mu       sync.Mutex
 	ln       net.Listener
+	tls      *tls.Config   // set by ServeTLS: each connection's handshake
 	handoff  *chanListener // connections handed off at their first request, for HTTP
 	cont     *http.Server  // serves connections handed off after the front answered on them
 	contOff  *chanListener // those connections, for cont
@@ -61,7 +64,34 @@ func (s *Server) Stats() Stats {
 
 // Serve accepts on ln until Shutdown or Close, which make it return
 // http.ErrServerClosed, as http.Server.Serve does.
-func (s *Server) Serve(ln net.Listener) error {
+func (s *Server) Serve(ln net.Listener) error { return s.serve(ln, nil) }
+
+// ServeTLS is Serve for HTTPS with HTTP.TLSConfig, which must hold a
+// certificate (Certificates, GetCertificate or GetConfigForClient). Each
+// connection's handshake runs in its own goroutine within the handshake
+// timeout (see handshake); the front serves "http/1.1" (or no ALPN) and
+// gives "h2" connections to HTTP as they are, which serves them as its own
+// ServeTLS would.
+//
+// ALPN offers "h2" only when HTTP.TLSConfig.NextProtos lists it and
+// HTTP.Protocols allows HTTP/2: net/http's Serve (which gets the h2
+// connections) sets up HTTP/2 only then. "http/1.1" is always offered.
+// Configurations from GetConfigForClient are used as they are.
+func (s *Server) ServeTLS(ln net.Listener) error {
+	if s.HTTP.TLSConfig == nil {
+		return errors.New("h1: ServeTLS needs HTTP.TLSConfig")
+	}
+	// The handshakes get their own copy, taken before net/http starts:
+	// net/http's Serve writes to HTTP.TLSConfig as it sets up HTTP/2.
+	cfg := s.HTTP.TLSConfig.Clone()
+	h2 := slices.Contains(cfg.NextProtos, "h2") && (s.HTTP.Protocols == nil || s.HTTP.Protocols.HTTP2())
+	cfg.NextProtos = append(slices.DeleteFunc(slices.Clone(cfg.NextProtos), func(p string) bool {
+		return p == "http/1.1" || p == "h2" && !h2
+	}), "http/1.1")
+	return s.serve(ln, cfg)
+}
+
+func (s *Server) serve(ln net.Listener, tlsCfg *tls.Config) error {
 	if s.Logger == nil {
 		s.Logger = slog.Default()
 	}
@@ -81,7 +111,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		ln.Close()
 		return http.ErrServerClosed
 	}
-	s.ln = ln
+	s.ln, s.tls = ln, tlsCfg
 	s.handoff = newChanListener(ln.Addr())
 	s.cont, s.contOff = continuing(s.HTTP), s.handoff
 	if s.cont != s.HTTP {
@@ -122,7 +152,12 @@ func (s *Server) Serve(ln net.Listener) error {
 			continue
 		}
 		delay = 0
-		c := &conn{srv: s, nc: nc}
+		c := &conn{srv: s, nc: nc, raw: nc}
+		if s.tls != nil {
+			// No I/O yet: the handshake is the connection goroutine's.
+			c.tc = tls.Server(nc, s.tls)
+			c.nc = c.tc
+		}
 		if !s.track(c, true) {
 			nc.Close()
 			return http.ErrServerClosed
@@ -225,7 +260,8 @@ func (s *Server) closeAll() {
 	defer s.mu.Unlock()
 	for c := range s.conns {
 		c.state.Store(stateClosed)
-		c.nc.Close()
+		// The socket itself: a TLS close_notify could wait on a write.
+		c.raw.Close()
 	}
 }
 
@@ -238,7 +274,9 @@ const (
 // conn is one accepted connection while the front serves it.
 type conn struct {
 	srv   *Server
-	nc    net.Conn
+	nc    net.Conn  // what requests are read from: the *tls.Conn under TLS
+	raw   net.Conn  // the accepted socket
+	tc    *tls.Conn // under TLS
 	state atomic.Int32
 
 	br       *bufio.Reader
@@ -263,6 +301,18 @@ func (c *conn) serve() {
 		}
 		s.track(c, false)
 	}()
+	if c.tc != nil {
+		if !c.handshake() {
+			return
+		}
+		if c.tc.ConnectionState().NegotiatedProtocol == "h2" {
+			if !c.state.CompareAndSwap(stateIdle, stateActive) {
+				return // Shutdown closed it while idle
+			}
+			handedOff = c.handOffH2()
+			return
+		}
+	}
 	c.br = bufio.NewReaderSize(c.nc, BufferSize)
 	c.req.Context = s.ctx
 	// A new connection must send its first request head within
@@ -415,7 +465,10 @@ func (c *conn) handOff(r reason, first bool, readErr error) bool {
 	c.srv.handoffs[r].Add(1)
 	// net/http manages its own deadlines; it must not inherit ours.
 	_ = c.nc.SetDeadline(time.Time{})
-	hc := &handoffConn{Conn: c.nc, br: c.br, err: readErr}
+	var hc net.Conn = &handoffConn{Conn: c.nc, br: c.br, err: readErr}
+	if c.tc != nil {
+		hc = &tlsHandoffConn{hc.(*handoffConn), c.tc}
+	}
 	ln := c.srv.contOff
 	if first {
 		ln = c.srv.handoff

@@ -19,7 +19,9 @@
 //     and its assets under /ui/, open like /healthz: it holds no data.
 //   - The hot routes are answered by an HTTP/1.1 front (package h1) unless
 //     --fast-http=false; then net/http and connect-go serve every call. The
-//     answers are the same either way.
+//     answers are the same either way, over plain HTTP and over TLS (where
+//     the front serves HTTP/1.1 connections after the handshake and h2 ones
+//     go to net/http).
 //   - The port is bound before the component (store, allocators) is built;
 //     until it is, /healthz answers 200 and everything else 503.
 //   - On SIGINT/SIGTERM (or a component's Fatal) the server stops

@@ -123,7 +123,7 @@ func Run(ctx context.Context, p Process) error {
 	}
 	var srv *Server
 	if tlsCfg != nil {
-		srv, err = ListenTLS(p.Addr, tlsCfg, logger)
+		srv, err = ListenTLS(p.Addr, p.Common.FastHTTP, tlsCfg, logger)
 	} else {
 		srv, err = Listen(p.Addr, p.Common.FastHTTP, logger)
 	}

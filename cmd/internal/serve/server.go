@@ -24,11 +24,14 @@ import (
 // Until SetHandler is called net/http answers 503 (and /healthz 200), so
 // a process can bind its port before its component is ready.
 //
-// Under TLS (ListenTLS) net/http serves HTTPS with HTTP/1.1 and h2 by
-// ALPN, and the front is off: it reads plain bytes off the socket and its
-// hand-off gives net/http a raw connection, not the *tls.Conn net/http
-// needs to see the negotiated protocol, so it cannot sit behind the
-// handshake without reimplementing net/http's TLS serving.
+// Under TLS (ListenTLS) the process serves HTTPS with HTTP/1.1 and h2 by
+// ALPN. With the front on, it accepts, runs each connection's handshake in
+// that connection's goroutine (within net/http's handshake timeout,
+// client certificates checked there when --tls-client-ca asks), then
+// serves "http/1.1" connections as it does plain ones and gives "h2" ones
+// to net/http untouched, as the *tls.Conn (see h1.Server.ServeTLS); a
+// request handed off after the front read from the connection still has
+// Request.TLS. With it off net/http's ServeTLS does all of it.
 //
 // With SetAuth the front answers only requests whose token is allowed for
 // the route; it declines every other one, so net/http's checks (the
@@ -51,10 +54,10 @@ func Listen(addr string, fastHTTP bool, logger *slog.Logger) (*Server, error) {
 	return listen(addr, fastHTTP, nil, logger)
 }
 
-// ListenTLS binds addr to serve HTTPS with cfg; the front is off (see
-// Server).
-func ListenTLS(addr string, cfg *tls.Config, logger *slog.Logger) (*Server, error) {
-	return listen(addr, false, cfg, logger)
+// ListenTLS binds addr to serve HTTPS with cfg; fastHTTP puts the
+// HTTP/1.1 front behind the handshake (see Server).
+func ListenTLS(addr string, fastHTTP bool, cfg *tls.Config, logger *slog.Logger) (*Server, error) {
+	return listen(addr, fastHTTP, cfg, logger)
 }
 
 func listen(addr string, fastHTTP bool, tlsCfg *tls.Config, logger *slog.Logger) (*Server, error) {
@@ -166,6 +169,8 @@ func (s *Server) Start() {
 	go func() {
 		var err error
 		switch {
+		case s.tls != nil && s.front != nil:
+			err = s.front.ServeTLS(s.ln)
 		case s.tls != nil:
 			// The certificate comes from TLSConfig.GetCertificate.
 			err = s.srv.ServeTLS(s.ln, "", "")
