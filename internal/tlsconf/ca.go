@@ -70,14 +70,6 @@ func (c *CA) Pool() *x509.CertPool {
 	return c.pool
 }
 
-func statFile(path string) (fileStamp, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return fileStamp{}, err
-	}
-	return fileStamp{fi.ModTime(), fi.Size()}, nil
-}
-
 func readCA(path string) (*x509.CertPool, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {

@@ -1,6 +1,7 @@
 package tlsconf
 
 import (
+	"crypto/sha256"
 	"crypto/tls"
 	"fmt"
 	"log/slog"
@@ -25,9 +26,26 @@ type KeyPair struct {
 	checked time.Time
 }
 
+// fileStamp tells whether a file changed. The contents' digest is in it
+// because a rewrite within one timestamp tick to a file of the same size
+// (a CA file with one certificate for another) leaves the rest equal; the
+// files are small and read at most once a second.
 type fileStamp struct {
 	mod  time.Time
 	size int64
+	sum  [sha256.Size]byte
+}
+
+func statFile(path string) (fileStamp, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fileStamp{}, err
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fileStamp{}, err
+	}
+	return fileStamp{fi.ModTime(), fi.Size(), sha256.Sum256(b)}, nil
 }
 
 // LoadKeyPair reads the pair; it fails if it does not load now. A nil
@@ -55,11 +73,11 @@ func LoadKeyPair(certFile, keyFile string, logger *slog.Logger) (*KeyPair, error
 func (k *KeyPair) stat() ([2]fileStamp, error) {
 	var s [2]fileStamp
 	for i, f := range []string{k.certFile, k.keyFile} {
-		fi, err := os.Stat(f)
+		st, err := statFile(f)
 		if err != nil {
 			return s, err
 		}
-		s[i] = fileStamp{fi.ModTime(), fi.Size()}
+		s[i] = st
 	}
 	return s, nil
 }
