@@ -57,7 +57,10 @@ func (p *proc) start() error {
 	}
 	cmd := exec.Command(p.bin, p.args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Pdeathsig: should benchpeers itself die without reaching killAll
+	// (SIGKILL, a crash), the kernel ends the peer anyway; nothing of a
+	// run outlives it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		return fmt.Errorf("start %s: %w", p.name, err)
@@ -260,6 +263,10 @@ func (ec *etcdCluster) restart(ctx context.Context, m *etcdMember) error {
 
 // --- MariaDB ---
 
+// errNotInstalled marks a peer whose server is not on this machine: the
+// smoke run skips it with a message; any other failure to start fails it.
+var errNotInstalled = errors.New("not installed")
+
 type mariaDB struct {
 	dsn, version string
 	settings     map[string]string
@@ -289,7 +296,7 @@ func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 func startMariaDB(ctx context.Context, dir string) (*mariaDB, error) {
 	server, install := firstBin("mariadbd", "mysqld"), firstBin("mariadb-install-db", "mysql_install_db")
 	if server == "" || install == "" {
-		return nil, errors.New("mariadbd or mariadb-install-db not found (make bench-peers installs mariadb-server with apt when run as root)")
+		return nil, fmt.Errorf("mariadbd or mariadb-install-db %w (make bench-peers installs mariadb-server with apt when run as root)", errNotInstalled)
 	}
 	data := filepath.Join(dir, "data")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -354,7 +361,7 @@ func (m *mariaDB) addTag(ctx context.Context, tag string, step int64) error {
 func startRedis(ctx context.Context, dir string) (addr, ver string, err error) {
 	bin := firstBin("redis-server")
 	if bin == "" {
-		return "", "", errors.New("redis-server not found (make bench-peers installs it with apt when run as root)")
+		return "", "", fmt.Errorf("redis-server %w (make bench-peers installs it with apt when run as root)", errNotInstalled)
 	}
 	port, err := freePort()
 	if err != nil {
