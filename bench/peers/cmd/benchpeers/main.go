@@ -197,6 +197,9 @@ func run(ctx context.Context, log *slog.Logger, cfg config) (rep *report, err er
 	leafURL := ""
 	if db, err = startMariaDB(ctx, filepath.Join(cfg.workDir, "mariadb")); err != nil {
 		rep.skipped = append(rep.skipped, "MariaDB: "+err.Error())
+		if errors.Is(err, errNotInstalled) {
+			rep.notInstalled = append(rep.notInstalled, rep.skipped[len(rep.skipped)-1])
+		}
 		db = nil
 	} else {
 		for tag, step := range map[string]int64{"reserve": cfg.reserveSize, "bench": cfg.idStep} {
@@ -215,7 +218,9 @@ func run(ctx context.Context, log *slog.Logger, cfg config) (rep *report, err er
 	redisAddr, redisVer, err := startRedis(ctx, filepath.Join(cfg.workDir))
 	if err != nil {
 		rep.skipped = append(rep.skipped, "Redis: "+err.Error())
-		rep.notInstalled += countIf(errors.Is(err, errNotInstalled))
+		if errors.Is(err, errNotInstalled) {
+			rep.notInstalled = append(rep.notInstalled, rep.skipped[len(rep.skipped)-1])
+		}
 		redisAddr = ""
 	} else {
 		rep.versions = append(rep.versions, kv{"Redis", redisVer})

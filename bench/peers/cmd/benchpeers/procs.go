@@ -108,7 +108,33 @@ func killAll() {
 
 func freePort() (int, error) { return cluster.FreePort("127.0.0.1") }
 
-// poll calls f every 100 ms until it succeeds or timeout passes.
+// errExited ends a poll at once: the process it waits for is gone.
+var errExited = errors.New("exited")
+
+// alive is nil while every p runs; else errExited naming the first gone
+// and where its log is.
+func alive(ps ...*proc) error {
+	for _, p := range ps {
+		if !p.running() {
+			return fmt.Errorf("%s %w; its log ends: %s", p.name, errExited, logTail(p.logPath))
+		}
+	}
+	return nil
+}
+
+// logTail is the last line of a log (the work directory holding it is
+// removed when the run ends).
+func logTail(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return firstLine(lines[len(lines)-1])
+}
+
+// poll calls f every 100 ms until it succeeds or timeout passes, or f
+// reports errExited.
 func poll(ctx context.Context, timeout time.Duration, what string, f func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -119,6 +145,9 @@ func poll(ctx context.Context, timeout time.Duration, what string, f func(contex
 		cc()
 		if last == nil {
 			return nil
+		}
+		if errors.Is(last, errExited) {
+			return fmt.Errorf("%s: %w", what, last)
 		}
 		select {
 		case <-ctx.Done():
@@ -198,6 +227,11 @@ func startEtcd(ctx context.Context, bin, dir string, heartbeatMs, electionMs int
 	}
 	ec.cli = cli
 	err = poll(ctx, 60*time.Second, "etcd", func(ctx context.Context) error {
+		for _, m := range ec.members {
+			if err := alive(m.p); err != nil {
+				return err
+			}
+		}
 		_, err := cli.Put(ctx, "/seqsvr-bench/ready", "1")
 		return err
 	})
@@ -325,7 +359,12 @@ func startMariaDB(ctx context.Context, dir string) (*mariaDB, error) {
 		return nil, err
 	}
 	defer root.Close()
-	if err := poll(ctx, 60*time.Second, "mariadb", root.PingContext); err != nil {
+	if err := poll(ctx, 60*time.Second, "mariadb", func(ctx context.Context) error {
+		if err := alive(p); err != nil {
+			return err
+		}
+		return root.PingContext(ctx)
+	}); err != nil {
 		return nil, fmt.Errorf("%w (log: %s)", err, p.logPath)
 	}
 	for _, q := range []string{"CREATE DATABASE IF NOT EXISTS leaf", "USE leaf", leaf.Schema} {
@@ -373,7 +412,12 @@ func startRedis(ctx context.Context, dir string) (addr, ver string, err error) {
 		return "", "", err
 	}
 	addr = "127.0.0.1:" + strconv.Itoa(port)
-	err = poll(ctx, 10*time.Second, "redis", func(context.Context) error { return dialOK(addr) })
+	err = poll(ctx, 10*time.Second, "redis", func(context.Context) error {
+		if err := alive(p); err != nil {
+			return err
+		}
+		return dialOK(addr)
+	})
 	return addr, version(bin, "--version"), err
 }
 
@@ -389,6 +433,9 @@ func startLeafsvr(ctx context.Context, bin, dir, dsn string) (string, error) {
 	}
 	url := "http://" + addr
 	return url, poll(ctx, 20*time.Second, "leafsvr", func(ctx context.Context) error {
+		if err := alive(p); err != nil {
+			return err
+		}
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+"/healthz", nil)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {

@@ -31,7 +31,7 @@ type report struct {
 	loadStart, loadEnd string
 	versions, settings []kv
 	skipped, failures  []string
-	notInstalled       int // how many of skipped are peers not installed on this machine
+	notInstalled       []string // of skipped, the peers not installed on this machine
 	etcdElectionMs     int
 
 	durable, ids []*series

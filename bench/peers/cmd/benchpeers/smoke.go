@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -32,27 +33,24 @@ func (c config) snowflakeTime() string {
 	return "1s"
 }
 
-func countIf(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
 // smokeVerdict prints the smoke run's SKIPPED lines and the problems
 // smokeCheck finds, and returns the exit status. The output directory is
 // removed after a pass when it was the run's own temporary one, and kept
 // (its path printed) after a failure.
 func smokeVerdict(rep *report, outDir string, ownDir bool) int {
 	for _, s := range rep.skipped {
-		fmt.Printf("SKIPPED: %s\n", s)
+		if slices.Contains(rep.notInstalled, s) {
+			fmt.Printf("SKIPPED: %s\n", s)
+		} else {
+			fmt.Printf("bench-peers smoke: FAIL: left out: %s\n", s)
+		}
 	}
 	problems := smokeCheck(rep, outDir)
 	if len(problems) > 0 {
 		for _, p := range problems {
 			fmt.Printf("bench-peers smoke: FAIL: %s\n", p)
 		}
-		fmt.Printf("bench-peers smoke: FAILED (%d problems); report and plots kept in %s\n", len(problems), outDir)
+		fmt.Printf("bench-peers smoke: FAILED (%d problem(s)); report and plots kept in %s\n", len(problems), outDir)
 		return 1
 	}
 	n := 0
@@ -73,8 +71,8 @@ func smokeVerdict(rep *report, outDir string, ownDir bool) int {
 // and a report or plot missing or malformed. Empty means it passed.
 func smokeCheck(rep *report, outDir string) []string {
 	var out []string
-	if n := len(rep.skipped) - rep.notInstalled; n > 0 {
-		out = append(out, fmt.Sprintf("%d peer(s) installed but not started (see the SKIPPED lines)", n))
+	if n := len(rep.skipped) - len(rep.notInstalled); n > 0 {
+		out = append(out, fmt.Sprintf("%d peer(s) left out although installed or built for this run (the left out lines above)", n))
 	}
 	for _, ss := range [][]*series{rep.durable, rep.ids} {
 		for _, s := range ss {
