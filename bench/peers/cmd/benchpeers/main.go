@@ -5,10 +5,19 @@
 // (docs/benchmarks-peers.md) with SVG plots (docs/plots/peers-*.svg).
 //
 //	benchpeers -bin bin/bench -etcd .tools/bin/etcd -out docs [-short]
+//	benchpeers -bin bin/bench -etcd .tools/bin/etcd -smoke
 //
 // A peer that cannot be started (MariaDB or Redis not installed, no etcd
 // binary) is left out with a line in the report saying so; seqsvr itself
 // must run.
+//
+// -smoke is `make bench-peers-smoke`, part of `make test`: the same run cut
+// to about a second per target at two client counts and one leader kill
+// per system, writing into a temporary directory (never docs/), then
+// checking its own output (smoke.go). It exits non-zero when a target made
+// no successful call, a peer that is installed failed to start, or the
+// report or a plot is missing or malformed; a peer that is not installed is
+// printed as a SKIPPED line.
 package main
 
 import (
@@ -33,7 +42,7 @@ import (
 // config is the run's shape; the report prints it.
 type config struct {
 	binDir, etcdBin, outDir, workDir, peerbenchDir string
-	short                                          bool
+	short, smoke                                   bool
 	clients                                        []int
 	rounds                                         int
 	warm, dur                                      time.Duration
@@ -50,6 +59,7 @@ func main() {
 		clients string
 		sweeps  = flag.Bool("sweeps", true, "run the throughput sweeps (false: only the leader kills and the snowflake peers, to look at a failover)")
 		short   = flag.Bool("short", false, "a quick run (about a minute): fewer client counts, one round, short runs")
+		smoke   = flag.Bool("smoke", false, "the make test run (under a minute after the build): 1 and 16 clients, 1 s runs, one kill each, report into a temporary -out, then checked; non-zero exit on a failed check")
 	)
 	flag.StringVar(&cfg.binDir, "bin", "bin/bench", "directory holding storesvr, allocsvr, loadgen, peerload and leafsvr")
 	flag.StringVar(&cfg.etcdBin, "etcd", ".tools/bin/etcd", "the etcd server binary")
@@ -70,7 +80,26 @@ func main() {
 	flag.Int64Var(&cfg.idStep, "id-step", 100000, "initial segment size of the ID path's tag (allocsvr and Leaf; both grow it up to 1,000,000)")
 	flag.Parse()
 	cfg.noSweeps = !*sweeps
-	if *short {
+	outSet := false
+	flag.Visit(func(f *flag.Flag) { outSet = outSet || f.Name == "out" })
+	if *smoke {
+		set := map[string]bool{}
+		flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		for name, v := range smokeDefaults {
+			if !set[name] {
+				_ = flag.Set(name, fmt.Sprint(v))
+			}
+		}
+		cfg.smoke = true
+		if !outSet {
+			dir, err := os.MkdirTemp("", "benchpeers-smoke-out-")
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "benchpeers:", err)
+				os.Exit(1)
+			}
+			cfg.outDir = dir
+		}
+	} else if *short {
 		// -short sets what was not given explicitly.
 		set := map[string]bool{}
 		flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -92,28 +121,34 @@ func main() {
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, log, cfg)
+	rep, err := run(ctx, log, cfg)
 	stop()
 	killAll()
 	if err != nil {
 		log.Error("benchpeers", "err", err)
+		if cfg.smoke {
+			fmt.Printf("bench-peers smoke: FAILED: %v\n(output, if any, in %s)\n", err, cfg.outDir)
+		}
 		os.Exit(1)
+	}
+	if cfg.smoke {
+		os.Exit(smokeVerdict(rep, cfg.outDir, !outSet))
 	}
 }
 
-func run(ctx context.Context, log *slog.Logger, cfg config) (err error) {
+func run(ctx context.Context, log *slog.Logger, cfg config) (rep *report, err error) {
 	began := time.Now()
-	rep := &report{cfg: cfg, began: began, machine: machineInfo(), loadStart: loadAvg()}
+	rep = &report{cfg: cfg, began: began, machine: machineInfo(), loadStart: loadAvg()}
 	if cfg.workDir == "" {
 		if cfg.workDir, err = os.MkdirTemp("", "benchpeers-"); err != nil {
-			return err
+			return nil, err
 		}
 		defer os.RemoveAll(cfg.workDir)
 	}
 	bin := func(n string) string { return filepath.Join(cfg.binDir, n) }
 	for _, n := range []string{"storesvr", "allocsvr", "loadgen", "peerload", "leafsvr"} {
 		if !fileExists(bin(n)) {
-			return fmt.Errorf("%s missing: build with make bench-peers", bin(n))
+			return nil, fmt.Errorf("%s missing: build with make bench-peers", bin(n))
 		}
 	}
 
@@ -122,17 +157,17 @@ func run(ctx context.Context, log *slog.Logger, cfg config) (err error) {
 	c, err := cluster.Start(ctx, cluster.Options{BinDir: cfg.binDir, Dir: filepath.Join(cfg.workDir, "seqsvr"), Stores: 3, Allocs: 1,
 		AllocArgs: []string{"--max-step", "1000000"}, Logf: func(string, ...any) {}})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer c.Close()
 	for tag, step := range map[string]int64{"reserve": cfg.reserveSize, "bench": cfg.idStep, "kill": cfg.idStep} {
 		if err := c.CreateTag(ctx, &seqsvrv1.CreateTagRequest{Tag: tag, Step: step}); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	leader, err := c.Leader(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	rep.versions = append(rep.versions, kv{"seqsvr", "this commit (" + gitHead() + "), hashicorp/raft v1.7.3, raft-boltdb/v2 v2.3.1"})
 	rep.settings = append(rep.settings, kv{"seqsvr", fmt.Sprintf("3 storesvr on loopback, Raft election timeout %v, heartbeat %v; raft-boltdb fsyncs the log on every commit (NoSync off). 1 allocsvr, --max-step 1000000.", raftconf.DefaultElectionTimeout, raftconf.DefaultHeartbeatTimeout)})
@@ -162,11 +197,14 @@ func run(ctx context.Context, log *slog.Logger, cfg config) (err error) {
 	leafURL := ""
 	if db, err = startMariaDB(ctx, filepath.Join(cfg.workDir, "mariadb")); err != nil {
 		rep.skipped = append(rep.skipped, "MariaDB: "+err.Error())
+		if errors.Is(err, errNotInstalled) {
+			rep.notInstalled = append(rep.notInstalled, rep.skipped[len(rep.skipped)-1])
+		}
 		db = nil
 	} else {
 		for tag, step := range map[string]int64{"reserve": cfg.reserveSize, "bench": cfg.idStep} {
 			if err := db.addTag(ctx, tag, step); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		rep.versions = append(rep.versions, kv{"MariaDB", db.version + " (Debian package), driver github.com/go-sql-driver/mysql v1.9.3"})
@@ -180,6 +218,9 @@ func run(ctx context.Context, log *slog.Logger, cfg config) (err error) {
 	redisAddr, redisVer, err := startRedis(ctx, filepath.Join(cfg.workDir))
 	if err != nil {
 		rep.skipped = append(rep.skipped, "Redis: "+err.Error())
+		if errors.Is(err, errNotInstalled) {
+			rep.notInstalled = append(rep.notInstalled, rep.skipped[len(rep.skipped)-1])
+		}
 		redisAddr = ""
 	} else {
 		rep.versions = append(rep.versions, kv{"Redis", redisVer})
@@ -257,13 +298,13 @@ func run(ctx context.Context, log *slog.Logger, cfg config) (err error) {
 
 	if cfg.peerbenchDir != "" && ctx.Err() == nil {
 		log.Info("snowflake peers", "dir", cfg.peerbenchDir)
-		rep.snowflake, rep.snowflakeErr = runSnowflake(ctx, cfg.peerbenchDir, cfg.short)
+		rep.snowflake, rep.snowflakeErr = runSnowflake(ctx, cfg.peerbenchDir, cfg.snowflakeTime())
 	}
 	if err := ctx.Err(); err != nil {
-		return errors.New("interrupted: no report written")
+		return nil, errors.New("interrupted: no report written")
 	}
 	rep.loadEnd, rep.elapsed = loadAvg(), time.Since(began)
-	return rep.write()
+	return rep, rep.write()
 }
 
 func cmpOr(v, def int) int {

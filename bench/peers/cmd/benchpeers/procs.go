@@ -57,7 +57,10 @@ func (p *proc) start() error {
 	}
 	cmd := exec.Command(p.bin, p.args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Pdeathsig: should benchpeers itself die without reaching killAll
+	// (SIGKILL, a crash), the kernel ends the peer anyway; nothing of a
+	// run outlives it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		return fmt.Errorf("start %s: %w", p.name, err)
@@ -105,7 +108,33 @@ func killAll() {
 
 func freePort() (int, error) { return cluster.FreePort("127.0.0.1") }
 
-// poll calls f every 100 ms until it succeeds or timeout passes.
+// errExited ends a poll at once: the process it waits for is gone.
+var errExited = errors.New("exited")
+
+// alive is nil while every p runs; else errExited naming the first gone
+// and where its log is.
+func alive(ps ...*proc) error {
+	for _, p := range ps {
+		if !p.running() {
+			return fmt.Errorf("%s %w; its log ends: %s", p.name, errExited, logTail(p.logPath))
+		}
+	}
+	return nil
+}
+
+// logTail is the last line of a log (the work directory holding it is
+// removed when the run ends).
+func logTail(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return firstLine(lines[len(lines)-1])
+}
+
+// poll calls f every 100 ms until it succeeds or timeout passes, or f
+// reports errExited.
 func poll(ctx context.Context, timeout time.Duration, what string, f func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -116,6 +145,9 @@ func poll(ctx context.Context, timeout time.Duration, what string, f func(contex
 		cc()
 		if last == nil {
 			return nil
+		}
+		if errors.Is(last, errExited) {
+			return fmt.Errorf("%s: %w", what, last)
 		}
 		select {
 		case <-ctx.Done():
@@ -195,6 +227,11 @@ func startEtcd(ctx context.Context, bin, dir string, heartbeatMs, electionMs int
 	}
 	ec.cli = cli
 	err = poll(ctx, 60*time.Second, "etcd", func(ctx context.Context) error {
+		for _, m := range ec.members {
+			if err := alive(m.p); err != nil {
+				return err
+			}
+		}
 		_, err := cli.Put(ctx, "/seqsvr-bench/ready", "1")
 		return err
 	})
@@ -260,6 +297,10 @@ func (ec *etcdCluster) restart(ctx context.Context, m *etcdMember) error {
 
 // --- MariaDB ---
 
+// errNotInstalled marks a peer whose server is not on this machine: the
+// smoke run skips it with a message; any other failure to start fails it.
+var errNotInstalled = errors.New("not installed")
+
 type mariaDB struct {
 	dsn, version string
 	settings     map[string]string
@@ -289,7 +330,7 @@ func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 func startMariaDB(ctx context.Context, dir string) (*mariaDB, error) {
 	server, install := firstBin("mariadbd", "mysqld"), firstBin("mariadb-install-db", "mysql_install_db")
 	if server == "" || install == "" {
-		return nil, errors.New("mariadbd or mariadb-install-db not found (make bench-peers installs mariadb-server with apt when run as root)")
+		return nil, fmt.Errorf("mariadbd or mariadb-install-db %w (make bench-peers installs mariadb-server with apt when run as root)", errNotInstalled)
 	}
 	data := filepath.Join(dir, "data")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -318,7 +359,12 @@ func startMariaDB(ctx context.Context, dir string) (*mariaDB, error) {
 		return nil, err
 	}
 	defer root.Close()
-	if err := poll(ctx, 60*time.Second, "mariadb", root.PingContext); err != nil {
+	if err := poll(ctx, 60*time.Second, "mariadb", func(ctx context.Context) error {
+		if err := alive(p); err != nil {
+			return err
+		}
+		return root.PingContext(ctx)
+	}); err != nil {
 		return nil, fmt.Errorf("%w (log: %s)", err, p.logPath)
 	}
 	for _, q := range []string{"CREATE DATABASE IF NOT EXISTS leaf", "USE leaf", leaf.Schema} {
@@ -354,7 +400,7 @@ func (m *mariaDB) addTag(ctx context.Context, tag string, step int64) error {
 func startRedis(ctx context.Context, dir string) (addr, ver string, err error) {
 	bin := firstBin("redis-server")
 	if bin == "" {
-		return "", "", errors.New("redis-server not found (make bench-peers installs it with apt when run as root)")
+		return "", "", fmt.Errorf("redis-server %w (make bench-peers installs it with apt when run as root)", errNotInstalled)
 	}
 	port, err := freePort()
 	if err != nil {
@@ -366,7 +412,12 @@ func startRedis(ctx context.Context, dir string) (addr, ver string, err error) {
 		return "", "", err
 	}
 	addr = "127.0.0.1:" + strconv.Itoa(port)
-	err = poll(ctx, 10*time.Second, "redis", func(context.Context) error { return dialOK(addr) })
+	err = poll(ctx, 10*time.Second, "redis", func(context.Context) error {
+		if err := alive(p); err != nil {
+			return err
+		}
+		return dialOK(addr)
+	})
 	return addr, version(bin, "--version"), err
 }
 
@@ -382,6 +433,9 @@ func startLeafsvr(ctx context.Context, bin, dir, dsn string) (string, error) {
 	}
 	url := "http://" + addr
 	return url, poll(ctx, 20*time.Second, "leafsvr", func(ctx context.Context) error {
+		if err := alive(p); err != nil {
+			return err
+		}
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+"/healthz", nil)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {

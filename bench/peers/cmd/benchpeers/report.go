@@ -31,6 +31,7 @@ type report struct {
 	loadStart, loadEnd string
 	versions, settings []kv
 	skipped, failures  []string
+	notInstalled       []string // of skipped, the peers not installed on this machine
 	etcdElectionMs     int
 
 	durable, ids []*series
@@ -94,11 +95,7 @@ var benchLine = regexp.MustCompile(`^BenchmarkPeers/(\S+?)(?:-\d+)?\s+\d+\s+([\d
 
 // runSnowflake runs the existing snowflake peer module's benchmark (seqsvr's
 // generator, bwmarrin/snowflake, sonyflake) and parses its lines.
-func runSnowflake(ctx context.Context, dir string, short bool) ([]snowflakeRow, error) {
-	bt := "1s"
-	if short {
-		bt = "200ms"
-	}
+func runSnowflake(ctx context.Context, dir, bt string) ([]snowflakeRow, error) {
 	cmd := exec.CommandContext(ctx, "go", "test", "-run", "^$", "-bench", ".", "-benchtime", bt, "-count", "1")
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
