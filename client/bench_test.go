@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -29,22 +30,36 @@ func median(xs []float64) float64 {
 // BenchmarkNextID: client.NextID with the local buffer against an
 // in-process atomic add (target <= 5x) and against one network call per
 // ID (the same client without the buffer), one goroutine, all in the same
-// run. On a shared machine a round can lose the CPU at any time, so the
-// buffer and the reference are measured in 30 interleaved rounds, each
-// round's ratio taken, and the median (and the least) of those reported. "hit" rounds
-// take 8000 IDs of a 10000-ID batch while the next batch is ready (the
-// rest of the batch, and the refill, untimed); "sustained" is a tight
-// loop of 1 s that includes waiting whenever it outruns the background
-// refills (one NextIDs(10000) round trip per 10000 IDs). "quiet" rounds
-// are hit rounds timed after the refill ended (none in flight).
+// run, for three buffer sizes: MaxCount (a batch is one NextIDs call),
+// 100,000 and 1,000,000 (a batch is 10 or 100 concurrent calls); each
+// size has its own tag, with a segment step of max(100,000, size) so the
+// allocsvr loads a segment at most once per batch. On a shared machine a
+// round can lose the CPU at any time, so the buffer and the reference are
+// measured in 30 interleaved rounds, each round's ratio taken, and the
+// median (and the least) of those reported. "hit" rounds take 8000 IDs
+// of a fresh batch while the next batch is ready or loading (the rest of
+// the batch, and the refill, untimed); "sustained" is a tight loop of 1 s
+// that includes waiting whenever it outruns the background refills.
+// "quiet" rounds are hit rounds timed after the refill ended (none in
+// flight).
 func BenchmarkNextID(b *testing.B) {
 	c := sharedCluster(b)
-	createTag(b, c, "bench-nextid", 100000)
+	nextIDRuns++ // -count runs it again: a fresh tag each time
+	for _, size := range []int{client.MaxCount, 100_000, client.MaxLocalBuffer} {
+		tag := fmt.Sprintf("bench-nextid-%d-%d", size, nextIDRuns)
+		createTag(b, c, tag, int64(max(100_000, size)))
+		b.Run(fmt.Sprintf("buffer=%d", size), func(b *testing.B) { benchNextID(b, tag, size) })
+	}
+}
+
+var nextIDRuns int
+
+func benchNextID(b *testing.B, tag string, size int) {
 	ctx := context.Background()
-	buffered := newClient(b, client.WithLocalBuffer(client.MaxCount))
+	buffered := newClient(b, client.WithLocalBuffer(size))
 	plain := newClient(b)
 	take := func(cl *client.Client) {
-		if _, err := cl.NextID(ctx, "bench-nextid"); err != nil {
+		if _, err := cl.NextID(ctx, tag); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -52,16 +67,24 @@ func BenchmarkNextID(b *testing.B) {
 	for b.Loop() {
 		take(buffered)
 	}
+	// lineUp takes IDs until a fresh batch is current, before its
+	// trigger, with nothing loaded after it: the used-up one's successor
+	// (a batch can be short of size by IDs dropped at a load, so no exact
+	// count is asked for; it gives up after 3*size IDs).
+	lineUp := func() {
+		for range 3 * size {
+			if n := buffered.Buffered(tag); n <= size && n >= size-size/20 {
+				return
+			}
+			take(buffered)
+		}
+	}
 	var counter atomic.Int64
 	var refs, hits, ratios []float64
 	for range 30 {
 		ref := nsPer(100_000, func() { counter.Add(1) }) // about as long as a hit round: as likely to lose the CPU
 		refs = append(refs, ref)
-		// Line up a whole batch: the used-up one's successor, or a
-		// fresh one just loaded.
-		for buffered.Buffered("bench-nextid") != client.MaxCount {
-			take(buffered)
-		}
+		lineUp()
 		hit := nsPer(8000, func() { take(buffered) })
 		hits = append(hits, hit)
 		ratios = append(ratios, hit/ref)
@@ -74,18 +97,17 @@ func BenchmarkNextID(b *testing.B) {
 	// running beside the caller (its network call, TLS, decoding and
 	// allocation, and the allocsvr answering it on the same cores) costs.
 	var qrefs, qhits, qratios []float64
-	trigger := client.MaxCount / 10
+	trigger := size / 10
 	for range 30 {
 		qrefs = append(qrefs, nsPer(100_000, func() { counter.Add(1) }))
-		for buffered.Buffered("bench-nextid") != client.MaxCount {
-			take(buffered)
-		}
+		lineUp()
 		for range trigger + 1 {
 			take(buffered)
 		}
-		for end := time.Now().Add(10 * time.Second); buffered.Buffered("bench-nextid") != 2*client.MaxCount-trigger-1; {
+		left := buffered.Buffered(tag)
+		for end := time.Now().Add(10 * time.Second); buffered.Buffered(tag) <= left; {
 			if time.Now().After(end) {
-				b.Fatalf("the refill did not install a whole batch: %d IDs buffered", buffered.Buffered("bench-nextid"))
+				b.Fatalf("the refill did not install a whole batch: %d IDs buffered", buffered.Buffered(tag))
 			}
 			time.Sleep(100 * time.Microsecond)
 		}

@@ -163,10 +163,10 @@ func (b *tagBuffer) startLoad() {
 	}
 }
 
-// load fetches one batch of b.size IDs with one NextIDs call (retried
-// over the endpoints like any call), keeps the IDs above every ID
-// installed before, and installs it: as cur when cur is used up, else
-// as next.
+// load fetches one batch of b.size IDs (one NextIDs call per MaxCount
+// IDs, made concurrently, each retried over the endpoints like any
+// call), keeps the IDs above every ID installed before, and installs
+// it: as cur when cur is used up, else as next.
 func (b *tagBuffer) load(bg context.Context, done chan struct{}) {
 	ctx, cancel := context.WithTimeout(bg, b.c.cfg.timeout)
 	defer cancel()
@@ -174,7 +174,7 @@ func (b *tagBuffer) load(bg context.Context, done chan struct{}) {
 		b.mu.Lock()
 		home := b.home
 		b.mu.Unlock()
-		ids, ep, err := b.c.fetchIDs(ctx, b.tag, b.size, home)
+		ids, ep, err := b.c.fetchBatch(ctx, b.tag, b.size, home)
 		b.mu.Lock()
 		if err != nil {
 			b.err, b.loading = err, false
@@ -183,7 +183,8 @@ func (b *tagBuffer) load(bg context.Context, done chan struct{}) {
 			return
 		}
 		b.home = ep
-		// An allocsvr's answers for a tag increase; another allocsvr's
+		// An allocsvr's answers for a tag increase (this load's calls all
+		// started after the last load's ended); another allocsvr's
 		// segment may be behind the last one's: drop what is not above.
 		k := sort.Search(len(ids), func(i int) bool { return ids[i] > b.high })
 		ids = ids[k:]

@@ -10,12 +10,20 @@ import (
 
 // The local buffer under concurrent callers (run with -race): every ID
 // unique, each goroutine's IDs strictly increasing, and about one
-// NextIDs call per batch: the buffer, not the network, serves them.
+// NextIDs call per batch, or per MaxCount IDs of a batch above MaxCount
+// (loaded with concurrent calls): the buffer, not the network, serves
+// them.
 func TestLocalBufferConcurrent(t *testing.T) {
 	c := sharedCluster(t)
 	createTag(t, c, "buffered", 1000)
+	createTag(t, c, "buffered-large", 100000)
+	t.Run("small", func(t *testing.T) { testLocalBuffer(t, "buffered", 100, 1500) })
+	t.Run("above MaxCount", func(t *testing.T) { testLocalBuffer(t, "buffered-large", 25_000, 10_000) })
+}
+
+func testLocalBuffer(t *testing.T, tag string, size, each int) {
 	var calls countCalls
-	const size, workers, each = 100, 8, 1500
+	const workers = 8
 	cl := newClient(t, client.WithLocalBuffer(size), client.WithInterceptors(calls.interceptor()))
 	got := make([][]int64, workers)
 	errs := make(chan error, workers)
@@ -27,10 +35,10 @@ func TestLocalBufferConcurrent(t *testing.T) {
 				var ids []int64
 				var err error
 				if i%10 == 9 {
-					ids, err = cl.NextIDs(context.Background(), "buffered", 3)
+					ids, err = cl.NextIDs(context.Background(), tag, 3)
 				} else {
 					var id int64
-					id, err = cl.NextID(context.Background(), "buffered")
+					id, err = cl.NextID(context.Background(), tag)
 					ids = []int64{id}
 				}
 				if err != nil {
@@ -61,9 +69,11 @@ func TestLocalBufferConcurrent(t *testing.T) {
 		}
 	}
 	n := calls.get(seqsvrv1connect.AllocServiceNextIDsProcedure)
-	// Every load is one NextIDs(size); two batches may be left over.
-	if lo, hi := len(seen)/size, len(seen)/size+2; n < lo || n > hi {
-		t.Fatalf("%d IDs took %d NextIDs calls, want %d..%d (one per batch of %d)", len(seen), n, lo, hi, size)
+	// Every load is ceil(size/MaxCount) NextIDs calls; two batches may
+	// be left over.
+	per := (size + client.MaxCount - 1) / client.MaxCount
+	if lo, hi := len(seen)/size*per, (len(seen)/size+2)*per; n < lo || n > hi {
+		t.Fatalf("%d IDs took %d NextIDs calls, want %d..%d (%d per batch of %d)", len(seen), n, lo, hi, per, size)
 	}
 	t.Logf("%d IDs by %d goroutines, %d NextIDs calls", len(seen), workers, n)
 }

@@ -45,9 +45,12 @@
 //
 // WithLocalBuffer(size) keeps, per tag, two batches of segment IDs in the
 // process: NextID takes the next one from memory (an atomic add, no lock,
-// no network), and when 10% of the current batch is used one NextIDs(size)
-// call loads the next batch in the background. A caller waits for the
-// network only when both batches are used up. One client's IDs of a tag
+// no network), and when 10% of the current batch is used the next batch
+// is loaded in the background: one NextIDs(size) call, or, for a size
+// above MaxCount (up to MaxLocalBuffer), ceil(size/MaxCount) concurrent
+// calls on one allocsvr merged in order. A batch costs 8 bytes an ID, and
+// a tag holds two. A caller waits for the network only when both batches
+// are used up. One client's IDs of a tag
 // are unique and strictly increasing in the order a goroutine gets them:
 // loads stay on one allocsvr while it works, and after a failover IDs not
 // above every ID already loaded are dropped (the new allocsvr's segment

@@ -136,14 +136,15 @@ func WithAttemptTimeout(d time.Duration) Option {
 }
 
 // WithLocalBuffer turns the local ID buffer on for NextID and NextIDs:
-// per tag, two batches of size IDs (1..10000) held in the process, the
-// next one fetched in the background with one NextIDs(size) call once
-// 10% of the current one is used. See the package documentation for what
-// it gives up.
+// per tag, two batches of size IDs (1..MaxLocalBuffer) held in the
+// process, 8 bytes an ID (16 MB per tag at the largest size), the next
+// one fetched in the background once 10% of the current one is used,
+// with ceil(size/MaxCount) concurrent NextIDs calls. See the package
+// documentation for what it gives up.
 func WithLocalBuffer(size int) Option {
 	return func(c *config) error {
-		if size < 1 || size > MaxCount {
-			return fmt.Errorf("client: local buffer size %d out of range 1..%d", size, MaxCount)
+		if size < 1 || size > MaxLocalBuffer {
+			return fmt.Errorf("client: local buffer size %d out of range 1..%d", size, MaxLocalBuffer)
 		}
 		c.bufferSize = size
 		return nil

@@ -109,7 +109,7 @@ func TestNewChecksOptions(t *testing.T) {
 	for name, f := range map[string]func() (*Client, error){
 		"no endpoints": func() (*Client, error) { return New(nil) },
 		"buffer 0":     func() (*Client, error) { return New([]string{"a"}, WithLocalBuffer(0)) },
-		"buffer big":   func() (*Client, error) { return New([]string{"a"}, WithLocalBuffer(MaxCount+1)) },
+		"buffer big":   func() (*Client, error) { return New([]string{"a"}, WithLocalBuffer(MaxLocalBuffer+1)) },
 		"timeout":      func() (*Client, error) { return New([]string{"a"}, WithTimeout(0)) },
 		"CA file":      func() (*Client, error) { return New([]string{"a"}, WithCAFile("/nonexistent")) },
 		"empty token":  func() (*Client, error) { return New([]string{"a"}, WithToken("")) },
