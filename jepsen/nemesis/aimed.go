@@ -255,11 +255,7 @@ func restartAimed(ctx context.Context, e *Env, r *rand.Rand, name string, below 
 		off = last + 50 - time.Now().Add(startupGuess).UnixMilli()
 		off = max(min(off, maxAimedOffset.Milliseconds()), -maxAimedOffset.Milliseconds())
 	}
-	saved := a.Env
-	a.Env = append(append([]string{}, saved...), fmt.Sprintf("SEQSVR_FAULTS_CLOCK_OFFSET_MS=%d", off))
-	err := a.Start(context.Background())
-	a.Env = saved
-	if err != nil {
+	if err := startWithClockOffset(a, off); err != nil {
 		return err
 	}
 	e.Log.Inject(name, a.Name, "%sSIGKILL; last issued timestamp %d (now %d); restarted with clock offset %dms",
@@ -270,15 +266,8 @@ func restartAimed(ctx context.Context, e *Env, r *rand.Rand, name string, below 
 		e.Log.Error(name, a.Name, err)
 	}
 	d := hold(ctx, r, 1500*time.Millisecond, 2500*time.Millisecond)
-	if a.Running() {
-		if err := e.SetClock(context.Background(), a, 0); err != nil {
-			_ = a.Kill()
-		}
-	}
-	if !a.Running() {
-		if err := a.Start(context.Background()); err != nil {
-			return err
-		}
+	if err := e.restoreTrueClock(a); err != nil {
+		return err
 	}
 	e.Log.Heal(name, a.Name, "clock back to true time after %s", d.Round(time.Millisecond))
 	return nil

@@ -237,26 +237,39 @@ func clockBackRestart(ctx context.Context, e *Env, r *rand.Rand, a *cluster.Proc
 	if err := a.Kill(); err != nil {
 		return err
 	}
-	saved := a.Env
-	a.Env = append(append([]string{}, saved...), fmt.Sprintf("SEQSVR_FAULTS_CLOCK_OFFSET_MS=%d", off.Milliseconds()))
-	err := a.Start(context.Background())
-	a.Env = saved
-	if err != nil {
+	if err := startWithClockOffset(a, off.Milliseconds()); err != nil {
 		return err
 	}
 	e.Log.Inject("clock-back-restart", a.Name, "SIGKILL, restarted with clock offset %s", off)
 	d := hold(ctx, r, 500*time.Millisecond, 3*time.Second)
+	if err := e.restoreTrueClock(a); err != nil {
+		return err
+	}
+	e.Log.Heal("clock-back-restart", a.Name, "clock back to true time after %s", d.Round(time.Millisecond))
+	return nil
+}
+
+// startWithClockOffset starts a with its faults-build clock shifted by offMs,
+// leaving a.Env as it was so later plain restarts run on true time.
+func startWithClockOffset(a *cluster.Proc, offMs int64) error {
+	saved := a.Env
+	a.Env = append(append([]string{}, saved...), fmt.Sprintf("SEQSVR_FAULTS_CLOCK_OFFSET_MS=%d", offMs))
+	err := a.Start(context.Background())
+	a.Env = saved
+	return err
+}
+
+// restoreTrueClock puts a back on true time: through the faults clock
+// endpoint if it is up, else by a plain restart (not up yet, or it refused
+// to start with the offset).
+func (e *Env) restoreTrueClock(a *cluster.Proc) error {
 	if a.Running() {
 		if err := e.SetClock(context.Background(), a, 0); err != nil {
-			// Not up yet (or refused to start): a plain restart heals it.
 			_ = a.Kill()
 		}
 	}
 	if !a.Running() {
-		if err := a.Start(context.Background()); err != nil {
-			return err
-		}
+		return a.Start(context.Background())
 	}
-	e.Log.Heal("clock-back-restart", a.Name, "clock back to true time after %s", d.Round(time.Millisecond))
 	return nil
 }
