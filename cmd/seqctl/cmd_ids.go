@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 
+	"github.com/seqsvr/seqsvr/client"
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 )
 
@@ -23,6 +24,21 @@ func (a *app) printIDs(ids []int64, m interface{ GetIds() []int64 }) error {
 	return nil
 }
 
+// takeIDs runs one ID-taking call on a fresh alloc client and prints the
+// result; wrap gives the response message used for -o json.
+func (a *app) takeIDs(take func(*client.Client) ([]int64, error), wrap func([]int64) interface{ GetIds() []int64 }) error {
+	c, err := a.alloc()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	ids, err := take(c)
+	if err != nil {
+		return err
+	}
+	return a.printIDs(ids, wrap(ids))
+}
+
 func countFlag(fs *flag.FlagSet) *int { return fs.Int("n", 1, "how many (1..10000)") }
 
 func init() {
@@ -31,32 +47,16 @@ func init() {
 			setup: func(fs *flag.FlagSet) runFunc {
 				n := countFlag(fs)
 				return func(a *app, ctx context.Context, args []string) error {
-					c, err := a.alloc()
-					if err != nil {
-						return err
-					}
-					defer c.Close()
-					ids, err := c.NextIDs(ctx, args[0], *n)
-					if err != nil {
-						return err
-					}
-					return a.printIDs(ids, &seqsvrv1.NextIDsResponse{Ids: ids})
+					return a.takeIDs(func(c *client.Client) ([]int64, error) { return c.NextIDs(ctx, args[0], *n) },
+						func(ids []int64) interface{ GetIds() []int64 } { return &seqsvrv1.NextIDsResponse{Ids: ids} })
 				}
 			}},
 		command{path: "snowflake", args: "[-n N]", summary: "take N snowflake IDs (one per line)", min: 0, max: 0,
 			setup: func(fs *flag.FlagSet) runFunc {
 				n := countFlag(fs)
 				return func(a *app, ctx context.Context, args []string) error {
-					c, err := a.alloc()
-					if err != nil {
-						return err
-					}
-					defer c.Close()
-					ids, err := c.NextSnowflakeIDs(ctx, *n)
-					if err != nil {
-						return err
-					}
-					return a.printIDs(ids, &seqsvrv1.NextSnowflakeIDsResponse{Ids: ids})
+					return a.takeIDs(func(c *client.Client) ([]int64, error) { return c.NextSnowflakeIDs(ctx, *n) },
+						func(ids []int64) interface{ GetIds() []int64 } { return &seqsvrv1.NextSnowflakeIDsResponse{Ids: ids} })
 				}
 			}},
 		command{path: "decode", args: "ID", summary: "a snowflake ID's time, worker ID, sequence", min: 1, max: 1,
