@@ -90,9 +90,19 @@ func Full(d time.Duration, withPartitions bool) []Config {
 		out = append(out, Config{Name: "cutoff", Faults: []string{"isolate-alloc-long", "kill-alloc-slow"}, Partitions: true,
 			AllocWorkers: 6, SoloShare: 50, GapLo: 300 * time.Millisecond, GapHi: time.Second})
 	}
+	// seq-alloc: the per-key workload with faults on the allocsvrs only
+	// (the store stays healthy), so guarantee 9's availability check has
+	// no store fault to excuse an outage with: every per-key outage must
+	// be explained by an allocsvr event within its bound.
+	seqAlloc := Config{Name: "seq-alloc", Faults: cat(seqFaults, []string{"kill-alloc", "pause-alloc", "twin-takeover"}),
+		Partitions: withPartitions, Allocs: 3, SeqWorkers: 6, StoreWorkers: 1, AllocWorkers: 2, GapLo: 200 * time.Millisecond, GapHi: time.Second}
+	if withPartitions {
+		seqAlloc.Faults = append(seqAlloc.Faults, "isolate-alloc")
+	}
+	out = append(out, seqAlloc)
 	for i := range out {
 		out[i].Duration = d
-		if !slices.Contains([]string{"membership", "idempotency", "takeover", "cutoff"}, out[i].Name) {
+		if !slices.Contains([]string{"membership", "idempotency", "takeover", "cutoff", "seq-alloc"}, out[i].Name) {
 			out[i].Copies = 2
 		}
 	}

@@ -218,6 +218,12 @@ func seqG9Events(events []nemesis.Event, ttl time.Duration) ([]checker.SeqScale,
 				scale = append(scale, checker.SeqScale{At: e.At, Bound: checker.SeqBlip, What: what, Target: e.Target})
 			}
 		case "heal":
+			if e.Fault == "twin-takeover" && e.Detail == nemesis.TwinReconnected {
+				// Not the end: the twin serves, then dies with its
+				// sections held; the final heal (original restarted)
+				// closes the fault, and recovery is allowed after it.
+				continue
+			}
 			// This heal ends its own injection and any later one of the
 			// same fault (a twin's second step).
 			keep := opened[:0]

@@ -27,6 +27,9 @@ func TestSeqG9Events(t *testing.T) {
 		ev(11, "seq-add-alloc", "heal", "ax", "SIGKILL after 2s"),
 		ev(12, "twin-takeover", "inject", "a3", "SIGSTOP"),
 		ev(13, "twin-takeover", "inject", "a3-twin", "twin serving"),
+		// The cut heals while the twin serves: the fault goes on until
+		// the twin is killed and the original restarted.
+		ev(13.5, "twin-takeover", "heal", "a3", nemesis.TwinReconnected),
 		ev(14, "twin-takeover", "heal", "a3", "twin killed"),
 		ev(15, "pause-leader", "inject", "s1", "SIGSTOP"), // never healed
 	}, ttl)

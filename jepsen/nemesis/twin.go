@@ -10,6 +10,12 @@ import (
 	"github.com/seqsvr/seqsvr/internal/cluster"
 )
 
+// TwinReconnected is the detail of twin-takeover's middle heal: the cut
+// is healed but the fault goes on (the twin serves, then is SIGKILLed and
+// its sections wait out its lease) until the heal that restarts the
+// original. Readers of the log that model recovery key on it.
+const TwinReconnected = "reconnected while the twin serves"
+
 // twinTakeover cuts an allocsvr off the store (a partition, or SIGSTOP
 // without namespaces) until its worker lease has expired, then starts a
 // second process with the same --node-id, which takes the worker ID over.
@@ -63,7 +69,7 @@ func twinTakeover(ctx context.Context, e *Env, r *rand.Rand) error {
 	if err := heal(); err != nil {
 		return err
 	}
-	e.Log.Heal("twin-takeover", a.Name, "reconnected while the twin serves")
+	e.Log.Heal("twin-takeover", a.Name, "%s", TwinReconnected)
 	hold(ctx, r, 2*time.Second, 4*time.Second)
 
 	if e.RemoveAlloc != nil {
