@@ -229,7 +229,7 @@ func TestSavedRoundTrip(t *testing.T) {
 	if err := saveNemesis(dir, nlog); err != nil {
 		t.Fatal(err)
 	}
-	faults, total, err := loadFaults(dir)
+	faults, total, _, err := loadEvents(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

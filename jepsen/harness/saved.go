@@ -79,14 +79,9 @@ func saveNemesis(dir string, l *nemesis.Log) error {
 	return f.Close()
 }
 
-// loadFaults counts the injections in dir's nemesis.jsonl the way
-// nemesis.Log.Counts does; a run without faults may have none.
-func loadFaults(dir string) (map[string]int, int, error) {
-	m, n, _, err := loadEvents(dir)
-	return m, n, err
-}
-
-// loadEvents is loadFaults with the events themselves.
+// loadEvents reads dir's nemesis.jsonl: the injections counted the way
+// nemesis.Log.Counts does, and the events themselves. A run without
+// faults may have none.
 func loadEvents(dir string) (map[string]int, int, []nemesis.Event, error) {
 	m := map[string]int{}
 	var evs []nemesis.Event
