@@ -7,6 +7,7 @@ BUF   := $(TOOLS)/npm/node_modules/.bin/buf
 PROTOC_GEN_GO_VERSION         := v1.36.12
 PROTOC_GEN_CONNECT_GO_VERSION := v1.21.1
 BUF_VERSION                   := 1.75.0
+GRPCURL_VERSION               := v1.9.3
 FUZZTIME ?= 15s
 # --version of every binary; `go build` without it falls back to the VCS revision.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
@@ -28,8 +29,15 @@ $(TOOLS)/bin/protoc-gen-connect-go:
 $(BUF):
 	npm install --no-audit --no-fund --silent --prefix $(TOOLS)/npm @bufbuild/buf@$(BUF_VERSION)
 
+# grpcurl, for the README's gRPC calls (a Go module, built from source).
+$(TOOLS)/bin/grpcurl:
+	GOBIN=$(TOOLS)/bin $(GO) install github.com/fullstorydev/grpcurl/cmd/grpcurl@$(GRPCURL_VERSION)
+
+.PHONY: grpcurl
+grpcurl: $(TOOLS)/bin/grpcurl ## install the pinned grpcurl into .tools/bin
+
 .PHONY: tools
-tools: $(TOOLS)/bin/protoc-gen-go $(TOOLS)/bin/protoc-gen-connect-go $(BUF) ## install the pinned code generators into .tools/
+tools: $(TOOLS)/bin/protoc-gen-go $(TOOLS)/bin/protoc-gen-connect-go $(BUF) $(TOOLS)/bin/grpcurl ## install the pinned code generators and grpcurl into .tools/
 
 # web/: the browser client and status pages (npm, pinned by web/package-lock.json).
 WEB_DEPS := web/node_modules/.package-lock.json
@@ -73,7 +81,7 @@ web-screenshots: $(WEB_DEPS) ## rerun the browser test, saving its screenshots o
 	$(GO) test -tags $(TAGS) -count=1 -run '^TestBrowser$$' ./web/ -args -screenshots $(CURDIR)/docs/img
 
 .PHONY: test
-test: $(WEB_DEPS) ## the whole suite: unit, in-process cluster, real-process integration, jepsen smoke, the browser test (needs /usr/bin/chromium), the bench-peers smoke
+test: $(WEB_DEPS) $(TOOLS)/bin/grpcurl ## the whole suite: unit, in-process cluster, real-process integration, jepsen smoke, the browser test (needs /usr/bin/chromium), the bench-peers smoke
 	$(GO) vet -tags $(TAGS) ./...
 	$(GO) test -tags $(TAGS) -race -count=1 -timeout 20m ./...
 	@# the planted bugs and fault hooks exist only in -tags faults builds

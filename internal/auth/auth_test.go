@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -98,27 +99,35 @@ func newAuth(t *testing.T) (*Authorizer, string) {
 	return a, path
 }
 
+// checkCases are header values and procedures with the refusal each
+// gets (nil: allowed) from newAuth's list.
+var checkCases = []struct {
+	header, proc string
+	want         *errs.Kind
+}{
+	{"", "/seqsvr.v1.AllocService/NextIDs", errs.Unauthenticated},
+	{"Bearer", "/seqsvr.v1.AllocService/NextIDs", errs.Unauthenticated},
+	{"Basic " + clientTok, "/seqsvr.v1.AllocService/NextIDs", errs.Unauthenticated},
+	{"Bearer " + clientTok + "x", "/seqsvr.v1.AllocService/NextIDs", errs.Unauthenticated},
+	{"Bearer " + clientTok[:len(clientTok)-1], "/seqsvr.v1.AllocService/NextIDs", errs.Unauthenticated},
+	{"Bearer " + clientTok, "/seqsvr.v1.AllocService/NextIDs", nil},
+	{"bearer " + clientTok, "/seqsvr.v1.StoreService/GetTag", nil},
+	{"Bearer " + clientTok, "/seqsvr.v1.StoreService/ReserveSegment", errs.PermissionDenied},
+	{"Bearer " + allocTok, "/seqsvr.v1.StoreService/ReserveSegment", nil},
+	{"Bearer " + allocTok, "/seqsvr.v1.AllocService/NextIDs", nil},
+	{"Bearer " + allocTok, "/seqsvr.v1.StoreService/DeleteTag", errs.PermissionDenied},
+	{"Bearer " + adminTok, "/seqsvr.v1.StoreService/DeleteTag", nil},
+	{"Bearer " + adminTok, "/seqsvr.v1.StoreService/NoSuchMethod", errs.PermissionDenied},
+	{"", "/grpc.health.v1.Health/Check", nil},
+	{"Bearer \t" + clientTok + " ", "/seqsvr.v1.AllocService/NextIDs", nil},
+	{"Bearer " + clientTok + "\u00a0", "/seqsvr.v1.AllocService/NextIDs", errs.Unauthenticated},
+	{"Bearer  ", "/seqsvr.v1.AllocService/NextIDs", errs.Unauthenticated},
+	{"Bearer " + adminTok, "/api/segment/get/t", errs.PermissionDenied}, // not a procedure
+}
+
 func TestCheck(t *testing.T) {
 	a, _ := newAuth(t)
-	for _, c := range []struct {
-		header, proc string
-		want         *errs.Kind
-	}{
-		{"", "/seqsvr.v1.AllocService/NextIDs", errs.Unauthenticated},
-		{"Bearer", "/seqsvr.v1.AllocService/NextIDs", errs.Unauthenticated},
-		{"Basic " + clientTok, "/seqsvr.v1.AllocService/NextIDs", errs.Unauthenticated},
-		{"Bearer " + clientTok + "x", "/seqsvr.v1.AllocService/NextIDs", errs.Unauthenticated},
-		{"Bearer " + clientTok[:len(clientTok)-1], "/seqsvr.v1.AllocService/NextIDs", errs.Unauthenticated},
-		{"Bearer " + clientTok, "/seqsvr.v1.AllocService/NextIDs", nil},
-		{"bearer " + clientTok, "/seqsvr.v1.StoreService/GetTag", nil},
-		{"Bearer " + clientTok, "/seqsvr.v1.StoreService/ReserveSegment", errs.PermissionDenied},
-		{"Bearer " + allocTok, "/seqsvr.v1.StoreService/ReserveSegment", nil},
-		{"Bearer " + allocTok, "/seqsvr.v1.AllocService/NextIDs", nil},
-		{"Bearer " + allocTok, "/seqsvr.v1.StoreService/DeleteTag", errs.PermissionDenied},
-		{"Bearer " + adminTok, "/seqsvr.v1.StoreService/DeleteTag", nil},
-		{"Bearer " + adminTok, "/seqsvr.v1.StoreService/NoSuchMethod", errs.PermissionDenied},
-		{"", "/grpc.health.v1.Health/Check", nil},
-	} {
+	for _, c := range checkCases {
 		_, err := a.Check(c.header, c.proc)
 		if c.want == nil && err != nil || c.want != nil && !errors.Is(err, c.want) {
 			t.Errorf("Check(%q, %s) = %v, want %v", c.header, c.proc, err, c.want)
@@ -167,6 +176,55 @@ func TestReloadKeepsOldOnError(t *testing.T) {
 	}
 	if _, err := a.Check("Bearer new-token-0123456789", "/seqsvr.v1.StoreService/DeleteTag"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestAllowsAgreesWithCheckRole: the front's byte check and net/http's
+// string check give the same verdict on every case, with the role the
+// front derives from the path.
+func TestAllowsAgreesWithCheckRole(t *testing.T) {
+	a, _ := newAuth(t)
+	for _, c := range checkCases {
+		need := PathRole([]byte(c.proc))
+		if need != PathRole(c.proc) {
+			t.Errorf("PathRole(%s) differs between bytes and string", c.proc)
+		}
+		_, err := a.CheckRole(c.header, need, c.proc)
+		if got := a.Allows([]byte(c.header), need); got != (err == nil) {
+			t.Errorf("Allows(%q, %s) = %v, CheckRole: %v", c.header, c.proc, got, err)
+		}
+	}
+	for path, want := range map[string]Role{
+		"/api/segment/get/t": LeafRole, "/api/": LeafRole, "/api": noRole, "/": noRole, "": noRole,
+		"/seqsvr.v1.AllocService/NextIDs": Client, "/seqsvr.v1.StoreService/DeleteTag": Admin,
+	} {
+		if got := PathRole([]byte(path)); got != want {
+			t.Errorf("PathRole(%q) = %v, want %v", path, got, want)
+		}
+	}
+	var none *Authorizer
+	if !none.Allows(nil, Admin) {
+		t.Error("nil Authorizer refused")
+	}
+}
+
+// TestAllowsAllocatesNothing: the front's check of a 64-byte token (what
+// `openssl rand -hex 32` makes) on a procedure path allocates nothing.
+func TestAllowsAllocatesNothing(t *testing.T) {
+	tok := strings.Repeat("0123456789abcdef", 4)
+	path := filepath.Join(t.TempDir(), "auth.json")
+	writeFile(t, path, `[{"name": "app", "token": "`+tok+`", "roles": ["client"]}]`)
+	a, err := New(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, p := []byte("Bearer "+tok), []byte("/seqsvr.v1.AllocService/NextIDs")
+	if n := testing.AllocsPerRun(100, func() {
+		if !a.Allows(h, PathRole(p)) {
+			t.Fatal("refused")
+		}
+	}); n != 0 {
+		t.Errorf("%v allocations per check, want 0", n)
 	}
 }
 
@@ -247,6 +305,29 @@ func TestInterceptor(t *testing.T) {
 			if got := connect.CodeOf(err); got != c.want {
 				t.Errorf("token %q: %v, want %v", c.token, err, c.want)
 			}
+		}
+	}
+}
+
+// BenchmarkAllows is the front's per-call check: a 64-byte token among
+// ten, on a procedure path.
+func BenchmarkAllows(b *testing.B) {
+	var es []string
+	for i := range 10 {
+		es = append(es, fmt.Sprintf(`{"name":"t%d","token":"%064d","roles":["client"]}`, i, i))
+	}
+	path := filepath.Join(b.TempDir(), "auth.json")
+	if err := os.WriteFile(path, []byte("["+strings.Join(es, ",")+"]"), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	a, err := New(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	h, p := []byte(fmt.Sprintf("Bearer %064d", 9)), []byte("/seqsvr.v1.AllocService/NextIDs")
+	for b.Loop() {
+		if !a.Allows(h, PathRole(p)) {
+			b.Fatal("refused")
 		}
 	}
 }

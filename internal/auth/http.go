@@ -3,7 +3,6 @@ package auth
 import (
 	"errors"
 	"net/http"
-	"strings"
 
 	"github.com/seqsvr/seqsvr/internal/errs"
 )
@@ -31,10 +30,15 @@ func (a *Authorizer) Leaf(h http.Handler) http.Handler {
 // PathRole is the role a request path needs on the HTTP/1.1 front: a
 // Connect procedure's (Required), LeafRole for the Leaf API, and for
 // anything else a role no token holds, so the front declines it and
-// net/http's checks answer.
-func PathRole(path string) Role {
-	if strings.HasPrefix(path, "/api/") {
+// net/http's checks answer. It takes the front's bytes as they are and
+// allocates nothing.
+func PathRole[T string | []byte](path T) Role {
+	const leaf = "/api/"
+	if len(path) >= len(leaf) && string(path[:len(leaf)]) == leaf {
 		return LeafRole
 	}
-	return Required(path)
+	if r, ok := Procedures[string(path)]; ok {
+		return r
+	}
+	return noRole
 }
