@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
@@ -28,6 +29,8 @@ import (
 func (s *Service) FastRoutes(maxBodyBytes int64, logger *slog.Logger) h1.Handler {
 	var m h1.Mux
 	m.Handle(seqsvrv1connect.AllocServiceNextIDsProcedure, connectfast.H1(maxBodyBytes, logger, s.nextIDsFast))
+	// The Go client's local buffer refills with NextIDRanges.
+	m.Handle(seqsvrv1connect.AllocServiceNextIDRangesProcedure, connectfast.H1(maxBodyBytes, logger, s.nextIDRangesFast))
 	m.Handle(leafSegmentPrefix, h1.HandlerFunc(s.leafSegmentH1))
 	// Per-key sequences, when this allocsvr serves the key (seqfast.go).
 	m.Handle(seqsvrv1connect.SeqServiceNextSeqProcedure, unforwarded(connectfast.H1(maxBodyBytes, logger, s.nextSeqFast)))
@@ -45,6 +48,20 @@ func (s *Service) nextIDsFast(ctx context.Context, body []byte) ([]byte, error) 
 		return nil, errs.Connect(err)
 	}
 	return appendIDs(body[:0], ids), nil
+}
+
+// nextIDRangesFast answers with proto.Marshal: the answer is a few ranges,
+// so there is no per-ID encoding to write out by hand.
+func (s *Service) nextIDRangesFast(ctx context.Context, body []byte) ([]byte, error) {
+	var req seqsvrv1.NextIDRangesRequest
+	if err := connectfast.Decode(body, &req); err != nil {
+		return nil, err
+	}
+	res, err := s.segmentRanges(ctx, req.GetTag(), req.GetCount())
+	if err != nil {
+		return nil, errs.Connect(err)
+	}
+	return proto.MarshalOptions{}.MarshalAppend(body[:0], res)
 }
 
 // appendIDs is NextIDsResponse{Ids: ids} in the proto wire format: field 1,

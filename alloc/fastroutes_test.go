@@ -122,6 +122,55 @@ func TestFastRoutesNextIDsErrorsLikeNetHTTP(t *testing.T) {
 	f.onFront(t, h1.Stats{}, uint64(len(cases)))
 }
 
+// NextIDRanges is answered on the front too, with the IDs that follow
+// net/http's and the same errors.
+func TestFastRoutesNextIDRanges(t *testing.T) {
+	f := newFronted(t)
+	c := seqsvrv1connect.NewAllocServiceClient(connectfasttest.H1Client(t), f.url)
+	ref := seqsvrv1connect.NewAllocServiceClient(http.DefaultClient, f.ref)
+	ctx := context.Background()
+	var last int64
+	counts := []int32{0, 1, spec.MaxCount + 1, spec.MaxRangeCount}
+	for _, count := range counts {
+		res, err := c.NextIDRanges(ctx, connect.NewRequest(&seqsvrv1.NextIDRangesRequest{Tag: "order", Count: count}))
+		if err != nil {
+			t.Fatalf("count %d: %v", count, err)
+		}
+		rs := res.Msg.GetRanges()
+		if want := last + int64(max(count, 1)); len(rs) != 1 || rs[0].GetFirst() != last+1 || rs[0].GetLast() != want {
+			t.Fatalf("count %d after %d: %v", count, last, rs)
+		}
+		last = rs[0].GetLast()
+		next, err := ref.NextIDs(ctx, connect.NewRequest(&seqsvrv1.NextIDsRequest{Tag: "order"}))
+		if err != nil || len(next.Msg.GetIds()) != 1 || next.Msg.GetIds()[0] != last+1 {
+			t.Fatalf("net/http after %d: %v %v", last, next, err)
+		}
+		last++
+	}
+	cases := map[string]*seqsvrv1.NextIDRangesRequest{
+		"bad tag":       {Tag: "bad tag!", Count: 1},
+		"count -1":      {Tag: "order", Count: -1},
+		"count too big": {Tag: "order", Count: spec.MaxRangeCount + 1},
+		"unknown tag":   {Tag: "nope", Count: 1},
+	}
+	for name, req := range cases {
+		_, ferr := c.NextIDRanges(ctx, connect.NewRequest(req))
+		_, rerr := ref.NextIDRanges(ctx, connect.NewRequest(req))
+		var fce, rce *connect.Error
+		if !errors.As(ferr, &fce) || !errors.As(rerr, &rce) {
+			t.Fatalf("%s: front %v, net/http %v; want errors", name, ferr, rerr)
+		}
+		if fce.Code() != rce.Code() || fce.Message() != rce.Message() {
+			t.Fatalf("%s: front %v %q; net/http %v %q", name, fce.Code(), fce.Message(), rce.Code(), rce.Message())
+		}
+	}
+	_, err := c.NextIDRanges(ctx, connect.NewRequest(cases["count too big"]))
+	if ce := new(connect.Error); !errors.As(err, &ce) || ce.Code() != connect.CodeInvalidArgument || !strings.Contains(ce.Message(), "1..1000000") {
+		t.Fatalf("count too big: %v, want invalid_argument naming the bound", err)
+	}
+	f.onFront(t, h1.Stats{}, uint64(len(counts)+len(cases)+1))
+}
+
 // leafGetter is a client that does not follow redirects, so a redirect is
 // compared as an answer.
 func leafGetter(hc *http.Client) *http.Client {

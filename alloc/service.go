@@ -8,6 +8,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/seqsvr/seqsvr/alloc/segment"
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 	"github.com/seqsvr/seqsvr/internal/errs"
@@ -18,6 +19,7 @@ import (
 // (*segment.Allocator in production).
 type SegmentSource interface {
 	NextIDs(ctx context.Context, tag string, count int) ([]int64, error)
+	NextIDRanges(ctx context.Context, tag string, count int) ([]segment.Range, error)
 	Status() []*seqsvrv1.TagStatus
 }
 
@@ -117,6 +119,37 @@ func (s *Service) NextIDs(ctx context.Context, req *connect.Request[seqsvrv1.Nex
 		return nil, errs.Connect(err)
 	}
 	return connect.NewResponse(&seqsvrv1.NextIDsResponse{Ids: ids}), nil
+}
+
+// segmentRanges validates and serves a NextIDRanges request; shared by
+// the RPC and the fast route.
+func (s *Service) segmentRanges(ctx context.Context, tag string, count int32) (*seqsvrv1.NextIDRangesResponse, error) {
+	if err := spec.CheckTag(tag); err != nil {
+		return nil, err
+	}
+	n, err := spec.CheckRangeCount(count)
+	if err != nil {
+		return nil, err
+	}
+	rs, err := s.seg.NextIDRanges(ctx, tag, n)
+	if err != nil {
+		return nil, err
+	}
+	out := &seqsvrv1.NextIDRangesResponse{Ranges: make([]*seqsvrv1.IDRange, len(rs))}
+	for i, r := range rs {
+		out.Ranges[i] = &seqsvrv1.IDRange{First: r.First, Last: r.Last}
+	}
+	return out, nil
+}
+
+// NextIDRanges hands out segment-mode IDs for one tag as ranges: the
+// same IDs NextIDs would, without a word per ID on the wire.
+func (s *Service) NextIDRanges(ctx context.Context, req *connect.Request[seqsvrv1.NextIDRangesRequest]) (*connect.Response[seqsvrv1.NextIDRangesResponse], error) {
+	res, err := s.segmentRanges(ctx, req.Msg.GetTag(), req.Msg.GetCount())
+	if err != nil {
+		return nil, errs.Connect(err)
+	}
+	return connect.NewResponse(res), nil
 }
 
 // NextSnowflakeIDs hands out snowflake IDs; the tag is accepted for Leaf

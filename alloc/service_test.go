@@ -12,6 +12,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/seqsvr/seqsvr/alloc/segment"
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 	"github.com/seqsvr/seqsvr/internal/errs"
@@ -46,6 +47,22 @@ func (f *svcFakeSegments) NextIDs(_ context.Context, tag string, count int) ([]i
 		ids[i] = f.next
 	}
 	return ids, nil
+}
+
+// NextIDRanges hands out what NextIDs would, as one range.
+func (f *svcFakeSegments) NextIDRanges(_ context.Context, tag string, count int) ([]segment.Range, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	if f.err != nil {
+		return nil, f.err
+	}
+	if f.only != "" && tag != f.only {
+		return nil, fmt.Errorf("%w: tag %q", errs.NotFound, tag)
+	}
+	r := segment.Range{First: f.next + 1, Last: f.next + int64(count)}
+	f.next = r.Last
+	return []segment.Range{r}, nil
 }
 
 func (f *svcFakeSegments) Status() []*seqsvrv1.TagStatus {
@@ -129,6 +146,32 @@ func TestNextIDsCountRules(t *testing.T) {
 	}
 	if seg.callCount() != before {
 		t.Fatalf("allocator called for invalid counts")
+	}
+}
+
+// NextIDRanges takes counts up to spec.MaxRangeCount, far above NextIDs'
+// bound; anything else is refused before the allocator is asked.
+func TestNextIDRangesCountRules(t *testing.T) {
+	_, seg, c, _ := newTestService(t)
+	ctx := context.Background()
+	for _, n := range []int32{0, spec.MaxCount + 1, spec.MaxRangeCount} {
+		res, err := c.NextIDRanges(ctx, connect.NewRequest(&seqsvrv1.NextIDRangesRequest{Tag: "order", Count: n}))
+		if err != nil || len(res.Msg.GetRanges()) != 1 {
+			t.Fatalf("count %d: %v err %v", n, res, err)
+		}
+		if r := res.Msg.GetRanges()[0]; r.GetLast()-r.GetFirst()+1 != int64(max(n, 1)) {
+			t.Fatalf("count %d: range %v", n, r)
+		}
+	}
+	before := seg.callCount()
+	for _, n := range []int32{-1, spec.MaxRangeCount + 1, -2147483648} {
+		_, err := c.NextIDRanges(ctx, connect.NewRequest(&seqsvrv1.NextIDRangesRequest{Tag: "order", Count: n}))
+		wantCode(t, err, connect.CodeInvalidArgument)
+	}
+	_, err := c.NextIDRanges(ctx, connect.NewRequest(&seqsvrv1.NextIDRangesRequest{Tag: "a b"}))
+	wantCode(t, err, connect.CodeInvalidArgument)
+	if seg.callCount() != before {
+		t.Fatalf("allocator called for invalid requests")
 	}
 }
 

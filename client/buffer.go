@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"maps"
-	"sort"
 	"sync"
 	"sync/atomic"
 
@@ -12,24 +11,52 @@ import (
 	"github.com/seqsvr/seqsvr/internal/spec"
 )
 
-// batch is one NextIDs answer being handed out. pos is claimed with an
-// atomic add, so the common case takes no lock.
+// batch is one run of consecutive IDs, first..first+n-1, being handed
+// out: a load's answer is one batch per range (usually one or two). pos
+// is claimed with an atomic add, so the common case takes no lock and
+// reads no memory but the batch's three words.
 type batch struct {
-	ids     []int64
+	first   int64
+	n       int64
 	pos     atomic.Int64
-	trigger int64 // the index whose taker starts the next load: 10% in
+	trigger int64 // the index whose taker starts the next load (10% into the load), -1: none here
 }
 
-func newBatch(ids []int64) *batch { return &batch{ids: ids, trigger: int64(len(ids) / 10)} }
+// id is the ID at index i (< n) of b.
+func (b *batch) id(i int64) int64 { return b.first + i }
 
 // used reports whether every ID of the batch was claimed.
-func (b *batch) used() bool { return b.pos.Load() >= int64(len(b.ids)) }
+func (b *batch) used() bool { return b.pos.Load() >= b.n }
 
-// tagBuffer is the local double buffer of one tag: cur is handed out
-// while next is loaded in the background. Every batch installed holds
-// only IDs above every ID of the batches before it, so one client's IDs
-// of a tag are unique and increasing even when a failover moves the
-// loads to an allocsvr whose segment is behind.
+// left is how many IDs of b are unclaimed.
+func (b *batch) left() int { return int(max(0, b.n-b.pos.Load())) }
+
+// newBatches makes one batch per range of a load; the one holding the
+// load's 10% point gets the trigger.
+func newBatches(rs []idRange) []*batch {
+	var total int64
+	for _, r := range rs {
+		total += r.len()
+	}
+	g := total / 10
+	out := make([]*batch, len(rs))
+	for k, r := range rs {
+		nb := &batch{first: r.first, n: r.len(), trigger: -1}
+		if g >= 0 && g < nb.n {
+			nb.trigger = g
+		}
+		g -= nb.n
+		out[k] = nb
+	}
+	return out
+}
+
+// tagBuffer is the local double buffer of one tag: cur (and rest, the
+// other runs of the same load) is handed out while next is loaded in the
+// background. Every load installed holds only IDs above every ID of the
+// loads before it, so one client's IDs of a tag are unique and
+// increasing even when a failover moves the loads to an allocsvr whose
+// segment is behind.
 type tagBuffer struct {
 	c    *Client
 	tag  string
@@ -37,7 +64,8 @@ type tagBuffer struct {
 	cur  atomic.Pointer[batch]
 
 	mu      sync.Mutex
-	next    *batch
+	rest    []*batch // the batches of cur's load after cur, in order
+	next    []*batch // the next load's batches, nil until it is installed
 	loading bool
 	done    chan struct{} // closed when the load in flight ends
 	err     error         // the last load's failure, nil after a success
@@ -75,8 +103,8 @@ func (c *Client) buffer(tag string) (*tagBuffer, error) {
 func (b *tagBuffer) take(ctx context.Context) (int64, error) {
 	if cur := b.cur.Load(); cur != nil {
 		i := cur.pos.Add(1) - 1
-		if i < int64(len(cur.ids)) && i != cur.trigger {
-			return cur.ids[i], nil
+		if i < cur.n && i != cur.trigger {
+			return cur.first + i, nil
 		}
 		return b.claimed(ctx, cur, i)
 	}
@@ -86,9 +114,9 @@ func (b *tagBuffer) take(ctx context.Context) (int64, error) {
 // claimed finishes a take that claimed index i of cur: the trigger
 // index starts the next load, an index past the end goes the slow way.
 func (b *tagBuffer) claimed(ctx context.Context, cur *batch, i int64) (int64, error) {
-	if i < int64(len(cur.ids)) {
+	if i < cur.n {
 		b.refill() // i is the trigger
-		return cur.ids[i], nil
+		return cur.id(i), nil
 	}
 	return b.slow(ctx, cur)
 }
@@ -103,11 +131,11 @@ func (b *tagBuffer) slow(ctx context.Context, cur *batch) (int64, error) {
 			continue
 		}
 		i := cur.pos.Add(1) - 1
-		if i < int64(len(cur.ids)) {
+		if i < cur.n {
 			if i == cur.trigger {
 				b.refill()
 			}
-			return cur.ids[i], nil
+			return cur.id(i), nil
 		}
 	}
 }
@@ -121,17 +149,24 @@ func (b *tagBuffer) refill() {
 	}
 }
 
-// wait is the slow path, once cur is used up: switch to the next batch,
-// or start a load and wait for it (at most until ctx ends).
+// wait is the slow path, once cur is used up: switch to the next batch
+// of cur's load or of the next load, or start a load and wait for it (at
+// most until ctx ends).
 func (b *tagBuffer) wait(ctx context.Context, cur *batch) error {
 	b.mu.Lock()
 	if b.cur.Load() != cur {
 		b.mu.Unlock()
 		return nil // another caller switched batches
 	}
+	if len(b.rest) > 0 {
+		b.cur.Store(b.rest[0])
+		b.rest = b.rest[1:]
+		b.mu.Unlock()
+		return nil
+	}
 	if b.next != nil {
-		b.cur.Store(b.next)
-		b.next = nil
+		b.cur.Store(b.next[0])
+		b.rest, b.next = b.next[1:], nil
 		b.mu.Unlock()
 		return nil
 	}
@@ -163,10 +198,11 @@ func (b *tagBuffer) startLoad() {
 	}
 }
 
-// load fetches one batch of b.size IDs (one NextIDs call per MaxCount
-// IDs, made concurrently, each retried over the endpoints like any
-// call), keeps the IDs above every ID installed before, and installs
-// it: as cur when cur is used up, else as next.
+// load fetches one load of b.size IDs (one NextIDRanges call, or with an
+// allocsvr too old for it, one NextIDs call per MaxCount IDs made
+// concurrently; each retried over the endpoints like any call), keeps
+// the IDs above every ID installed before, and installs them: as cur
+// when cur's load is used up, else as next.
 func (b *tagBuffer) load(bg context.Context, done chan struct{}) {
 	ctx, cancel := context.WithTimeout(bg, b.c.cfg.timeout)
 	defer cancel()
@@ -174,7 +210,7 @@ func (b *tagBuffer) load(bg context.Context, done chan struct{}) {
 		b.mu.Lock()
 		home := b.home
 		b.mu.Unlock()
-		ids, ep, err := b.c.fetchBatch(ctx, b.tag, b.size, home)
+		rs, ep, err := b.c.fetchRanges(ctx, b.tag, b.size, home)
 		b.mu.Lock()
 		if err != nil {
 			b.err, b.loading = err, false
@@ -186,16 +222,16 @@ func (b *tagBuffer) load(bg context.Context, done chan struct{}) {
 		// An allocsvr's answers for a tag increase (this load's calls all
 		// started after the last load's ended); another allocsvr's
 		// segment may be behind the last one's: drop what is not above.
-		k := sort.Search(len(ids), func(i int) bool { return ids[i] > b.high })
-		ids = ids[k:]
-		if len(ids) == 0 {
+		rs = above(rs, b.high)
+		if len(rs) == 0 {
 			b.mu.Unlock()
 			continue // that allocsvr moves on to a new segment, above
 		}
-		b.high = ids[len(ids)-1]
-		nb := newBatch(ids)
-		if cur := b.cur.Load(); cur == nil || cur.used() {
-			b.cur.Store(nb)
+		b.high = rs[len(rs)-1].last
+		nb := newBatches(rs)
+		if cur := b.cur.Load(); cur == nil || cur.used() && len(b.rest) == 0 {
+			b.cur.Store(nb[0])
+			b.rest = nb[1:]
 		} else {
 			b.next = nb
 		}
@@ -215,12 +251,15 @@ func (c *Client) Buffered(tag string) int {
 	}
 	n := 0
 	if cur := b.cur.Load(); cur != nil {
-		n = max(0, len(cur.ids)-int(cur.pos.Load()))
+		n = cur.left()
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.next != nil {
-		n += len(b.next.ids)
+	for _, nb := range b.rest {
+		n += nb.left()
+	}
+	for _, nb := range b.next {
+		n += nb.left()
 	}
 	return n
 }

@@ -10,9 +10,8 @@ import (
 
 // The local buffer under concurrent callers (run with -race): every ID
 // unique, each goroutine's IDs strictly increasing, and about one
-// NextIDs call per batch, or per MaxCount IDs of a batch above MaxCount
-// (loaded with concurrent calls): the buffer, not the network, serves
-// them.
+// NextIDRanges call per batch, whatever its size, and no NextIDs call:
+// the buffer, not the network, serves them.
 func TestLocalBufferConcurrent(t *testing.T) {
 	c := sharedCluster(t)
 	createTag(t, c, "buffered", 1000)
@@ -68,12 +67,13 @@ func testLocalBuffer(t *testing.T, tag string, size, each int) {
 			}
 		}
 	}
-	n := calls.get(seqsvrv1connect.AllocServiceNextIDsProcedure)
-	// Every load is ceil(size/MaxCount) NextIDs calls; two batches may
-	// be left over.
-	per := (size + client.MaxCount - 1) / client.MaxCount
-	if lo, hi := len(seen)/size*per, (len(seen)/size+2)*per; n < lo || n > hi {
-		t.Fatalf("%d IDs took %d NextIDs calls, want %d..%d (%d per batch of %d)", len(seen), n, lo, hi, per, size)
+	n := calls.get(seqsvrv1connect.AllocServiceNextIDRangesProcedure)
+	// Every load is one NextIDRanges call; two batches may be left over.
+	if lo, hi := len(seen)/size, len(seen)/size+2; n < lo || n > hi {
+		t.Fatalf("%d IDs took %d NextIDRanges calls, want %d..%d (one per batch of %d)", len(seen), n, lo, hi, size)
 	}
-	t.Logf("%d IDs by %d goroutines, %d NextIDs calls", len(seen), workers, n)
+	if old := calls.get(seqsvrv1connect.AllocServiceNextIDsProcedure); old != 0 {
+		t.Fatalf("%d NextIDs calls: the allocsvr serves NextIDRanges, want none", old)
+	}
+	t.Logf("%d IDs by %d goroutines, %d NextIDRanges calls", len(seen), workers, n)
 }

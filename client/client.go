@@ -39,6 +39,9 @@ type Client struct {
 	bufMu   sync.Mutex
 	buffers atomic.Pointer[map[string]*tagBuffer]
 	lastBuf atomic.Pointer[tagBuffer] // the buffer of the last tag asked for
+	// rangesOffUntil (Unix nanos) is when loads try NextIDRanges again
+	// after an allocsvr answered it unimplemented.
+	rangesOffUntil atomic.Int64
 
 	routes sync.Map // space -> *spaceRoutes
 }

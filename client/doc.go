@@ -46,15 +46,25 @@
 // WithLocalBuffer(size) keeps, per tag, two batches of segment IDs in the
 // process: NextID takes the next one from memory (an atomic add, no lock,
 // no network), and when 10% of the current batch is used the next batch
-// is loaded in the background: one NextIDs(size) call, or, for a size
-// above MaxCount (up to MaxLocalBuffer), ceil(size/MaxCount) concurrent
-// calls on one allocsvr merged in order. A batch costs 8 bytes an ID, and
-// a tag holds two. A caller waits for the network only when both batches
-// are used up. One client's IDs of a tag
-// are unique and strictly increasing in the order a goroutine gets them:
-// loads stay on one allocsvr while it works, and after a failover IDs not
-// above every ID already loaded are dropped (the new allocsvr's segment
-// may be behind the old one's).
+// is loaded in the background with one NextIDRanges(size) call (size up
+// to MaxLocalBuffer). Its answer is a few ranges of consecutive IDs
+// (usually one; one per segment it spans), kept as ranges: a batch costs
+// a few words whatever its size, and neither side does work per ID. An
+// allocsvr from before NextIDRanges answers it unimplemented; loads then
+// use NextIDs for a minute (ceil(size/MaxCount) calls on one allocsvr, at
+// most 8 in flight) before NextIDRanges is tried again, so a rolling
+// upgrade needs no configuration. A caller waits for the network only
+// when both batches are used up.
+//
+// One client's IDs of a tag are unique and strictly increasing in the
+// order a goroutine gets them: loads stay on one allocsvr while it works,
+// and after a failover IDs not above every ID already loaded are dropped
+// (the new allocsvr's segment may be behind the old one's). A batch may
+// therefore hold fewer than size IDs; so may one loaded with NextIDs when
+// some of its calls failed after their retries (the IDs the others got are
+// reserved either way, and dropping them would only burn them). Nothing
+// depends on a batch's length: the refill starts 10% into whatever was
+// installed, and the load fails only when it gets no ID at all.
 //
 // What it gives up:
 //   - IDs loaded but not handed out when the process exits (or Close is

@@ -5,18 +5,23 @@ import (
 	"context"
 	"slices"
 	"sync"
+
+	"github.com/seqsvr/seqsvr/internal/spec"
 )
 
-// MaxLocalBuffer is the largest WithLocalBuffer size: a batch of that
-// many IDs is 8 MB, and a tag holds two.
-const MaxLocalBuffer = 1_000_000
+// MaxLocalBuffer is the largest WithLocalBuffer size: one NextIDRanges
+// call's largest count (spec.MaxRangeCount). Memory is not what bounds
+// it (a batch is kept as ranges); IDs lost at exit, up to twice this per
+// tag, are.
+const MaxLocalBuffer = spec.MaxRangeCount
 
 // maxLoadCalls bounds the NextIDs calls one load keeps in flight: enough
 // to hide a round trip behind the others, few enough not to flood one
 // allocsvr with one client's refill.
 const maxLoadCalls = 8
 
-// fetchBatch fetches n IDs of tag (n may exceed MaxCount) with
+// fetchBatch is the local buffer's load from an allocsvr without
+// NextIDRanges: it fetches n IDs of tag (n may exceed MaxCount) with
 // ceil(n/MaxCount) NextIDs calls, at most maxLoadCalls at a time,
 // each with failover and preferring prefer, and returns them merged in
 // increasing order, with an endpoint that served one of them. IDs are

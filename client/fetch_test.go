@@ -45,6 +45,33 @@ type fakeAlloc struct {
 	gateMissed  bool
 	served      int64
 	fail        func(count int32) bool
+	// ranges makes it serve NextIDRanges (as one range, or two with a gap
+	// of gap IDs between them when gap > 0); without it NextIDRanges
+	// answers unimplemented, as an allocsvr from before it does.
+	ranges     bool
+	gap        int64
+	rangeCalls int
+}
+
+func (f *fakeAlloc) NextIDRanges(ctx context.Context, req *connect.Request[seqsvrv1.NextIDRangesRequest]) (*connect.Response[seqsvrv1.NextIDRangesResponse], error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.rangeCalls++
+	if !f.ranges {
+		return f.UnimplementedAllocServiceHandler.NextIDRanges(ctx, req)
+	}
+	n := int64(req.Msg.GetCount())
+	var out []*seqsvrv1.IDRange
+	if f.gap > 0 && n > 1 {
+		half := n / 2
+		out = append(out, &seqsvrv1.IDRange{First: f.next, Last: f.next + half - 1})
+		f.next += half + f.gap
+		n -= half
+	}
+	out = append(out, &seqsvrv1.IDRange{First: f.next, Last: f.next + n - 1})
+	f.next += n
+	f.served += int64(req.Msg.GetCount())
+	return connect.NewResponse(&seqsvrv1.NextIDRangesResponse{Ranges: out}), nil
 }
 
 func (f *fakeAlloc) NextIDs(ctx context.Context, req *connect.Request[seqsvrv1.NextIDsRequest]) (*connect.Response[seqsvrv1.NextIDsResponse], error) {
@@ -210,5 +237,105 @@ func TestLocalBufferLargePartial(t *testing.T) {
 	c2 := startFake(t, f2, 25_000)
 	if _, err := c2.NextID(ctx, "t"); Code(err) != connect.CodeNotFound {
 		t.Fatalf("every call failed: got %v, want not_found", err)
+	}
+}
+
+// An allocsvr that serves NextIDRanges fills each load with one call,
+// whatever the size, and a load of two ranges is handed out in order
+// across the gap.
+func TestLocalBufferRanges(t *testing.T) {
+	f := &fakeAlloc{next: 1, ranges: true, gap: 7}
+	const size = MaxLocalBuffer
+	c := startFake(t, f, size)
+	ctx := context.Background()
+	var last int64
+	for range 3 * size {
+		id, err := c.NextID(ctx, "t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if id <= last {
+			t.Fatalf("ID %d after %d", id, last)
+		}
+		if id != last+1 && id != last+8 && last != 0 {
+			t.Fatalf("ID %d after %d: skipped IDs other than the gap", id, last)
+		}
+		last = id
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.calls != 0 || f.rangeCalls < 3 || f.rangeCalls > 4 {
+		t.Fatalf("%d NextIDs and %d NextIDRanges calls for 3 loads, want 0 and one per load", f.calls, f.rangeCalls)
+	}
+}
+
+// An allocsvr from before NextIDRanges answers it unimplemented: the
+// client loads with NextIDs instead, and asks NextIDRanges again only
+// after rangesRetry.
+func TestLocalBufferFallsBackToNextIDs(t *testing.T) {
+	f := &fakeAlloc{next: 1}
+	c := startFake(t, f, 25_000)
+	ctx := context.Background()
+	var last int64
+	for range 60_000 {
+		id, err := c.NextID(ctx, "t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if id <= last {
+			t.Fatalf("ID %d after %d", id, last)
+		}
+		last = id
+	}
+	calls, _, _ := f.get()
+	f.mu.Lock()
+	rangeCalls := f.rangeCalls
+	f.mu.Unlock()
+	if rangeCalls != 1 || calls < 3*3 {
+		t.Fatalf("%d NextIDRanges and %d NextIDs calls: want 1 (then NextIDs for a while) and 3 per load", rangeCalls, calls)
+	}
+	// Once rangesRetry has passed (moved here by hand), an upgraded
+	// allocsvr is used with NextIDRanges again.
+	f.mu.Lock()
+	f.ranges = true
+	f.mu.Unlock()
+	c.rangesOffUntil.Store(0)
+	for range 60_000 {
+		if _, err := c.NextID(ctx, "t"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.rangeCalls < 2 {
+		t.Fatalf("NextIDRanges not asked again after rangesRetry: %d calls", f.rangeCalls)
+	}
+}
+
+func TestRangeHelpers(t *testing.T) {
+	if got, want := toRanges([]int64{1, 2, 3, 7, 9, 10}), []idRange{{1, 3}, {7, 7}, {9, 10}}; !slices.Equal(got, want) {
+		t.Errorf("toRanges: %v, want %v", got, want)
+	}
+	if got := toRanges(nil); len(got) != 0 {
+		t.Errorf("toRanges(nil): %v", got)
+	}
+	for _, tc := range []struct {
+		in   []idRange
+		high int64
+		want []idRange
+	}{
+		{[]idRange{{1, 3}, {7, 9}}, 0, []idRange{{1, 3}, {7, 9}}},
+		{[]idRange{{1, 3}, {7, 9}}, 2, []idRange{{3, 3}, {7, 9}}},
+		{[]idRange{{1, 3}, {7, 9}}, 5, []idRange{{7, 9}}},
+		{[]idRange{{1, 3}, {7, 9}}, 9, nil},
+	} {
+		if got := above(slices.Clone(tc.in), tc.high); !slices.Equal(got, tc.want) {
+			t.Errorf("above(%v, %d): %v, want %v", tc.in, tc.high, got, tc.want)
+		}
+	}
+	// The trigger sits in the batch holding the load's 10% point.
+	bs := newBatches([]idRange{{1, 5}, {11, 100}})
+	if bs[0].trigger != -1 || bs[1].trigger != 4 || bs[1].id(4) != 15 {
+		t.Errorf("triggers %d, %d: want -1 and 4 (ID 15, the 10th of 95)", bs[0].trigger, bs[1].trigger)
 	}
 }

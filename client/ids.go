@@ -21,8 +21,8 @@ func (c *Client) NextID(ctx context.Context, tag string) (int64, error) {
 	if b := c.lastBuf.Load(); b != nil && b.tag == tag {
 		if cur := b.cur.Load(); cur != nil {
 			i := cur.pos.Add(1) - 1
-			if i < int64(len(cur.ids)) && i != cur.trigger {
-				return cur.ids[i], nil
+			if i < cur.n && i != cur.trigger {
+				return cur.first + i, nil
 			}
 			return b.claimed(ctx, cur, i)
 		}

@@ -137,10 +137,10 @@ func WithAttemptTimeout(d time.Duration) Option {
 
 // WithLocalBuffer turns the local ID buffer on for NextID and NextIDs:
 // per tag, two batches of size IDs (1..MaxLocalBuffer) held in the
-// process, 8 bytes an ID (16 MB per tag at the largest size), the next
+// process as ranges (a few words a batch, whatever its size), the next
 // one fetched in the background once 10% of the current one is used,
-// with ceil(size/MaxCount) concurrent NextIDs calls. See the package
-// documentation for what it gives up.
+// with one NextIDRanges call (NextIDs calls with an older allocsvr). See
+// the package documentation for what it gives up.
 func WithLocalBuffer(size int) Option {
 	return func(c *config) error {
 		if size < 1 || size > MaxLocalBuffer {

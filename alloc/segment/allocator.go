@@ -173,25 +173,18 @@ func (a *Allocator) NextIDs(ctx context.Context, tag string, count int) ([]int64
 	if count < 1 || count > spec.MaxCount {
 		return nil, fmt.Errorf("%w: count %d out of range 1..%d", errs.InvalidArgument, count, spec.MaxCount)
 	}
-	n := int64(count)
 	if t := a.find(tag); t != nil {
-		b := t.cur.Load()
-		for {
-			p := b.pos.Load()
-			if !b.holds(p) || b.last-p < n-1 { // no overflow, as in take
-				break
+		if p, ok := a.takeFast(t, int64(count)); ok {
+			out := make([]int64, count)
+			for i := range out {
+				out[i] = p + int64(i)
 			}
-			if b.pos.CompareAndSwap(p, p+n) {
-				if p >= b.prefetchAt-n && t.needLoad.Load() {
-					a.kick(t)
-				}
-				out := make([]int64, count)
-				for i := range out {
-					out[i] = p + int64(i)
-				}
-				return out, nil
-			}
+			return out, nil
 		}
 	}
-	return a.nextSlow(ctx, tag, count, make([]int64, 0, count))
+	rs, err := a.nextSlow(ctx, tag, count)
+	if err != nil {
+		return nil, err
+	}
+	return expand(rs, count), nil
 }

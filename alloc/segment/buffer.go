@@ -65,8 +65,9 @@ func (b *buffer) drain() {
 	}
 }
 
-// take hands out up to n IDs from b into out and returns how many it took.
-func (b *buffer) take(n int64, out []int64) ([]int64, int64) {
+// take hands out up to n IDs from b, a contiguous run, appended to out
+// as one Range; it returns how many it took.
+func (b *buffer) take(n int64, out []Range) ([]Range, int64) {
 	for {
 		p := b.pos.Load()
 		if !b.holds(p) {
@@ -74,10 +75,7 @@ func (b *buffer) take(n int64, out []int64) ([]int64, int64) {
 		}
 		k := min(n, b.last-p+1) // no overflow: first <= p <= last, first >= 1
 		if b.pos.CompareAndSwap(p, p+k) {
-			for i := int64(0); i < k; i++ {
-				out = append(out, p+i)
-			}
-			return out, k
+			return appendRange(out, Range{First: p, Last: p + k - 1}), k
 		}
 	}
 }
@@ -96,10 +94,11 @@ type tagState struct {
 	mu   sync.Mutex
 	next *buffer
 	// carry holds IDs taken for a request that then could not be completed
-	// (the store failed mid-way through a request spanning segments). They
-	// are served first, so no ID is burned. It is only non-empty while cur
-	// is exhausted and next is nil, so the fast path never overtakes it.
-	carry    []int64
+	// (the store failed mid-way through a request spanning segments), as
+	// increasing ranges. They are served first, so no ID is burned. It is
+	// only non-empty while cur is exhausted and next is nil, so the fast
+	// path never overtakes it.
+	carry    []Range
 	loading  bool
 	loadDone chan struct{} // closed and replaced when a load finishes
 	removed  bool          // dropped from the tag map: the tag never existed or was deleted
@@ -130,17 +129,16 @@ func newTagState(name string) *tagState {
 	return t
 }
 
-// takeLocked takes n IDs: carry first, then cur, switching to next as
-// needed. If it cannot complete, whatever it took goes to carry and it
-// reports false with out unchanged.
-func (a *Allocator) takeLocked(t *tagState, n int64, out []int64) ([]int64, bool) {
-	start := len(out)
+// takeLocked takes n IDs as increasing ranges: carry first, then cur,
+// switching to next as needed. If it cannot complete, whatever it took
+// goes to carry and it reports false.
+func (a *Allocator) takeLocked(t *tagState, n int64) ([]Range, bool) {
+	var out []Range
 	need := n
 	for need > 0 {
 		if len(t.carry) > 0 {
-			k := min(need, int64(len(t.carry)))
-			out = append(out, t.carry[:k]...)
-			t.carry = t.carry[k:]
+			var k int64
+			t.carry, out, k = takeCarry(t.carry, need, out)
 			need -= k
 			continue
 		}
@@ -156,15 +154,26 @@ func (a *Allocator) takeLocked(t *tagState, n int64, out []int64) ([]int64, bool
 		a.switchLocked(t)
 	}
 	if need > 0 {
-		if len(out) > start {
-			t.carry = append(append([]int64(nil), out[start:]...), t.carry...)
+		if len(out) > 0 {
+			t.carry = append(out, t.carry...)
 		}
-		return out[:start], false
+		return nil, false
 	}
 	if len(t.carry) == 0 {
 		t.carry = nil
 	}
 	return out, true
+}
+
+// takeCarry moves up to need IDs from the front of carry to out.
+func takeCarry(carry []Range, need int64, out []Range) ([]Range, []Range, int64) {
+	r := carry[0]
+	if r.Len() <= need {
+		return carry[1:], appendRange(out, r), r.Len()
+	}
+	out = appendRange(out, Range{First: r.First, Last: r.First + need - 1})
+	carry[0].First += need
+	return carry, out, need
 }
 
 // switchLocked makes next the current segment.

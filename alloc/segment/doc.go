@@ -9,6 +9,10 @@
 //   - Strictly increasing per tag within one process: a segment is only put
 //     in use when it lies above everything served before, and one NextIDs
 //     answer is strictly increasing even when it spans a segment switch.
+//     NextIDRanges answers the same IDs (the two calls take runs from the
+//     same buffers and carry) as increasing, disjoint ranges, with no work
+//     or memory per ID: one range per segment touched, touching runs
+//     joined.
 //   - Available: a request never waits on the store while a buffered
 //     segment can serve it. The next segment is reserved in the background
 //     once 10% of the current one is used, by at most one loader per tag.

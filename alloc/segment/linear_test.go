@@ -22,7 +22,8 @@ type op struct {
 // TestSegmentMonotonicUnderFlappingStore checks guarantee 3 in real time,
 // not just per goroutine: if request A returned before request B started,
 // every ID of A is below every ID of B. The store flaps so that requests
-// span segments, wait, time out and leave IDs in carry.
+// span segments, wait, time out and leave IDs in carry. Half the callers
+// use NextIDRanges, so the two calls are checked against each other.
 func TestSegmentMonotonicUnderFlappingStore(t *testing.T) {
 	ctx := testCtx(t)
 	f := newFakeStore()
@@ -53,14 +54,21 @@ func TestSegmentMonotonicUnderFlappingStore(t *testing.T) {
 	var ops []op
 	var unavailable atomic.Int64
 	var wg sync.WaitGroup
-	for range 12 {
+	for g := range 12 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for range 300 {
 				n := 1 + rand.IntN(20)
 				start := clock.Add(1)
-				ids, err := a.NextIDs(ctx, "t", n)
+				var ids []int64
+				var rs []Range
+				var err error
+				if g%2 == 0 {
+					ids, err = a.NextIDs(ctx, "t", n)
+				} else if rs, err = a.NextIDRanges(ctx, "t", n); err == nil {
+					ids = expand(rs, n)
+				}
 				end := clock.Add(1)
 				if errors.Is(err, errs.Unavailable) {
 					unavailable.Add(1)
@@ -68,6 +76,10 @@ func TestSegmentMonotonicUnderFlappingStore(t *testing.T) {
 				}
 				if err != nil {
 					t.Errorf("NextIDs: %v", err)
+					return
+				}
+				if len(ids) != n || rs != nil && !joined(rs) {
+					t.Errorf("asked %d, got %v (ranges %v)", n, ids, rs)
 					return
 				}
 				mu.Lock()
@@ -113,4 +125,14 @@ func TestSegmentMonotonicUnderFlappingStore(t *testing.T) {
 	if len(ops) == 0 || unavailable.Load() == 0 {
 		t.Fatalf("the test did not exercise both paths: %d answers, %d unavailable", len(ops), unavailable.Load())
 	}
+}
+
+// joined reports whether rs are increasing with a gap between each two.
+func joined(rs []Range) bool {
+	for i := 1; i < len(rs); i++ {
+		if rs[i].First <= rs[i-1].Last+1 {
+			return false
+		}
+	}
+	return true
 }

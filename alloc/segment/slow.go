@@ -14,7 +14,7 @@ import (
 // nextSlow serves a request the fast path could not: the tag is not loaded
 // yet, or the current segment cannot cover it. It switches segments, starts
 // loads, and waits at most EmptyWait for one that is in flight.
-func (a *Allocator) nextSlow(ctx context.Context, name string, count int, out []int64) ([]int64, error) {
+func (a *Allocator) nextSlow(ctx context.Context, name string, count int) ([]Range, error) {
 	t, err := a.tagFor(name)
 	if err != nil {
 		return nil, err
@@ -27,7 +27,7 @@ func (a *Allocator) nextSlow(ctx context.Context, name string, count int, out []
 	}()
 	for {
 		t.mu.Lock()
-		res, ok := a.takeLocked(t, int64(count), out)
+		res, ok := a.takeLocked(t, int64(count))
 		if ok {
 			if b := t.cur.Load(); b.used() >= b.prefetchAt-b.first {
 				a.startLoadLocked(t)

@@ -63,7 +63,7 @@ func bufferStatus(b *buffer) *seqsvrv1.SegmentStatus {
 
 // remainingLocked counts the IDs buffered for a tag: carry, current, next.
 func (t *tagState) remainingLocked() int64 {
-	r := int64(len(t.carry)) + t.cur.Load().remaining()
+	r := countIDs(t.carry) + t.cur.Load().remaining()
 	if t.next != nil {
 		r += t.next.remaining()
 	}
@@ -72,7 +72,7 @@ func (t *tagState) remainingLocked() int64 {
 
 // servedLocked counts the IDs taken from this tag's segments so far.
 func (t *tagState) servedLocked() int64 {
-	s := t.servedDone - int64(len(t.carry))
+	s := t.servedDone - countIDs(t.carry)
 	if b := t.cur.Load(); b != emptyBuffer {
 		s += b.used()
 	}

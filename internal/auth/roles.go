@@ -66,6 +66,7 @@ var Procedures = map[string]Role{
 	seqsvrv1connect.StoreServiceCreateSpaceProcedure:    Admin,
 
 	seqsvrv1connect.AllocServiceNextIDsProcedure:          Client,
+	seqsvrv1connect.AllocServiceNextIDRangesProcedure:     Client,
 	seqsvrv1connect.AllocServiceNextSnowflakeIDsProcedure: Client,
 	seqsvrv1connect.AllocServiceDecodeSnowflakeProcedure:  Client,
 	seqsvrv1connect.AllocServiceStatusProcedure:           Client,

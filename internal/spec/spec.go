@@ -52,6 +52,26 @@ func CheckCount(count int32) (int, error) {
 	return int(count), nil
 }
 
+// MaxRangeCount is the largest count one NextIDRanges call serves: as
+// many IDs as the largest default segment step (and the Go client's
+// largest local buffer). The answer is a few ranges whatever the count,
+// and the allocsvr takes a run with one compare and swap, so the bound
+// is not about the answer's size but about how much of a tag's buffered
+// IDs one call may drain at once.
+const MaxRangeCount = 1_000_000
+
+// CheckRangeCount is CheckCount for NextIDRanges: 0 means 1, anything
+// outside 1..MaxRangeCount is invalid.
+func CheckRangeCount(count int32) (int, error) {
+	switch {
+	case count == 0:
+		return 1, nil
+	case count < 0 || count > MaxRangeCount:
+		return 0, fmt.Errorf("%w: count %d out of range 1..%d", errs.InvalidArgument, count, MaxRangeCount)
+	}
+	return int(count), nil
+}
+
 // The default snowflake layout, fixed in the store's FSM so every allocsvr
 // encodes and decodes with the same one: 1 sign bit, 41 bits of
 // milliseconds since 2024-01-01T00:00:00Z, 10 worker bits, 12 sequence bits.

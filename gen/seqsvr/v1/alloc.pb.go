@@ -120,6 +120,158 @@ func (x *NextIDsResponse) GetIds() []int64 {
 	return nil
 }
 
+type NextIDRangesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Tag   string                 `protobuf:"bytes,1,opt,name=tag,proto3" json:"tag,omitempty"`
+	// 1..1000000; 0 means 1.
+	Count         int32 `protobuf:"varint,2,opt,name=count,proto3" json:"count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NextIDRangesRequest) Reset() {
+	*x = NextIDRangesRequest{}
+	mi := &file_seqsvr_v1_alloc_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NextIDRangesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NextIDRangesRequest) ProtoMessage() {}
+
+func (x *NextIDRangesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_seqsvr_v1_alloc_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NextIDRangesRequest.ProtoReflect.Descriptor instead.
+func (*NextIDRangesRequest) Descriptor() ([]byte, []int) {
+	return file_seqsvr_v1_alloc_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *NextIDRangesRequest) GetTag() string {
+	if x != nil {
+		return x.Tag
+	}
+	return ""
+}
+
+func (x *NextIDRangesRequest) GetCount() int32 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+// IDRange is the IDs first..last, both included (first <= last).
+type IDRange struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	First         int64                  `protobuf:"varint,1,opt,name=first,proto3" json:"first,omitempty"`
+	Last          int64                  `protobuf:"varint,2,opt,name=last,proto3" json:"last,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IDRange) Reset() {
+	*x = IDRange{}
+	mi := &file_seqsvr_v1_alloc_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IDRange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IDRange) ProtoMessage() {}
+
+func (x *IDRange) ProtoReflect() protoreflect.Message {
+	mi := &file_seqsvr_v1_alloc_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IDRange.ProtoReflect.Descriptor instead.
+func (*IDRange) Descriptor() ([]byte, []int) {
+	return file_seqsvr_v1_alloc_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *IDRange) GetFirst() int64 {
+	if x != nil {
+		return x.First
+	}
+	return 0
+}
+
+func (x *IDRange) GetLast() int64 {
+	if x != nil {
+		return x.Last
+	}
+	return 0
+}
+
+type NextIDRangesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Disjoint and increasing (each range's first is above the previous
+	// range's last); together they hold exactly count IDs.
+	Ranges        []*IDRange `protobuf:"bytes,1,rep,name=ranges,proto3" json:"ranges,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NextIDRangesResponse) Reset() {
+	*x = NextIDRangesResponse{}
+	mi := &file_seqsvr_v1_alloc_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NextIDRangesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NextIDRangesResponse) ProtoMessage() {}
+
+func (x *NextIDRangesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_seqsvr_v1_alloc_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NextIDRangesResponse.ProtoReflect.Descriptor instead.
+func (*NextIDRangesResponse) Descriptor() ([]byte, []int) {
+	return file_seqsvr_v1_alloc_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *NextIDRangesResponse) GetRanges() []*IDRange {
+	if x != nil {
+		return x.Ranges
+	}
+	return nil
+}
+
 type NextSnowflakeIDsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// 1..10000; 0 means 1.
@@ -132,7 +284,7 @@ type NextSnowflakeIDsRequest struct {
 
 func (x *NextSnowflakeIDsRequest) Reset() {
 	*x = NextSnowflakeIDsRequest{}
-	mi := &file_seqsvr_v1_alloc_proto_msgTypes[2]
+	mi := &file_seqsvr_v1_alloc_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -144,7 +296,7 @@ func (x *NextSnowflakeIDsRequest) String() string {
 func (*NextSnowflakeIDsRequest) ProtoMessage() {}
 
 func (x *NextSnowflakeIDsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_seqsvr_v1_alloc_proto_msgTypes[2]
+	mi := &file_seqsvr_v1_alloc_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -157,7 +309,7 @@ func (x *NextSnowflakeIDsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NextSnowflakeIDsRequest.ProtoReflect.Descriptor instead.
 func (*NextSnowflakeIDsRequest) Descriptor() ([]byte, []int) {
-	return file_seqsvr_v1_alloc_proto_rawDescGZIP(), []int{2}
+	return file_seqsvr_v1_alloc_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *NextSnowflakeIDsRequest) GetCount() int32 {
@@ -183,7 +335,7 @@ type NextSnowflakeIDsResponse struct {
 
 func (x *NextSnowflakeIDsResponse) Reset() {
 	*x = NextSnowflakeIDsResponse{}
-	mi := &file_seqsvr_v1_alloc_proto_msgTypes[3]
+	mi := &file_seqsvr_v1_alloc_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -195,7 +347,7 @@ func (x *NextSnowflakeIDsResponse) String() string {
 func (*NextSnowflakeIDsResponse) ProtoMessage() {}
 
 func (x *NextSnowflakeIDsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_seqsvr_v1_alloc_proto_msgTypes[3]
+	mi := &file_seqsvr_v1_alloc_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -208,7 +360,7 @@ func (x *NextSnowflakeIDsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NextSnowflakeIDsResponse.ProtoReflect.Descriptor instead.
 func (*NextSnowflakeIDsResponse) Descriptor() ([]byte, []int) {
-	return file_seqsvr_v1_alloc_proto_rawDescGZIP(), []int{3}
+	return file_seqsvr_v1_alloc_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *NextSnowflakeIDsResponse) GetIds() []int64 {
@@ -227,7 +379,7 @@ type DecodeSnowflakeRequest struct {
 
 func (x *DecodeSnowflakeRequest) Reset() {
 	*x = DecodeSnowflakeRequest{}
-	mi := &file_seqsvr_v1_alloc_proto_msgTypes[4]
+	mi := &file_seqsvr_v1_alloc_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -239,7 +391,7 @@ func (x *DecodeSnowflakeRequest) String() string {
 func (*DecodeSnowflakeRequest) ProtoMessage() {}
 
 func (x *DecodeSnowflakeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_seqsvr_v1_alloc_proto_msgTypes[4]
+	mi := &file_seqsvr_v1_alloc_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -252,7 +404,7 @@ func (x *DecodeSnowflakeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecodeSnowflakeRequest.ProtoReflect.Descriptor instead.
 func (*DecodeSnowflakeRequest) Descriptor() ([]byte, []int) {
-	return file_seqsvr_v1_alloc_proto_rawDescGZIP(), []int{4}
+	return file_seqsvr_v1_alloc_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *DecodeSnowflakeRequest) GetId() int64 {
@@ -275,7 +427,7 @@ type DecodeSnowflakeResponse struct {
 
 func (x *DecodeSnowflakeResponse) Reset() {
 	*x = DecodeSnowflakeResponse{}
-	mi := &file_seqsvr_v1_alloc_proto_msgTypes[5]
+	mi := &file_seqsvr_v1_alloc_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -287,7 +439,7 @@ func (x *DecodeSnowflakeResponse) String() string {
 func (*DecodeSnowflakeResponse) ProtoMessage() {}
 
 func (x *DecodeSnowflakeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_seqsvr_v1_alloc_proto_msgTypes[5]
+	mi := &file_seqsvr_v1_alloc_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -300,7 +452,7 @@ func (x *DecodeSnowflakeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecodeSnowflakeResponse.ProtoReflect.Descriptor instead.
 func (*DecodeSnowflakeResponse) Descriptor() ([]byte, []int) {
-	return file_seqsvr_v1_alloc_proto_rawDescGZIP(), []int{5}
+	return file_seqsvr_v1_alloc_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *DecodeSnowflakeResponse) GetTimestampMs() int64 {
@@ -339,7 +491,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_seqsvr_v1_alloc_proto_msgTypes[6]
+	mi := &file_seqsvr_v1_alloc_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -351,7 +503,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_seqsvr_v1_alloc_proto_msgTypes[6]
+	mi := &file_seqsvr_v1_alloc_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -364,7 +516,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_seqsvr_v1_alloc_proto_rawDescGZIP(), []int{6}
+	return file_seqsvr_v1_alloc_proto_rawDescGZIP(), []int{9}
 }
 
 type SegmentStatus struct {
@@ -379,7 +531,7 @@ type SegmentStatus struct {
 
 func (x *SegmentStatus) Reset() {
 	*x = SegmentStatus{}
-	mi := &file_seqsvr_v1_alloc_proto_msgTypes[7]
+	mi := &file_seqsvr_v1_alloc_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -391,7 +543,7 @@ func (x *SegmentStatus) String() string {
 func (*SegmentStatus) ProtoMessage() {}
 
 func (x *SegmentStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_seqsvr_v1_alloc_proto_msgTypes[7]
+	mi := &file_seqsvr_v1_alloc_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -404,7 +556,7 @@ func (x *SegmentStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SegmentStatus.ProtoReflect.Descriptor instead.
 func (*SegmentStatus) Descriptor() ([]byte, []int) {
-	return file_seqsvr_v1_alloc_proto_rawDescGZIP(), []int{7}
+	return file_seqsvr_v1_alloc_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *SegmentStatus) GetFirst() int64 {
@@ -453,7 +605,7 @@ type TagStatus struct {
 
 func (x *TagStatus) Reset() {
 	*x = TagStatus{}
-	mi := &file_seqsvr_v1_alloc_proto_msgTypes[8]
+	mi := &file_seqsvr_v1_alloc_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -465,7 +617,7 @@ func (x *TagStatus) String() string {
 func (*TagStatus) ProtoMessage() {}
 
 func (x *TagStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_seqsvr_v1_alloc_proto_msgTypes[8]
+	mi := &file_seqsvr_v1_alloc_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -478,7 +630,7 @@ func (x *TagStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TagStatus.ProtoReflect.Descriptor instead.
 func (*TagStatus) Descriptor() ([]byte, []int) {
-	return file_seqsvr_v1_alloc_proto_rawDescGZIP(), []int{8}
+	return file_seqsvr_v1_alloc_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *TagStatus) GetTag() string {
@@ -585,7 +737,7 @@ type SnowflakeStatus struct {
 
 func (x *SnowflakeStatus) Reset() {
 	*x = SnowflakeStatus{}
-	mi := &file_seqsvr_v1_alloc_proto_msgTypes[9]
+	mi := &file_seqsvr_v1_alloc_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -597,7 +749,7 @@ func (x *SnowflakeStatus) String() string {
 func (*SnowflakeStatus) ProtoMessage() {}
 
 func (x *SnowflakeStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_seqsvr_v1_alloc_proto_msgTypes[9]
+	mi := &file_seqsvr_v1_alloc_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -610,7 +762,7 @@ func (x *SnowflakeStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnowflakeStatus.ProtoReflect.Descriptor instead.
 func (*SnowflakeStatus) Descriptor() ([]byte, []int) {
-	return file_seqsvr_v1_alloc_proto_rawDescGZIP(), []int{9}
+	return file_seqsvr_v1_alloc_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *SnowflakeStatus) GetEnabled() bool {
@@ -691,7 +843,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_seqsvr_v1_alloc_proto_msgTypes[10]
+	mi := &file_seqsvr_v1_alloc_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -703,7 +855,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_seqsvr_v1_alloc_proto_msgTypes[10]
+	mi := &file_seqsvr_v1_alloc_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -716,7 +868,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_seqsvr_v1_alloc_proto_rawDescGZIP(), []int{10}
+	return file_seqsvr_v1_alloc_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *StatusResponse) GetTags() []*TagStatus {
@@ -778,7 +930,7 @@ type SeqStatus struct {
 
 func (x *SeqStatus) Reset() {
 	*x = SeqStatus{}
-	mi := &file_seqsvr_v1_alloc_proto_msgTypes[11]
+	mi := &file_seqsvr_v1_alloc_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -790,7 +942,7 @@ func (x *SeqStatus) String() string {
 func (*SeqStatus) ProtoMessage() {}
 
 func (x *SeqStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_seqsvr_v1_alloc_proto_msgTypes[11]
+	mi := &file_seqsvr_v1_alloc_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -803,7 +955,7 @@ func (x *SeqStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeqStatus.ProtoReflect.Descriptor instead.
 func (*SeqStatus) Descriptor() ([]byte, []int) {
-	return file_seqsvr_v1_alloc_proto_rawDescGZIP(), []int{11}
+	return file_seqsvr_v1_alloc_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SeqStatus) GetLeaseValid() bool {
@@ -870,7 +1022,7 @@ type SeqSpaceStatus struct {
 
 func (x *SeqSpaceStatus) Reset() {
 	*x = SeqSpaceStatus{}
-	mi := &file_seqsvr_v1_alloc_proto_msgTypes[12]
+	mi := &file_seqsvr_v1_alloc_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -882,7 +1034,7 @@ func (x *SeqSpaceStatus) String() string {
 func (*SeqSpaceStatus) ProtoMessage() {}
 
 func (x *SeqSpaceStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_seqsvr_v1_alloc_proto_msgTypes[12]
+	mi := &file_seqsvr_v1_alloc_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -895,7 +1047,7 @@ func (x *SeqSpaceStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeqSpaceStatus.ProtoReflect.Descriptor instead.
 func (*SeqSpaceStatus) Descriptor() ([]byte, []int) {
-	return file_seqsvr_v1_alloc_proto_rawDescGZIP(), []int{12}
+	return file_seqsvr_v1_alloc_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SeqSpaceStatus) GetSpace() string {
@@ -942,7 +1094,15 @@ const file_seqsvr_v1_alloc_proto_rawDesc = "" +
 	"\x03tag\x18\x01 \x01(\tR\x03tag\x12\x14\n" +
 	"\x05count\x18\x02 \x01(\x05R\x05count\"#\n" +
 	"\x0fNextIDsResponse\x12\x10\n" +
-	"\x03ids\x18\x01 \x03(\x03R\x03ids\"A\n" +
+	"\x03ids\x18\x01 \x03(\x03R\x03ids\"=\n" +
+	"\x13NextIDRangesRequest\x12\x10\n" +
+	"\x03tag\x18\x01 \x01(\tR\x03tag\x12\x14\n" +
+	"\x05count\x18\x02 \x01(\x05R\x05count\"3\n" +
+	"\aIDRange\x12\x14\n" +
+	"\x05first\x18\x01 \x01(\x03R\x05first\x12\x12\n" +
+	"\x04last\x18\x02 \x01(\x03R\x04last\"B\n" +
+	"\x14NextIDRangesResponse\x12*\n" +
+	"\x06ranges\x18\x01 \x03(\v2\x12.seqsvr.v1.IDRangeR\x06ranges\"A\n" +
 	"\x17NextSnowflakeIDsRequest\x12\x14\n" +
 	"\x05count\x18\x01 \x01(\x05R\x05count\x12\x10\n" +
 	"\x03tag\x18\x02 \x01(\tR\x03tag\",\n" +
@@ -1006,9 +1166,10 @@ const file_seqsvr_v1_alloc_proto_rawDesc = "" +
 	"\x0frouting_version\x18\x02 \x01(\x04R\x0eroutingVersion\x12%\n" +
 	"\x0esections_owned\x18\x03 \x01(\x04R\rsectionsOwned\x12'\n" +
 	"\x0fsections_loaded\x18\x04 \x01(\x04R\x0esectionsLoaded\x12$\n" +
-	"\x0ekeys_in_memory\x18\x05 \x01(\x04R\fkeysInMemory2\xd0\x02\n" +
+	"\x0ekeys_in_memory\x18\x05 \x01(\x04R\fkeysInMemory2\xa1\x03\n" +
 	"\fAllocService\x12@\n" +
-	"\aNextIDs\x12\x19.seqsvr.v1.NextIDsRequest\x1a\x1a.seqsvr.v1.NextIDsResponse\x12[\n" +
+	"\aNextIDs\x12\x19.seqsvr.v1.NextIDsRequest\x1a\x1a.seqsvr.v1.NextIDsResponse\x12O\n" +
+	"\fNextIDRanges\x12\x1e.seqsvr.v1.NextIDRangesRequest\x1a\x1f.seqsvr.v1.NextIDRangesResponse\x12[\n" +
 	"\x10NextSnowflakeIDs\x12\".seqsvr.v1.NextSnowflakeIDsRequest\x1a#.seqsvr.v1.NextSnowflakeIDsResponse\x12]\n" +
 	"\x0fDecodeSnowflake\x12!.seqsvr.v1.DecodeSnowflakeRequest\x1a\".seqsvr.v1.DecodeSnowflakeResponse\"\x03\x90\x02\x01\x12B\n" +
 	"\x06Status\x12\x18.seqsvr.v1.StatusRequest\x1a\x19.seqsvr.v1.StatusResponse\"\x03\x90\x02\x01B1Z/github.com/seqsvr/seqsvr/gen/seqsvr/v1;seqsvrv1b\x06proto3"
@@ -1025,46 +1186,52 @@ func file_seqsvr_v1_alloc_proto_rawDescGZIP() []byte {
 	return file_seqsvr_v1_alloc_proto_rawDescData
 }
 
-var file_seqsvr_v1_alloc_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_seqsvr_v1_alloc_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_seqsvr_v1_alloc_proto_goTypes = []any{
 	(*NextIDsRequest)(nil),           // 0: seqsvr.v1.NextIDsRequest
 	(*NextIDsResponse)(nil),          // 1: seqsvr.v1.NextIDsResponse
-	(*NextSnowflakeIDsRequest)(nil),  // 2: seqsvr.v1.NextSnowflakeIDsRequest
-	(*NextSnowflakeIDsResponse)(nil), // 3: seqsvr.v1.NextSnowflakeIDsResponse
-	(*DecodeSnowflakeRequest)(nil),   // 4: seqsvr.v1.DecodeSnowflakeRequest
-	(*DecodeSnowflakeResponse)(nil),  // 5: seqsvr.v1.DecodeSnowflakeResponse
-	(*StatusRequest)(nil),            // 6: seqsvr.v1.StatusRequest
-	(*SegmentStatus)(nil),            // 7: seqsvr.v1.SegmentStatus
-	(*TagStatus)(nil),                // 8: seqsvr.v1.TagStatus
-	(*SnowflakeStatus)(nil),          // 9: seqsvr.v1.SnowflakeStatus
-	(*StatusResponse)(nil),           // 10: seqsvr.v1.StatusResponse
-	(*SeqStatus)(nil),                // 11: seqsvr.v1.SeqStatus
-	(*SeqSpaceStatus)(nil),           // 12: seqsvr.v1.SeqSpaceStatus
-	(*timestamppb.Timestamp)(nil),    // 13: google.protobuf.Timestamp
-	(*SnowflakeLayout)(nil),          // 14: seqsvr.v1.SnowflakeLayout
+	(*NextIDRangesRequest)(nil),      // 2: seqsvr.v1.NextIDRangesRequest
+	(*IDRange)(nil),                  // 3: seqsvr.v1.IDRange
+	(*NextIDRangesResponse)(nil),     // 4: seqsvr.v1.NextIDRangesResponse
+	(*NextSnowflakeIDsRequest)(nil),  // 5: seqsvr.v1.NextSnowflakeIDsRequest
+	(*NextSnowflakeIDsResponse)(nil), // 6: seqsvr.v1.NextSnowflakeIDsResponse
+	(*DecodeSnowflakeRequest)(nil),   // 7: seqsvr.v1.DecodeSnowflakeRequest
+	(*DecodeSnowflakeResponse)(nil),  // 8: seqsvr.v1.DecodeSnowflakeResponse
+	(*StatusRequest)(nil),            // 9: seqsvr.v1.StatusRequest
+	(*SegmentStatus)(nil),            // 10: seqsvr.v1.SegmentStatus
+	(*TagStatus)(nil),                // 11: seqsvr.v1.TagStatus
+	(*SnowflakeStatus)(nil),          // 12: seqsvr.v1.SnowflakeStatus
+	(*StatusResponse)(nil),           // 13: seqsvr.v1.StatusResponse
+	(*SeqStatus)(nil),                // 14: seqsvr.v1.SeqStatus
+	(*SeqSpaceStatus)(nil),           // 15: seqsvr.v1.SeqSpaceStatus
+	(*timestamppb.Timestamp)(nil),    // 16: google.protobuf.Timestamp
+	(*SnowflakeLayout)(nil),          // 17: seqsvr.v1.SnowflakeLayout
 }
 var file_seqsvr_v1_alloc_proto_depIdxs = []int32{
-	7,  // 0: seqsvr.v1.TagStatus.current:type_name -> seqsvr.v1.SegmentStatus
-	7,  // 1: seqsvr.v1.TagStatus.next:type_name -> seqsvr.v1.SegmentStatus
-	13, // 2: seqsvr.v1.TagStatus.last_load_time:type_name -> google.protobuf.Timestamp
-	14, // 3: seqsvr.v1.SnowflakeStatus.layout:type_name -> seqsvr.v1.SnowflakeLayout
-	8,  // 4: seqsvr.v1.StatusResponse.tags:type_name -> seqsvr.v1.TagStatus
-	9,  // 5: seqsvr.v1.StatusResponse.snowflake:type_name -> seqsvr.v1.SnowflakeStatus
-	11, // 6: seqsvr.v1.StatusResponse.seq:type_name -> seqsvr.v1.SeqStatus
-	12, // 7: seqsvr.v1.SeqStatus.spaces:type_name -> seqsvr.v1.SeqSpaceStatus
-	0,  // 8: seqsvr.v1.AllocService.NextIDs:input_type -> seqsvr.v1.NextIDsRequest
-	2,  // 9: seqsvr.v1.AllocService.NextSnowflakeIDs:input_type -> seqsvr.v1.NextSnowflakeIDsRequest
-	4,  // 10: seqsvr.v1.AllocService.DecodeSnowflake:input_type -> seqsvr.v1.DecodeSnowflakeRequest
-	6,  // 11: seqsvr.v1.AllocService.Status:input_type -> seqsvr.v1.StatusRequest
-	1,  // 12: seqsvr.v1.AllocService.NextIDs:output_type -> seqsvr.v1.NextIDsResponse
-	3,  // 13: seqsvr.v1.AllocService.NextSnowflakeIDs:output_type -> seqsvr.v1.NextSnowflakeIDsResponse
-	5,  // 14: seqsvr.v1.AllocService.DecodeSnowflake:output_type -> seqsvr.v1.DecodeSnowflakeResponse
-	10, // 15: seqsvr.v1.AllocService.Status:output_type -> seqsvr.v1.StatusResponse
-	12, // [12:16] is the sub-list for method output_type
-	8,  // [8:12] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	3,  // 0: seqsvr.v1.NextIDRangesResponse.ranges:type_name -> seqsvr.v1.IDRange
+	10, // 1: seqsvr.v1.TagStatus.current:type_name -> seqsvr.v1.SegmentStatus
+	10, // 2: seqsvr.v1.TagStatus.next:type_name -> seqsvr.v1.SegmentStatus
+	16, // 3: seqsvr.v1.TagStatus.last_load_time:type_name -> google.protobuf.Timestamp
+	17, // 4: seqsvr.v1.SnowflakeStatus.layout:type_name -> seqsvr.v1.SnowflakeLayout
+	11, // 5: seqsvr.v1.StatusResponse.tags:type_name -> seqsvr.v1.TagStatus
+	12, // 6: seqsvr.v1.StatusResponse.snowflake:type_name -> seqsvr.v1.SnowflakeStatus
+	14, // 7: seqsvr.v1.StatusResponse.seq:type_name -> seqsvr.v1.SeqStatus
+	15, // 8: seqsvr.v1.SeqStatus.spaces:type_name -> seqsvr.v1.SeqSpaceStatus
+	0,  // 9: seqsvr.v1.AllocService.NextIDs:input_type -> seqsvr.v1.NextIDsRequest
+	2,  // 10: seqsvr.v1.AllocService.NextIDRanges:input_type -> seqsvr.v1.NextIDRangesRequest
+	5,  // 11: seqsvr.v1.AllocService.NextSnowflakeIDs:input_type -> seqsvr.v1.NextSnowflakeIDsRequest
+	7,  // 12: seqsvr.v1.AllocService.DecodeSnowflake:input_type -> seqsvr.v1.DecodeSnowflakeRequest
+	9,  // 13: seqsvr.v1.AllocService.Status:input_type -> seqsvr.v1.StatusRequest
+	1,  // 14: seqsvr.v1.AllocService.NextIDs:output_type -> seqsvr.v1.NextIDsResponse
+	4,  // 15: seqsvr.v1.AllocService.NextIDRanges:output_type -> seqsvr.v1.NextIDRangesResponse
+	6,  // 16: seqsvr.v1.AllocService.NextSnowflakeIDs:output_type -> seqsvr.v1.NextSnowflakeIDsResponse
+	8,  // 17: seqsvr.v1.AllocService.DecodeSnowflake:output_type -> seqsvr.v1.DecodeSnowflakeResponse
+	13, // 18: seqsvr.v1.AllocService.Status:output_type -> seqsvr.v1.StatusResponse
+	14, // [14:19] is the sub-list for method output_type
+	9,  // [9:14] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_seqsvr_v1_alloc_proto_init() }
@@ -1079,7 +1246,7 @@ func file_seqsvr_v1_alloc_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_seqsvr_v1_alloc_proto_rawDesc), len(file_seqsvr_v1_alloc_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   13,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

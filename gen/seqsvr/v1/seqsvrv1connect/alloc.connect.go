@@ -35,6 +35,9 @@ const (
 const (
 	// AllocServiceNextIDsProcedure is the fully-qualified name of the AllocService's NextIDs RPC.
 	AllocServiceNextIDsProcedure = "/seqsvr.v1.AllocService/NextIDs"
+	// AllocServiceNextIDRangesProcedure is the fully-qualified name of the AllocService's NextIDRanges
+	// RPC.
+	AllocServiceNextIDRangesProcedure = "/seqsvr.v1.AllocService/NextIDRanges"
 	// AllocServiceNextSnowflakeIDsProcedure is the fully-qualified name of the AllocService's
 	// NextSnowflakeIDs RPC.
 	AllocServiceNextSnowflakeIDsProcedure = "/seqsvr.v1.AllocService/NextSnowflakeIDs"
@@ -48,6 +51,10 @@ const (
 // AllocServiceClient is a client for the seqsvr.v1.AllocService service.
 type AllocServiceClient interface {
 	NextIDs(context.Context, *connect.Request[v1.NextIDsRequest]) (*connect.Response[v1.NextIDsResponse], error)
+	// NextIDRanges hands out segment IDs like NextIDs, answered as inclusive
+	// ranges instead of one int64 per ID, so a large count costs the server,
+	// the wire and the client a few ranges rather than count IDs.
+	NextIDRanges(context.Context, *connect.Request[v1.NextIDRangesRequest]) (*connect.Response[v1.NextIDRangesResponse], error)
 	NextSnowflakeIDs(context.Context, *connect.Request[v1.NextSnowflakeIDsRequest]) (*connect.Response[v1.NextSnowflakeIDsResponse], error)
 	DecodeSnowflake(context.Context, *connect.Request[v1.DecodeSnowflakeRequest]) (*connect.Response[v1.DecodeSnowflakeResponse], error)
 	Status(context.Context, *connect.Request[v1.StatusRequest]) (*connect.Response[v1.StatusResponse], error)
@@ -68,6 +75,12 @@ func NewAllocServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			httpClient,
 			baseURL+AllocServiceNextIDsProcedure,
 			connect.WithSchema(allocServiceMethods.ByName("NextIDs")),
+			connect.WithClientOptions(opts...),
+		),
+		nextIDRanges: connect.NewClient[v1.NextIDRangesRequest, v1.NextIDRangesResponse](
+			httpClient,
+			baseURL+AllocServiceNextIDRangesProcedure,
+			connect.WithSchema(allocServiceMethods.ByName("NextIDRanges")),
 			connect.WithClientOptions(opts...),
 		),
 		nextSnowflakeIDs: connect.NewClient[v1.NextSnowflakeIDsRequest, v1.NextSnowflakeIDsResponse](
@@ -96,6 +109,7 @@ func NewAllocServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 // allocServiceClient implements AllocServiceClient.
 type allocServiceClient struct {
 	nextIDs          *connect.Client[v1.NextIDsRequest, v1.NextIDsResponse]
+	nextIDRanges     *connect.Client[v1.NextIDRangesRequest, v1.NextIDRangesResponse]
 	nextSnowflakeIDs *connect.Client[v1.NextSnowflakeIDsRequest, v1.NextSnowflakeIDsResponse]
 	decodeSnowflake  *connect.Client[v1.DecodeSnowflakeRequest, v1.DecodeSnowflakeResponse]
 	status           *connect.Client[v1.StatusRequest, v1.StatusResponse]
@@ -104,6 +118,11 @@ type allocServiceClient struct {
 // NextIDs calls seqsvr.v1.AllocService.NextIDs.
 func (c *allocServiceClient) NextIDs(ctx context.Context, req *connect.Request[v1.NextIDsRequest]) (*connect.Response[v1.NextIDsResponse], error) {
 	return c.nextIDs.CallUnary(ctx, req)
+}
+
+// NextIDRanges calls seqsvr.v1.AllocService.NextIDRanges.
+func (c *allocServiceClient) NextIDRanges(ctx context.Context, req *connect.Request[v1.NextIDRangesRequest]) (*connect.Response[v1.NextIDRangesResponse], error) {
+	return c.nextIDRanges.CallUnary(ctx, req)
 }
 
 // NextSnowflakeIDs calls seqsvr.v1.AllocService.NextSnowflakeIDs.
@@ -124,6 +143,10 @@ func (c *allocServiceClient) Status(ctx context.Context, req *connect.Request[v1
 // AllocServiceHandler is an implementation of the seqsvr.v1.AllocService service.
 type AllocServiceHandler interface {
 	NextIDs(context.Context, *connect.Request[v1.NextIDsRequest]) (*connect.Response[v1.NextIDsResponse], error)
+	// NextIDRanges hands out segment IDs like NextIDs, answered as inclusive
+	// ranges instead of one int64 per ID, so a large count costs the server,
+	// the wire and the client a few ranges rather than count IDs.
+	NextIDRanges(context.Context, *connect.Request[v1.NextIDRangesRequest]) (*connect.Response[v1.NextIDRangesResponse], error)
 	NextSnowflakeIDs(context.Context, *connect.Request[v1.NextSnowflakeIDsRequest]) (*connect.Response[v1.NextSnowflakeIDsResponse], error)
 	DecodeSnowflake(context.Context, *connect.Request[v1.DecodeSnowflakeRequest]) (*connect.Response[v1.DecodeSnowflakeResponse], error)
 	Status(context.Context, *connect.Request[v1.StatusRequest]) (*connect.Response[v1.StatusResponse], error)
@@ -140,6 +163,12 @@ func NewAllocServiceHandler(svc AllocServiceHandler, opts ...connect.HandlerOpti
 		AllocServiceNextIDsProcedure,
 		svc.NextIDs,
 		connect.WithSchema(allocServiceMethods.ByName("NextIDs")),
+		connect.WithHandlerOptions(opts...),
+	)
+	allocServiceNextIDRangesHandler := connect.NewUnaryHandler(
+		AllocServiceNextIDRangesProcedure,
+		svc.NextIDRanges,
+		connect.WithSchema(allocServiceMethods.ByName("NextIDRanges")),
 		connect.WithHandlerOptions(opts...),
 	)
 	allocServiceNextSnowflakeIDsHandler := connect.NewUnaryHandler(
@@ -166,6 +195,8 @@ func NewAllocServiceHandler(svc AllocServiceHandler, opts ...connect.HandlerOpti
 		switch r.URL.Path {
 		case AllocServiceNextIDsProcedure:
 			allocServiceNextIDsHandler.ServeHTTP(w, r)
+		case AllocServiceNextIDRangesProcedure:
+			allocServiceNextIDRangesHandler.ServeHTTP(w, r)
 		case AllocServiceNextSnowflakeIDsProcedure:
 			allocServiceNextSnowflakeIDsHandler.ServeHTTP(w, r)
 		case AllocServiceDecodeSnowflakeProcedure:
@@ -183,6 +214,10 @@ type UnimplementedAllocServiceHandler struct{}
 
 func (UnimplementedAllocServiceHandler) NextIDs(context.Context, *connect.Request[v1.NextIDsRequest]) (*connect.Response[v1.NextIDsResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("seqsvr.v1.AllocService.NextIDs is not implemented"))
+}
+
+func (UnimplementedAllocServiceHandler) NextIDRanges(context.Context, *connect.Request[v1.NextIDRangesRequest]) (*connect.Response[v1.NextIDRangesResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("seqsvr.v1.AllocService.NextIDRanges is not implemented"))
 }
 
 func (UnimplementedAllocServiceHandler) NextSnowflakeIDs(context.Context, *connect.Request[v1.NextSnowflakeIDsRequest]) (*connect.Response[v1.NextSnowflakeIDsResponse], error) {

@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file seqsvr/v1/alloc.proto.
  */
 export const file_seqsvr_v1_alloc: GenFile = /*@__PURE__*/
-  fileDesc("ChVzZXFzdnIvdjEvYWxsb2MucHJvdG8SCXNlcXN2ci52MSIsCg5OZXh0SURzUmVxdWVzdBILCgN0YWcYASABKAkSDQoFY291bnQYAiABKAUiHgoPTmV4dElEc1Jlc3BvbnNlEgsKA2lkcxgBIAMoAyI1ChdOZXh0U25vd2ZsYWtlSURzUmVxdWVzdBINCgVjb3VudBgBIAEoBRILCgN0YWcYAiABKAkiJwoYTmV4dFNub3dmbGFrZUlEc1Jlc3BvbnNlEgsKA2lkcxgBIAMoAyIkChZEZWNvZGVTbm93Zmxha2VSZXF1ZXN0EgoKAmlkGAEgASgDImIKF0RlY29kZVNub3dmbGFrZVJlc3BvbnNlEhQKDHRpbWVzdGFtcF9tcxgBIAEoAxIMCgR0aW1lGAIgASgJEhEKCXdvcmtlcl9pZBgDIAEoAxIQCghzZXF1ZW5jZRgEIAEoAyIPCg1TdGF0dXNSZXF1ZXN0Ij8KDVNlZ21lbnRTdGF0dXMSDQoFZmlyc3QYASABKAMSDAoEbGFzdBgCIAEoAxIRCglyZW1haW5pbmcYAyABKAMiwwIKCVRhZ1N0YXR1cxILCgN0YWcYASABKAkSKQoHY3VycmVudBgCIAEoCzIYLnNlcXN2ci52MS5TZWdtZW50U3RhdHVzEiYKBG5leHQYAyABKAsyGC5zZXFzdnIudjEuU2VnbWVudFN0YXR1cxIQCghwb3NpdGlvbhgEIAEoAxIMCgRzdGVwGAUgASgDEhIKCm5leHRfcmVhZHkYBiABKAgSDwoHbG9hZGluZxgHIAEoCBIdChVsYXN0X2xvYWRfZHVyYXRpb25fbXMYCCABKAMSFwoPbGFzdF9sb2FkX2Vycm9yGAkgASgJEjIKDmxhc3RfbG9hZF90aW1lGAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIRCgliYXNlX3N0ZXAYCyABKAMSEgoKaWRzX3NlcnZlZBgMIAEoAyLgAQoPU25vd2ZsYWtlU3RhdHVzEg8KB2VuYWJsZWQYASABKAgSDwoHbm9kZV9pZBgCIAEoCRIRCgl3b3JrZXJfaWQYAyABKAMSGAoQbGVhc2VfZXhwaXJlc19tcxgEIAEoAxIXCg9jbG9ja19vZmZzZXRfbXMYBSABKAMSGQoRbGFzdF90aW1lc3RhbXBfbXMYBiABKAMSDgoGZmVuY2VkGAcgASgIEg4KBnJlYXNvbhgIIAEoCRIqCgZsYXlvdXQYCSABKAsyGi5zZXFzdnIudjEuU25vd2ZsYWtlTGF5b3V0IqcBCg5TdGF0dXNSZXNwb25zZRIiCgR0YWdzGAEgAygLMhQuc2Vxc3ZyLnYxLlRhZ1N0YXR1cxItCglzbm93Zmxha2UYAiABKAsyGi5zZXFzdnIudjEuU25vd2ZsYWtlU3RhdHVzEg8KB25vZGVfaWQYAyABKAkSIQoDc2VxGAQgASgLMhQuc2Vxc3ZyLnYxLlNlcVN0YXR1cxIOCgZub3dfbXMYBSABKAMitgEKCVNlcVN0YXR1cxITCgtsZWFzZV92YWxpZBgBIAEoCBIVCg1sZWFzZV9sZWZ0X21zGAIgASgDEg4KBnJlYXNvbhgDIAEoCRIpCgZzcGFjZXMYBCADKAsyGS5zZXFzdnIudjEuU2VxU3BhY2VTdGF0dXMSEAoIZm9yd2FyZHMYBSABKAQSFgoObWF4X3NlcV93cml0ZXMYBiABKAQSGAoQZmlyc3RfdXNlX3dyaXRlcxgHIAEoBCKBAQoOU2VxU3BhY2VTdGF0dXMSDQoFc3BhY2UYASABKAkSFwoPcm91dGluZ192ZXJzaW9uGAIgASgEEhYKDnNlY3Rpb25zX293bmVkGAMgASgEEhcKD3NlY3Rpb25zX2xvYWRlZBgEIAEoBBIWCg5rZXlzX2luX21lbW9yeRgFIAEoBDLQAgoMQWxsb2NTZXJ2aWNlEkAKB05leHRJRHMSGS5zZXFzdnIudjEuTmV4dElEc1JlcXVlc3QaGi5zZXFzdnIudjEuTmV4dElEc1Jlc3BvbnNlElsKEE5leHRTbm93Zmxha2VJRHMSIi5zZXFzdnIudjEuTmV4dFNub3dmbGFrZUlEc1JlcXVlc3QaIy5zZXFzdnIudjEuTmV4dFNub3dmbGFrZUlEc1Jlc3BvbnNlEl0KD0RlY29kZVNub3dmbGFrZRIhLnNlcXN2ci52MS5EZWNvZGVTbm93Zmxha2VSZXF1ZXN0GiIuc2Vxc3ZyLnYxLkRlY29kZVNub3dmbGFrZVJlc3BvbnNlIgOQAgESQgoGU3RhdHVzEhguc2Vxc3ZyLnYxLlN0YXR1c1JlcXVlc3QaGS5zZXFzdnIudjEuU3RhdHVzUmVzcG9uc2UiA5ACAUIxWi9naXRodWIuY29tL3NlcXN2ci9zZXFzdnIvZ2VuL3NlcXN2ci92MTtzZXFzdnJ2MWIGcHJvdG8z", [file_google_protobuf_timestamp, file_seqsvr_v1_store]);
+  fileDesc("ChVzZXFzdnIvdjEvYWxsb2MucHJvdG8SCXNlcXN2ci52MSIsCg5OZXh0SURzUmVxdWVzdBILCgN0YWcYASABKAkSDQoFY291bnQYAiABKAUiHgoPTmV4dElEc1Jlc3BvbnNlEgsKA2lkcxgBIAMoAyIxChNOZXh0SURSYW5nZXNSZXF1ZXN0EgsKA3RhZxgBIAEoCRINCgVjb3VudBgCIAEoBSImCgdJRFJhbmdlEg0KBWZpcnN0GAEgASgDEgwKBGxhc3QYAiABKAMiOgoUTmV4dElEUmFuZ2VzUmVzcG9uc2USIgoGcmFuZ2VzGAEgAygLMhIuc2Vxc3ZyLnYxLklEUmFuZ2UiNQoXTmV4dFNub3dmbGFrZUlEc1JlcXVlc3QSDQoFY291bnQYASABKAUSCwoDdGFnGAIgASgJIicKGE5leHRTbm93Zmxha2VJRHNSZXNwb25zZRILCgNpZHMYASADKAMiJAoWRGVjb2RlU25vd2ZsYWtlUmVxdWVzdBIKCgJpZBgBIAEoAyJiChdEZWNvZGVTbm93Zmxha2VSZXNwb25zZRIUCgx0aW1lc3RhbXBfbXMYASABKAMSDAoEdGltZRgCIAEoCRIRCgl3b3JrZXJfaWQYAyABKAMSEAoIc2VxdWVuY2UYBCABKAMiDwoNU3RhdHVzUmVxdWVzdCI/Cg1TZWdtZW50U3RhdHVzEg0KBWZpcnN0GAEgASgDEgwKBGxhc3QYAiABKAMSEQoJcmVtYWluaW5nGAMgASgDIsMCCglUYWdTdGF0dXMSCwoDdGFnGAEgASgJEikKB2N1cnJlbnQYAiABKAsyGC5zZXFzdnIudjEuU2VnbWVudFN0YXR1cxImCgRuZXh0GAMgASgLMhguc2Vxc3ZyLnYxLlNlZ21lbnRTdGF0dXMSEAoIcG9zaXRpb24YBCABKAMSDAoEc3RlcBgFIAEoAxISCgpuZXh0X3JlYWR5GAYgASgIEg8KB2xvYWRpbmcYByABKAgSHQoVbGFzdF9sb2FkX2R1cmF0aW9uX21zGAggASgDEhcKD2xhc3RfbG9hZF9lcnJvchgJIAEoCRIyCg5sYXN0X2xvYWRfdGltZRgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoJYmFzZV9zdGVwGAsgASgDEhIKCmlkc19zZXJ2ZWQYDCABKAMi4AEKD1Nub3dmbGFrZVN0YXR1cxIPCgdlbmFibGVkGAEgASgIEg8KB25vZGVfaWQYAiABKAkSEQoJd29ya2VyX2lkGAMgASgDEhgKEGxlYXNlX2V4cGlyZXNfbXMYBCABKAMSFwoPY2xvY2tfb2Zmc2V0X21zGAUgASgDEhkKEWxhc3RfdGltZXN0YW1wX21zGAYgASgDEg4KBmZlbmNlZBgHIAEoCBIOCgZyZWFzb24YCCABKAkSKgoGbGF5b3V0GAkgASgLMhouc2Vxc3ZyLnYxLlNub3dmbGFrZUxheW91dCKnAQoOU3RhdHVzUmVzcG9uc2USIgoEdGFncxgBIAMoCzIULnNlcXN2ci52MS5UYWdTdGF0dXMSLQoJc25vd2ZsYWtlGAIgASgLMhouc2Vxc3ZyLnYxLlNub3dmbGFrZVN0YXR1cxIPCgdub2RlX2lkGAMgASgJEiEKA3NlcRgEIAEoCzIULnNlcXN2ci52MS5TZXFTdGF0dXMSDgoGbm93X21zGAUgASgDIrYBCglTZXFTdGF0dXMSEwoLbGVhc2VfdmFsaWQYASABKAgSFQoNbGVhc2VfbGVmdF9tcxgCIAEoAxIOCgZyZWFzb24YAyABKAkSKQoGc3BhY2VzGAQgAygLMhkuc2Vxc3ZyLnYxLlNlcVNwYWNlU3RhdHVzEhAKCGZvcndhcmRzGAUgASgEEhYKDm1heF9zZXFfd3JpdGVzGAYgASgEEhgKEGZpcnN0X3VzZV93cml0ZXMYByABKAQigQEKDlNlcVNwYWNlU3RhdHVzEg0KBXNwYWNlGAEgASgJEhcKD3JvdXRpbmdfdmVyc2lvbhgCIAEoBBIWCg5zZWN0aW9uc19vd25lZBgDIAEoBBIXCg9zZWN0aW9uc19sb2FkZWQYBCABKAQSFgoOa2V5c19pbl9tZW1vcnkYBSABKAQyoQMKDEFsbG9jU2VydmljZRJACgdOZXh0SURzEhkuc2Vxc3ZyLnYxLk5leHRJRHNSZXF1ZXN0Ghouc2Vxc3ZyLnYxLk5leHRJRHNSZXNwb25zZRJPCgxOZXh0SURSYW5nZXMSHi5zZXFzdnIudjEuTmV4dElEUmFuZ2VzUmVxdWVzdBofLnNlcXN2ci52MS5OZXh0SURSYW5nZXNSZXNwb25zZRJbChBOZXh0U25vd2ZsYWtlSURzEiIuc2Vxc3ZyLnYxLk5leHRTbm93Zmxha2VJRHNSZXF1ZXN0GiMuc2Vxc3ZyLnYxLk5leHRTbm93Zmxha2VJRHNSZXNwb25zZRJdCg9EZWNvZGVTbm93Zmxha2USIS5zZXFzdnIudjEuRGVjb2RlU25vd2ZsYWtlUmVxdWVzdBoiLnNlcXN2ci52MS5EZWNvZGVTbm93Zmxha2VSZXNwb25zZSIDkAIBEkIKBlN0YXR1cxIYLnNlcXN2ci52MS5TdGF0dXNSZXF1ZXN0Ghkuc2Vxc3ZyLnYxLlN0YXR1c1Jlc3BvbnNlIgOQAgFCMVovZ2l0aHViLmNvbS9zZXFzdnIvc2Vxc3ZyL2dlbi9zZXFzdnIvdjE7c2Vxc3ZydjFiBnByb3RvMw", [file_google_protobuf_timestamp, file_seqsvr_v1_store]);
 
 /**
  * @generated from message seqsvr.v1.NextIDsRequest
@@ -60,6 +60,74 @@ export const NextIDsResponseSchema: GenMessage<NextIDsResponse> = /*@__PURE__*/
   messageDesc(file_seqsvr_v1_alloc, 1);
 
 /**
+ * @generated from message seqsvr.v1.NextIDRangesRequest
+ */
+export type NextIDRangesRequest = Message<"seqsvr.v1.NextIDRangesRequest"> & {
+  /**
+   * @generated from field: string tag = 1;
+   */
+  tag: string;
+
+  /**
+   * 1..1000000; 0 means 1.
+   *
+   * @generated from field: int32 count = 2;
+   */
+  count: number;
+};
+
+/**
+ * Describes the message seqsvr.v1.NextIDRangesRequest.
+ * Use `create(NextIDRangesRequestSchema)` to create a new message.
+ */
+export const NextIDRangesRequestSchema: GenMessage<NextIDRangesRequest> = /*@__PURE__*/
+  messageDesc(file_seqsvr_v1_alloc, 2);
+
+/**
+ * IDRange is the IDs first..last, both included (first <= last).
+ *
+ * @generated from message seqsvr.v1.IDRange
+ */
+export type IDRange = Message<"seqsvr.v1.IDRange"> & {
+  /**
+   * @generated from field: int64 first = 1;
+   */
+  first: bigint;
+
+  /**
+   * @generated from field: int64 last = 2;
+   */
+  last: bigint;
+};
+
+/**
+ * Describes the message seqsvr.v1.IDRange.
+ * Use `create(IDRangeSchema)` to create a new message.
+ */
+export const IDRangeSchema: GenMessage<IDRange> = /*@__PURE__*/
+  messageDesc(file_seqsvr_v1_alloc, 3);
+
+/**
+ * @generated from message seqsvr.v1.NextIDRangesResponse
+ */
+export type NextIDRangesResponse = Message<"seqsvr.v1.NextIDRangesResponse"> & {
+  /**
+   * Disjoint and increasing (each range's first is above the previous
+   * range's last); together they hold exactly count IDs.
+   *
+   * @generated from field: repeated seqsvr.v1.IDRange ranges = 1;
+   */
+  ranges: IDRange[];
+};
+
+/**
+ * Describes the message seqsvr.v1.NextIDRangesResponse.
+ * Use `create(NextIDRangesResponseSchema)` to create a new message.
+ */
+export const NextIDRangesResponseSchema: GenMessage<NextIDRangesResponse> = /*@__PURE__*/
+  messageDesc(file_seqsvr_v1_alloc, 4);
+
+/**
  * @generated from message seqsvr.v1.NextSnowflakeIDsRequest
  */
 export type NextSnowflakeIDsRequest = Message<"seqsvr.v1.NextSnowflakeIDsRequest"> & {
@@ -83,7 +151,7 @@ export type NextSnowflakeIDsRequest = Message<"seqsvr.v1.NextSnowflakeIDsRequest
  * Use `create(NextSnowflakeIDsRequestSchema)` to create a new message.
  */
 export const NextSnowflakeIDsRequestSchema: GenMessage<NextSnowflakeIDsRequest> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_alloc, 2);
+  messageDesc(file_seqsvr_v1_alloc, 5);
 
 /**
  * @generated from message seqsvr.v1.NextSnowflakeIDsResponse
@@ -100,7 +168,7 @@ export type NextSnowflakeIDsResponse = Message<"seqsvr.v1.NextSnowflakeIDsRespon
  * Use `create(NextSnowflakeIDsResponseSchema)` to create a new message.
  */
 export const NextSnowflakeIDsResponseSchema: GenMessage<NextSnowflakeIDsResponse> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_alloc, 3);
+  messageDesc(file_seqsvr_v1_alloc, 6);
 
 /**
  * @generated from message seqsvr.v1.DecodeSnowflakeRequest
@@ -117,7 +185,7 @@ export type DecodeSnowflakeRequest = Message<"seqsvr.v1.DecodeSnowflakeRequest">
  * Use `create(DecodeSnowflakeRequestSchema)` to create a new message.
  */
 export const DecodeSnowflakeRequestSchema: GenMessage<DecodeSnowflakeRequest> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_alloc, 4);
+  messageDesc(file_seqsvr_v1_alloc, 7);
 
 /**
  * @generated from message seqsvr.v1.DecodeSnowflakeResponse
@@ -151,7 +219,7 @@ export type DecodeSnowflakeResponse = Message<"seqsvr.v1.DecodeSnowflakeResponse
  * Use `create(DecodeSnowflakeResponseSchema)` to create a new message.
  */
 export const DecodeSnowflakeResponseSchema: GenMessage<DecodeSnowflakeResponse> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_alloc, 5);
+  messageDesc(file_seqsvr_v1_alloc, 8);
 
 /**
  * @generated from message seqsvr.v1.StatusRequest
@@ -164,7 +232,7 @@ export type StatusRequest = Message<"seqsvr.v1.StatusRequest"> & {
  * Use `create(StatusRequestSchema)` to create a new message.
  */
 export const StatusRequestSchema: GenMessage<StatusRequest> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_alloc, 6);
+  messageDesc(file_seqsvr_v1_alloc, 9);
 
 /**
  * @generated from message seqsvr.v1.SegmentStatus
@@ -193,7 +261,7 @@ export type SegmentStatus = Message<"seqsvr.v1.SegmentStatus"> & {
  * Use `create(SegmentStatusSchema)` to create a new message.
  */
 export const SegmentStatusSchema: GenMessage<SegmentStatus> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_alloc, 7);
+  messageDesc(file_seqsvr_v1_alloc, 10);
 
 /**
  * @generated from message seqsvr.v1.TagStatus
@@ -274,7 +342,7 @@ export type TagStatus = Message<"seqsvr.v1.TagStatus"> & {
  * Use `create(TagStatusSchema)` to create a new message.
  */
 export const TagStatusSchema: GenMessage<TagStatus> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_alloc, 8);
+  messageDesc(file_seqsvr_v1_alloc, 11);
 
 /**
  * @generated from message seqsvr.v1.SnowflakeStatus
@@ -336,7 +404,7 @@ export type SnowflakeStatus = Message<"seqsvr.v1.SnowflakeStatus"> & {
  * Use `create(SnowflakeStatusSchema)` to create a new message.
  */
 export const SnowflakeStatusSchema: GenMessage<SnowflakeStatus> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_alloc, 9);
+  messageDesc(file_seqsvr_v1_alloc, 12);
 
 /**
  * @generated from message seqsvr.v1.StatusResponse
@@ -376,7 +444,7 @@ export type StatusResponse = Message<"seqsvr.v1.StatusResponse"> & {
  * Use `create(StatusResponseSchema)` to create a new message.
  */
 export const StatusResponseSchema: GenMessage<StatusResponse> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_alloc, 10);
+  messageDesc(file_seqsvr_v1_alloc, 13);
 
 /**
  * SeqStatus is this allocsvr's share of per-key sequences.
@@ -438,7 +506,7 @@ export type SeqStatus = Message<"seqsvr.v1.SeqStatus"> & {
  * Use `create(SeqStatusSchema)` to create a new message.
  */
 export const SeqStatusSchema: GenMessage<SeqStatus> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_alloc, 11);
+  messageDesc(file_seqsvr_v1_alloc, 14);
 
 /**
  * @generated from message seqsvr.v1.SeqSpaceStatus
@@ -479,7 +547,7 @@ export type SeqSpaceStatus = Message<"seqsvr.v1.SeqSpaceStatus"> & {
  * Use `create(SeqSpaceStatusSchema)` to create a new message.
  */
 export const SeqSpaceStatusSchema: GenMessage<SeqSpaceStatus> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_alloc, 12);
+  messageDesc(file_seqsvr_v1_alloc, 15);
 
 /**
  * AllocService hands out IDs (allocsvr). Segment IDs come from per-tag double
@@ -496,6 +564,18 @@ export const AllocService: GenService<{
     methodKind: "unary";
     input: typeof NextIDsRequestSchema;
     output: typeof NextIDsResponseSchema;
+  },
+  /**
+   * NextIDRanges hands out segment IDs like NextIDs, answered as inclusive
+   * ranges instead of one int64 per ID, so a large count costs the server,
+   * the wire and the client a few ranges rather than count IDs.
+   *
+   * @generated from rpc seqsvr.v1.AllocService.NextIDRanges
+   */
+  nextIDRanges: {
+    methodKind: "unary";
+    input: typeof NextIDRangesRequestSchema;
+    output: typeof NextIDRangesResponseSchema;
   },
   /**
    * @generated from rpc seqsvr.v1.AllocService.NextSnowflakeIDs
