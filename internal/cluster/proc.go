@@ -218,6 +218,7 @@ func (p *Proc) signalLocked(sig syscall.Signal) error {
 	}
 	switch sig {
 	case syscall.SIGSTOP:
+		waitStopped(pid)
 		p.paused = true
 	case syscall.SIGCONT:
 		p.paused = false
