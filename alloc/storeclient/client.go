@@ -23,8 +23,10 @@ import (
 
 // Options tunes a Client. Zero values take the defaults.
 type Options struct {
-	// HTTPClient defaults to a pooled client without an overall timeout
-	// (deadlines come from the contexts).
+	// HTTPClient defaults to an HTTP/1.1 keep-alive client holding up to
+	// MaxIdleConnsPerHost connections per member, without an overall
+	// timeout (deadlines come from the contexts), using TLS. Pass one to
+	// speak HTTP/2 (connect.WithGRPC needs it).
 	HTTPClient *http.Client
 	// Logger defaults to slog.Default(); the caller names the component.
 	Logger *slog.Logger
@@ -37,13 +39,16 @@ type Options struct {
 	// RetryBudget bounds the retries of a call whose context has no
 	// deadline (default 10s).
 	RetryBudget time.Duration
-	// ClientOptions are passed to the Connect client (e.g. connect.WithGRPC()).
+	// ClientOptions are passed to the Connect client (e.g.
+	// connect.WithGRPC(), with an HTTP/2 HTTPClient).
 	ClientOptions []connect.ClientOption
 	// Token, when set, is sent as "Authorization: Bearer Token" on every
 	// call (a token with role alloc, for a store with --auth-file).
 	Token string
 	// TLS configures https:// store URLs of the default HTTPClient (the
-	// CA to trust, a client certificate); nil means the system roots.
+	// CA to trust, a client certificate); nil means the system roots. A
+	// configuration from tlsconf.Client with a CA file follows that file:
+	// new connections trust the CA it holds now.
 	TLS *tls.Config
 }
 
@@ -86,10 +91,7 @@ func New(urls []string, opts Options) (*Client, error) {
 		return nil, fmt.Errorf("%w: no store URLs", errs.InvalidArgument)
 	}
 	if c.opts.HTTPClient == nil {
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.MaxIdleConnsPerHost = 32
-		tr.TLSClientConfig = c.opts.TLS
-		c.opts.HTTPClient = &http.Client{Transport: tr}
+		c.opts.HTTPClient = defaultHTTPClient(http.DefaultTransport.(*http.Transport), c.opts.TLS)
 	}
 	if c.opts.Token != "" {
 		c.opts.ClientOptions = append(c.opts.ClientOptions[:len(c.opts.ClientOptions):len(c.opts.ClientOptions)],
