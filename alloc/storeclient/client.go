@@ -23,10 +23,11 @@ import (
 
 // Options tunes a Client. Zero values take the defaults.
 type Options struct {
-	// HTTPClient defaults to an HTTP/1.1 keep-alive client holding up to
-	// MaxIdleConnsPerHost connections per member, without an overall
-	// timeout (deadlines come from the contexts), using TLS. Pass one to
-	// speak HTTP/2 (connect.WithGRPC needs it).
+	// HTTPClient defaults to the package's own HTTP/1.1 keep-alive client
+	// (h1client.go: each call on the caller's goroutine, up to
+	// MaxIdleConnsPerHost connections per member, deadlines from the
+	// contexts, TLS from the TLS field, no proxy). Pass one to speak HTTP/2
+	// (connect.WithGRPC needs it) or to go through a proxy.
 	HTTPClient *http.Client
 	// Logger defaults to slog.Default(); the caller names the component.
 	Logger *slog.Logger
@@ -61,6 +62,7 @@ type Options struct {
 type Client struct {
 	urls []*url.URL
 	opts Options
+	hc   connect.HTTPClient
 	log  *slog.Logger
 
 	mu      sync.Mutex
@@ -90,8 +92,9 @@ func New(urls []string, opts Options) (*Client, error) {
 	if len(c.urls) == 0 {
 		return nil, fmt.Errorf("%w: no store URLs", errs.InvalidArgument)
 	}
-	if c.opts.HTTPClient == nil {
-		c.opts.HTTPClient = defaultHTTPClient(http.DefaultTransport.(*http.Transport), c.opts.TLS)
+	c.hc = newH1Client(c.opts.TLS)
+	if c.opts.HTTPClient != nil {
+		c.hc = c.opts.HTTPClient
 	}
 	if c.opts.Token != "" {
 		c.opts.ClientOptions = append(c.opts.ClientOptions[:len(c.opts.ClientOptions):len(c.opts.ClientOptions)],
