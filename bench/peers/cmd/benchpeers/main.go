@@ -6,6 +6,7 @@
 //
 //	benchpeers -bin bin/bench -etcd .tools/bin/etcd -out docs [-short]
 //	benchpeers -bin bin/bench -etcd .tools/bin/etcd -smoke
+//	benchpeers -bin bin/bench -etcd .tools/bin/etcd -durable-only -clients 64 -out /tmp/x
 //
 // A peer that cannot be started (MariaDB or Redis not installed, no etcd
 // binary) is left out with a line in the report saying so; seqsvr itself
@@ -18,6 +19,10 @@
 // no successful call, a peer that is installed failed to start, or the
 // report or a plot is missing or malformed; a peer that is not installed is
 // printed as a SKIPPED line.
+//
+// -durable-only measures just the durable write path (ReserveSegment, etcd,
+// MariaDB) and writes its report (the other sections empty) to -out: the
+// quick way to check the ReserveSegment-vs-etcd goal.
 package main
 
 import (
