@@ -162,7 +162,7 @@ func (c *Client) client(base string) seqsvrv1connect.StoreServiceClient {
 	defer c.mu.Unlock()
 	cl, ok := c.clients[base]
 	if !ok {
-		cl = seqsvrv1connect.NewStoreServiceClient(c.opts.HTTPClient, base, c.opts.ClientOptions...)
+		cl = seqsvrv1connect.NewStoreServiceClient(c.hc, base, c.opts.ClientOptions...)
 		c.clients[base] = cl
 	}
 	return cl

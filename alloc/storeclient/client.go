@@ -23,8 +23,11 @@ import (
 
 // Options tunes a Client. Zero values take the defaults.
 type Options struct {
-	// HTTPClient defaults to a pooled client without an overall timeout
-	// (deadlines come from the contexts).
+	// HTTPClient defaults to the package's own HTTP/1.1 keep-alive client
+	// (h1client.go: each call on the caller's goroutine, up to
+	// MaxIdleConnsPerHost connections per member, deadlines from the
+	// contexts, TLS from the TLS field, no proxy). Pass one to speak HTTP/2
+	// (connect.WithGRPC needs it) or to go through a proxy.
 	HTTPClient *http.Client
 	// Logger defaults to slog.Default(); the caller names the component.
 	Logger *slog.Logger
@@ -37,13 +40,16 @@ type Options struct {
 	// RetryBudget bounds the retries of a call whose context has no
 	// deadline (default 10s).
 	RetryBudget time.Duration
-	// ClientOptions are passed to the Connect client (e.g. connect.WithGRPC()).
+	// ClientOptions are passed to the Connect client (e.g.
+	// connect.WithGRPC(), with an HTTP/2 HTTPClient).
 	ClientOptions []connect.ClientOption
 	// Token, when set, is sent as "Authorization: Bearer Token" on every
 	// call (a token with role alloc, for a store with --auth-file).
 	Token string
 	// TLS configures https:// store URLs of the default HTTPClient (the
-	// CA to trust, a client certificate); nil means the system roots.
+	// CA to trust, a client certificate); nil means the system roots. A
+	// configuration from tlsconf.Client with a CA file follows that file:
+	// new connections trust the CA it holds now.
 	TLS *tls.Config
 }
 
@@ -56,6 +62,7 @@ type Options struct {
 type Client struct {
 	urls []*url.URL
 	opts Options
+	hc   connect.HTTPClient
 	log  *slog.Logger
 
 	mu      sync.Mutex
@@ -85,11 +92,9 @@ func New(urls []string, opts Options) (*Client, error) {
 	if len(c.urls) == 0 {
 		return nil, fmt.Errorf("%w: no store URLs", errs.InvalidArgument)
 	}
-	if c.opts.HTTPClient == nil {
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.MaxIdleConnsPerHost = 32
-		tr.TLSClientConfig = c.opts.TLS
-		c.opts.HTTPClient = &http.Client{Transport: tr}
+	c.hc = newH1Client(c.opts.TLS)
+	if c.opts.HTTPClient != nil {
+		c.hc = c.opts.HTTPClient
 	}
 	if c.opts.Token != "" {
 		c.opts.ClientOptions = append(c.opts.ClientOptions[:len(c.opts.ClientOptions):len(c.opts.ClientOptions)],

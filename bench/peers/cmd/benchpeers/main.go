@@ -6,6 +6,7 @@
 //
 //	benchpeers -bin bin/bench -etcd .tools/bin/etcd -out docs [-short]
 //	benchpeers -bin bin/bench -etcd .tools/bin/etcd -smoke
+//	benchpeers -bin bin/bench -etcd .tools/bin/etcd -durable-only -clients 64 -out /tmp/x
 //
 // A peer that cannot be started (MariaDB or Redis not installed, no etcd
 // binary) is left out with a line in the report saying so; seqsvr itself
@@ -18,6 +19,10 @@
 // no successful call, a peer that is installed failed to start, or the
 // report or a plot is missing or malformed; a peer that is not installed is
 // printed as a SKIPPED line.
+//
+// -durable-only measures just the durable write path (ReserveSegment, etcd,
+// MariaDB) and writes its report (the other sections empty) to -out: the
+// quick way to check the ReserveSegment-vs-etcd goal.
 package main
 
 import (
@@ -50,7 +55,7 @@ type config struct {
 	failDur, killAfter                             time.Duration
 	etcdHeartbeatMs, etcdElectionMs                int
 	reserveSize, idStep                            int64
-	noSweeps                                       bool
+	noSweeps, durableOnly                          bool
 }
 
 func main() {
@@ -59,6 +64,7 @@ func main() {
 		clients string
 		sweeps  = flag.Bool("sweeps", true, "run the throughput sweeps (false: only the leader kills and the snowflake peers, to look at a failover)")
 		short   = flag.Bool("short", false, "a quick run (about a minute): fewer client counts, one round, short runs")
+		durOnly = flag.Bool("durable-only", false, "only the durable write path's sweep (ReserveSegment vs etcd vs MariaDB): no ID path, no leader kills, no snowflake peers; give -out a scratch directory")
 		smoke   = flag.Bool("smoke", false, "the make test run (under a minute after the build): 1 and 16 clients, 1 s runs, one kill each, report into a temporary -out, then checked; non-zero exit on a failed check")
 	)
 	flag.StringVar(&cfg.binDir, "bin", "bin/bench", "directory holding storesvr, allocsvr, loadgen, peerload and leafsvr")
@@ -79,7 +85,7 @@ func main() {
 	flag.Int64Var(&cfg.reserveSize, "reserve-size", 1000, "IDs per reservation on the durable path (store, etcd, and the leaf_alloc row's step)")
 	flag.Int64Var(&cfg.idStep, "id-step", 100000, "initial segment size of the ID path's tag (allocsvr and Leaf; both grow it up to 1,000,000)")
 	flag.Parse()
-	cfg.noSweeps = !*sweeps
+	cfg.noSweeps, cfg.durableOnly = !*sweeps, *durOnly
 	outSet := false
 	flag.Visit(func(f *flag.Flag) { outSet = outSet || f.Name == "out" })
 	if *smoke {
@@ -245,6 +251,11 @@ func run(ctx context.Context, log *slog.Logger, cfg config) (rep *report, err er
 	log.Info("durable write path", "targets", len(durable), "clients", cfg.clients, "rounds", cfg.rounds)
 	if !cfg.noSweeps {
 		rep.durable = sweep(ctx, log, durable, cfg.clients, cfg.rounds, cfg.warm, cfg.dur, &rep.failures)
+	}
+
+	if cfg.durableOnly {
+		rep.loadEnd, rep.elapsed = loadAvg(), time.Since(began)
+		return rep, rep.write()
 	}
 
 	// The ID path.

@@ -26,6 +26,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -55,8 +56,20 @@ func main() {
 		callTO    = flag.Duration("call-timeout", 5*time.Second, "deadline of one call (with its retries)")
 		tl        = flag.Duration("timeline", 0, "record successes and errors per slice of this length")
 		hist      = flag.Bool("hist", false, "put the whole latency histogram into the JSON")
+		cpuprof   = flag.String("cpuprofile", "", "write this process's CPU profile (the client side) to the file")
 	)
 	flag.Parse()
+	if *cpuprof != "" {
+		f, err := os.Create(*cpuprof)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "peerload:", err)
+			os.Exit(2)
+		}
+		defer func() { pprof.StopCPUProfile(); _ = f.Close() }()
+	}
 	var attempts atomic.Int64
 	mk, closeFn, err := newDoer(*target, *endpoints, *key, *dsn, *urls, *tag, *count, *conc, *callTO, &attempts)
 	if err != nil {
