@@ -27,25 +27,29 @@ var (
 // directory from another member's.
 var nodeIDKey = []byte("seqsvr_node_id")
 
-// claimDataDir records cfg.NodeID as the owner of the stable store on
-// first use, and refuses a start with another node ID: that directory is
-// some other member's state.
-func claimDataDir(stable raft.StableStore, cfg Config) error {
+// dataDirOwner is the node ID recorded as the owner of the stable store
+// ("" if none yet), and refuses a start with another node ID: that
+// directory is some other member's state.
+func dataDirOwner(stable raft.StableStore, cfg Config) (string, error) {
 	owner, err := stable.Get(nodeIDKey)
 	// Both raft stores answer a missing key with an error reading "not
 	// found" (raft itself tests it the same way).
 	if err != nil && err.Error() != "not found" {
-		return fmt.Errorf("storage: read the data dir's owner: %w", err)
+		return "", fmt.Errorf("storage: read the data dir's owner: %w", err)
 	}
-	switch {
-	case len(owner) == 0:
-		if err := stable.Set(nodeIDKey, []byte(cfg.NodeID)); err != nil {
-			return fmt.Errorf("storage: record the data dir's owner: %w", err)
-		}
-		return nil
-	case string(owner) != cfg.NodeID:
-		return fmt.Errorf("%w: %s belongs to member %q, and --node-id is %q: start with the node ID this directory belongs to, or with an empty data dir",
+	if len(owner) != 0 && string(owner) != cfg.NodeID {
+		return "", fmt.Errorf("%w: %s belongs to member %q, and --node-id is %q: start with the node ID this directory belongs to, or with an empty data dir",
 			ErrStateConflict, cfg.DataDir, owner, cfg.NodeID)
+	}
+	return string(owner), nil
+}
+
+// claimDataDir records cfg.NodeID as the owner of the stable store. It is
+// called once the start is accepted, so a refused start never claims a
+// directory that held state before owners were recorded.
+func claimDataDir(stable raft.StableStore, cfg Config) error {
+	if err := stable.Set(nodeIDKey, []byte(cfg.NodeID)); err != nil {
+		return fmt.Errorf("storage: record the data dir's owner: %w", err)
 	}
 	return nil
 }
@@ -70,8 +74,11 @@ func checkBootstrapPeers(c Config) error {
 // from it was removed (and may be re-added), a warning; a different Raft
 // address or peers list is a warning naming each difference, since the
 // cluster keeps dialling the stored addresses. (Another member's directory
-// is refused earlier, by claimDataDir.)
-func (s *Store) checkStoredConfiguration() error {
+// is refused earlier, by dataDirOwner.) A directory with no recorded owner
+// (written before owners were recorded) cannot tell a removed member from
+// another member: there a member missing from the configuration is an
+// error, as it always was.
+func (s *Store) checkStoredConfiguration(unclaimed bool) error {
 	f := s.raft.GetConfiguration()
 	if err := f.Error(); err != nil {
 		return fmt.Errorf("storage: read the stored configuration: %w", err)
@@ -87,8 +94,12 @@ func (s *Store) checkStoredConfiguration() error {
 		stored[string(srv.ID)] = string(srv.Address)
 	}
 	self, ok := stored[s.cfg.NodeID]
+	if !ok && unclaimed {
+		return fmt.Errorf("%w: %s holds the state of a cluster with members %s, and --node-id %q is not one of them: start with the node ID this directory belongs to, or with an empty data dir",
+			ErrStateConflict, s.cfg.DataDir, formatMembers(stored), s.cfg.NodeID)
+	}
 	if !ok {
-		// This directory is this member's (claimDataDir checked), so it
+		// This directory is this member's (dataDirOwner checked), so it
 		// was removed from the cluster, and may be about to be added
 		// again: the leader's AddMember brings it back and it catches up.
 		s.log.Warn("this member is not in its stored cluster configuration (it was removed); it serves nothing until the leader adds it again",

@@ -148,14 +148,51 @@ func TestRestartChecksStoredConfiguration(t *testing.T) {
 func TestClaimDataDir(t *testing.T) {
 	stable := raft.NewInmemStore()
 	a := Config{NodeID: "a", DataDir: "d"}
+	if owner, err := dataDirOwner(stable, a); owner != "" || err != nil {
+		t.Fatalf("a fresh dir: owner %q, %v", owner, err)
+	}
 	if err := claimDataDir(stable, a); err != nil {
 		t.Fatalf("first claim: %v", err)
 	}
-	if err := claimDataDir(stable, a); err != nil {
-		t.Fatalf("the owner again: %v", err)
+	if owner, err := dataDirOwner(stable, a); owner != "a" || err != nil {
+		t.Fatalf("the owner again: %q, %v", owner, err)
 	}
-	err := claimDataDir(stable, Config{NodeID: "b", DataDir: "d"})
+	_, err := dataDirOwner(stable, Config{NodeID: "b", DataDir: "d"})
 	if !errors.Is(err, ErrStateConflict) || !strings.Contains(err.Error(), `"a"`) {
 		t.Fatalf("another node ID: %v, want ErrStateConflict naming the owner", err)
+	}
+}
+
+// A data dir written before the store recorded its owner holds Raft state
+// and no owner: another node ID is refused by the stored configuration
+// (as before owners were recorded), and must not claim the directory; the
+// member's own node ID claims it.
+func TestUnclaimedDataDirWithState(t *testing.T) {
+	skipShort(t)
+	d := newDiskless()
+	bootstrapAlone(t, d, "a", "ra")
+	unclaim := func() {
+		if err := d.stable.Set(nodeIDKey, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	unclaim()
+	var log syncBuf
+	if s, err := open(startupConfig("b", "ra", &log), d.parts); !errors.Is(err, ErrStateConflict) {
+		if s != nil {
+			s.Close()
+		}
+		t.Fatalf("another node ID on an unclaimed dir with state: %v, want ErrStateConflict", err)
+	}
+	if owner, _ := d.stable.Get(nodeIDKey); len(owner) != 0 {
+		t.Fatalf("a refused start claimed the dir for %q", owner)
+	}
+	s, err := open(startupConfig("a", "ra", &log), d.parts)
+	if err != nil {
+		t.Fatalf("the member's own node ID: %v", err)
+	}
+	s.Close()
+	if owner, _ := d.stable.Get(nodeIDKey); string(owner) != "a" {
+		t.Fatalf("the dir's owner after its member started: %q, want a", owner)
 	}
 }

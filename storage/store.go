@@ -143,8 +143,16 @@ func start(cfg Config, rc *raft.Config, p raftParts) (*Store, error) {
 			return nil, fmt.Errorf("%w: %s holds no Raft state and neither Peers, Join nor Bootstrap is set", ErrNoCluster, cfg.DataDir)
 		}
 	}
-	if err := claimDataDir(p.stable, cfg); err != nil {
+	owner, err := dataDirOwner(p.stable, cfg)
+	if err != nil {
 		return nil, err
+	}
+	// A directory with state but no owner is claimed once its stored
+	// configuration let this start through (checkStoredConfiguration).
+	if owner == "" && !existing {
+		if err := claimDataDir(p.stable, cfg); err != nil {
+			return nil, err
+		}
 	}
 	s := &Store{cfg: cfg, log: cfg.Logger, fsm: newFSM(nil), closers: p.closers, stop: make(chan struct{})}
 	s.stopCtx, s.stopAll = context.WithCancel(context.Background())
@@ -155,7 +163,9 @@ func start(cfg Config, rc *raft.Config, p raftParts) (*Store, error) {
 	}
 	switch {
 	case existing:
-		err = s.checkStoredConfiguration()
+		if err = s.checkStoredConfiguration(owner == ""); err == nil && owner == "" {
+			err = claimDataDir(p.stable, cfg)
+		}
 	case cfg.Join != "":
 		s.wg.Add(1)
 		go s.joinLoop()

@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/seqsvr/seqsvr/internal/dirlock"
 )
 
 // Files of LoadInstance in the allocsvr's data dir.
@@ -35,11 +37,11 @@ func LoadInstance(dir, node string) (id string, release func(), err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", nil, fmt.Errorf("seq instance: %w", err)
 	}
-	unlock, locked, err := lockFile(filepath.Join(dir, instanceLock))
+	unlock, err := dirlock.Lock(filepath.Join(dir, instanceLock))
 	if err != nil {
 		return "", nil, fmt.Errorf("seq instance: data dir %s: %w", dir, err)
 	}
-	if !locked {
+	if !dirlock.Supported { // nothing proves the last process dead
 		return rand.Text(), unlock, nil
 	}
 	path := filepath.Join(dir, instanceFile)

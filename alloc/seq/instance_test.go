@@ -1,13 +1,14 @@
 package seq
 
 import (
-	"runtime"
 	"testing"
+
+	"github.com/seqsvr/seqsvr/internal/dirlock"
 )
 
 func TestLoadInstance(t *testing.T) {
-	if runtime.GOOS == "windows" || runtime.GOOS == "plan9" {
-		t.Skip("no flock: every start gets a new ID")
+	if !dirlock.Supported {
+		t.Skip("no file locks: every start gets a new ID")
 	}
 	dir := t.TempDir()
 	a, release, err := LoadInstance(dir, "a1")

@@ -1,6 +1,7 @@
 package seq
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -91,7 +92,7 @@ func (n *Node) runMarks(batch map[*section][]uint32, r *markRound) {
 		batch[s] = compact(batch[s])
 		secs = append(secs, s)
 	}
-	slices.SortFunc(secs, func(a, b *section) int { return cmpU64(a.key.section, b.key.section) })
+	slices.SortFunc(secs, func(a, b *section) int { return cmp.Compare(a.key.section, b.key.section) })
 	if len(secs) > 1 {
 		res, err := n.writeMarks(secs, batch)
 		if err == nil && len(res.GetSections()) == len(secs) {
@@ -127,16 +128,6 @@ func (n *Node) runMarks(batch map[*section][]uint32, r *markRound) {
 		})
 	}
 	wg.Wait()
-}
-
-func cmpU64(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // writeMarks is the store write of secs' first uses (keep_max: no

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+
+	"github.com/seqsvr/seqsvr/internal/dirlock"
 )
 
 // Files of the snowflake cache in --data-dir.
@@ -56,7 +58,7 @@ func openCache(dir string, aheadMs int64) (*cache, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("snowflake cache: %w", err)
 	}
-	unlock, err := lockDir(filepath.Join(dir, lockFile))
+	unlock, err := dirlock.Lock(filepath.Join(dir, lockFile))
 	if err != nil {
 		return nil, fmt.Errorf("snowflake cache %s: %w", dir, err)
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"sync/atomic"
 	"time"
@@ -30,14 +29,9 @@ func (cfg *config) open(ctx context.Context, env serve.Env) (*serve.App, error) 
 	if err != nil {
 		return nil, err
 	}
-	store, err := storeclient.New(cfg.Stores, storeclient.Options{
-		Logger:         logger.With("component", "storeclient"),
-		RequestTimeout: cfg.StoreRequestTimeout,
-		Token:          peers.token,
-		TLS:            peers.tls,
-	})
+	store, err := cfg.storeClient(peers, logger)
 	if err != nil {
-		return nil, fmt.Errorf("--store: %w", err)
+		return nil, err
 	}
 	seg := segment.New(store, segment.Config{
 		MaxStep:          cfg.MaxStep,

@@ -3,10 +3,12 @@ package main
 import (
 	"crypto/tls"
 	"fmt"
+	"log/slog"
 	"net/http"
 
 	"connectrpc.com/connect"
 
+	"github.com/seqsvr/seqsvr/alloc/storeclient"
 	"github.com/seqsvr/seqsvr/cmd/internal/serve"
 	"github.com/seqsvr/seqsvr/internal/auth"
 	"github.com/seqsvr/seqsvr/internal/tlsconf"
@@ -60,4 +62,21 @@ func (p peerAccess) clientOptions() []connect.ClientOption {
 		return nil
 	}
 	return []connect.ClientOption{connect.WithInterceptors(auth.Bearer(p.token))}
+}
+
+// storeClient calls the store cluster through p's pooled client rather
+// than storeclient's default one built from p.tls: that one would keep
+// the CA pool read at start, and a --store-ca rotation would cut the
+// allocsvr off its store until restarted.
+func (cfg *config) storeClient(p peerAccess, logger *slog.Logger) (*storeclient.Client, error) {
+	store, err := storeclient.New(cfg.Stores, storeclient.Options{
+		HTTPClient:     p.httpClient(),
+		Logger:         logger.With("component", "storeclient"),
+		RequestTimeout: cfg.StoreRequestTimeout,
+		Token:          p.token,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("--store: %w", err)
+	}
+	return store, nil
 }

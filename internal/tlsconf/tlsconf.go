@@ -5,8 +5,9 @@
 //
 // Guarantees:
 //   - TLS 1.2 at least.
-//   - A certificate and key pair is read again when either file's
-//     modification time or size changes, checked at most once a second on a
+//   - A certificate and key pair is read again when either file changes
+//     (modification time, size or contents: a same-size rewrite within one
+//     timestamp tick counts), checked at most once a second on a
 //     handshake; a pair that does not load keeps the old one in force (and
 //     is logged), so a half-written renewal never takes a server down.
 //   - A CA file is read again the same way (CA): a server built here takes

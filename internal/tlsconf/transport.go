@@ -33,10 +33,14 @@ func (r *reloadingTransport) RoundTrip(req *http.Request) (*http.Response, error
 	return r.current().RoundTrip(req)
 }
 
+// current is the transport for the next request. Current is read under
+// mu: read before it, a request that saw the old pool could take the lock
+// after one that saw the new pool and swap the old pool back in, closing
+// the new transport's idle connections on the way.
 func (r *reloadingTransport) current() *http.Transport {
-	cur := Current(r.cfg)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	cur := Current(r.cfg)
 	if cur == r.used {
 		return r.tr
 	}
