@@ -64,16 +64,16 @@ func (p peerAccess) clientOptions() []connect.ClientOption {
 	return []connect.ClientOption{connect.WithInterceptors(auth.Bearer(p.token))}
 }
 
-// storeClient calls the store cluster through p's pooled client rather
-// than storeclient's default one built from p.tls: that one would keep
-// the CA pool read at start, and a --store-ca rotation would cut the
-// allocsvr off its store until restarted.
+// storeClient is storeclient's own HTTP/1.1 client (the cheap one under
+// many concurrent reservations) with p's TLS: it dials with
+// tlsconf.Current(p.tls), so a --store-ca rotation is followed without a
+// restart (TestStoreClientFollowsStoreCA).
 func (cfg *config) storeClient(p peerAccess, logger *slog.Logger) (*storeclient.Client, error) {
 	store, err := storeclient.New(cfg.Stores, storeclient.Options{
-		HTTPClient:     p.httpClient(),
 		Logger:         logger.With("component", "storeclient"),
 		RequestTimeout: cfg.StoreRequestTimeout,
 		Token:          p.token,
+		TLS:            p.tls,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("--store: %w", err)
