@@ -6,11 +6,13 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
 	"connectrpc.com/connect"
 
+	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 	"github.com/seqsvr/seqsvr/internal/clock/clocktest"
 	"github.com/seqsvr/seqsvr/internal/errs"
@@ -452,5 +454,37 @@ func TestFirstUsesShareOneWrite(t *testing.T) {
 	defer st.mu.Unlock()
 	if w := st.marks - marks; w < 1 || w > 3 {
 		t.Fatalf("%d first-use writes for 9 keys, want 1-3 (group commit)", w)
+	}
+}
+
+// canceledPeer answers every per-key call canceled, as connect-go reports
+// a write into a connection its dead peer closed.
+type canceledPeer struct {
+	seqsvrv1connect.UnimplementedSeqServiceHandler
+}
+
+func (canceledPeer) NextSeqs(context.Context, *connect.Request[seqsvrv1.NextSeqsRequest]) (*connect.Response[seqsvrv1.NextSeqsResponse], error) {
+	return nil, connect.NewError(connect.CodeCanceled, errors.New("write: broken pipe"))
+}
+
+// TestForwardCanceledIsUnavailable: a forward that fails canceled while
+// the caller is still waiting is unavailable (retry), not canceled.
+func TestForwardCanceledIsUnavailable(t *testing.T) {
+	muxA, muxB := http.NewServeMux(), http.NewServeMux()
+	srvA, srvB := httptest.NewServer(muxA), httptest.NewServer(muxB)
+	defer srvA.Close()
+	defer srvB.Close()
+	_, a, b := twoNodes(t, 40, srvA.URL, srvB.URL) // sections 2,3 -> b
+	serveNode(t, muxA, a)
+	muxB.Handle(seqsvrv1connect.NewSeqServiceHandler(canceledPeer{}))
+	mustBeat(t, a)
+	mustBeat(t, b)
+	mustBeat(t, a)
+	mustBeat(t, a)
+	mustBeat(t, b)
+	_, _, err := a.Next(context.Background(), "s", []uint64{35}, false)
+	wantCode(t, err, connect.CodeUnavailable)
+	if !strings.Contains(err.Error(), "forward NextSeqs to b") {
+		t.Fatalf("error %q does not name the forward", err)
 	}
 }

@@ -2,6 +2,7 @@ package seq
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"connectrpc.com/connect"
@@ -163,6 +164,17 @@ func (n *Node) forward(ctx context.Context, o op, space string, keys []uint64, p
 		seqs, version, err = res.GetSeqs(), res.GetRoutingVersion(), e
 	}
 	if err != nil {
+		if connect.CodeOf(err) == connect.CodeCanceled && ctx.Err() == nil {
+			// Not our caller giving up: connect-go reports some transport
+			// failures as canceled (a write into a connection the owner's
+			// death closed), and the caller must read "try again", not a
+			// code no retry loop expects.
+			msg := err.Error()
+			if ce := new(connect.Error); errors.As(err, &ce) {
+				msg = ce.Message()
+			}
+			return 0, fmt.Errorf("%w: %s: %s", errs.Unavailable, name, msg)
+		}
 		return 0, errs.FromConnect(name, err)
 	}
 	if len(seqs) != len(sub) {
