@@ -172,31 +172,48 @@ func TestNoBurnedIDs(t *testing.T) {
 		return &history.Op{ID: id, Kind: history.NextIDs, Tag: SoloPrefix + target, Target: target, Life: life, LifeReturn: life, Pid: 100 + life,
 			OK: true, IDs: ids, Count: len(ids)}
 	}
+	seg := SegmentBounds{Min: 10, Max: 20}
 	// Consecutive within a life, a hole across lives: fine.
 	ok := []*history.Op{next(1, "a1", 1, 1, 2, 3), next(2, "a1", 1, 4, 5), next(3, "a1", 2, 101, 102), next(4, "a2", 1, 7)}
-	if r := NoBurnedIDs(ok); !r.OK || r.Checked != 8 {
+	if r := NoBurnedIDs(ok, seg); !r.OK || r.Checked != 8 {
 		t.Fatalf("consecutive: %+v", r)
 	}
 	// A hole of 3 inside a life with no call of unknown outcome: burned.
 	holed := append(ok, next(5, "a1", 2, 106))
-	if r := NoBurnedIDs(holed); r.OK || !strings.Contains(r.Detail, "(102, 106)") {
+	if r := NoBurnedIDs(holed, seg); r.OK || !strings.Contains(r.Detail, "(102, 106)") {
 		t.Fatalf("a hole passed: %+v", r)
 	}
 	// The allocsvr's own unavailable answer took nothing; a timeout may
 	// have taken its count.
 	own := &history.Op{ID: 6, Kind: history.NextIDs, Tag: SoloPrefix + "a1", Target: "a1", Life: 2, LifeReturn: 2, Pid: 102, Count: 5,
 		Code: "unavailable", Err: `unavailable: tag "solo-a1": buffers empty`}
-	if r := NoBurnedIDs(append(holed, own)); r.OK {
+	if r := NoBurnedIDs(append(holed, own), seg); r.OK {
 		t.Fatalf("an answered failure excused a hole: %+v", r)
 	}
 	timeout := &history.Op{ID: 7, Kind: history.NextIDs, Tag: SoloPrefix + "a1", Target: "a1", Life: 2, LifeReturn: 2, Pid: 102, Count: 3,
 		Code: "deadline_exceeded", Err: "deadline_exceeded: context deadline exceeded"}
-	if r := NoBurnedIDs(append(holed, timeout)); !r.OK {
+	if r := NoBurnedIDs(append(holed, timeout), seg); !r.OK {
 		t.Fatalf("a timed-out call of 3 did not excuse a hole of 3: %+v", r)
+	}
+	// After a restart, one hole of a segment's size (a killed
+	// predecessor's reservation the store committed late) is excused;
+	// not in a first lifetime, not a hole smaller than a segment, not two.
+	late := append(ok[:len(ok):len(ok)], next(9, "a1", 2, 103, 104), next(10, "a1", 2, 120))
+	if r := NoBurnedIDs(late, seg); !r.OK {
+		t.Fatalf("one segment-sized hole after a restart: %+v", r)
+	}
+	if r := NoBurnedIDs(append(late, next(11, "a1", 2, 135)), seg); r.OK {
+		t.Fatalf("two segment-sized holes in one lifetime passed: %+v", r)
+	}
+	if r := NoBurnedIDs(append(ok[:len(ok):len(ok)], next(12, "a1", 1, 20)), seg); r.OK {
+		t.Fatalf("a segment-sized hole in a first lifetime passed: %+v", r)
+	}
+	if r := NoBurnedIDs(append(ok[:len(ok):len(ok)], next(13, "a1", 2, 108)), seg); r.OK {
+		t.Fatalf("a hole smaller than a segment after a restart passed: %+v", r)
 	}
 	// Other tags are not checked.
 	other := &history.Op{ID: 8, Kind: history.NextIDs, Tag: "ids-0", Target: "a1", Life: 1, LifeReturn: 1, OK: true, IDs: []int64{1, 50}}
-	if r := NoBurnedIDs([]*history.Op{other}); !r.OK || r.Checked != 0 {
+	if r := NoBurnedIDs([]*history.Op{other}, seg); !r.OK || r.Checked != 0 {
 		t.Fatalf("an ordinary tag checked: %+v", r)
 	}
 }

@@ -116,7 +116,7 @@ func Check(in Inputs, outDir string) []Verdict {
 			ran(checker.WorkerExclusive(ops, l, f.LeaseTTL*2/3)))
 	}
 	out = append(out, ran(checker.SeqOrder(ops)), ran(checker.SeqUnique(ops)), ran(checker.Idempotent(ops)),
-		ran(checker.NoBurnedIDs(ops)))
+		ran(checker.NoBurnedIDs(ops, checker.SegmentBounds{Min: soloStep, Max: allocMaxStep})))
 	switch {
 	case f == nil:
 		return append(out, skipped(checker.SeqAvailabilityName, noFinal+": needs the per-key lease TTL"))

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -63,7 +64,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	opts := cluster.Options{
 		BinDir: cfg.BinDir, Dir: out, Stores: cfg.Stores, Allocs: cfg.Allocs,
 		StoreArgs: append(append([]string{"--worker-lease-ttl", cfg.LeaseTTL.String()}, storeTiming...), cfg.StoreArgs...),
-		AllocArgs: append(append([]string{"--max-step", "200"}, allocLease...), cfg.AllocArgs...),
+		AllocArgs: append(append([]string{"--max-step", strconv.Itoa(allocMaxStep)}, allocLease...), cfg.AllocArgs...),
 		Logf:      cfg.Logf,
 	}
 	if cfg.SeqWorkers > 0 {
@@ -142,7 +143,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := createTags(ctx, c, w.allocTags, 50); err != nil {
 		return nil, err
 	}
-	if err := createTags(ctx, c, soloTags, 50); err != nil {
+	if err := createTags(ctx, c, soloTags, soloStep); err != nil {
 		return nil, err
 	}
 	// Created like the others, with start 0, as the store model assumes
@@ -291,3 +292,10 @@ func snowflakeLayout(ctx context.Context, c *cluster.Cluster) Layout {
 	}
 	return Layout{WorkerBits: 10, SequenceBits: 12}
 }
+
+// The solo tags' stored step and the allocsvrs' --max-step: together the
+// sizes a solo tag's segment can have (checker.SegmentBounds).
+const (
+	soloStep     = 50
+	allocMaxStep = 200
+)

@@ -150,10 +150,34 @@ func (e *Env) removeMember(ctx context.Context, via, m *cluster.Proc) error {
 		code := connect.CodeOf(err)
 		retryable := code == connect.CodeUnavailable || code == connect.CodeDeadlineExceeded
 		if !retryable || ctx.Err() != nil || time.Now().After(deadline) {
-			if member, known := e.isMember(ctx, m); known && !member {
+			if retryable {
+				// Ambiguous to the end (the run may be over, or no leader
+				// yet): the change may still commit once a leader is
+				// elected, so wait for one to say, on a context of its
+				// own. Counting a removed member as a member fails the
+				// final check on its stale state.
+				if member, known := e.settleMember(m, 30*time.Second); known && !member {
+					return nil
+				}
+			} else if member, known := e.isMember(ctx, m); known && !member {
 				return nil
 			}
 			return err
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// settleMember polls isMember until a leader answers or d passes.
+func (e *Env) settleMember(m *cluster.Proc, d time.Duration) (member, known bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	for {
+		if member, known = e.isMember(ctx, m); known || ctx.Err() != nil {
+			return member, known
 		}
 		select {
 		case <-ctx.Done():
