@@ -55,18 +55,7 @@ func testLocalBuffer(t *testing.T, tag string, size, each int) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	seen := map[int64]bool{}
-	for w, ids := range got {
-		for i, id := range ids {
-			if seen[id] {
-				t.Fatalf("ID %d handed out twice", id)
-			}
-			seen[id] = true
-			if i > 0 && id <= ids[i-1] {
-				t.Fatalf("goroutine %d: ID %d after %d", w, id, ids[i-1])
-			}
-		}
-	}
+	seen := client.CheckUniqueIncreasing(t, got)
 	n := calls.get(seqsvrv1connect.AllocServiceNextIDRangesProcedure)
 	// Every load is one NextIDRanges call; two batches may be left over.
 	if lo, hi := len(seen)/size, len(seen)/size+2; n < lo || n > hi {

@@ -164,18 +164,7 @@ func TestLocalBufferLargeBatches(t *testing.T) {
 	for err := range errc {
 		t.Fatal(err)
 	}
-	seen := map[int64]bool{}
-	for w, ids := range got {
-		for i, id := range ids {
-			if seen[id] {
-				t.Fatalf("ID %d handed out twice", id)
-			}
-			seen[id] = true
-			if i > 0 && id <= ids[i-1] {
-				t.Fatalf("goroutine %d: ID %d after %d", w, id, ids[i-1])
-			}
-		}
-	}
+	CheckUniqueIncreasing(t, got)
 	// The refill started last may still be in flight: let it end.
 	calls, inflight, missed := f.get()
 	for end := time.Now().Add(5 * time.Second); calls%3 != 0 && time.Now().Before(end); calls, inflight, missed = f.get() {
