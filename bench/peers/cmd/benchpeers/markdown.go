@@ -109,15 +109,7 @@ func (r *report) markdown() string {
 	// Durable path.
 	p("## Durable write path: a segment reserved per call\n\n")
 	p("Each call makes one reservation of %d IDs durable on a majority (seqsvr, etcd) or on the one server (MariaDB) before it answers. seqsvr is measured twice: through `alloc/storeclient` (connect-go over the store client's own HTTP/1.1 keep-alive client, leader discovery and retries, a request_id per reservation; the client the allocsvr uses and the fair match for etcd's official Go client), and through loadgen's raw HTTP/1.1 client straight to the leader (no request_id: the server's capacity). etcd's figure is reservations/s; its transaction rate (every compare-and-raise sent, won or lost) is in brackets: with many clients on one counter most transactions lose the race and go round again.\n\n", r.cfg.reserveSize)
-	p("| clients |")
-	for _, s := range r.durable {
-		p(" %s |", s.t.label)
-	}
-	p(" seqsvr (Go) ÷ etcd txn/s | seqsvr (Go) ÷ MariaDB |\n|---|")
-	for range r.durable {
-		p("---|")
-	}
-	p("---|---|\n")
+	seriesHead(&b, r.durable, "seqsvr (Go) ÷ etcd txn/s", "seqsvr (Go) ÷ MariaDB")
 	for _, c := range r.cfg.clients {
 		p("| %d |", c)
 		for _, s := range r.durable {
@@ -150,15 +142,7 @@ func (r *report) markdown() string {
 	// ID path.
 	p("## ID path: IDs handed out per call\n\n")
 	p("allocsvr serves IDs from memory (a double buffer of segments reserved on the store); the Leaf-segment peer does the same over MariaDB (package `bench/peers/leaf`, written the way Leaf's `SegmentIDGenImpl` works: double buffer, next segment loaded at 10%% used, dynamic step up to 1,000,000, served by `bench/peers/cmd/leafsvr` on Go's net/http with Leaf's `GET /api/segment/get/{tag}`). Both start at a step of %d. The allocsvr's Leaf API row is the same call on the same wire format as the Leaf peer's. Redis INCR/INCRBY is an in-memory counter without persistence: a floor for a network round trip, not a durable peer. All HTTP targets use loadgen's raw HTTP/1.1 client (one kept-alive connection per client), Redis its RESP client.\n\n", r.cfg.idStep)
-	p("| clients |")
-	for _, s := range r.ids {
-		p(" %s |", s.t.label)
-	}
-	p(" count=1 ÷ Leaf over MariaDB | count=1 ÷ Redis INCR | count=1000 IDs/s ÷ INCRBY 1000 IDs/s |\n|---|")
-	for range r.ids {
-		p("---|")
-	}
-	p("---|---|---|\n")
+	seriesHead(&b, r.ids, "count=1 ÷ Leaf over MariaDB", "count=1 ÷ Redis INCR", "count=1000 IDs/s ÷ INCRBY 1000 IDs/s")
 	for _, c := range r.cfg.clients {
 		p("| %d |", c)
 		for _, s := range r.ids {
@@ -248,6 +232,23 @@ func (r *report) markdown() string {
 		p("\n")
 	}
 	return b.String()
+}
+
+// seriesHead writes the head of a per-client-count table: the clients
+// column, one column per series, then the ratio columns.
+func seriesHead(b *strings.Builder, ss []*series, ratios ...string) {
+	b.WriteString("| clients |")
+	for _, s := range ss {
+		fmt.Fprintf(b, " %s |", s.t.label)
+	}
+	for _, r := range ratios {
+		fmt.Fprintf(b, " %s |", r)
+	}
+	b.WriteString("\n|---|")
+	for range len(ss) + len(ratios) {
+		b.WriteString("---|")
+	}
+	b.WriteString("\n")
 }
 
 func (r *report) latencyTable(b *strings.Builder, ss []*series, c int) {
