@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -26,13 +27,18 @@ const (
 	secAdminToken  = "bench-admin-token-0123456789"
 )
 
-// secRounds is how many rounds BenchmarkSecurity runs of each ratio's
-// sides. A single round's ratio on the shared 2-core box lands anywhere in
-// about ±15% even between two identical processes, three times the auth
-// target's margin; the median of many short interleaved rounds, each
-// paired with its own reference, moves far less. Odd, so the median is
-// one round's.
-const secRounds = 9
+// secRounds and authRounds are how many rounds BenchmarkSecurity runs of
+// each ratio's sides. A single round's ratio on the shared 2-core box lands
+// anywhere in about ±15% even between two identical processes (a 1-second
+// run of one process against the same process swings as much: the box
+// settles into faster and slower regimes for seconds at a time, pinned to
+// cores or not), three times the auth target's margin; the mean of many
+// short interleaved rounds, each paired with its own reference, moves far
+// less. Auth, whose margin is 5%, gets more rounds than TLS (25%).
+const (
+	secRounds  = 9
+	authRounds = 21
+)
 
 // BenchmarkSecurity is the cost of access control and of TLS per call
 // (issue 11): NextIDs count=1 from loadgen's raw HTTP/1.1 client, 64
@@ -40,20 +46,28 @@ const secRounds = 9
 // setting each, all on the same 3 storesvrs (which check tokens: the
 // allocsvrs present theirs with --store-token-file).
 //
-// Each ratio runs secRounds rounds; a round runs every side once for
-// roundLoad, starting one side further on each time (so no side always
-// follows the same one), and yields one ratio per pair from that round's
-// runs alone. A ratio is reported as the median over the rounds (x-NAME)
-// with its spread (x-NAME-min, x-NAME-max), and every round's value is
-// logged. Calls/s and latencies are of all rounds merged.
+// Each ratio runs authRounds or secRounds rounds; a round runs every side
+// once for roundLoad, starting one side further on each time (so no side
+// always follows the same one), and yields one ratio per pair from that
+// round's runs alone. A ratio is reported as the geometric mean over the
+// rounds (x-NAME) with its 95% confidence interval (x-NAME-lo, x-NAME-hi)
+// and median (x-NAME-med), and every round's value is logged. Calls/s and
+// latencies are of all rounds merged.
 //
 //   - auth: --auth-file vs the same allocsvr without it, both with the
-//     HTTP/1.1 front (which checks tokens itself). Two no-auth allocsvrs
-//     run, plain and twin, identical. x-noauth = auth / the mean of plain
-//     and twin in the same round (target: >= 1/1.05, at most 5% more time
-//     per call). x-twin = twin / plain: how far from 1 a ratio lands when
-//     nothing differs, the noise to read x-noauth against (a little
-//     wider than x-noauth's, whose reference is two processes, not one).
+//     HTTP/1.1 front (which checks tokens itself). Each side is two
+//     identical processes (auth and auth2 with --auth-file, plain and
+//     twin without), since two identical processes differ by several
+//     percent over a whole iteration, and all four are sent the same
+//     bytes, token included (plain and twin ignore it). x-noauth = mean of
+//     auth and auth2 / mean of plain and twin per round: the server's cost
+//     of the check (target: >= 1/1.05, at most 5% more time per call).
+//     Controls where nothing differs: x-twin = twin / plain and x-twin-auth
+//     = auth2 / auth. x-noauth-bare = auth / plain-bare (plain called
+//     without the header): the check plus the header's bytes on both ends,
+//     what turning auth on costs in all. x-noauth-cpu = plain's and twin's
+//     CPU time per call (from /proc, over all rounds) / auth's and
+//     auth2's, with cpu-us/call (at USER_HZ 100) for both sides.
 //   - tls: --tls-cert/--tls-key vs plain, with the front behind the
 //     handshake: x-plain-front = TLS / plain, both with the front (the
 //     target: >= 1/1.25 = 0.80, at most 25% more time per call). The same
@@ -81,35 +95,50 @@ func BenchmarkSecurity(b *testing.B) {
 	twin := startAlloc(b, c, "a5", "", tokFile)
 	plainNet := startAlloc(b, c, "a2", "", tokFile, "--fast-http=false")
 	authd := startAlloc(b, c, "a3", "", tokFile, "--auth-file", allocAuth)
+	authd2 := startAlloc(b, c, "a7", "", tokFile, "--auth-file", allocAuth)
 	tlsd := startAlloc(b, c, "a4", ca.CertFile, tokFile, "--tls-cert", cert, "--tls-key", key)
 	tlsNet := startAlloc(b, c, "a6", ca.CertFile, tokFile, "--tls-cert", cert, "--tls-key", key, "--fast-http=false")
 
-	nextIDs := func(url string, extra ...string) func(d, warm string, c string) Result {
-		return func(d, warm, c string) Result {
+	side := func(name string, p *cluster.Proc, extra ...string) secSide {
+		url := p.URL()
+		if slices.Contains(extra, "-tls-ca") {
+			url = "https://" + p.HTTPAddr
+		}
+		return secSide{name: name, proc: p, run: func(d, warm, c string) Result {
 			args := append([]string{"-target", "alloc-raw", "-url", url, "-tag", "sec", "-count", "1", "-c", c, "-d", d, "-warmup", warm}, extra...)
 			return loadgen(b, args...)
-		}
+		}}
 	}
 	var (
-		sPlain    = secSide{"plain", nextIDs(plain)}
-		sTwin     = secSide{"twin", nextIDs(twin)}
-		sPlainNet = secSide{"plain-net", nextIDs(plainNet)}
-		sAuth     = secSide{"auth", nextIDs(authd, "-token", secClientToken)}
-		sTLS      = secSide{"tls", nextIDs(tlsd, "-tls-ca", ca.CertFile)}
-		sTLSNet   = secSide{"tls-net", nextIDs(tlsNet, "-tls-ca", ca.CertFile)}
+		tok        = []string{"-token", secClientToken}
+		sPlain     = side("plain", plain)
+		sPlainTok  = side("plain", plain, tok...)
+		sTwinTok   = side("twin", twin, tok...)
+		sPlainBare = side("plain-bare", plain)
+		sPlainNet  = side("plain-net", plainNet)
+		sAuth      = side("auth", authd, tok...)
+		sAuth2     = side("auth2", authd2, tok...)
+		sTLS       = side("tls", tlsd, "-tls-ca", ca.CertFile)
+		sTLSNet    = side("tls-net", tlsNet, "-tls-ca", ca.CertFile)
 	)
 	b.Run("auth", func(b *testing.B) {
-		rs := measureRounds(b, secRounds, sPlain, sAuth, sTwin)
-		reportLoad(b, merge(rs["auth"]))
-		b.ReportMetric(merge(rs["plain"]).OpsPerSec, "noauth-calls/s")
-		// Two identical processes differ by up to 10% over a whole
-		// iteration (x-twin's median), so the reference is both of them:
-		// each round's mean of plain and twin.
-		reportRatio(b, "x-noauth", rs["auth"], meanRounds(rs["plain"], rs["twin"]))
-		reportRatio(b, "x-twin", rs["twin"], rs["plain"])
+		rs := measureRounds(b, authRounds, sPlainTok, sAuth, sTwinTok, sAuth2, sPlainBare)
+		reportLoad(b, merge(rs.res["auth"]))
+		b.ReportMetric(merge(rs.res["plain"]).OpsPerSec, "noauth-calls/s")
+		reportRatio(b, "x-noauth", meanRounds(rs.res["auth"], rs.res["auth2"]), meanRounds(rs.res["plain"], rs.res["twin"]))
+		reportRatio(b, "x-twin", rs.res["twin"], rs.res["plain"])
+		reportRatio(b, "x-twin-auth", rs.res["auth2"], rs.res["auth"])
+		reportRatio(b, "x-noauth-bare", rs.res["auth"], rs.res["plain-bare"])
+		authCPU := (rs.cpuPerCall("auth") + rs.cpuPerCall("auth2")) / 2
+		plainCPU := (rs.cpuPerCall("plain") + rs.cpuPerCall("twin")) / 2
+		if authCPU > 0 && plainCPU > 0 {
+			b.ReportMetric(plainCPU/authCPU, "x-noauth-cpu")
+			b.ReportMetric(authCPU*1e4, "auth-cpu-us/call")
+			b.ReportMetric(plainCPU*1e4, "noauth-cpu-us/call")
+		}
 	})
 	b.Run("tls", func(b *testing.B) {
-		rs := measureRounds(b, secRounds, sPlain, sTLS, sPlainNet, sTLSNet)
+		rs := measureRounds(b, secRounds, sPlain, sTLS, sPlainNet, sTLSNet).res
 		reportLoad(b, merge(rs["tls"]))
 		b.ReportMetric(merge(rs["plain"]).OpsPerSec, "plain-front-calls/s")
 		reportRatio(b, "x-plain-front", rs["tls"], rs["plain"])
@@ -119,30 +148,67 @@ func BenchmarkSecurity(b *testing.B) {
 	})
 }
 
-// secSide is one allocsvr of a ratio and how to load it for d (after
-// warm) with c workers.
+// secSide is one allocsvr of a ratio (proc) and how to load it for d
+// (after warm) with c workers.
 type secSide struct {
 	name string
+	proc *cluster.Proc
 	run  func(d, warm, c string) Result
+}
+
+// secRuns is what measureRounds saw: each side's results in round order,
+// and the CPU ticks its allocsvr used and the calls it answered over all
+// rounds.
+type secRuns struct {
+	res   map[string][]Result
+	ticks map[string]int64
+	calls map[string]float64
+}
+
+// cpuPerCall is side's CPU ticks per call over all rounds (0 if unknown).
+func (r secRuns) cpuPerCall(side string) float64 {
+	if r.calls[side] <= 0 {
+		return 0
+	}
+	return float64(r.ticks[side]) / r.calls[side]
 }
 
 // measureRounds warms every side (buffers, connections), then runs n
 // rounds of them in turn, each round starting one side further on, and
 // answers each side's results in round order. Errors fail the benchmark.
-func measureRounds(b *testing.B, n int, sides ...secSide) map[string][]Result {
+//
+// A side's CPU time is read before and after each run, so it covers the
+// run's warm-up too; its calls are counted as the measured rate over the
+// whole run (warm-up included), the same for every side.
+func measureRounds(b *testing.B, n int, sides ...secSide) secRuns {
 	conc := fmt.Sprint(allocConc)
 	for _, s := range sides {
 		s.run("300ms", "0s", "4")
 	}
-	runs := map[string][]Result{}
+	warm, err := time.ParseDuration(warmup)
+	if err != nil {
+		b.Fatal(err)
+	}
+	runs := secRuns{res: map[string][]Result{}, ticks: map[string]int64{}, calls: map[string]float64{}}
 	for i := range n {
 		for j := range sides {
 			s := sides[(i+j)%len(sides)]
-			runs[s.name] = append(runs[s.name], s.run(roundLoad.String(), warmup, conc))
+			before, err := procCPUTicks(s.proc.Pid())
+			if err != nil {
+				b.Fatal(err)
+			}
+			r := s.run(roundLoad.String(), warmup, conc)
+			after, err := procCPUTicks(s.proc.Pid())
+			if err != nil {
+				b.Fatal(err)
+			}
+			runs.res[s.name] = append(runs.res[s.name], r)
+			runs.ticks[s.name] += after - before
+			runs.calls[s.name] += r.OpsPerSec * (r.Seconds + warm.Seconds())
 		}
 	}
 	for _, s := range sides {
-		if r := merge(runs[s.name]); r.Errors > 0 {
+		if r := merge(runs.res[s.name]); r.Errors > 0 {
 			b.Errorf("%s: %d errors, first: %s", s.name, r.Errors, r.FirstError)
 		}
 	}
@@ -170,12 +236,15 @@ func meanRounds(a, b []Result) []Result {
 	return out
 }
 
-// reportRatio reports the median of the rounds' num/den ratios as unit,
-// their lowest and highest as unit-min and unit-max, and logs them all.
+// reportRatio reports, over the rounds' num/den ratios, their geometric
+// mean as unit with its 95% confidence interval (unit-lo, unit-hi: the
+// mean of the logarithms ± t·s/√n, Student's t), their median as
+// unit-med, and logs them all. The interval is what says whether a target
+// is shown: its low end above the target's line.
 func reportRatio(b *testing.B, unit string, num, den []Result) {
 	rs := roundRatios(num, den)
-	if len(rs) == 0 {
-		b.Errorf("%s: no rounds", unit)
+	if len(rs) < 2 {
+		b.Errorf("%s: %d rounds", unit, len(rs))
 		return
 	}
 	vals := make([]string, len(rs))
@@ -183,10 +252,56 @@ func reportRatio(b *testing.B, unit string, num, den []Result) {
 		vals[i] = fmt.Sprintf("%.3f", r)
 	}
 	b.Logf("%s by round: %s", unit, strings.Join(vals, " "))
+	st := ratioStats(rs)
+	b.ReportMetric(st.geo, unit)
+	b.ReportMetric(st.lo, unit+"-lo")
+	b.ReportMetric(st.hi, unit+"-hi")
+	b.ReportMetric(st.med, unit+"-med")
+}
+
+// stats summarises ratios: geometric mean, its 95% interval, median.
+type stats struct{ geo, lo, hi, med float64 }
+
+func ratioStats(rs []float64) stats {
+	n := float64(len(rs))
+	var sum, sq float64
+	for _, r := range rs {
+		sum += math.Log(r)
+	}
+	mean := sum / n
+	for _, r := range rs {
+		d := math.Log(r) - mean
+		sq += d * d
+	}
+	half := tQuantile95(len(rs)-1) * math.Sqrt(sq/(n-1)/n)
 	sorted := slices.Sorted(slices.Values(rs))
-	b.ReportMetric(sorted[len(sorted)/2], unit)
-	b.ReportMetric(sorted[0], unit+"-min")
-	b.ReportMetric(sorted[len(sorted)-1], unit+"-max")
+	med := sorted[len(sorted)/2]
+	if len(sorted)%2 == 0 {
+		med = (sorted[len(sorted)/2-1] + sorted[len(sorted)/2]) / 2
+	}
+	return stats{geo: math.Exp(mean), lo: math.Exp(mean - half), hi: math.Exp(mean + half), med: med}
+}
+
+// tQuantile95 is Student's t for a two-sided 95% interval with df degrees
+// of freedom (df >= 1).
+func tQuantile95(df int) float64 {
+	table := [...]float64{12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+		2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+		2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042}
+	switch {
+	case df < 1:
+		return math.Inf(1)
+	case df <= len(table):
+		return table[df-1]
+	// Between the table's rows, the row below: a slightly wider interval.
+	case df <= 40:
+		return 2.042
+	case df <= 60:
+		return 2.021
+	case df <= 120:
+		return 2.000
+	}
+	return 1.980
 }
 
 type authEntry struct{ name, token, role string }
@@ -251,10 +366,10 @@ func startSecuredStores(tb testing.TB, dir, authPath string) *cluster.Cluster {
 }
 
 // startAlloc starts an allocsvr on c's stores with the store token and
-// args, waits until it is ready and answers its base URL. With caFile it
-// serves HTTPS (args hold --tls-cert/--tls-key) and is probed through a
-// client trusting caFile.
-func startAlloc(tb testing.TB, c *cluster.Cluster, name, caFile, tokFile string, args ...string) string {
+// args, waits until it is ready and answers it. With caFile it serves
+// HTTPS (args hold --tls-cert/--tls-key) and is probed through a client
+// trusting caFile.
+func startAlloc(tb testing.TB, c *cluster.Cluster, name, caFile, tokFile string, args ...string) *cluster.Proc {
 	tb.Helper()
 	p, err := c.NewAlloc(name, name)
 	if err != nil {
@@ -270,7 +385,7 @@ func startAlloc(tb testing.TB, c *cluster.Cluster, name, caFile, tokFile string,
 		if err := c.WaitReady(ctx, p); err != nil {
 			tb.Fatal(err)
 		}
-		return p.URL()
+		return p
 	}
 	cfg, err := tlsconf.Client(caFile, nil)
 	if err != nil {
@@ -283,7 +398,7 @@ func startAlloc(tb testing.TB, c *cluster.Cluster, name, caFile, tokFile string,
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return url
+				return p
 			}
 		}
 		if !p.Running() || ctx.Err() != nil {
