@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -408,6 +409,42 @@ func TestSecureReload(t *testing.T) {
 	}
 	wantCode(t, "new token before the reload", call(secNewTok), connect.CodeUnauthenticated)
 
+	// One kept-alive HTTPS/1.1 connection, served by the front, which
+	// remembers the token the connection presented: after the reload the
+	// same connection must be refused with the removed token too.
+	st := seqsvrv1connect.NewStoreServiceClient(s.withCert, s.storeURLs[0])
+	if _, err := st.CreateTag(ctx, withToken(&seqsvrv1.CreateTagRequest{Tag: "reload", Step: 10}, secAdminTok)); err != nil {
+		t.Fatal(err)
+	}
+	h1cfg, err := tlsconf.Client(s.ca, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h1cfg.NextProtos = []string{"http/1.1"}
+	var conns atomic.Int32
+	h1tr := &http.Transport{TLSClientConfig: h1cfg, MaxConnsPerHost: 1}
+	h1tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conns.Add(1)
+		return (&net.Dialer{}).DialContext(ctx, network, addr)
+	}
+	defer h1tr.CloseIdleConnections()
+	h1al := seqsvrv1connect.NewAllocServiceClient(&http.Client{Transport: h1tr, Timeout: 10 * time.Second}, s.allocURL)
+	nextIDs := func(tok string) error {
+		_, err := h1al.NextIDs(ctx, withToken(&seqsvrv1.NextIDsRequest{Tag: "reload", Count: 1}, tok))
+		return err
+	}
+	proctest.WaitUntil(ctx, t, "NextIDs on the new tag", func() bool { return nextIDs(secClientTok) == nil })
+	fastBefore := secMetric(t, s.withCert, s.allocURL, "seqsvr_http_fast_requests_total")
+	for range 3 {
+		if err := nextIDs(secClientTok); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := secMetric(t, s.withCert, s.allocURL, "seqsvr_http_fast_requests_total") - fastBefore; n < 3 {
+		t.Fatalf("the front answered %v of 3 NextIDs over HTTPS/1.1", n)
+	}
+	dialed := conns.Load()
+
 	writeTestFile(t, s.allocAuth, "[{ broken")
 	if err := s.alloc.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
@@ -423,6 +460,10 @@ func TestSecureReload(t *testing.T) {
 	}
 	proctest.WaitUntil(ctx, t, "the new token accepted", func() bool { return call(secNewTok) == nil })
 	wantCode(t, "removed token after the reload", call(secClientTok), connect.CodeUnauthenticated)
+	wantCode(t, "removed token after the reload, on the front's kept-alive connection", nextIDs(secClientTok), connect.CodeUnauthenticated)
+	if n := conns.Load(); n != dialed {
+		t.Errorf("the HTTPS/1.1 client dialed %d connections, want the one kept alive", n)
+	}
 	if !s.alloc.Running() {
 		t.Fatal("allocsvr died on SIGHUP")
 	}

@@ -104,8 +104,12 @@ func (a *Authorizer) Allows(authorization []byte, need Role) bool {
 // constant time. Hashing first makes the comparison independent of the
 // token's length, and the loop never stops early.
 func (a *Authorizer) lookup(tok []byte) *token {
+	return lookupIn(*a.tokens.Load(), tok)
+}
+
+// lookupIn is lookup in the list ts.
+func lookupIn(ts []token, tok []byte) *token {
 	sum := sha256.Sum256(tok)
-	ts := *a.tokens.Load()
 	var found *token
 	for i := range ts {
 		if sumsEqual(&sum, &ts[i].sum) {

@@ -31,6 +31,12 @@ type Request struct {
 	// per-request cancellation on client hang-up (that is what costs
 	// net/http a goroutine per request).
 	Context context.Context
+	// Memo is the connection's, not the request's: it keeps what a handler
+	// put there from one request to the next on the same connection, no
+	// other connection ever sees it, and it is nil on a new connection.
+	// A handler may remember there what it worked out from an earlier
+	// request, such as a credential it accepted (auth.Memo).
+	Memo any
 
 	fields []field
 	size   int // bytes of the request in the buffer, head and body

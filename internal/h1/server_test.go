@@ -48,6 +48,16 @@ func startServerWith(t *testing.T, idle, readHeader time.Duration) *testServer {
 		return true
 	}))
 	m.Handle("/decline", HandlerFunc(func(*Request, *Response) bool { return false }))
+	m.Handle("/memo", HandlerFunc(func(req *Request, resp *Response) bool {
+		n, _ := req.Memo.(*int)
+		if n == nil {
+			n = new(int)
+			req.Memo = n
+		}
+		*n++
+		resp.Body = fmt.Appendf(resp.Buf[:0], "memo:%d", *n)
+		return true
+	}))
 	m.Handle("/panic", HandlerFunc(func(*Request, *Response) bool { panic("boom") }))
 	m.Handle("/block", HandlerFunc(func(_ *Request, resp *Response) bool {
 		ts.blocked <- struct{}{}
@@ -177,6 +187,22 @@ func TestPipelinedRequestsAnsweredInOrder(t *testing.T) {
 	for _, want := range []string{"fast:a", "fast:b", "slow:POST /decline c HTTP/1.1", "slow:POST /fast d HTTP/1.1"} {
 		if _, body := c.read(); body != want {
 			t.Fatalf("got %q, want %q", body, want)
+		}
+	}
+}
+
+// Request.Memo is the connection's: it carries from one request to the
+// next on a connection and a new connection starts without it.
+func TestMemoIsPerConnection(t *testing.T) {
+	ts := startServer(t, 0)
+	c1, c2 := dial(t, ts.addr), dial(t, ts.addr)
+	for _, step := range []struct {
+		c    *client
+		want string
+	}{{c1, "memo:1"}, {c1, "memo:2"}, {c2, "memo:1"}, {c1, "memo:3"}, {c2, "memo:2"}} {
+		step.c.send(post("/memo", ""))
+		if _, body := step.c.read(); body != step.want {
+			t.Fatalf("got %q, want %q", body, step.want)
 		}
 	}
 }
