@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -47,8 +48,8 @@ const (
 // allocsvrs present theirs with --store-token-file).
 //
 // Each ratio runs authRounds or secRounds rounds; a round runs every side
-// once for roundLoad, starting one side further on each time (so no side
-// always follows the same one), and yields one ratio per pair from that
+// once for roundLoad, in an order shuffled afresh each round (a fixed
+// seed, so every run uses the same orders), and yields one ratio per pair from that
 // round's runs alone. A ratio is reported as the geometric mean over the
 // rounds (x-NAME) with its 95% confidence interval (x-NAME-lo, x-NAME-hi)
 // and median (x-NAME-med), and every round's value is logged. Calls/s and
@@ -133,6 +134,8 @@ func BenchmarkSecurity(b *testing.B) {
 		plainCPU := (rs.cpuPerCall("plain") + rs.cpuPerCall("twin")) / 2
 		if authCPU > 0 && plainCPU > 0 {
 			b.ReportMetric(plainCPU/authCPU, "x-noauth-cpu")
+			b.ReportMetric(rs.cpuPerCall("plain")/rs.cpuPerCall("twin"), "x-twin-cpu")
+			b.ReportMetric(rs.cpuPerCall("auth")/rs.cpuPerCall("auth2"), "x-twin-auth-cpu")
 			b.ReportMetric(authCPU*1e4, "auth-cpu-us/call")
 			b.ReportMetric(plainCPU*1e4, "noauth-cpu-us/call")
 		}
@@ -174,7 +177,7 @@ func (r secRuns) cpuPerCall(side string) float64 {
 }
 
 // measureRounds warms every side (buffers, connections), then runs n
-// rounds of them in turn, each round starting one side further on, and
+// rounds of them, each round in its own shuffled order, and
 // answers each side's results in round order. Errors fail the benchmark.
 //
 // A side's CPU time is read before and after each run, so it covers the
@@ -190,9 +193,15 @@ func measureRounds(b *testing.B, n int, sides ...secSide) secRuns {
 		b.Fatal(err)
 	}
 	runs := secRuns{res: map[string][]Result{}, ticks: map[string]int64{}, calls: map[string]float64{}}
-	for i := range n {
-		for j := range sides {
-			s := sides[(i+j)%len(sides)]
+	// A side that always ran after the same other one would carry that
+	// one's aftermath (its loadgen's 64 connections closing, a process
+	// warm from its own previous run) in every round: rotating the order
+	// keeps every side behind the same neighbour, so shuffle it instead.
+	rng := rand.New(rand.NewPCG(1, 2))
+	order := slices.Clone(sides)
+	for range n {
+		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+		for _, s := range order {
 			before, err := procCPUTicks(s.proc.Pid())
 			if err != nil {
 				b.Fatal(err)
