@@ -24,6 +24,9 @@ type CA struct {
 	pool    *x509.CertPool
 	stamp   fileStamp
 	checked time.Time
+	// failed is the file as it was when it last did not load: the same
+	// bad file is neither parsed nor logged again every second.
+	failed fileStamp
 }
 
 // LoadCA reads the CA file; it fails if it holds no PEM certificate now.
@@ -57,15 +60,16 @@ func (c *CA) Pool() *x509.CertPool {
 	}
 	c.checked = now
 	stamp, err := statFile(c.path)
-	if err != nil || stamp == c.stamp {
+	if err != nil || stamp == c.stamp || stamp == c.failed {
 		return c.pool
 	}
 	pool, err := readCA(c.path)
 	if err != nil {
+		c.failed = stamp
 		c.logger.Error("CA file changed but does not load; keeping the old one", "ca", c.path, "err", err)
 		return c.pool
 	}
-	c.pool, c.stamp = pool, stamp
+	c.pool, c.stamp, c.failed = pool, stamp, fileStamp{}
 	c.logger.Info("CA file reloaded", "ca", c.path)
 	return c.pool
 }

@@ -1,10 +1,14 @@
 package tlsconf_test
 
 import (
+	"bytes"
 	"crypto/tls"
+	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -126,12 +130,13 @@ func TestClientFollowsRootCA(t *testing.T) {
 }
 
 // TestCAKeepsPoolOnBadFile: a CA file replaced by garbage keeps the pool
-// in force.
+// in force, and is logged once, not at every recheck.
 func TestCAKeepsPoolOnBadFile(t *testing.T) {
 	ca := tlstest.NewCA(t)
 	caFile := filepath.Join(t.TempDir(), "ca.pem")
 	tlstest.WriteBundle(t, caFile, ca)
-	c, err := tlsconf.LoadCA(caFile, nil)
+	var log bytes.Buffer
+	c, err := tlsconf.LoadCA(caFile, slog.New(slog.NewTextHandler(&log, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,9 +144,14 @@ func TestCAKeepsPoolOnBadFile(t *testing.T) {
 	tlsconf.SetNow(c, func() time.Time { return later })
 	first := c.Pool()
 	tlstest.WriteBundle(t, caFile) // empty: no certificate
-	later = later.Add(2 * time.Second)
-	if c.Pool() != first {
-		t.Fatal("a CA file without certificates replaced the pool")
+	for range 3 {
+		later = later.Add(2 * time.Second)
+		if c.Pool() != first {
+			t.Fatal("a CA file without certificates replaced the pool")
+		}
+	}
+	if n := strings.Count(log.String(), "level=ERROR"); n != 1 {
+		t.Errorf("%d errors logged for one bad file checked three times, want 1:\n%s", n, log.String())
 	}
 	if _, err := tlsconf.LoadCA(caFile, nil); err == nil {
 		t.Fatal("LoadCA accepted a file without certificates")
@@ -150,5 +160,38 @@ func TestCAKeepsPoolOnBadFile(t *testing.T) {
 	later = later.Add(2 * time.Second)
 	if c.Pool() == first {
 		t.Fatal("a good CA file after a bad one was not loaded")
+	}
+}
+
+// TestKeyPairKeepsCertOnBadFile: a certificate file replaced by garbage
+// keeps the pair in force and is logged once, not at every recheck; a
+// good pair written after it is loaded.
+func TestKeyPairKeepsCertOnBadFile(t *testing.T) {
+	ca := tlstest.NewCA(t)
+	certFile, keyFile := ca.Issue(t, "server", "127.0.0.1")
+	var log bytes.Buffer
+	k, err := tlsconf.LoadKeyPair(certFile, keyFile, slog.New(slog.NewTextHandler(&log, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	later := time.Now()
+	tlsconf.SetKeyPairNow(k, func() time.Time { return later })
+	first := k.Current()
+	if err := os.WriteFile(certFile, []byte("half a certificate"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		later = later.Add(2 * time.Second)
+		if k.Current() != first {
+			t.Fatal("a bad certificate file replaced the pair")
+		}
+	}
+	if n := strings.Count(log.String(), "level=ERROR"); n != 1 {
+		t.Errorf("%d errors logged for one bad file checked three times, want 1:\n%s", n, log.String())
+	}
+	ca.IssueTo(t, certFile, keyFile, "server", "127.0.0.1")
+	later = later.Add(2 * time.Second)
+	if k.Current() == first {
+		t.Fatal("a good pair after a bad one was not loaded")
 	}
 }

@@ -24,6 +24,10 @@ type KeyPair struct {
 	cert    *tls.Certificate
 	stamp   [2]fileStamp
 	checked time.Time
+	// failed is the files as they were when they last did not load (a
+	// half-written pair is retried once either file changes again): the
+	// same bad pair is neither parsed nor logged again every second.
+	failed [2]fileStamp
 }
 
 // fileStamp tells whether a file changed. The contents' digest is in it
@@ -92,16 +96,16 @@ func (k *KeyPair) Current() *tls.Certificate {
 	}
 	k.checked = now
 	stamp, err := k.stat()
-	if err != nil || stamp == k.stamp {
+	if err != nil || stamp == k.stamp || stamp == k.failed {
 		return k.cert
 	}
 	cert, err := tls.LoadX509KeyPair(k.certFile, k.keyFile)
 	if err != nil {
-		// Perhaps half written: try again at the next check.
+		k.failed = stamp
 		k.logger.Error("certificate changed but does not load; keeping the old one", "cert", k.certFile, "key", k.keyFile, "err", err)
 		return k.cert
 	}
-	k.cert, k.stamp = &cert, stamp
+	k.cert, k.stamp, k.failed = &cert, stamp, [2]fileStamp{}
 	k.logger.Info("certificate reloaded", "cert", k.certFile)
 	return k.cert
 }
