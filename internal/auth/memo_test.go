@@ -1,9 +1,6 @@
 package auth
 
 import (
-	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -102,20 +99,8 @@ func TestAllowsMemoAllocatesNothing(t *testing.T) {
 // sends the same 64-byte token each time (ten listed), beside
 // BenchmarkAllows, the check without a memo.
 func BenchmarkAllowsMemo(b *testing.B) {
-	var es []string
-	for i := range 10 {
-		es = append(es, fmt.Sprintf(`{"name":"t%d","token":"%064d","roles":["client"]}`, i, i))
-	}
-	path := filepath.Join(b.TempDir(), "auth.json")
-	if err := os.WriteFile(path, []byte("["+strings.Join(es, ",")+"]"), 0o600); err != nil {
-		b.Fatal(err)
-	}
-	a, err := New(path)
-	if err != nil {
-		b.Fatal(err)
-	}
+	a, h, p := tenTokens(b)
 	var m Memo
-	h, p := []byte(fmt.Sprintf("Bearer %064d", 9)), []byte("/seqsvr.v1.AllocService/NextIDs")
 	for b.Loop() {
 		if !a.AllowsMemo(&m, h, PathRole(p)) {
 			b.Fatal("refused")

@@ -144,15 +144,12 @@ func TestCAKeepsPoolOnBadFile(t *testing.T) {
 	tlsconf.SetNow(c, func() time.Time { return later })
 	first := c.Pool()
 	tlstest.WriteBundle(t, caFile) // empty: no certificate
-	for range 3 {
+	checkedThrice(t, &log, func() {
 		later = later.Add(2 * time.Second)
 		if c.Pool() != first {
 			t.Fatal("a CA file without certificates replaced the pool")
 		}
-	}
-	if n := strings.Count(log.String(), "level=ERROR"); n != 1 {
-		t.Errorf("%d errors logged for one bad file checked three times, want 1:\n%s", n, log.String())
-	}
+	})
 	if _, err := tlsconf.LoadCA(caFile, nil); err == nil {
 		t.Fatal("LoadCA accepted a file without certificates")
 	}
@@ -180,18 +177,27 @@ func TestKeyPairKeepsCertOnBadFile(t *testing.T) {
 	if err := os.WriteFile(certFile, []byte("half a certificate"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for range 3 {
+	checkedThrice(t, &log, func() {
 		later = later.Add(2 * time.Second)
 		if k.Current() != first {
 			t.Fatal("a bad certificate file replaced the pair")
 		}
-	}
-	if n := strings.Count(log.String(), "level=ERROR"); n != 1 {
-		t.Errorf("%d errors logged for one bad file checked three times, want 1:\n%s", n, log.String())
-	}
+	})
 	ca.IssueTo(t, certFile, keyFile, "server", "127.0.0.1")
 	later = later.Add(2 * time.Second)
 	if k.Current() == first {
 		t.Fatal("a good pair after a bad one was not loaded")
+	}
+}
+
+// checkedThrice runs check (a recheck of one bad file) three times and
+// wants one error in log for all of them.
+func checkedThrice(t *testing.T, log *bytes.Buffer, check func()) {
+	t.Helper()
+	for range 3 {
+		check()
+	}
+	if n := strings.Count(log.String(), "level=ERROR"); n != 1 {
+		t.Errorf("%d errors logged for one bad file checked three times, want 1:\n%s", n, log.String())
 	}
 }
