@@ -138,6 +138,21 @@ func TestProgress(t *testing.T) {
 	if r := Progress(noDelete[:5]); !r.OK {
 		t.Fatalf("a history with successful creates and no delete rejected: %s", r.Detail)
 	}
+	// A create answered already_exists counts for creates; one of
+	// unknown outcome does not, nor does an answered read for a kind
+	// outside the tag writes.
+	answered := append(append([]*history.Op{}, all...), failed(create(0, 5, 6, 100, 10), history.CodeAlreadyExists))
+	if r := Progress(answered); !r.OK {
+		t.Fatalf("a history whose one create was answered already_exists rejected: %s", r.Detail)
+	}
+	unknown := append(append([]*history.Op{}, all...), failed(create(0, 5, 6, 100, 10), "unavailable"))
+	if r := Progress(unknown); r.OK {
+		t.Fatal("a history whose one create has an unknown outcome accepted")
+	}
+	noGet := []*history.Op{all[0], failed(get(2, 0, 2, 3, 2), history.CodeNotFound), all[2], all[3]}
+	if r := Progress(noGet); r.OK {
+		t.Fatal("a history whose one read was answered not_found accepted")
+	}
 }
 
 func TestIdempotent(t *testing.T) {
