@@ -202,12 +202,12 @@ func measureRounds(b *testing.B, n int, sides ...secSide) secRuns {
 	for range n {
 		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 		for _, s := range order {
-			before, err := procCPUTicks(s.proc.Pid())
+			before, err := cluster.CPUTicks(s.proc.Pid())
 			if err != nil {
 				b.Fatal(err)
 			}
 			r := s.run(roundLoad.String(), warmup, conc)
-			after, err := procCPUTicks(s.proc.Pid())
+			after, err := cluster.CPUTicks(s.proc.Pid())
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -33,11 +33,7 @@ func (a *Authorizer) AllowsMemo(m *Memo, authorization []byte, need Role) bool {
 	if m.set == set && len(m.value) == len(authorization) && subtle.ConstantTimeCompare(m.value, authorization) == 1 {
 		return m.tok.role >= need
 	}
-	tok, ok := bearer(authorization)
-	if !ok {
-		return false
-	}
-	t := lookupIn(*set, tok)
+	t := match(*set, authorization)
 	if t == nil {
 		return false
 	}

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"os"
 	"os/exec"
 	"syscall"
 	"testing"
@@ -33,5 +34,30 @@ func TestWaitStopped(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("still stopped after SIGCONT")
 		}
+	}
+}
+
+// CPUTicks of this process grows while it spins for a while, and a
+// process that does not exist is an error.
+func TestCPUTicks(t *testing.T) {
+	before, err := CPUTicks(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := 0
+	for end := time.Now().Add(200 * time.Millisecond); time.Now().Before(end); {
+		x++
+	}
+	after, err := CPUTicks(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 200 ms of spinning is about 20 ticks at USER_HZ 100; a loaded box
+	// gives the spinner less, never none.
+	if after <= before {
+		t.Errorf("ticks %d -> %d after spinning (%d loops)", before, after, x)
+	}
+	if _, err := CPUTicks(1 << 30); err == nil {
+		t.Error("no error for a process that does not exist")
 	}
 }

@@ -2,7 +2,10 @@
 
 package cluster
 
-import "syscall"
+import (
+	"errors"
+	"syscall"
+)
 
 func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true}
@@ -10,3 +13,6 @@ func sysProcAttr() *syscall.SysProcAttr {
 
 // waitStopped is a no-op where /proc is not there to ask.
 func waitStopped(int) {}
+
+// CPUTicks needs /proc.
+func CPUTicks(int) (int64, error) { return 0, errors.New("no /proc to read CPU time from") }
