@@ -59,44 +59,41 @@ func BenchmarkReserveSegment64(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		var n atomic.Int64
-		b.ReportAllocs()
-		b.SetParallelism(par)
-		b.ResetTimer()
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				ctx, cancel := context.WithTimeout(context.Background(), 5e9)
-				_, err := c.ReserveSegment(ctx, "t", 1000, "r-"+strconv.FormatInt(n.Add(1), 10))
-				cancel()
-				if err != nil {
-					b.Error(err)
-					return
-				}
-			}
+		reserveParallel(b, par, func(ctx context.Context, id string) error {
+			_, err := c.ReserveSegment(ctx, "t", 1000, id)
+			return err
 		})
 	})
 	b.Run("reference=connect-go-default-transport", func(b *testing.B) {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.MaxIdleConnsPerHost = 32
 		cl := seqsvrv1connect.NewStoreServiceClient(&http.Client{Transport: tr}, srv.URL)
-		var n atomic.Int64
-		b.ReportAllocs()
-		b.SetParallelism(par)
-		b.ResetTimer()
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				ctx, cancel := context.WithTimeout(context.Background(), 5e9)
-				req := connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: "t", Size: 1000, RequestId: "r-" + strconv.FormatInt(n.Add(1), 10)})
-				_, err := cl.ReserveSegment(ctx, req)
-				cancel()
-				if err != nil {
-					b.Error(err)
-					return
-				}
-			}
+		reserveParallel(b, par, func(ctx context.Context, id string) error {
+			_, err := cl.ReserveSegment(ctx, connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: "t", Size: 1000, RequestId: id}))
+			return err
 		})
 		tr.CloseIdleConnections()
 	})
 }
 
 func testingProcs() int { return runtime.GOMAXPROCS(0) }
+
+// reserveParallel runs reserve from par goroutines per core until b.N
+// calls, each with a request_id of its own, and fails b on an error.
+func reserveParallel(b *testing.B, par int, reserve func(ctx context.Context, id string) error) {
+	var n atomic.Int64
+	b.ReportAllocs()
+	b.SetParallelism(par)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5e9)
+			err := reserve(ctx, "r-"+strconv.FormatInt(n.Add(1), 10))
+			cancel()
+			if err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
