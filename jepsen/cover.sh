@@ -7,7 +7,7 @@
 # and the unreached ones to DIR.unreached.txt.
 set -euo pipefail
 dir=${1:?usage: cover.sh GOCOVERDIR}
-pkgs=github.com/seqsvr/seqsvr/storage,github.com/seqsvr/seqsvr/alloc/...
+pkgs=github.com/seqsvr/seqsvr/storage/...,github.com/seqsvr/seqsvr/alloc/...
 go tool covdata percent -i="$dir" -pkg="$pkgs"
 go tool covdata func -i="$dir" -pkg="$pkgs" | grep -v '^total' > "$dir.func.txt"
 awk '$NF == "0.0%" { print $1, $2 }' "$dir.func.txt" > "$dir.unreached.txt"

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -118,7 +119,7 @@ func newTestCluster(t testing.TB, n int, tweak func(*Config)) *testCluster {
 	c := &testCluster{t: t}
 	for i := 0; i < n; i++ {
 		node := newTestNode(t)
-		node.id = "n" + itoa(i+1)
+		node.id = "n" + strconv.Itoa(i+1)
 		c.nodes = append(c.nodes, node)
 	}
 	connectAll(c.nodes)

@@ -101,13 +101,14 @@ func TestClusterSeqSpaces(t *testing.T) {
 	// Every member applied the same max_seq.
 	for _, n := range c.nodes {
 		eventually(t, 5*time.Second, n.id+" to apply the raise", func() bool {
-			var v int64
-			n.store.fsm.read(func(st *fsmState) {
-				if sp, ok := st.spaces["users"]; ok {
-					v = sp.maxes[7]
+			for _, sp := range n.store.fsm.State().GetSpaces() {
+				for _, m := range sp.GetMaxes() {
+					if sp.GetSpace() == "users" && m.GetSection() == 7 {
+						return m.GetMaxSeq() == 50
+					}
 				}
-			})
-			return v == 50
+			}
+			return false
 		})
 	}
 }

@@ -58,7 +58,7 @@ func TestClusterForwarding(t *testing.T) {
 	for _, n := range c.nodes {
 		for _, m := range c.nodes {
 			eventually(t, 5*time.Second, "member addresses in "+n.id+"'s FSM", func() bool {
-				info := n.store.fsm.member(m.id)
+				info := n.store.fsm.Member(m.id)
 				return info != nil && info.GetHttpAddr() == m.httpAddr() && info.GetRaftAddr() == string(m.addr)
 			})
 		}
@@ -181,7 +181,7 @@ func TestClusterLeaderLossDuringConcurrentReservations(t *testing.T) {
 	}
 	// Every acknowledged segment is below max_id on every surviving member.
 	for _, n := range c.live() {
-		eventually(t, 10*time.Second, "member "+n.id+" to catch up", func() bool { return maxID(n.store.fsm, "t") >= top })
+		eventually(t, 10*time.Second, "member "+n.id+" to catch up", func() bool { return n.store.fsm.Tag("t").GetMaxId() >= top })
 	}
 	t.Logf("%d acknowledged segments, top %d", len(segs), top)
 }
@@ -221,9 +221,9 @@ func TestClusterLeaderPartition(t *testing.T) {
 	// Heal: the old leader rejoins as a follower and converges.
 	connectAll(c.nodes)
 	leader := c.waitForLeader()
-	want := maxID(leader.store.fsm, "p")
+	want := leader.store.fsm.Tag("p").GetMaxId()
 	for _, n := range c.nodes {
-		eventually(t, 10*time.Second, "convergence of "+n.id, func() bool { return maxID(n.store.fsm, "p") == want })
+		eventually(t, 10*time.Second, "convergence of "+n.id, func() bool { return n.store.fsm.Tag("p").GetMaxId() == want })
 	}
 	// Whatever happened to "lost", a retry is answered consistently.
 	r1, err1 := leader.store.reserveSegment(ctx, &seqsvrv1.ReserveSegmentRequest{Tag: "p", RequestId: "lost"})
@@ -248,7 +248,7 @@ func TestClusterJoinAndRemove(t *testing.T) {
 	cfg.Join = c.followers(leader)[0].httpAddr() // joins through a follower: forwarded
 	n4.start(t, cfg)
 	eventually(t, 15*time.Second, "n4 to join and catch up", func() bool {
-		return n4.store.Ready(ctx) == nil && maxID(n4.store.fsm, "j") == 42
+		return n4.store.Ready(ctx) == nil && n4.store.fsm.Tag("j").GetMaxId() == 42
 	})
 	st, err := n4.client().ClusterStatus(ctx, connect.NewRequest(&seqsvrv1.ClusterStatusRequest{}))
 	if err != nil || len(st.Msg.GetMembers()) != 4 {
@@ -266,7 +266,7 @@ func TestClusterJoinAndRemove(t *testing.T) {
 	if err != nil || len(res.Msg.GetMembers()) != 3 {
 		t.Fatalf("remove: %v %v", res, err)
 	}
-	if leader.store.fsm.member("n4") != nil {
+	if leader.store.fsm.Member("n4") != nil {
 		t.Fatal("removed member's address still recorded")
 	}
 	if _, err := leader.client().AddMember(ctx, connect.NewRequest(&seqsvrv1.AddMemberRequest{Id: "x"})); connectCode(err) != "invalid_argument" {

@@ -28,10 +28,7 @@ func TestSentinelCodes(t *testing.T) {
 	}{
 		{ErrNotLeader, errs.Unavailable},
 		{ErrNoLeader, errs.Unavailable},
-		{ErrClockBehind, errs.Unavailable},
-		{ErrLeaseHeld, errs.FailedPrecondition},
-		{ErrLeaseLost, errs.FailedPrecondition},
-		{ErrWorkersExhausted, errs.ResourceExhausted},
+		{ErrMemberHeld, errs.FailedPrecondition},
 	} {
 		if !errors.Is(c.err, c.kind) || errs.Code(c.err) != c.kind.Code() {
 			t.Errorf("%v: code %v, want %v", c.err, errs.Code(c.err), c.kind.Code())

@@ -4,17 +4,12 @@ package storage
 
 import seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 
-// The planted bugs' hooks, for builds without -tags faults: constant
-// no-ops the compiler removes. The bugs themselves are in faults_on.go.
+// The planted bugs' hooks in the server (the state machine's are in
+// package fsm), for builds without -tags faults: constant no-ops the
+// compiler removes. The bugs themselves are in faults_on.go.
 
 func (s *Store) plantedReserveBeforeCommit(*seqsvrv1.Command) (*seqsvrv1.Segment, bool) {
 	return nil, false
 }
 
 func plantedStaleReads() bool { return false }
-
-func plantedSnapshotDropsMaxID(*seqsvrv1.FSMSnapshot) {}
-
-func plantedNoHandoverWait() bool   { return false }
-func plantedTakeoverNoMargin() bool { return false }
-func plantedIgnoreRequestID() bool  { return false }

@@ -90,7 +90,7 @@ func (s *Store) leaderClient() (seqsvrv1connect.StoreServiceClient, error) {
 // httpAddrOf looks a member's HTTP address up in the FSM, then in the
 // bootstrap list (before the first leader has recorded it).
 func (s *Store) httpAddrOf(id string) string {
-	if m := s.fsm.member(id); m != nil {
+	if m := s.fsm.Member(id); m != nil {
 		return m.GetHttpAddr()
 	}
 	for _, p := range s.cfg.Peers {

@@ -54,7 +54,7 @@ func (s *Store) onLeader(ctx context.Context) error {
 		}
 	}
 	for i, p := range want {
-		m := s.fsm.member(p.ID)
+		m := s.fsm.Member(p.ID)
 		// Our own address we know best; for other bootstrap peers, an entry
 		// already present may be newer (AddMember), so only fill gaps.
 		if m != nil && (i > 0 || m.GetHttpAddr() == p.HTTPAddr && m.GetRaftAddr() == p.RaftAddr) {

@@ -12,13 +12,14 @@ import (
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/internal/errs"
+	"github.com/seqsvr/seqsvr/storage/fsm"
 )
 
 // addMember makes id a voter at raftAddr and records its HTTP address. It is
 // idempotent: a member already present at the same address is only
 // (re)recorded.
 func (s *Store) addMember(ctx context.Context, r *seqsvrv1.AddMemberRequest) (*seqsvrv1.ClusterStatusResponse, error) {
-	if err := validateMember(r.GetId(), r.GetRaftAddr(), r.GetHttpAddr()); err != nil {
+	if err := fsm.ValidateMember(r.GetId(), r.GetRaftAddr(), r.GetHttpAddr()); err != nil {
 		return nil, err
 	}
 	if s.raft.State() != raft.Leader {
@@ -57,7 +58,7 @@ func (s *Store) addMember(ctx context.Context, r *seqsvrv1.AddMemberRequest) (*s
 		}
 		s.log.Info("added member", "id", r.GetId(), "raft_addr", r.GetRaftAddr(), "http_addr", r.GetHttpAddr())
 	}
-	if m := s.fsm.member(r.GetId()); m == nil || m.GetHttpAddr() != r.GetHttpAddr() || m.GetRaftAddr() != r.GetRaftAddr() {
+	if m := s.fsm.Member(r.GetId()); m == nil || m.GetHttpAddr() != r.GetHttpAddr() || m.GetRaftAddr() != r.GetRaftAddr() {
 		cmd := &seqsvrv1.Command{Cmd: &seqsvrv1.Command_SetMember{SetMember: &seqsvrv1.SetMemberCommand{Id: r.GetId(), RaftAddr: r.GetRaftAddr(), HttpAddr: r.GetHttpAddr()}}}
 		if _, err := s.propose(ctx, cmd); err != nil {
 			return nil, err
@@ -70,13 +71,13 @@ func (s *Store) addMember(ctx context.Context, r *seqsvrv1.AddMemberRequest) (*s
 // Raft configuration (in this order so a leader removing itself still
 // commits the first step). Removing an absent member succeeds.
 func (s *Store) removeMember(ctx context.Context, r *seqsvrv1.RemoveMemberRequest) (*seqsvrv1.ClusterStatusResponse, error) {
-	if err := validateKey("id", r.GetId(), true); err != nil {
+	if err := fsm.ValidateKey("id", r.GetId(), true); err != nil {
 		return nil, err
 	}
 	if s.raft.State() != raft.Leader {
 		return nil, ErrNotLeader
 	}
-	if s.fsm.member(r.GetId()) != nil {
+	if s.fsm.Member(r.GetId()) != nil {
 		cmd := &seqsvrv1.Command{Cmd: &seqsvrv1.Command_RemoveMember{RemoveMember: &seqsvrv1.RemoveMemberCommand{Id: r.GetId()}}}
 		if _, err := s.propose(ctx, cmd); err != nil {
 			return nil, err

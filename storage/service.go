@@ -5,15 +5,13 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"time"
 
 	"connectrpc.com/connect"
-	"google.golang.org/protobuf/types/known/timestamppb"
-
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 	"github.com/seqsvr/seqsvr/internal/errs"
 	"github.com/seqsvr/seqsvr/internal/spec"
+	"github.com/seqsvr/seqsvr/storage/fsm"
 )
 
 // service implements seqsvrv1connect.StoreServiceHandler on a Store.
@@ -89,7 +87,7 @@ func (h *service) RemoveMember(ctx context.Context, req *connect.Request[seqsvrv
 // forward.
 
 func (s *Store) createTag(ctx context.Context, r *seqsvrv1.CreateTagRequest) (*seqsvrv1.Tag, error) {
-	if err := validateCreateTag(r, s.cfg.MaxSegmentSize); err != nil {
+	if err := fsm.ValidateCreateTag(r, s.cfg.MaxSegmentSize); err != nil {
 		return nil, err
 	}
 	res, err := s.propose(ctx, &seqsvrv1.Command{Cmd: &seqsvrv1.Command_CreateTag{CreateTag: &seqsvrv1.CreateTagCommand{
@@ -97,7 +95,7 @@ func (s *Store) createTag(ctx context.Context, r *seqsvrv1.CreateTagRequest) (*s
 	if err != nil {
 		return nil, err
 	}
-	return apiTag(res.tag), nil
+	return fsm.APITag(res.Tag), nil
 }
 
 func (s *Store) getTag(ctx context.Context, r *seqsvrv1.GetTagRequest) (*seqsvrv1.Tag, error) {
@@ -118,48 +116,37 @@ func (s *Store) getTagLocal(r *seqsvrv1.GetTagRequest) (*seqsvrv1.Tag, error) {
 	if err := spec.CheckTag(r.GetTag()); err != nil {
 		return nil, err
 	}
-	var t *seqsvrv1.TagState
-	s.fsm.read(func(st *fsmState) { t = cloneTag(st.tags[r.GetTag()]) })
+	t := s.fsm.Tag(r.GetTag())
 	if t == nil {
 		return nil, fmt.Errorf("%w: tag %q", errs.NotFound, r.GetTag())
 	}
-	return apiTag(t), nil
+	return t, nil
 }
 
 func (s *Store) listTags(ctx context.Context, r *seqsvrv1.ListTagsRequest) (*seqsvrv1.ListTagsResponse, error) {
 	out := &seqsvrv1.ListTagsResponse{}
 	var err error
-	out.Tags, out.NextPageToken, err = listPage(ctx, s, r.GetPageSize(), r.GetPageToken(),
-		func(st *fsmState) map[string]*seqsvrv1.TagState { return st.tags }, apiTag)
+	out.Tags, out.NextPageToken, err = listPage(ctx, s, r.GetPageSize(), r.GetPageToken(), s.fsm.ListTags)
 	return out, err
 }
 
-// listPage is a linearizable read of one page of the named entries of the
-// map of picks, in name order, each converted by api.
-func listPage[V, Out any](ctx context.Context, s *Store, pageSize int32, token string,
-	pick func(*fsmState) map[string]V, api func(V) Out) ([]Out, string, error) {
-	size, after, err := pageParams(pageSize, token)
+// listPage is a linearizable read of one page of entries, in name order,
+// by read (the FSM's ListTags or ListSpaces).
+func listPage[Out any](ctx context.Context, s *Store, pageSize int32, token string,
+	read func(size int, after string) ([]Out, string)) ([]Out, string, error) {
+	size, after, err := fsm.PageParams(pageSize, token)
 	if err != nil {
 		return nil, "", err
 	}
 	if err := s.linearize(ctx); err != nil {
 		return nil, "", err
 	}
-	var out []Out
-	var next string
-	s.fsm.read(func(st *fsmState) {
-		m := pick(st)
-		var names []string
-		names, next = page(m, size, after)
-		for _, name := range names {
-			out = append(out, api(m[name]))
-		}
-	})
+	out, next := read(size, after)
 	return out, next, nil
 }
 
 func (s *Store) updateTag(ctx context.Context, r *seqsvrv1.UpdateTagRequest) (*seqsvrv1.Tag, error) {
-	if err := validateUpdateTag(r, s.cfg.MaxSegmentSize); err != nil {
+	if err := fsm.ValidateUpdateTag(r, s.cfg.MaxSegmentSize); err != nil {
 		return nil, err
 	}
 	res, err := s.propose(ctx, &seqsvrv1.Command{Cmd: &seqsvrv1.Command_UpdateTag{UpdateTag: &seqsvrv1.UpdateTagCommand{
@@ -167,7 +154,7 @@ func (s *Store) updateTag(ctx context.Context, r *seqsvrv1.UpdateTagRequest) (*s
 	if err != nil {
 		return nil, err
 	}
-	return apiTag(res.tag), nil
+	return fsm.APITag(res.Tag), nil
 }
 
 func (s *Store) deleteTag(ctx context.Context, r *seqsvrv1.DeleteTagRequest) (*seqsvrv1.DeleteTagResponse, error) {
@@ -181,7 +168,7 @@ func (s *Store) deleteTag(ctx context.Context, r *seqsvrv1.DeleteTagRequest) (*s
 }
 
 func (s *Store) reserveSegment(ctx context.Context, r *seqsvrv1.ReserveSegmentRequest) (*seqsvrv1.Segment, error) {
-	if err := validateReserve(r, s.cfg.MaxSegmentSize); err != nil {
+	if err := fsm.ValidateReserve(r, s.cfg.MaxSegmentSize); err != nil {
 		return nil, err
 	}
 	cmd := &seqsvrv1.Command{Cmd: &seqsvrv1.Command_ReserveSegment{ReserveSegment: &seqsvrv1.ReserveSegmentCommand{
@@ -193,11 +180,11 @@ func (s *Store) reserveSegment(ctx context.Context, r *seqsvrv1.ReserveSegmentRe
 	if err != nil {
 		return nil, err
 	}
-	return &seqsvrv1.Segment{Tag: res.seg.GetTag(), First: res.seg.GetFirst(), Last: res.seg.GetLast(), Step: res.tag.GetStep()}, nil
+	return &seqsvrv1.Segment{Tag: res.Seg.GetTag(), First: res.Seg.GetFirst(), Last: res.Seg.GetLast(), Step: res.Tag.GetStep()}, nil
 }
 
 func (s *Store) registerWorker(ctx context.Context, r *seqsvrv1.RegisterWorkerRequest) (*seqsvrv1.Worker, error) {
-	if err := validateRegisterWorker(r); err != nil {
+	if err := fsm.ValidateRegisterWorker(r); err != nil {
 		return nil, err
 	}
 	instance := r.GetInstanceId()
@@ -213,11 +200,11 @@ func (s *Store) registerWorker(ctx context.Context, r *seqsvrv1.RegisterWorkerRe
 	if err != nil {
 		return nil, err
 	}
-	return apiWorker(res.worker), nil
+	return apiWorker(res.Worker), nil
 }
 
 func (s *Store) renewWorker(ctx context.Context, r *seqsvrv1.RenewWorkerRequest) (*seqsvrv1.Worker, error) {
-	if err := validateRenewWorker(r); err != nil {
+	if err := fsm.ValidateRenewWorker(r); err != nil {
 		return nil, err
 	}
 	res, err := s.propose(ctx, &seqsvrv1.Command{Cmd: &seqsvrv1.Command_RenewWorker{RenewWorker: &seqsvrv1.RenewWorkerCommand{
@@ -226,16 +213,11 @@ func (s *Store) renewWorker(ctx context.Context, r *seqsvrv1.RenewWorkerRequest)
 	if err != nil {
 		return nil, err
 	}
-	return apiWorker(res.worker), nil
+	return apiWorker(res.Worker), nil
 }
 
-func apiTag(t *seqsvrv1.TagState) *seqsvrv1.Tag {
-	return &seqsvrv1.Tag{Tag: t.GetTag(), MaxId: t.GetMaxId(), Step: t.GetStep(), Description: t.GetDescription(),
-		UpdateTime: timestamppb.New(time.UnixMilli(t.GetUpdateTimeMs()))}
-}
-
-func apiWorker(w *workerAnswer) *seqsvrv1.Worker {
-	return &seqsvrv1.Worker{NodeId: w.state.GetNodeId(), WorkerId: w.state.GetWorkerId(), LastTimestampMs: w.state.GetLastTimestampMs(),
-		LeaseExpiresMs: w.state.GetLeaseExpiresMs(), InstanceId: w.state.GetInstanceId(), Layout: w.layout,
-		LeaderNowMs: w.leaderNowMs, LeaseTtlMs: w.leaseTTLMs}
+func apiWorker(w *fsm.WorkerAnswer) *seqsvrv1.Worker {
+	return &seqsvrv1.Worker{NodeId: w.State.GetNodeId(), WorkerId: w.State.GetWorkerId(), LastTimestampMs: w.State.GetLastTimestampMs(),
+		LeaseExpiresMs: w.State.GetLeaseExpiresMs(), InstanceId: w.State.GetInstanceId(), Layout: w.Layout,
+		LeaderNowMs: w.LeaderNowMs, LeaseTtlMs: w.LeaseTTLMs}
 }

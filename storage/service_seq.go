@@ -9,6 +9,7 @@ import (
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/internal/errs"
 	"github.com/seqsvr/seqsvr/internal/spec"
+	"github.com/seqsvr/seqsvr/storage/fsm"
 )
 
 // The per-key sequence RPCs. CreateSpace, SeqHeartbeat and RaiseSections
@@ -40,73 +41,63 @@ func (h *service) RaiseSections(ctx context.Context, req *connect.Request[seqsvr
 }
 
 func (s *Store) createSpace(ctx context.Context, r *seqsvrv1.CreateSpaceRequest) (*seqsvrv1.Space, error) {
-	res, err := s.proposeChecked(ctx, validateCreateSpace(r), &seqsvrv1.Command{Cmd: &seqsvrv1.Command_CreateSpace{CreateSpace: &seqsvrv1.CreateSpaceCommand{
+	res, err := s.proposeChecked(ctx, fsm.ValidateCreateSpace(r), &seqsvrv1.Command{Cmd: &seqsvrv1.Command_CreateSpace{CreateSpace: &seqsvrv1.CreateSpaceCommand{
 		Space: r.GetSpace(), KeyCount: r.GetKeyCount(), SectionSize: r.GetSectionSize(), Step: r.GetStep(), Description: r.GetDescription()}}})
-	return res.space, err
+	return res.Space, err
 }
 
 // seqHeartbeat carries this member's lease TTL in the command, so every
 // member applies the same lease whatever its own flag says.
 func (s *Store) seqHeartbeat(ctx context.Context, r *seqsvrv1.SeqHeartbeatRequest) (*seqsvrv1.SeqHeartbeatResponse, error) {
-	res, err := s.proposeChecked(ctx, validateSeqHeartbeat(r), &seqsvrv1.Command{Cmd: &seqsvrv1.Command_SeqHeartbeat{SeqHeartbeat: &seqsvrv1.SeqHeartbeatCommand{
+	res, err := s.proposeChecked(ctx, fsm.ValidateSeqHeartbeat(r), &seqsvrv1.Command{Cmd: &seqsvrv1.Command_SeqHeartbeat{SeqHeartbeat: &seqsvrv1.SeqHeartbeatCommand{
 		NodeId: r.GetNodeId(), InstanceId: r.GetInstanceId(), Url: r.GetUrl(), Leaving: r.GetLeaving(), Released: r.GetReleased(),
 		LeaseTtlMs: s.cfg.SeqLeaseTTL.Milliseconds()}}})
-	return res.heartbeat, err
+	return res.Heartbeat, err
 }
 
 func (s *Store) raiseSections(ctx context.Context, r *seqsvrv1.RaiseSectionsRequest) (*seqsvrv1.RaiseSectionsResponse, error) {
-	res, err := s.proposeChecked(ctx, validateRaiseSections(r), &seqsvrv1.Command{Cmd: &seqsvrv1.Command_RaiseSections{RaiseSections: &seqsvrv1.RaiseSectionsCommand{
+	res, err := s.proposeChecked(ctx, fsm.ValidateRaiseSections(r), &seqsvrv1.Command{Cmd: &seqsvrv1.Command_RaiseSections{RaiseSections: &seqsvrv1.RaiseSectionsCommand{
 		NodeId: r.GetNodeId(), InstanceId: r.GetInstanceId(), Space: r.GetSpace(), Sections: r.GetSections()}}})
-	return res.raise, err
+	return res.Raise, err
 }
 
 // proposeChecked proposes cmd unless the request failed its check
 // (checkErr), which is then the answer.
-func (s *Store) proposeChecked(ctx context.Context, checkErr error, cmd *seqsvrv1.Command) (applyResult, error) {
+func (s *Store) proposeChecked(ctx context.Context, checkErr error, cmd *seqsvrv1.Command) (fsm.Result, error) {
 	if checkErr != nil {
-		return applyResult{}, checkErr
+		return fsm.Result{}, checkErr
 	}
 	return s.propose(ctx, cmd)
 }
 
 func (s *Store) getSpace(ctx context.Context, r *seqsvrv1.GetSpaceRequest) (*seqsvrv1.Space, error) {
-	var out *seqsvrv1.Space
-	err := s.readSpace(ctx, r.GetSpace(), func(_ *fsmState, sp *space) { out = sp.api() })
-	return out, err
+	return readSpace(ctx, s, r.GetSpace(), s.fsm.Space)
 }
 
 func (s *Store) getRouting(ctx context.Context, r *seqsvrv1.GetRoutingRequest) (*seqsvrv1.RoutingTable, error) {
-	var out *seqsvrv1.RoutingTable
-	err := s.readSpace(ctx, r.GetSpace(), func(st *fsmState, sp *space) { out = st.table(sp) })
-	return out, err
+	return readSpace(ctx, s, r.GetSpace(), s.fsm.Routing)
 }
 
-// readSpace is a linearizable read of one space: fn runs under the FSM's
-// read lock.
-func (s *Store) readSpace(ctx context.Context, name string, fn func(*fsmState, *space)) error {
+// readSpace is a linearizable read of one space by read (the FSM's Space
+// or Routing).
+func readSpace[Out any](ctx context.Context, s *Store, name string, read func(string) (Out, bool)) (Out, error) {
+	var zero Out
 	if err := spec.CheckTag(name); err != nil {
-		return err
+		return zero, err
 	}
 	if err := s.linearize(ctx); err != nil {
-		return err
+		return zero, err
 	}
-	found := false
-	s.fsm.read(func(st *fsmState) {
-		if sp, ok := st.spaces[name]; ok {
-			found = true
-			fn(st, sp)
-		}
-	})
-	if !found {
-		return fmt.Errorf("%w: space %q", errs.NotFound, name)
+	out, ok := read(name)
+	if !ok {
+		return zero, fmt.Errorf("%w: space %q", errs.NotFound, name)
 	}
-	return nil
+	return out, nil
 }
 
 func (s *Store) listSpaces(ctx context.Context, r *seqsvrv1.ListSpacesRequest) (*seqsvrv1.ListSpacesResponse, error) {
 	out := &seqsvrv1.ListSpacesResponse{}
 	var err error
-	out.Spaces, out.NextPageToken, err = listPage(ctx, s, r.GetPageSize(), r.GetPageToken(),
-		func(st *fsmState) map[string]*space { return st.spaces }, (*space).api)
+	out.Spaces, out.NextPageToken, err = listPage(ctx, s, r.GetPageSize(), r.GetPageToken(), s.fsm.ListSpaces)
 	return out, err
 }

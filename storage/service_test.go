@@ -29,7 +29,7 @@ func TestServiceBadInputAndPaging(t *testing.T) {
 	if _, err := cl.CreateTag(ctx, connect.NewRequest(&seqsvrv1.CreateTagRequest{Tag: "big", Start: math.MaxInt64 - 5, Step: 10})); err != nil {
 		t.Fatal(err)
 	}
-	before := stateOf(leader.store.fsm)
+	before := leader.store.fsm.State()
 
 	bad := map[string]func() error{
 		"empty tag": func() error {
@@ -92,7 +92,7 @@ func TestServiceBadInputAndPaging(t *testing.T) {
 	if _, err := cl.ReserveSegment(ctx, connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: "nope"})); connectCode(err) != "not_found" {
 		t.Errorf("reserve unknown: %v", err)
 	}
-	if after := stateOf(leader.store.fsm); !proto.Equal(before, after) {
+	if after := leader.store.fsm.State(); !proto.Equal(before, after) {
 		t.Fatalf("bad input changed state:\n%v\n%v", before, after)
 	}
 
@@ -124,11 +124,6 @@ func TestServiceBadInputAndPaging(t *testing.T) {
 	if err != nil || up.Msg.GetMaxId() != seg.Msg.GetLast() || up.Msg.GetStep() != 3 || up.Msg.GetUpdateTime() == nil {
 		t.Fatalf("update: %v %v", up, err)
 	}
-}
-
-func stateOf(f *fsm) (snap *seqsvrv1.FSMSnapshot) {
-	f.read(func(st *fsmState) { snap = st.toProto() })
-	return snap
 }
 
 // Commands carry the time of Config.Clock (the leader's), and so does

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -157,7 +158,7 @@ func peersDiff(peers []Peer, stored map[string]string) []string {
 
 // formatMembers renders ID -> Raft address as "a=addr,b=addr" in ID order.
 func formatMembers(m map[string]string) string {
-	ids := sortedKeys(m)
+	ids := slices.Sorted(maps.Keys(m))
 	parts := make([]string, len(ids))
 	for i, id := range ids {
 		parts[i] = id + "=" + m[id]

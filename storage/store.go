@@ -19,6 +19,7 @@ import (
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/internal/errs"
 	"github.com/seqsvr/seqsvr/internal/raftconf"
+	"github.com/seqsvr/seqsvr/storage/fsm"
 )
 
 // Store is one member of the Raft-replicated tag store.
@@ -26,7 +27,7 @@ type Store struct {
 	cfg     Config
 	log     *slog.Logger
 	raft    *raft.Raft
-	fsm     *fsm
+	fsm     *fsm.Machine
 	closers []io.Closer
 
 	clients sync.Map // http addr -> seqsvrv1connect.StoreServiceClient
@@ -154,7 +155,7 @@ func start(cfg Config, rc *raft.Config, p raftParts) (*Store, error) {
 			return nil, err
 		}
 	}
-	s := &Store{cfg: cfg, log: cfg.Logger, fsm: newFSM(nil), closers: p.closers, stop: make(chan struct{})}
+	s := &Store{cfg: cfg, log: cfg.Logger, fsm: fsm.New(nil), closers: p.closers, stop: make(chan struct{})}
 	s.stopCtx, s.stopAll = context.WithCancel(context.Background())
 	s.raft, err = raft.NewRaft(rc, s.fsm, p.logs, p.stable, p.snaps, p.trans)
 	if err != nil {
@@ -250,24 +251,24 @@ func (s *Store) Ready(ctx context.Context) error {
 // propose is the one write path: it stamps the command with the leader's
 // clock, applies it through raft and waits until it is committed and
 // applied here, then unwraps the FSM's answer.
-func (s *Store) propose(ctx context.Context, cmd *seqsvrv1.Command) (applyResult, error) {
+func (s *Store) propose(ctx context.Context, cmd *seqsvrv1.Command) (fsm.Result, error) {
 	if s.raft.State() != raft.Leader {
-		return applyResult{}, ErrNotLeader
+		return fsm.Result{}, ErrNotLeader
 	}
 	cmd.NowMs = s.cfg.Clock.Now().UnixMilli()
 	b, err := proto.Marshal(cmd)
 	if err != nil {
-		return applyResult{}, fmt.Errorf("storage: marshal command: %w", err)
+		return fsm.Result{}, fmt.Errorf("storage: marshal command: %w", err)
 	}
 	f := s.raft.Apply(b, timeoutFrom(ctx))
 	if err := f.Error(); err != nil {
-		return applyResult{}, mapRaftErr(err)
+		return fsm.Result{}, mapRaftErr(err)
 	}
-	res, ok := f.Response().(applyResult)
+	res, ok := f.Response().(fsm.Result)
 	if !ok {
-		return applyResult{}, fmt.Errorf("storage: unexpected apply response %T", f.Response())
+		return fsm.Result{}, fmt.Errorf("storage: unexpected apply response %T", f.Response())
 	}
-	return res, res.err
+	return res, res.Err
 }
 
 // mapRaftErr turns raft's errors into this package's sentinels. Only

@@ -34,7 +34,7 @@ type linOutput struct {
 }
 
 // defaultStep is the step of a tag created with step 0 (the contract's
-// CreateTag default; storage.DefaultStep).
+// CreateTag default; fsm.DefaultStep).
 const defaultStep = 1000
 
 // tagState is one tag of the store. An absent tag keeps the max_id of its
@@ -65,7 +65,7 @@ func (s tagState) stepIs(step int64) (bool, tagState) {
 	return s.step == step, s
 }
 
-// StoreModel is the store as storage/fsm_tags.go implements it, one tag
+// StoreModel is the store as storage/fsm/tags.go implements it, one tag
 // per partition, the state being (exists, max_id, step):
 //   - ReserveSegment(size) on an existing tag answers [max_id+1,
 //     max_id+size] (size 0: the step) and moves max_id there; on an absent

@@ -1,4 +1,4 @@
-package storage
+package fsm
 
 import (
 	"errors"
@@ -13,7 +13,7 @@ import (
 )
 
 func TestFSMCreateSpace(t *testing.T) {
-	f := newFSM(nil)
+	f := New(nil)
 	for _, c := range []struct {
 		name             string
 		cmd              *seqsvrv1.Command
@@ -34,13 +34,13 @@ func TestFSMCreateSpace(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := applyAt(t, f, 5000, c.cmd)
-			if !errors.Is(r.err, c.wantErr) || (c.wantErr == nil) != (r.err == nil) {
-				t.Fatalf("err %v, want %v", r.err, c.wantErr)
+			if !errors.Is(r.Err, c.wantErr) || (c.wantErr == nil) != (r.Err == nil) {
+				t.Fatalf("err %v, want %v", r.Err, c.wantErr)
 			}
 			if c.wantErr != nil {
 				return
 			}
-			sp := r.space
+			sp := r.Space
 			if sp.GetKeyCount() != c.keys || sp.GetSectionSize() != c.size || sp.GetSectionCount() != c.secs ||
 				sp.GetStep() != c.step || sp.GetCreateTime().AsTime().UnixMilli() != 5000 {
 				t.Fatalf("space %v", sp)
@@ -70,20 +70,20 @@ func TestValidateSeqRequests(t *testing.T) {
 		err error
 		ok  bool
 	}{
-		"create ok":          {validateCreateSpace(&seqsvrv1.CreateSpaceRequest{Space: "s"}), true},
-		"create bad name":    {validateCreateSpace(&seqsvrv1.CreateSpaceRequest{Space: "a b"}), false},
-		"create long desc":   {validateCreateSpace(&seqsvrv1.CreateSpaceRequest{Space: "s", Description: long}), false},
-		"create bad shape":   {validateCreateSpace(&seqsvrv1.CreateSpaceRequest{Space: "s", SectionSize: spec.MaxSectionSize + 1}), false},
-		"heartbeat ok":       {validateSeqHeartbeat(&seqsvrv1.SeqHeartbeatRequest{NodeId: "a", InstanceId: "i", Released: []*seqsvrv1.SectionSpan{span("s", 2, 2)}}), true},
-		"heartbeat no node":  {validateSeqHeartbeat(&seqsvrv1.SeqHeartbeatRequest{InstanceId: "i"}), false},
-		"heartbeat no inst":  {validateSeqHeartbeat(&seqsvrv1.SeqHeartbeatRequest{NodeId: "a"}), false},
-		"heartbeat bad span": {validateSeqHeartbeat(&seqsvrv1.SeqHeartbeatRequest{NodeId: "a", InstanceId: "i", Released: []*seqsvrv1.SectionSpan{span("s", 3, 2)}}), false},
-		"raise ok":           {validateRaiseSections(raise(&seqsvrv1.SectionRaise{Section: 1, KnownMax: -1}, &seqsvrv1.SectionRaise{Section: 2, KnownMax: 5})), true},
-		"raise empty":        {validateRaiseSections(raise()), false},
-		"raise too many":     {validateRaiseSections(raise(many...)), false},
-		"raise duplicate":    {validateRaiseSections(raise(&seqsvrv1.SectionRaise{Section: 1}, &seqsvrv1.SectionRaise{Section: 1})), false},
-		"raise known_max -2": {validateRaiseSections(raise(&seqsvrv1.SectionRaise{Section: 1, KnownMax: -2})), false},
-		"raise bad space":    {validateRaiseSections(&seqsvrv1.RaiseSectionsRequest{NodeId: "a", InstanceId: "i", Sections: many[:1]}), false},
+		"create ok":          {ValidateCreateSpace(&seqsvrv1.CreateSpaceRequest{Space: "s"}), true},
+		"create bad name":    {ValidateCreateSpace(&seqsvrv1.CreateSpaceRequest{Space: "a b"}), false},
+		"create long desc":   {ValidateCreateSpace(&seqsvrv1.CreateSpaceRequest{Space: "s", Description: long}), false},
+		"create bad shape":   {ValidateCreateSpace(&seqsvrv1.CreateSpaceRequest{Space: "s", SectionSize: spec.MaxSectionSize + 1}), false},
+		"heartbeat ok":       {ValidateSeqHeartbeat(&seqsvrv1.SeqHeartbeatRequest{NodeId: "a", InstanceId: "i", Released: []*seqsvrv1.SectionSpan{span("s", 2, 2)}}), true},
+		"heartbeat no node":  {ValidateSeqHeartbeat(&seqsvrv1.SeqHeartbeatRequest{InstanceId: "i"}), false},
+		"heartbeat no inst":  {ValidateSeqHeartbeat(&seqsvrv1.SeqHeartbeatRequest{NodeId: "a"}), false},
+		"heartbeat bad span": {ValidateSeqHeartbeat(&seqsvrv1.SeqHeartbeatRequest{NodeId: "a", InstanceId: "i", Released: []*seqsvrv1.SectionSpan{span("s", 3, 2)}}), false},
+		"raise ok":           {ValidateRaiseSections(raise(&seqsvrv1.SectionRaise{Section: 1, KnownMax: -1}, &seqsvrv1.SectionRaise{Section: 2, KnownMax: 5})), true},
+		"raise empty":        {ValidateRaiseSections(raise()), false},
+		"raise too many":     {ValidateRaiseSections(raise(many...)), false},
+		"raise duplicate":    {ValidateRaiseSections(raise(&seqsvrv1.SectionRaise{Section: 1}, &seqsvrv1.SectionRaise{Section: 1})), false},
+		"raise known_max -2": {ValidateRaiseSections(raise(&seqsvrv1.SectionRaise{Section: 1, KnownMax: -2})), false},
+		"raise bad space":    {ValidateRaiseSections(&seqsvrv1.RaiseSectionsRequest{NodeId: "a", InstanceId: "i", Sections: many[:1]}), false},
 	} {
 		if c.ok != (c.err == nil) || !c.ok && !errors.Is(c.err, errs.InvalidArgument) {
 			t.Errorf("%s: %v", name, c.err)
@@ -95,10 +95,10 @@ func TestValidateSeqRequests(t *testing.T) {
 // live and changes nothing; after expiry a new instance takes the node
 // over with its sections; leaving ends the lease and frees the sections.
 func TestFSMSeqHeartbeatLease(t *testing.T) {
-	f := newFSM(nil)
+	f := New(nil)
 	mustApply(t, f, 1000, spaceCmd("s", 4, 1, 10))
 	r := mustApply(t, f, 1000, hbCmd("a", "i1", false))
-	if hb := r.heartbeat; hb.GetLeaseExpiresMs() != 1000+seqTTL || hb.GetLeaseTtlMs() != seqTTL || hb.GetLeaderNowMs() != 1000 ||
+	if hb := r.Heartbeat; hb.GetLeaseExpiresMs() != 1000+seqTTL || hb.GetLeaseTtlMs() != seqTTL || hb.GetLeaderNowMs() != 1000 ||
 		len(hb.GetTables()) != 1 || hb.GetTables()[0].GetSections()[0].GetOwnerUrl() != "http://a" ||
 		hb.GetTables()[0].GetSections()[0].GetLeaseExpiresMs() != 1000+seqTTL {
 		t.Fatalf("heartbeat answer %v", hb)
@@ -113,15 +113,15 @@ func TestFSMSeqHeartbeatLease(t *testing.T) {
 	mustApply(t, f, 1050, hbCmd("a", "i1", false))
 	wantErr(t, f, 1050+seqTTL-1, hbCmd("a", "i2", false), errs.FailedPrecondition)
 	r = mustApply(t, f, 1050+seqTTL, hbCmd("a", "i2", false))
-	if r.heartbeat.GetLeaseExpiresMs() != 1050+2*seqTTL || f.st.seqMembers["a"].GetInstanceId() != "i2" {
-		t.Fatalf("takeover: %v", r.heartbeat)
+	if r.Heartbeat.GetLeaseExpiresMs() != 1050+2*seqTTL || f.st.seqMembers["a"].GetInstanceId() != "i2" {
+		t.Fatalf("takeover: %v", r.Heartbeat)
 	}
 	wantRuns(t, f, "s", run{0, 3, "a", ""})
 	// The old instance is now the twin.
 	wantErr(t, f, 1200, hbCmd("a", "i1", false), ErrSeqNodeHeld)
 
 	r = mustApply(t, f, 1200, hbCmd("a", "i2", true))
-	if m := f.st.seqMembers["a"]; !m.GetLeaving() || m.GetLeaseExpiresMs() != 1200 || r.heartbeat.GetLeaseExpiresMs() != 1200 {
+	if m := f.st.seqMembers["a"]; !m.GetLeaving() || m.GetLeaseExpiresMs() != 1200 || r.Heartbeat.GetLeaseExpiresMs() != 1200 {
 		t.Fatalf("leaving member %v", m)
 	}
 	wantRuns(t, f, "s", run{0, 3, "", ""})
@@ -159,7 +159,7 @@ func TestTargetsMatchTheFormula(t *testing.T) {
 
 // Rebalance step by step on one space of 10 sections.
 func TestFSMRebalance(t *testing.T) {
-	f := newFSM(nil)
+	f := New(nil)
 	mustApply(t, f, 1000, spaceCmd("s", 10, 1, 10))
 	version := uint64(1)
 	steps := []struct {
@@ -192,15 +192,15 @@ func TestFSMRebalance(t *testing.T) {
 		if s.changed {
 			version++
 		}
-		if v != version || r.heartbeat.GetTables()[0].GetRoutingVersion() != version {
-			t.Fatalf("%s: routing_version %d (answered %d), want %d", s.name, v, r.heartbeat.GetTables()[0].GetRoutingVersion(), version)
+		if v != version || r.Heartbeat.GetTables()[0].GetRoutingVersion() != version {
+			t.Fatalf("%s: routing_version %d (answered %d), want %d", s.name, v, r.Heartbeat.GetTables()[0].GetRoutingVersion(), version)
 		}
 	}
 }
 
 // Created after three nodes heartbeat, a space is split evenly at once.
 func TestFSMCreateSpaceBalances(t *testing.T) {
-	f := newFSM(nil)
+	f := New(nil)
 	for _, n := range []string{"c", "a", "b"} {
 		mustApply(t, f, 1000, hbCmd(n, n+"1", false))
 	}
@@ -214,7 +214,7 @@ func TestFSMCreateSpaceBalances(t *testing.T) {
 }
 
 func TestFSMRaiseSections(t *testing.T) {
-	f := newFSM(nil)
+	f := New(nil)
 	mustApply(t, f, 1000, spaceCmd("s", 4, 1, 100))
 	mustApply(t, f, 1000, spaceCmd("huge", 2, 1, spec.MaxSeqStep))
 	mustApply(t, f, 1000, hbCmd("a", "a1", false))
@@ -249,8 +249,8 @@ func TestFSMRaiseSections(t *testing.T) {
 		t.Run(s.name, func(t *testing.T) {
 			before := f.st.toProto()
 			r := applyAt(t, f, s.now, s.cmd)
-			if !errors.Is(r.err, s.wantErr) || (s.wantErr == nil) != (r.err == nil) {
-				t.Fatalf("err %v, want %v", r.err, s.wantErr)
+			if !errors.Is(r.Err, s.wantErr) || (s.wantErr == nil) != (r.Err == nil) {
+				t.Fatalf("err %v, want %v", r.Err, s.wantErr)
 			}
 			if s.wantErr != nil {
 				if after := f.st.toProto(); !proto.Equal(before, after) {
@@ -258,9 +258,9 @@ func TestFSMRaiseSections(t *testing.T) {
 				}
 				return
 			}
-			got := r.raise.GetSections()
-			if len(got) != len(s.want) || r.raise.GetRoutingVersion() != 3 {
-				t.Fatalf("answer %v", r.raise)
+			got := r.Raise.GetSections()
+			if len(got) != len(s.want) || r.Raise.GetRoutingVersion() != 3 {
+				t.Fatalf("answer %v", r.Raise)
 			}
 			for i, w := range s.want {
 				if int64(got[i].GetSection()) != w[0] || got[i].GetPrevMax() != w[1] || got[i].GetMaxSeq() != w[2] ||

@@ -1,4 +1,4 @@
-package storage
+package fsm
 
 import (
 	"fmt"
@@ -32,10 +32,10 @@ func (st *fsmState) liveMembers(now int64) []string {
 // sections it still owns: the old instance fenced itself before its lease
 // expired, and the new one loads each section (answering the committed
 // max_seq) before serving it.
-func (st *fsmState) applySeqHeartbeat(now int64, c *seqsvrv1.SeqHeartbeatCommand) applyResult {
+func (st *fsmState) applySeqHeartbeat(now int64, c *seqsvrv1.SeqHeartbeatCommand) Result {
 	node := c.GetNodeId()
 	if m, ok := st.seqMembers[node]; ok && m.GetInstanceId() != c.GetInstanceId() && st.seqLive(node, now) {
-		return applyResult{err: fmt.Errorf("%w: node %q is held by live instance %q for another %d ms",
+		return Result{Err: fmt.Errorf("%w: node %q is held by live instance %q for another %d ms",
 			ErrSeqNodeHeld, node, m.GetInstanceId(), m.GetLeaseExpiresMs()-now)}
 	}
 	for _, span := range c.GetReleased() {
@@ -54,7 +54,7 @@ func (st *fsmState) applySeqHeartbeat(now int64, c *seqsvrv1.SeqHeartbeatCommand
 	// Replaced, never changed in place: snapshots share the entries.
 	st.seqMembers[node] = m
 	st.rebalance(now)
-	return applyResult{heartbeat: &seqsvrv1.SeqHeartbeatResponse{
+	return Result{Heartbeat: &seqsvrv1.SeqHeartbeatResponse{
 		LeaseTtlMs: ttl, LeaseExpiresMs: m.GetLeaseExpiresMs(), LeaderNowMs: now, Tables: st.tables(),
 	}}
 }

@@ -1,4 +1,4 @@
-package storage
+package fsm
 
 import (
 	"bytes"
@@ -30,8 +30,8 @@ func (s *memSink) Close() error  { s.closed = true; return nil }
 
 var _ raft.SnapshotSink = (*memSink)(nil)
 
-func populated(t *testing.T) *fsm {
-	f := newFSM(smallLayout())
+func populated(t *testing.T) *Machine {
+	f := New(smallLayout())
 	applyAt(t, f, 10, createCmd("a", 0, 10))
 	applyAt(t, f, 11, createCmd("b", 100, 5))
 	applyAt(t, f, 12, reserveCmd("a", 0, "r1", 3))
@@ -55,7 +55,7 @@ func populated(t *testing.T) *fsm {
 	return f
 }
 
-func persist(t *testing.T, f *fsm) []byte {
+func persist(t *testing.T, f *Machine) []byte {
 	t.Helper()
 	snap, err := f.Snapshot()
 	if err != nil {
@@ -77,7 +77,7 @@ func TestSnapshotRestoreRoundTrip(t *testing.T) {
 	data := persist(t, src)
 
 	// The target has unrelated prior state that Restore must discard.
-	dst := newFSM(nil)
+	dst := New(nil)
 	applyAt(t, dst, 1, createCmd("stale", 0, 1))
 	applyAt(t, dst, 1, reserveCmd("stale", 0, "old", 0))
 	applyAt(t, dst, 1, registerCmd("ghost", "g", 1, ttl, retention))
@@ -88,14 +88,14 @@ func TestSnapshotRestoreRoundTrip(t *testing.T) {
 	if !proto.Equal(src.st.toProto(), dst.st.toProto()) {
 		t.Fatalf("restored state differs:\n%v\n%v", src.st.toProto(), dst.st.toProto())
 	}
-	if _, v := routing(dst, "ghost"); maxID(dst, "stale") != -1 || v != 0 || dst.member("m") == nil {
+	if _, v := routing(dst, "ghost"); maxID(dst, "stale") != -1 || v != 0 || dst.Member("m") == nil {
 		t.Fatal("prior state survived Restore or members lost")
 	}
 	if dst.st.layout.GetWorkerBits() != 2 {
 		t.Fatalf("layout not restored: %v", dst.st.layout)
 	}
 	// Both continue identically, including FIFO eviction order and IDs.
-	for _, f := range []*fsm{src, dst} {
+	for _, f := range []*Machine{src, dst} {
 		applyAt(t, f, 20, reserveCmd("a", 0, "r5", 3)) // evicts r2
 		applyAt(t, f, 21, registerCmd("n2", "i2", 21, ttl, retention))
 		mustApply(t, f, 22, hbCmd("sa", "i", false, span("sp", 5, 9)))
@@ -114,14 +114,14 @@ func TestSnapshotRestoreRoundTrip(t *testing.T) {
 	if len(dst.st.toProto().GetTags()) != len(src.st.toProto().GetTags()) || maxID(dst, "gone") != -1 {
 		t.Fatal("the tombstone came back as a live tag")
 	}
-	if r := mustApply(t, dst, 22, createCmd("gone", 0, 5)); r.tag.GetMaxId() != 45 {
-		t.Fatalf("re-created after restore at max_id %d, want 45", r.tag.GetMaxId())
+	if r := mustApply(t, dst, 22, createCmd("gone", 0, 5)); r.Tag.GetMaxId() != 45 {
+		t.Fatalf("re-created after restore at max_id %d, want 45", r.Tag.GetMaxId())
 	}
-	if r := applyAt(t, dst, 22, reserveCmd("b", 0, "r2", 3)); r.seg.GetFirst() != 106 {
-		t.Fatalf("r2 should be evicted, got %v", r.seg)
+	if r := applyAt(t, dst, 22, reserveCmd("b", 0, "r2", 3)); r.Seg.GetFirst() != 106 {
+		t.Fatalf("r2 should be evicted, got %v", r.Seg)
 	}
-	if r := applyAt(t, dst, 22, reserveCmd("a", 0, "r4", 3)); r.seg.GetFirst() != 21 || r.seg.GetLast() != 30 {
-		t.Fatalf("r4 should be remembered, got %v", r.seg)
+	if r := applyAt(t, dst, 22, reserveCmd("a", 0, "r4", 3)); r.Seg.GetFirst() != 21 || r.Seg.GetLast() != 30 {
+		t.Fatalf("r4 should be remembered, got %v", r.Seg)
 	}
 }
 

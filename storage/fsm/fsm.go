@@ -1,4 +1,4 @@
-package storage
+package fsm
 
 import (
 	"fmt"
@@ -12,33 +12,33 @@ import (
 	"github.com/seqsvr/seqsvr/internal/spec"
 )
 
-// applyResult is what Apply returns to the proposer. Business errors (tag
-// not found, lease held, ...) travel in err: they are deterministic outcomes
+// Result is what Apply returns to the proposer. Business errors (tag
+// not found, lease held, ...) travel in Err: they are deterministic outcomes
 // of a committed entry, identical on every member, and change nothing.
 // The pointers are copies the caller may keep.
-type applyResult struct {
-	tag    *seqsvrv1.TagState
-	seg    *seqsvrv1.RequestRecord
-	worker *workerAnswer
+type Result struct {
+	Tag    *seqsvrv1.TagState
+	Seg    *seqsvrv1.RequestRecord
+	Worker *WorkerAnswer
 	// Per-key sequences: what CreateSpace, SeqHeartbeat and RaiseSections
 	// answer, built under the lock.
-	space     *seqsvrv1.Space
-	heartbeat *seqsvrv1.SeqHeartbeatResponse
-	raise     *seqsvrv1.RaiseSectionsResponse
-	err       error
+	Space     *seqsvrv1.Space
+	Heartbeat *seqsvrv1.SeqHeartbeatResponse
+	Raise     *seqsvrv1.RaiseSectionsResponse
+	Err       error
 }
 
-// workerAnswer is a worker's state plus what the Worker reply needs.
-type workerAnswer struct {
-	state       *seqsvrv1.WorkerState
-	layout      *seqsvrv1.SnowflakeLayout
-	leaderNowMs int64
-	leaseTTLMs  int64
+// WorkerAnswer is a worker's state plus what the Worker reply needs.
+type WorkerAnswer struct {
+	State       *seqsvrv1.WorkerState
+	Layout      *seqsvrv1.SnowflakeLayout
+	LeaderNowMs int64
+	LeaseTTLMs  int64
 }
 
-// fsm is the replicated state machine. Apply is deterministic: it reads
+// Machine is the replicated state machine. Apply is deterministic: it reads
 // time only from Command.now_ms and configuration only from the command.
-type fsm struct {
+type Machine struct {
 	mu sync.RWMutex
 	st *fsmState
 	// defaultLayout is used for a fresh state and for snapshots without one.
@@ -60,13 +60,13 @@ type fsmState struct {
 	seqMembers   map[string]*seqsvrv1.SeqMemberState // by node_id
 }
 
-// newFSM makes an empty state machine. A nil layout is the store's,
+// New makes an empty state machine. A nil layout is the store's,
 // spec.DefaultLayout(); the tests pass smaller ones to run out of worker IDs.
-func newFSM(layout *seqsvrv1.SnowflakeLayout) *fsm {
+func New(layout *seqsvrv1.SnowflakeLayout) *Machine {
 	if layout == nil {
 		layout = spec.DefaultLayout()
 	}
-	return &fsm{st: newState(layout), defaultLayout: layout}
+	return &Machine{st: newState(layout), defaultLayout: layout}
 }
 
 func newState(layout *seqsvrv1.SnowflakeLayout) *fsmState {
@@ -85,7 +85,7 @@ func newState(layout *seqsvrv1.SnowflakeLayout) *fsmState {
 // Apply implements raft.FSM. An entry that does not decode, or a command
 // this binary does not know, is a bug or a version mismatch: applying it
 // wrongly would silently fork the replicas, so it panics instead.
-func (f *fsm) Apply(l *raft.Log) interface{} {
+func (f *Machine) Apply(l *raft.Log) interface{} {
 	var cmd seqsvrv1.Command
 	if err := proto.Unmarshal(l.Data, &cmd); err != nil {
 		panic(fmt.Sprintf("storage: undecodable raft entry at index %d: %v", l.Index, err))
@@ -93,7 +93,7 @@ func (f *fsm) Apply(l *raft.Log) interface{} {
 	return f.applyCommand(&cmd)
 }
 
-func (f *fsm) applyCommand(cmd *seqsvrv1.Command) applyResult {
+func (f *Machine) applyCommand(cmd *seqsvrv1.Command) Result {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	now := cmd.GetNowMs()
@@ -121,7 +121,7 @@ func (f *fsm) applyCommand(cmd *seqsvrv1.Command) applyResult {
 	case *seqsvrv1.Command_RaiseSections:
 		return f.st.applyRaiseSections(now, c.RaiseSections)
 	case *seqsvrv1.Command_Noop:
-		return applyResult{}
+		return Result{}
 	default:
 		panic(fmt.Sprintf("storage: unknown raft command %T", c))
 	}
@@ -129,7 +129,7 @@ func (f *fsm) applyCommand(cmd *seqsvrv1.Command) applyResult {
 
 // Snapshot implements raft.FSM: it copies the state under the lock so
 // Persist can run concurrently with Apply.
-func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
+func (f *Machine) Snapshot() (raft.FSMSnapshot, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	snap := f.st.toProto()
@@ -139,7 +139,7 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 
 // Restore implements raft.FSM: it builds a fresh state from the snapshot and
 // swaps it in, discarding everything held before.
-func (f *fsm) Restore(rc io.ReadCloser) error {
+func (f *Machine) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
 	b, err := io.ReadAll(rc)
 	if err != nil {
@@ -157,7 +157,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 }
 
 // read runs fn with the state under the read lock.
-func (f *fsm) read(fn func(st *fsmState)) {
+func (f *Machine) read(fn func(st *fsmState)) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	fn(f.st)

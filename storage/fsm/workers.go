@@ -1,4 +1,4 @@
-package storage
+package fsm
 
 import (
 	"fmt"
@@ -17,18 +17,18 @@ import (
 // ID over, the previous holder may have issued IDs up to its last reported
 // timestamp plus one lease TTL before fencing itself, so the new holder's
 // floor starts there.
-func (st *fsmState) applyRegisterWorker(now int64, c *seqsvrv1.RegisterWorkerCommand) applyResult {
+func (st *fsmState) applyRegisterWorker(now int64, c *seqsvrv1.RegisterWorkerCommand) Result {
 	ttl, retention := orDefault(c.GetLeaseTtlMs(), spec.DefaultWorkerLeaseTTL), orDefault(c.GetRetentionMs(), spec.DefaultWorkerRetention)
 	if c.GetNodeId() == "" {
-		return applyResult{err: fmt.Errorf("%w: node_id must not be empty", errs.InvalidArgument)}
+		return Result{Err: fmt.Errorf("%w: node_id must not be empty", errs.InvalidArgument)}
 	}
 	if w, ok := st.workers[c.GetNodeId()]; ok {
 		if w.GetInstanceId() != c.GetInstanceId() && w.GetLeaseExpiresMs() > now {
-			return applyResult{err: fmt.Errorf("%w: worker %d of node %q is leased by instance %q for another %d ms",
+			return Result{Err: fmt.Errorf("%w: worker %d of node %q is leased by instance %q for another %d ms",
 				ErrLeaseHeld, w.GetWorkerId(), w.GetNodeId(), w.GetInstanceId(), w.GetLeaseExpiresMs()-now)}
 		}
 		if err := clockCheck(c.GetNowMs(), w); err != nil {
-			return applyResult{err: err}
+			return Result{Err: err}
 		}
 		if w.GetInstanceId() != c.GetInstanceId() {
 			margin := ttl
@@ -53,11 +53,11 @@ func (st *fsmState) applyRegisterWorker(now int64, c *seqsvrv1.RegisterWorkerCom
 	} else {
 		old := st.reclaimable(now, retention)
 		if old == nil {
-			return applyResult{err: fmt.Errorf("%w: all %d worker IDs are held or expired less than %d ms ago; remove idle allocsvrs or wait",
+			return Result{Err: fmt.Errorf("%w: all %d worker IDs are held or expired less than %d ms ago; remove idle allocsvrs or wait",
 				ErrWorkersExhausted, capacity, retention)}
 		}
 		if err := clockCheck(c.GetNowMs(), old); err != nil {
-			return applyResult{err: err}
+			return Result{Err: err}
 		}
 		delete(st.workers, old.GetNodeId())
 		w.WorkerId = old.GetWorkerId()
@@ -85,16 +85,16 @@ func (st *fsmState) reclaimable(now, retention int64) *seqsvrv1.WorkerState {
 }
 
 // applyRenewWorker extends the lease of the current holder only.
-func (st *fsmState) applyRenewWorker(now int64, c *seqsvrv1.RenewWorkerCommand) applyResult {
+func (st *fsmState) applyRenewWorker(now int64, c *seqsvrv1.RenewWorkerCommand) Result {
 	ttl := orDefault(c.GetLeaseTtlMs(), spec.DefaultWorkerLeaseTTL)
 	w, ok := st.workers[c.GetNodeId()]
 	switch {
 	case !ok:
-		return applyResult{err: fmt.Errorf("%w: node %q holds no worker ID; register again", ErrLeaseLost, c.GetNodeId())}
+		return Result{Err: fmt.Errorf("%w: node %q holds no worker ID; register again", ErrLeaseLost, c.GetNodeId())}
 	case w.GetWorkerId() != c.GetWorkerId():
-		return applyResult{err: fmt.Errorf("%w: node %q holds worker %d, not %d", ErrLeaseLost, c.GetNodeId(), w.GetWorkerId(), c.GetWorkerId())}
+		return Result{Err: fmt.Errorf("%w: node %q holds worker %d, not %d", ErrLeaseLost, c.GetNodeId(), w.GetWorkerId(), c.GetWorkerId())}
 	case w.GetInstanceId() != c.GetInstanceId():
-		return applyResult{err: fmt.Errorf("%w: worker %d of node %q is now held by instance %q, not %q",
+		return Result{Err: fmt.Errorf("%w: worker %d of node %q is now held by instance %q, not %q",
 			ErrLeaseLost, w.GetWorkerId(), c.GetNodeId(), w.GetInstanceId(), c.GetInstanceId())}
 	}
 	w.LastTimestampMs = max(w.GetLastTimestampMs(), c.GetNowMs())
@@ -110,12 +110,12 @@ func clockCheck(callerNowMs int64, w *seqsvrv1.WorkerState) error {
 	return nil
 }
 
-func (st *fsmState) workerAnswer(w *seqsvrv1.WorkerState, now, ttl int64) applyResult {
-	return applyResult{worker: &workerAnswer{
-		state:       proto.Clone(w).(*seqsvrv1.WorkerState),
-		layout:      proto.Clone(st.layout).(*seqsvrv1.SnowflakeLayout),
-		leaderNowMs: now,
-		leaseTTLMs:  ttl,
+func (st *fsmState) workerAnswer(w *seqsvrv1.WorkerState, now, ttl int64) Result {
+	return Result{Worker: &WorkerAnswer{
+		State:       proto.Clone(w).(*seqsvrv1.WorkerState),
+		Layout:      proto.Clone(st.layout).(*seqsvrv1.SnowflakeLayout),
+		LeaderNowMs: now,
+		LeaseTTLMs:  ttl,
 	}}
 }
 

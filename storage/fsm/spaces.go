@@ -1,4 +1,4 @@
-package storage
+package fsm
 
 import (
 	"fmt"
@@ -59,13 +59,13 @@ func spaceShape(keyCount, sectionSize uint64, step int64) (uint64, uint64, int64
 
 // applyCreateSpace adds the space with every section unowned and
 // routing_version 1, then hands the sections to the live allocsvrs.
-func (st *fsmState) applyCreateSpace(now int64, c *seqsvrv1.CreateSpaceCommand) applyResult {
+func (st *fsmState) applyCreateSpace(now int64, c *seqsvrv1.CreateSpaceCommand) Result {
 	if _, ok := st.spaces[c.GetSpace()]; ok {
-		return applyResult{err: fmt.Errorf("%w: space %q", errs.AlreadyExists, c.GetSpace())}
+		return Result{Err: fmt.Errorf("%w: space %q", errs.AlreadyExists, c.GetSpace())}
 	}
 	keys, size, step, err := spaceShape(c.GetKeyCount(), c.GetSectionSize(), c.GetStep())
 	if err != nil {
-		return applyResult{err: err}
+		return Result{Err: err}
 	}
 	sp := &space{
 		name: c.GetSpace(), keyCount: keys, size: size, sections: spec.SectionCount(keys, size), step: step,
@@ -74,7 +74,7 @@ func (st *fsmState) applyCreateSpace(now int64, c *seqsvrv1.CreateSpaceCommand) 
 	sp.runs = []run{{first: 0, last: sp.sections - 1}}
 	st.spaces[sp.name] = sp
 	st.rebalance(now)
-	return applyResult{space: sp.api()}
+	return Result{Space: sp.api()}
 }
 
 // api is the space as StoreService answers it.

@@ -1,4 +1,4 @@
-package storage
+package fsm
 
 import (
 	"errors"
@@ -35,25 +35,25 @@ func raiseCmd(node, instance, space string, pairs ...int64) *seqsvrv1.Command {
 }
 
 // mustApply applies cmd at now and fails the test on an error result.
-func mustApply(t *testing.T, f *fsm, now int64, cmd *seqsvrv1.Command) applyResult {
+func mustApply(t *testing.T, f *Machine, now int64, cmd *seqsvrv1.Command) Result {
 	t.Helper()
 	r := applyAt(t, f, now, cmd)
-	if r.err != nil {
-		t.Fatalf("%v: %v", cmd, r.err)
+	if r.Err != nil {
+		t.Fatalf("%v: %v", cmd, r.Err)
 	}
 	return r
 }
 
 // wantErr fails unless applying cmd at now is refused with an error of kind.
-func wantErr(t *testing.T, f *fsm, now int64, cmd *seqsvrv1.Command, kind error) {
+func wantErr(t *testing.T, f *Machine, now int64, cmd *seqsvrv1.Command, kind error) {
 	t.Helper()
-	if r := applyAt(t, f, now, cmd); !errors.Is(r.err, kind) {
-		t.Fatalf("%v: err %v, want %v", cmd, r.err, kind)
+	if r := applyAt(t, f, now, cmd); !errors.Is(r.Err, kind) {
+		t.Fatalf("%v: err %v, want %v", cmd, r.Err, kind)
 	}
 }
 
 // routing is a space's runs and routing_version.
-func routing(f *fsm, name string) (runs []run, version uint64) {
+func routing(f *Machine, name string) (runs []run, version uint64) {
 	f.read(func(st *fsmState) {
 		if sp, ok := st.spaces[name]; ok {
 			runs, version = append([]run(nil), sp.runs...), sp.routingVersion
@@ -62,13 +62,13 @@ func routing(f *fsm, name string) (runs []run, version uint64) {
 	return runs, version
 }
 
-func maxSeq(f *fsm, name string, sec uint64) int64 {
+func maxSeq(f *Machine, name string, sec uint64) int64 {
 	var v int64
 	f.read(func(st *fsmState) { v = st.spaces[name].maxes[sec] })
 	return v
 }
 
-func wantRuns(t *testing.T, f *fsm, name string, want ...run) {
+func wantRuns(t *testing.T, f *Machine, name string, want ...run) {
 	t.Helper()
 	if got, _ := routing(f, name); !slices.Equal(got, want) {
 		t.Fatalf("runs %+v, want %+v", got, want)

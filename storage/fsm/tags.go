@@ -1,4 +1,4 @@
-package storage
+package fsm
 
 import (
 	"fmt"
@@ -16,12 +16,12 @@ const DefaultRequestRecordLimit = 100000
 // of an earlier tag of the same name: max(start, tombstone max_id), so the
 // new life never issues an ID of an earlier one (guarantee 7). The
 // tombstone is consumed: the live tag now carries its max_id.
-func (st *fsmState) applyCreateTag(now int64, c *seqsvrv1.CreateTagCommand) applyResult {
+func (st *fsmState) applyCreateTag(now int64, c *seqsvrv1.CreateTagCommand) Result {
 	if _, ok := st.tags[c.GetTag()]; ok {
-		return applyResult{err: fmt.Errorf("%w: tag %q", errs.AlreadyExists, c.GetTag())}
+		return Result{Err: fmt.Errorf("%w: tag %q", errs.AlreadyExists, c.GetTag())}
 	}
 	if c.GetStart() < 0 || c.GetStep() < 0 {
-		return applyResult{err: fmt.Errorf("%w: negative start or step", errs.InvalidArgument)}
+		return Result{Err: fmt.Errorf("%w: negative start or step", errs.InvalidArgument)}
 	}
 	step := c.GetStep()
 	if step == 0 {
@@ -34,18 +34,18 @@ func (st *fsmState) applyCreateTag(now int64, c *seqsvrv1.CreateTagCommand) appl
 	}
 	t := &seqsvrv1.TagState{Tag: c.GetTag(), MaxId: maxID, Step: step, Description: c.GetDescription(), UpdateTimeMs: now}
 	st.tags[t.Tag] = t
-	return applyResult{tag: cloneTag(t)}
+	return Result{Tag: cloneTag(t)}
 }
 
 // applyUpdateTag changes step and description only: max_id never moves
 // backwards because nothing here can touch it.
-func (st *fsmState) applyUpdateTag(now int64, c *seqsvrv1.UpdateTagCommand) applyResult {
+func (st *fsmState) applyUpdateTag(now int64, c *seqsvrv1.UpdateTagCommand) Result {
 	t, ok := st.tags[c.GetTag()]
 	if !ok {
-		return applyResult{err: fmt.Errorf("%w: tag %q", errs.NotFound, c.GetTag())}
+		return Result{Err: fmt.Errorf("%w: tag %q", errs.NotFound, c.GetTag())}
 	}
 	if c.GetStep() < 0 {
-		return applyResult{err: fmt.Errorf("%w: negative step", errs.InvalidArgument)}
+		return Result{Err: fmt.Errorf("%w: negative step", errs.InvalidArgument)}
 	}
 	if c.GetStep() > 0 {
 		t.Step = c.GetStep()
@@ -54,41 +54,41 @@ func (st *fsmState) applyUpdateTag(now int64, c *seqsvrv1.UpdateTagCommand) appl
 		t.Description = c.GetDescription()
 	}
 	t.UpdateTimeMs = now
-	return applyResult{tag: cloneTag(t)}
+	return Result{Tag: cloneTag(t)}
 }
 
-func (st *fsmState) applyDeleteTag(c *seqsvrv1.DeleteTagCommand) applyResult {
+func (st *fsmState) applyDeleteTag(c *seqsvrv1.DeleteTagCommand) Result {
 	t, ok := st.tags[c.GetTag()]
 	if !ok {
-		return applyResult{err: fmt.Errorf("%w: tag %q", errs.NotFound, c.GetTag())}
+		return Result{Err: fmt.Errorf("%w: tag %q", errs.NotFound, c.GetTag())}
 	}
 	// The tombstone keeps max_id for ever (a name's tombstone is one entry,
 	// replaced by its next life): forgetting it would let a re-created tag
 	// issue the deleted tag's IDs again.
 	st.tombstones[t.GetTag()] = t.GetMaxId()
 	delete(st.tags, c.GetTag())
-	return applyResult{}
+	return Result{}
 }
 
 // applyReserveSegment does max_id += size here, in the log order, so two
 // leaders can never hand out the same range. A request_id already in the
 // record gets its recorded segment back and nothing changes.
-func (st *fsmState) applyReserveSegment(now int64, c *seqsvrv1.ReserveSegmentCommand) applyResult {
+func (st *fsmState) applyReserveSegment(now int64, c *seqsvrv1.ReserveSegmentCommand) Result {
 	if id := c.GetRequestId(); id != "" && !plantedIgnoreRequestID() {
 		if rec, ok := st.requests[id]; ok {
 			if rec.GetTag() != c.GetTag() {
-				return applyResult{err: fmt.Errorf("%w: request_id %q was already used for tag %q", errs.InvalidArgument, id, rec.GetTag())}
+				return Result{Err: fmt.Errorf("%w: request_id %q was already used for tag %q", errs.InvalidArgument, id, rec.GetTag())}
 			}
-			return applyResult{seg: cloneRecord(rec), tag: cloneTag(st.tags[rec.GetTag()])}
+			return Result{Seg: cloneRecord(rec), Tag: cloneTag(st.tags[rec.GetTag()])}
 		}
 	}
 	t, ok := st.tags[c.GetTag()]
 	if !ok {
-		return applyResult{err: fmt.Errorf("%w: tag %q", errs.NotFound, c.GetTag())}
+		return Result{Err: fmt.Errorf("%w: tag %q", errs.NotFound, c.GetTag())}
 	}
 	first, last, err := nextRange(t, c.GetSize())
 	if err != nil {
-		return applyResult{err: err}
+		return Result{Err: err}
 	}
 	rec := &seqsvrv1.RequestRecord{RequestId: c.GetRequestId(), Tag: t.GetTag(), First: first, Last: last}
 	t.MaxId = rec.Last
@@ -96,7 +96,7 @@ func (st *fsmState) applyReserveSegment(now int64, c *seqsvrv1.ReserveSegmentCom
 	if rec.RequestId != "" {
 		st.remember(rec, c.GetRecordLimit())
 	}
-	return applyResult{seg: cloneRecord(rec), tag: cloneTag(t)}
+	return Result{Seg: cloneRecord(rec), Tag: cloneTag(t)}
 }
 
 // nextRange is the range a reservation of size (0: the tag's step) takes

@@ -1,4 +1,4 @@
-package storage
+package fsm
 
 import (
 	"errors"
@@ -13,7 +13,7 @@ func deleteCmd(tag string) *seqsvrv1.Command {
 	return &seqsvrv1.Command{Cmd: &seqsvrv1.Command_DeleteTag{DeleteTag: &seqsvrv1.DeleteTagCommand{Tag: tag}}}
 }
 
-func tombstone(f *fsm, tag string) (int64, bool) {
+func tombstone(f *Machine, tag string) (int64, bool) {
 	var v int64
 	var ok bool
 	f.read(func(st *fsmState) { v, ok = st.tombstones[tag] })
@@ -56,15 +56,15 @@ func TestFSMTagLifecycle(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			f := newFSM(nil)
+			f := New(nil)
 			for i, b := range c.before {
-				if r := applyAt(t, f, int64(i+1), b); r.err != nil {
-					t.Fatalf("setup %d: %v", i, r.err)
+				if r := applyAt(t, f, int64(i+1), b); r.Err != nil {
+					t.Fatalf("setup %d: %v", i, r.Err)
 				}
 			}
 			r := applyAt(t, f, 100, c.cmd)
-			if !errors.Is(r.err, c.wantErr) || (c.wantErr == nil) != (r.err == nil) {
-				t.Fatalf("err %v, want %v", r.err, c.wantErr)
+			if !errors.Is(r.Err, c.wantErr) || (c.wantErr == nil) != (r.Err == nil) {
+				t.Fatalf("err %v, want %v", r.Err, c.wantErr)
 			}
 			if got := maxID(f, "t"); got != c.wantMax {
 				t.Errorf("max_id %d, want %d", got, c.wantMax)
@@ -83,18 +83,18 @@ func TestFSMTagLifecycle(t *testing.T) {
 // The first segment of a re-created tag lies above every segment of its
 // earlier life.
 func TestFSMRecreatedTagSegmentsAbove(t *testing.T) {
-	f := newFSM(nil)
+	f := New(nil)
 	mustApply(t, f, 1, createCmd("t", 0, 100))
 	var last int64
 	for i := 0; i < 3; i++ {
-		last = mustApply(t, f, 2, reserveCmd("t", 0, "", 0)).seg.GetLast()
+		last = mustApply(t, f, 2, reserveCmd("t", 0, "", 0)).Seg.GetLast()
 	}
 	mustApply(t, f, 3, deleteCmd("t"))
 	created := mustApply(t, f, 4, createCmd("t", 0, 100))
-	if created.tag.GetMaxId() != last {
-		t.Fatalf("re-created tag answered max_id %d, want %d", created.tag.GetMaxId(), last)
+	if created.Tag.GetMaxId() != last {
+		t.Fatalf("re-created tag answered max_id %d, want %d", created.Tag.GetMaxId(), last)
 	}
-	if seg := mustApply(t, f, 5, reserveCmd("t", 0, "", 0)).seg; seg.GetFirst() != last+1 {
+	if seg := mustApply(t, f, 5, reserveCmd("t", 0, "", 0)).Seg; seg.GetFirst() != last+1 {
 		t.Fatalf("first segment of the new life %v, want it to begin at %d", seg, last+1)
 	}
 }

@@ -1,4 +1,4 @@
-package storage
+package fsm
 
 import (
 	"encoding/base64"
@@ -18,14 +18,16 @@ const (
 	MaxKeyLen         = 256 // request_id, node_id, instance_id
 	DefaultStep       = 1000
 	// DefaultMaxSegmentSize bounds a ReserveSegment size and a tag's step
-	// (Config.MaxSegmentSize): one call can never take a large share of a
-	// tag's ID space.
+	// (storage.Config.MaxSegmentSize): one call can never take a large
+	// share of a tag's ID space.
 	DefaultMaxSegmentSize = 100_000_000
 	DefaultPageSize       = 100
 	MaxPageSize           = 1000
 )
 
-func validateKey(field, v string, required bool) error {
+// ValidateKey refuses a key field (request_id, node_id, instance_id, member
+// ids and addresses) that is empty when required or over MaxKeyLen.
+func ValidateKey(field, v string, required bool) error {
 	if required && v == "" {
 		return fmt.Errorf("%w: %s must not be empty", errs.InvalidArgument, field)
 	}
@@ -49,7 +51,7 @@ func validateDescription(d string) error {
 	return nil
 }
 
-// validateSize refuses a size or step above maxSize (Config.MaxSegmentSize).
+// validateSize refuses a size or step above maxSize (storage.Config.MaxSegmentSize).
 func validateSize(field string, v, maxSize int64) error {
 	if v > maxSize {
 		return fmt.Errorf("%w: %s %d is above the store's --max-segment-size %d", errs.InvalidArgument, field, v, maxSize)
@@ -57,7 +59,9 @@ func validateSize(field string, v, maxSize int64) error {
 	return nil
 }
 
-func validateCreateTag(r *seqsvrv1.CreateTagRequest, maxSize int64) error {
+// ValidateCreateTag checks a CreateTag request; maxSize is the store's
+// MaxSegmentSize.
+func ValidateCreateTag(r *seqsvrv1.CreateTagRequest, maxSize int64) error {
 	if err := spec.CheckTag(r.GetTag()); err != nil {
 		return err
 	}
@@ -76,7 +80,8 @@ func validateCreateTag(r *seqsvrv1.CreateTagRequest, maxSize int64) error {
 	return validateDescription(r.GetDescription())
 }
 
-func validateUpdateTag(r *seqsvrv1.UpdateTagRequest, maxSize int64) error {
+// ValidateUpdateTag checks an UpdateTag request like ValidateCreateTag.
+func ValidateUpdateTag(r *seqsvrv1.UpdateTagRequest, maxSize int64) error {
 	if err := spec.CheckTag(r.GetTag()); err != nil {
 		return err
 	}
@@ -89,7 +94,9 @@ func validateUpdateTag(r *seqsvrv1.UpdateTagRequest, maxSize int64) error {
 	return validateDescription(r.GetDescription())
 }
 
-func validateReserve(r *seqsvrv1.ReserveSegmentRequest, maxSize int64) error {
+// ValidateReserve checks a ReserveSegment request; maxSize is the store's
+// MaxSegmentSize.
+func ValidateReserve(r *seqsvrv1.ReserveSegmentRequest, maxSize int64) error {
 	if err := spec.CheckTag(r.GetTag()); err != nil {
 		return err
 	}
@@ -99,14 +106,15 @@ func validateReserve(r *seqsvrv1.ReserveSegmentRequest, maxSize int64) error {
 	if err := validateSize("size", r.GetSize(), maxSize); err != nil {
 		return err
 	}
-	return validateKey("request_id", r.GetRequestId(), false)
+	return ValidateKey("request_id", r.GetRequestId(), false)
 }
 
-func validateRegisterWorker(r *seqsvrv1.RegisterWorkerRequest) error {
-	if err := validateKey("node_id", r.GetNodeId(), true); err != nil {
+// ValidateRegisterWorker checks a RegisterWorker request.
+func ValidateRegisterWorker(r *seqsvrv1.RegisterWorkerRequest) error {
+	if err := ValidateKey("node_id", r.GetNodeId(), true); err != nil {
 		return err
 	}
-	if err := validateKey("instance_id", r.GetInstanceId(), false); err != nil {
+	if err := ValidateKey("instance_id", r.GetInstanceId(), false); err != nil {
 		return err
 	}
 	if r.GetNowMs() <= 0 {
@@ -115,11 +123,12 @@ func validateRegisterWorker(r *seqsvrv1.RegisterWorkerRequest) error {
 	return nil
 }
 
-func validateRenewWorker(r *seqsvrv1.RenewWorkerRequest) error {
-	if err := validateKey("node_id", r.GetNodeId(), true); err != nil {
+// ValidateRenewWorker checks a RenewWorker request.
+func ValidateRenewWorker(r *seqsvrv1.RenewWorkerRequest) error {
+	if err := ValidateKey("node_id", r.GetNodeId(), true); err != nil {
 		return err
 	}
-	if err := validateKey("instance_id", r.GetInstanceId(), false); err != nil {
+	if err := ValidateKey("instance_id", r.GetInstanceId(), false); err != nil {
 		return err
 	}
 	if err := validateNonNegative("worker_id", r.GetWorkerId()); err != nil {
@@ -131,20 +140,21 @@ func validateRenewWorker(r *seqsvrv1.RenewWorkerRequest) error {
 	return nil
 }
 
-func validateMember(id, raftAddr, httpAddr string) error {
-	if err := validateKey("id", id, true); err != nil {
+// ValidateMember checks AddMember's ID and addresses.
+func ValidateMember(id, raftAddr, httpAddr string) error {
+	if err := ValidateKey("id", id, true); err != nil {
 		return err
 	}
-	if err := validateKey("raft_addr", raftAddr, true); err != nil {
+	if err := ValidateKey("raft_addr", raftAddr, true); err != nil {
 		return err
 	}
-	return validateKey("http_addr", httpAddr, true)
+	return ValidateKey("http_addr", httpAddr, true)
 }
 
-// pageParams resolves ListTags and ListSpaces paging: the size (default
+// PageParams resolves ListTags and ListSpaces paging: the size (default
 // 100, at most 1000) and the name to start after (the token is that name,
 // base64url).
-func pageParams(pageSize int32, token string) (size int, after string, err error) {
+func PageParams(pageSize int32, token string) (size int, after string, err error) {
 	size = int(pageSize)
 	switch {
 	case size == 0:

@@ -1,4 +1,4 @@
-package storage
+package fsm
 
 import (
 	"cmp"
@@ -17,32 +17,32 @@ import (
 // previous max_seq where the caller starts the section's keys; otherwise
 // max(max_seq, known_max + step), so a retry changes nothing. All or
 // nothing: the first refused item leaves every section as it was.
-func (st *fsmState) applyRaiseSections(now int64, c *seqsvrv1.RaiseSectionsCommand) applyResult {
+func (st *fsmState) applyRaiseSections(now int64, c *seqsvrv1.RaiseSectionsCommand) Result {
 	sp, ok := st.spaces[c.GetSpace()]
 	if !ok {
-		return applyResult{err: fmt.Errorf("%w: space %q", errs.NotFound, c.GetSpace())}
+		return Result{Err: fmt.Errorf("%w: space %q", errs.NotFound, c.GetSpace())}
 	}
 	if err := st.checkSeqCaller(c.GetNodeId(), c.GetInstanceId(), now); err != nil {
-		return applyResult{err: err}
+		return Result{Err: err}
 	}
 	out := &seqsvrv1.RaiseSectionsResponse{Sections: make([]*seqsvrv1.SectionMax, 0, len(c.GetSections()))}
 	for _, item := range c.GetSections() {
 		sec := item.GetSection()
 		if sec >= sp.sections {
-			return applyResult{err: fmt.Errorf("%w: section %d of space %q, which has %d", errs.InvalidArgument, sec, sp.name, sp.sections)}
+			return Result{Err: fmt.Errorf("%w: section %d of space %q, which has %d", errs.InvalidArgument, sec, sp.name, sp.sections)}
 		}
 		if owner := sp.owner(sec); owner != c.GetNodeId() {
-			return applyResult{err: fmt.Errorf("%w: not the owner of section %d of space %q (owner %q)", ErrNotSectionOwner, sec, sp.name, owner)}
+			return Result{Err: fmt.Errorf("%w: not the owner of section %d of space %q (owner %q)", ErrNotSectionOwner, sec, sp.name, owner)}
 		}
 		if n := sp.keysIn(sec); slices.ContainsFunc(item.GetFirstUse(), func(i uint32) bool { return uint64(i) >= n }) {
-			return applyResult{err: fmt.Errorf("%w: first_use offset outside section %d of space %q (%d keys)", errs.InvalidArgument, sec, sp.name, n)}
+			return Result{Err: fmt.Errorf("%w: first_use offset outside section %d of space %q (%d keys)", errs.InvalidArgument, sec, sp.name, n)}
 		}
 		prev := sp.maxes[sec]
 		next := prev
 		if !item.GetKeepMax() {
 			var err error
 			if next, err = raised(prev, item.GetKnownMax(), sp.step); err != nil {
-				return applyResult{err: fmt.Errorf("%w: section %d of space %q", err, sec, sp.name)}
+				return Result{Err: fmt.Errorf("%w: section %d of space %q", err, sec, sp.name)}
 			}
 		}
 		out.Sections = append(out.Sections, &seqsvrv1.SectionMax{Section: sec, PrevMax: prev, MaxSeq: next})
@@ -69,7 +69,7 @@ func (st *fsmState) applyRaiseSections(now int64, c *seqsvrv1.RaiseSectionsComma
 		}
 	}
 	out.RoutingVersion = sp.routingVersion
-	return applyResult{raise: out}
+	return Result{Raise: out}
 }
 
 // checkSeqCaller refuses a caller that is not the live instance of node.

@@ -1,4 +1,4 @@
-package storage
+package fsm
 
 import (
 	"bytes"
@@ -22,24 +22,24 @@ func firstUseCmd(node, instance, space string, sec uint64, offsets ...uint32) *s
 // are refused; the set survives a snapshot; a section raised before
 // used-sets existed answers all_used.
 func TestFSMUsedSets(t *testing.T) {
-	f := newFSM(nil)
+	f := New(nil)
 	mustApply(t, f, 1000, spaceCmd("u", 25, 10, 100)) // sections of 10, 10, 5 keys
 	mustApply(t, f, 1000, hbCmd("a", "a1", false))
 
-	load := func(f *fsm, sec uint64) *seqsvrv1.SectionMax {
+	load := func(f *Machine, sec uint64) *seqsvrv1.SectionMax {
 		t.Helper()
-		return mustApply(t, f, 1010, raiseCmd("a", "a1", "u", int64(sec), -1)).raise.GetSections()[0]
+		return mustApply(t, f, 1010, raiseCmd("a", "a1", "u", int64(sec), -1)).Raise.GetSections()[0]
 	}
 	if m := load(f, 0); m.GetPrevMax() != 0 || m.GetMaxSeq() != 100 || m.GetUsed() != nil || m.GetAllUsed() {
 		t.Fatalf("first load of a fresh section: %v", m)
 	}
-	m := mustApply(t, f, 1010, firstUseCmd("a", "a1", "u", 0, 3, 9, 3)).raise.GetSections()[0]
+	m := mustApply(t, f, 1010, firstUseCmd("a", "a1", "u", 0, 3, 9, 3)).Raise.GetSections()[0]
 	if m.GetPrevMax() != 100 || m.GetMaxSeq() != 100 || maxSeq(f, "u", 0) != 100 {
 		t.Fatalf("first_use moved max_seq: %v", m)
 	}
 	for _, bad := range []*seqsvrv1.Command{firstUseCmd("a", "a1", "u", 0, 10), firstUseCmd("a", "a1", "u", 2, 5)} {
-		if r := applyAt(t, f, 1010, bad); !errors.Is(r.err, errs.InvalidArgument) {
-			t.Fatalf("offset outside the section: %v", r.err)
+		if r := applyAt(t, f, 1010, bad); !errors.Is(r.Err, errs.InvalidArgument) {
+			t.Fatalf("offset outside the section: %v", r.Err)
 		}
 	}
 	want := []byte{1 << 3, 1 << 1}
@@ -48,7 +48,7 @@ func TestFSMUsedSets(t *testing.T) {
 	}
 
 	// A snapshot keeps the set.
-	g := newFSM(nil)
+	g := New(nil)
 	g.st = stateFromProto(f.st.toProto(), nil)
 	if m := load(g, 0); !bytes.Equal(m.GetUsed(), want) {
 		t.Fatalf("after a snapshot: used %08b, want %08b", m.GetUsed(), want)
@@ -59,7 +59,7 @@ func TestFSMUsedSets(t *testing.T) {
 	for _, sp := range snap.GetSpaces() {
 		sp.Maxes = append(sp.Maxes, &seqsvrv1.SectionMaxState{Section: 1, MaxSeq: 50})
 	}
-	h := newFSM(nil)
+	h := New(nil)
 	h.st = stateFromProto(snap, nil)
 	if m := load(h, 1); !m.GetAllUsed() || m.GetPrevMax() != 50 {
 		t.Fatalf("legacy section: %v, want all_used from prev_max 50", m)

@@ -1,4 +1,4 @@
-package storage
+package fsm
 
 import (
 	"fmt"
@@ -11,7 +11,9 @@ import (
 // Checks of the per-key sequence requests. The FSM checks again what
 // depends on the state (the space exists, a section is in it, ownership).
 
-func validateCreateSpace(r *seqsvrv1.CreateSpaceRequest) error {
+// ValidateCreateSpace checks a CreateSpace request, its shape as the FSM
+// will (spaceShape).
+func ValidateCreateSpace(r *seqsvrv1.CreateSpaceRequest) error {
 	if err := spec.CheckTag(r.GetSpace()); err != nil {
 		return err
 	}
@@ -23,17 +25,18 @@ func validateCreateSpace(r *seqsvrv1.CreateSpaceRequest) error {
 
 // validateSeqCaller checks the node and instance every allocsvr call names.
 func validateSeqCaller(node, instance string) error {
-	if err := validateKey("node_id", node, true); err != nil {
+	if err := ValidateKey("node_id", node, true); err != nil {
 		return err
 	}
-	return validateKey("instance_id", instance, true)
+	return ValidateKey("instance_id", instance, true)
 }
 
-func validateSeqHeartbeat(r *seqsvrv1.SeqHeartbeatRequest) error {
+// ValidateSeqHeartbeat checks a SeqHeartbeat request.
+func ValidateSeqHeartbeat(r *seqsvrv1.SeqHeartbeatRequest) error {
 	if err := validateSeqCaller(r.GetNodeId(), r.GetInstanceId()); err != nil {
 		return err
 	}
-	if err := validateKey("url", r.GetUrl(), false); err != nil {
+	if err := ValidateKey("url", r.GetUrl(), false); err != nil {
 		return err
 	}
 	if n := len(r.GetReleased()); n > spec.MaxRaiseSections {
@@ -50,7 +53,8 @@ func validateSeqHeartbeat(r *seqsvrv1.SeqHeartbeatRequest) error {
 	return nil
 }
 
-func validateRaiseSections(r *seqsvrv1.RaiseSectionsRequest) error {
+// ValidateRaiseSections checks a RaiseSections request.
+func ValidateRaiseSections(r *seqsvrv1.RaiseSectionsRequest) error {
 	if err := validateSeqCaller(r.GetNodeId(), r.GetInstanceId()); err != nil {
 		return err
 	}
