@@ -16,7 +16,7 @@ import (
 // moment its head was read; a body of unknown length (chunked) at least
 // minRate bytes a second on average after a second of grace; and the
 // body bytes read and not yet answered, all requests together, within
-// inFlight. net/http alone bounds only the head (ReadHeaderTimeout), and
+// inFlight (each body's first freeBodyBytes aside). net/http alone bounds only the head (ReadHeaderTimeout), and
 // connect-go reads a whole unary body before any interceptor runs, so
 // without this a client could hold a connection and a body's memory as
 // long as it liked. The deadline is the connection's (HTTP/1.1) or the
@@ -37,6 +37,12 @@ var (
 	errBodiesInFull = connect.NewError(connect.CodeResourceExhausted, errors.New("the server is reading too many request bodies at once (--max-body-bytes-in-flight); retry"))
 )
 
+// freeBodyBytes of every body are not counted against the in-flight
+// budget: the calls of a well-behaved client (a few hundred bytes) go
+// through while large bodies fill it. What they can hold is bounded by
+// the connection bounds instead.
+const freeBodyBytes = 16 << 10
+
 // minRateGrace is how long a body of unknown length has before its rate
 // counts.
 const minRateGrace = time.Second
@@ -56,7 +62,12 @@ func (g *bodyGuard) wrap(w http.ResponseWriter, r *http.Request) func() {
 	}
 	_ = b.rc.SetReadDeadline(b.deadline)
 	r.Body = b
-	return b.release
+	return func() {
+		b.release()
+		// net/http looks at the body's own type after the handler to
+		// decide whether the connection may serve another request.
+		r.Body = b.rc0
+	}
 }
 
 type guardedBody struct {
@@ -67,8 +78,10 @@ type guardedBody struct {
 	end      time.Time // the whole body's deadline
 	deadline time.Time // the read deadline in force
 	rated    bool
-	read     int64 // bytes read, counted in g.used
+	total    int64 // bytes read
+	read     int64 // of those, the bytes counted in g.used
 	done     bool
+	closed   bool
 	err      error // the guard's own answer, once given
 }
 
@@ -76,14 +89,20 @@ func (b *guardedBody) Read(p []byte) (int, error) {
 	if b.err != nil {
 		return 0, b.err
 	}
+	if b.closed {
+		return 0, http.ErrBodyReadAfterClose
+	}
 	n, err := b.rc0.Read(p)
 	if n > 0 {
-		if b.g.used.Add(int64(n)) > b.g.inFlight {
-			b.g.used.Add(-int64(n))
-			b.err = errBodiesInFull
-			return 0, b.err
+		// Only what passes freeBodyBytes counts: a small call is never
+		// refused because large bodies fill the budget.
+		paid := max(0, b.total+int64(n)-freeBodyBytes) - max(0, b.total-freeBodyBytes)
+		if paid > 0 && b.g.used.Add(paid) > b.g.inFlight {
+			b.g.used.Add(-paid)
+			return 0, b.fail(errBodiesInFull)
 		}
-		b.read += int64(n)
+		b.total += int64(n)
+		b.read += paid
 	}
 	switch {
 	case err == io.EOF:
@@ -92,8 +111,7 @@ func (b *guardedBody) Read(p []byte) (int, error) {
 			_ = b.rc.SetReadDeadline(time.Time{})
 		}
 	case err != nil && errors.Is(err, os.ErrDeadlineExceeded):
-		b.err = errBodyTimeout
-		return n, b.err
+		return n, b.fail(errBodyTimeout)
 	case err == nil && b.rated:
 		// The rate so far buys the time to the next byte: a body at
 		// minRate always has its deadline ahead of it.
@@ -106,7 +124,24 @@ func (b *guardedBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func (b *guardedBody) Close() error { return b.rc0.Close() }
+// fail ends the body with err, the guard's answer. Nothing more is read:
+// the connection's read deadline passes now, so net/http does not wait
+// for the rest of the body after the handler either and closes an
+// HTTP/1.1 connection (Connection: close) instead of reusing it.
+func (b *guardedBody) fail(err error) error {
+	b.err = err
+	_ = b.rc.SetReadDeadline(time.Now())
+	return err
+}
+
+// Close does not close net/http's body: net/http then still sees a body
+// not read to its end and closes the connection (the handler's Close
+// would let it reuse the connection with the body's rest unread).
+// net/http closes its body itself after the handler.
+func (b *guardedBody) Close() error {
+	b.closed = true
+	return nil
+}
 
 func (b *guardedBody) release() {
 	b.g.used.Add(-b.read)
