@@ -45,6 +45,24 @@ func gate(a *auth.Authorizer, next http.Handler) http.Handler {
 	})
 }
 
+// leafGate guards a plain HTTP route (Options.Routes, the Leaf API) as
+// gate does, whatever its path: the token before the size, a refusal
+// answered at once as one line (auth.WriteLeafRefusal) and the
+// connection closed.
+func leafGate(a *auth.Authorizer, next http.Handler) http.Handler {
+	if a == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := a.CheckRole(r.Header.Get("Authorization"), auth.LeafRole, "the Leaf API"); err != nil {
+			refuse(w, r)
+			auth.WriteLeafRefusal(w, err)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
 // refuse makes the answer the connection's last on HTTP/1.x, and stops
 // reading the request: net/http would otherwise read up to 256 KiB of
 // the body after the handler to keep the connection, and wait for it as

@@ -118,7 +118,7 @@ func NewHandler(o Options) http.Handler {
 	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector, ropts...))
 
 	for pattern, h := range o.Routes {
-		mux.Handle(pattern, limitBody(o.Auth.Leaf(h), o.MaxBodyBytes))
+		mux.Handle(pattern, leafGate(o.Auth, limitBody(h, o.MaxBodyBytes)))
 	}
 	if o.Page != "" {
 		for pattern, h := range web.Routes(o.Page) {
