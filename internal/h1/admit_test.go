@@ -27,7 +27,9 @@ func TestAdmitRefusesBeforeTheBody(t *testing.T) {
 	ts := startServerWith(t, time.Minute, time.Minute, func(s *Server) {
 		s.Admit = func(req *Request) bool { return string(req.Path) != "/decline" }
 	})
-	head := func(path string) string { return "POST " + path + " HTTP/1.1\r\nHost: test\r\nContent-Length: 100\r\n\r\n" }
+	head := func(path string) string {
+		return "POST " + path + " HTTP/1.1\r\nHost: test\r\nContent-Length: 100\r\n\r\n"
+	}
 	dial(t, ts.addr).send(head("/decline"))
 	waitFor(t, "the refused request handed off", func() bool { return ts.Stats().HandOffs["refused"] == 1 })
 	dial(t, ts.addr).send(head("/fast"))
