@@ -50,7 +50,8 @@ const minRateGrace = time.Second
 // wrap guards r's body; the returned function gives its bytes back to
 // the in-flight budget and must run when the handler returns.
 func (g *bodyGuard) wrap(w http.ResponseWriter, r *http.Request) func() {
-	if r.Body == nil || r.Body == http.NoBody || g == nil {
+	// ContentLength 0: no body (an HTTP/2 request has a Body even then).
+	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 || g == nil {
 		return func() {}
 	}
 	now := time.Now()
