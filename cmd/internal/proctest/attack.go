@@ -88,8 +88,10 @@ func answeredNot200(status string, _ int) error {
 // AttackConns is how many connections each shape holds at once.
 const AttackConns = 200
 
-// AttackSlack is added to every bound: the machine may be busy.
-const AttackSlack = 3 * time.Second
+// AttackSlack is added to every bound: the machine may be busy (the
+// handshakes of 200 TLS connections at once on a shared 2-core box took
+// up to 3 s of a 4.9 s hold at load average 30).
+const AttackSlack = 5 * time.Second
 
 // MaxRSSGrowth bounds how far the process's resident memory may rise
 // above its level before a shape while the shape's connections are held.
