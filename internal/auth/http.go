@@ -4,12 +4,15 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/seqsvr/seqsvr/internal/errs"
 )
 
 // Leaf wraps a Leaf API handler: a refused call gets 401 or 403 with the
-// error as one line of text, as the Leaf API answers every error. A nil
+// error as one line of text, as the Leaf API answers every error, at
+// once and as the connection's last answer (CloseAfterRefusal); h, and
+// so any reading of the body, runs only for an allowed call. A nil
 // Authorizer returns h unchanged.
 func (a *Authorizer) Leaf(h http.Handler) http.Handler {
 	if a == nil {
@@ -17,11 +20,25 @@ func (a *Authorizer) Leaf(h http.Handler) http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, err := a.CheckRole(r.Header.Get("Authorization"), LeafRole, "the Leaf API"); err != nil {
+			CloseAfterRefusal(w, r)
 			WriteLeafRefusal(w, err)
 			return
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// CloseAfterRefusal makes the answer to a refused request the
+// connection's last on HTTP/1.x (Connection: close), and stops reading the
+// request: net/http would otherwise read up to 256 KiB of an unread body
+// after the handler to keep the connection, and wait for it as long as
+// the client liked. On HTTP/2 the stream is reset as the handler returns
+// and the connection serves on. Call it before writing the answer.
+func CloseAfterRefusal(w http.ResponseWriter, r *http.Request) {
+	if r.ProtoMajor == 1 {
+		w.Header().Set("Connection", "close")
+	}
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now())
 }
 
 // WriteLeafRefusal answers a refusal (a CheckRole error) as the Leaf API

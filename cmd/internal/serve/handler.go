@@ -118,7 +118,9 @@ func NewHandler(o Options) http.Handler {
 	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector, ropts...))
 
 	for pattern, h := range o.Routes {
-		mux.Handle(pattern, leafGate(o.Auth, limitBody(h, o.MaxBodyBytes)))
+		// The token before the size: a caller without one is told so
+		// before its body is looked at.
+		mux.Handle(pattern, o.Auth.Leaf(limitBody(h, o.MaxBodyBytes)))
 	}
 	if o.Page != "" {
 		for pattern, h := range web.Routes(o.Page) {
