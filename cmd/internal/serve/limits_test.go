@@ -20,7 +20,10 @@ import (
 	"github.com/seqsvr/seqsvr/internal/h1"
 )
 
-const limitsTok = "limits-client-token-0123456789"
+const (
+	limitsTok  = "limits-client-token-0123456789"
+	scraperTok = "limits-scraper-token-0123456789"
+)
 
 // runLimited runs a process with an auth file (one client token), the
 // allocStub service with the front's NextIDs route declining everything,
@@ -28,7 +31,8 @@ const limitsTok = "limits-client-token-0123456789"
 func runLimited(t *testing.T, fast bool, l Limits) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "auth.json")
-	if err := os.WriteFile(path, []byte(`[{"name":"a","token":"`+limitsTok+`","roles":["client"]}]`), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(`[{"name":"a","token":"`+limitsTok+`","roles":["client"]},
+ {"name":"prom","token":"`+scraperTok+`","roles":["metrics"]}]`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	addr := make(chan string, 1)
@@ -107,11 +111,14 @@ func TestGateRefusesOnTheHeaders(t *testing.T) {
 				t.Errorf("%s: closed after %v", c.name, took)
 			}
 		}
-		// An unknown token, the same way.
-		got, _ := rawExchange(t, addr, "POST /seqsvr.v1.AllocService/NoSuch HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer nope-nope-nope-nope-nope\r\n"+
-			"Content-Type: application/proto\r\nContent-Length: 100\r\n\r\n")
-		if !strings.HasPrefix(got, "HTTP/1.1 401 ") {
-			t.Errorf("unknown token: %q", got)
+		// An unknown token, and a token without the role
+		// (permission_denied), the same way.
+		for tok, want := range map[string]string{"nope-nope-nope-nope-nope": "HTTP/1.1 401 ", scraperTok: "HTTP/1.1 403 "} {
+			got, took := rawExchange(t, addr, "POST "+proc+" HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "+tok+"\r\n"+
+				"Content-Type: application/proto\r\nContent-Length: 100\r\n\r\n")
+			if !strings.HasPrefix(got, want) || !strings.Contains(got, "Connection: close") || took > 2*time.Second {
+				t.Errorf("token %s: answered %q after %v, want %q and Connection: close at once", tok, got, took, want)
+			}
 		}
 	})
 }
