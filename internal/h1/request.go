@@ -40,6 +40,7 @@ type Request struct {
 
 	fields []field
 	size   int // bytes of the request in the buffer, head and body
+	head   int // bytes of the head once it is whole, else 0
 }
 
 type field struct{ name, value []byte }

@@ -13,7 +13,6 @@ import (
 	"connectrpc.com/grpchealth"
 	"connectrpc.com/grpcreflect"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/seqsvr/seqsvr/internal/auth"
 	"github.com/seqsvr/seqsvr/internal/faults"
@@ -78,8 +77,10 @@ type Options struct {
 	Pprof bool
 	// Auth guards Routes (as the Leaf API: 401/403 one-line answers) and
 	// gRPC reflection; nil leaves them open. The services guard
-	// themselves with Env.ConnectOptions. /healthz, /readyz, /metrics and
-	// grpc.health.v1 stay open.
+	// themselves with Env.ConnectOptions; with Auth set every procedure
+	// and Leaf call is also checked on its headers before its body is
+	// read (gate). /healthz, /readyz and grpc.health.v1 stay open;
+	// /metrics is open without its tag and space names (metricsHandler).
 	Auth *auth.Authorizer
 	// Page is the status page served at "/" (web.StorePage or
 	// web.AllocPage; "" for none). It is open like /healthz: it holds no
@@ -117,7 +118,9 @@ func NewHandler(o Options) http.Handler {
 	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector, ropts...))
 
 	for pattern, h := range o.Routes {
-		mux.Handle(pattern, limitBody(o.Auth.Leaf(h), o.MaxBodyBytes))
+		// The token before the size: a caller without one is told so
+		// before its body is looked at.
+		mux.Handle(pattern, o.Auth.Leaf(limitBody(h, o.MaxBodyBytes)))
 	}
 	if o.Page != "" {
 		for pattern, h := range web.Routes(o.Page) {
@@ -136,14 +139,14 @@ func NewHandler(o Options) http.Handler {
 		}
 		fmt.Fprintln(w, "ok")
 	})
-	mux.Handle("GET /metrics", promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{}))
+	mux.Handle("GET /metrics", metricsHandler(o.Gatherer, o.Auth))
 	if o.Pprof {
 		mountPprof(mux)
 	}
 	if h := faults.AdminHandler(); h != nil {
 		mux.Handle("/debug/faults/", limitBody(h, o.MaxBodyBytes))
 	}
-	return withCORS(rt)
+	return withCORS(gate(o.Auth, rt))
 }
 
 // router hands calls to the process's own Connect services straight to

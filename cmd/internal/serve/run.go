@@ -130,6 +130,7 @@ func Run(ctx context.Context, p Process) error {
 	if err != nil {
 		return err
 	}
+	srv.SetLimits(p.Common.Limits)
 	srv.Start()
 	hupCtx, stopHUP := context.WithCancel(ctx)
 	defer stopHUP()
