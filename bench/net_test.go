@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seqsvr/seqsvr/internal/cluster"
+	"github.com/seqsvr/seqsvr/internal/launch"
 )
 
 // freePort is a loopback port for a reference server (bare handler,
@@ -15,7 +15,7 @@ import (
 // the two never collide.
 func freePort(tb testing.TB) string {
 	tb.Helper()
-	port, err := cluster.FreePort("127.0.0.1")
+	port, err := launch.FreePort("127.0.0.1")
 	if err != nil {
 		tb.Fatal(err)
 	}

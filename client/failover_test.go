@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/seqsvr/seqsvr/client"
-	"github.com/seqsvr/seqsvr/internal/cluster"
-	"github.com/seqsvr/seqsvr/internal/cluster/clustertest"
+	"github.com/seqsvr/seqsvr/internal/launch"
+	"github.com/seqsvr/seqsvr/internal/launch/launchtest"
 )
 
 // load runs workers goroutines calling f until stop closes; each records
@@ -140,7 +140,7 @@ func TestStoreLeaderKill(t *testing.T) {
 	stop := make(chan struct{})
 	l := runLoad(4, stop, func(ctx context.Context) ([]int64, error) { return cl.NextIDs(ctx, "leaderkill", 10) })
 	l.waitOps(t, 100)
-	leader := clustertest.Leader(t, c)
+	leader := launchtest.Leader(t, c)
 	if err := leader.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func TestStoreLeaderKill(t *testing.T) {
 	restart(t, c, leader)
 }
 
-func waitNewLeader(t *testing.T, c *cluster.Cluster, old *cluster.Proc) *cluster.Proc {
+func waitNewLeader(t *testing.T, c *launch.Cluster, old *launch.Proc) *launch.Proc {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

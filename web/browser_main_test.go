@@ -7,7 +7,7 @@ import (
 	"connectrpc.com/connect"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
-	"github.com/seqsvr/seqsvr/internal/cluster"
+	"github.com/seqsvr/seqsvr/internal/launch"
 )
 
 const (
@@ -130,7 +130,7 @@ func TestBrowser(t *testing.T) {
 
 // waitRoutingSettled waits until every section of the test space has an
 // owner and none is moving, so the pages and the truth agree.
-func waitRoutingSettled(t *testing.T, c *cluster.Cluster) {
+func waitRoutingSettled(t *testing.T, c *launch.Cluster) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -160,7 +160,7 @@ type truth struct {
 	allocs  map[string]*seqsvrv1.StatusResponse
 }
 
-func snapshot(t *testing.T, c *cluster.Cluster) truth {
+func snapshot(t *testing.T, c *launch.Cluster) truth {
 	t.Helper()
 	ctx := ctxT(t)
 	tr := truth{members: map[string]*seqsvrv1.ClusterStatusResponse{}, allocs: map[string]*seqsvrv1.StatusResponse{}}

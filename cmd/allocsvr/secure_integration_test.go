@@ -22,7 +22,7 @@ import (
 	"github.com/seqsvr/seqsvr/cmd/internal/proctest"
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
-	"github.com/seqsvr/seqsvr/internal/cluster"
+	"github.com/seqsvr/seqsvr/internal/launch"
 	"github.com/seqsvr/seqsvr/internal/tlsconf"
 	"github.com/seqsvr/seqsvr/internal/tlsconf/tlstest"
 )
@@ -54,8 +54,8 @@ func writeTestFile(t *testing.T, path, body string) {
 // the stores (the allocsvr and the members present theirs), Raft between
 // members over mutual TLS.
 type secureCluster struct {
-	c                 *cluster.Cluster
-	alloc             *cluster.Proc
+	c                 *launch.Cluster
+	alloc             *launch.Proc
 	allocAuth         string
 	ca                string
 	caObj             *tlstest.CA // issues the certificates; its file is every CA flag
@@ -87,7 +87,7 @@ func startSecure(t *testing.T, allocs int, joiner ...bool) *secureCluster {
 	if len(joiner) > 0 && joiner[0] {
 		stores = 4
 	}
-	c, err := cluster.New(cluster.Options{
+	c, err := launch.New(launch.Options{
 		BinDir: proctest.BinDir(), Dir: dir, Stores: stores, Allocs: allocs,
 		StoreArgs: []string{"--auth-file", storeAuth, "--tls-cert", cert, "--tls-key", key, "--tls-client-ca", ca.CertFile,
 			"--raft-tls-cert", raftCert, "--raft-tls-key", raftKey, "--raft-tls-ca", ca.CertFile},
@@ -101,7 +101,7 @@ func startSecure(t *testing.T, allocs int, joiner ...bool) *secureCluster {
 	if stores == 4 {
 		adminFile := filepath.Join(dir, "admin.token")
 		writeTestFile(t, adminFile, secAdminTok+"\n")
-		peers := cluster.PeersFlag(c.Stores[:3])
+		peers := launch.PeersFlag(c.Stores[:3])
 		for _, p := range c.Stores[:3] {
 			p.Peers = peers
 		}

@@ -19,7 +19,7 @@ import (
 	"github.com/seqsvr/seqsvr/cmd/internal/proctest"
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
-	"github.com/seqsvr/seqsvr/internal/cluster"
+	"github.com/seqsvr/seqsvr/internal/launch"
 )
 
 // lockedBuf collects a process's output while it runs.
@@ -42,7 +42,7 @@ func (l *lockedBuf) String() string {
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	p, err := cluster.FreePort("127.0.0.1")
+	p, err := launch.FreePort("127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}
