@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/seqsvr/seqsvr/internal/launch"
+	"github.com/seqsvr/seqsvr/internal/poll"
 )
 
 // freePort is a loopback port for a reference server (bare handler,
@@ -24,26 +25,22 @@ func freePort(tb testing.TB) string {
 
 func waitTCP(tb testing.TB, addr string) {
 	tb.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if c, err := net.Dial("tcp", addr); err == nil {
+	poll.UntilOK(tb, 10*time.Second, addr+" to accept connections", func() error {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
 			c.Close()
-			return
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	tb.Fatalf("%s did not accept connections", addr)
+		return err
+	})
 }
 
 func waitHTTP(tb testing.TB, url string) {
 	tb.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if resp, err := http.Get(url); err == nil {
+	poll.UntilOK(tb, 10*time.Second, url+" to answer", func() error {
+		resp, err := http.Get(url)
+		if err == nil {
 			resp.Body.Close()
-			return
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	tb.Fatalf("%s did not answer", url)
+		return err
+	})
 }

@@ -3,6 +3,7 @@ package client_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"github.com/seqsvr/seqsvr/client"
 	"github.com/seqsvr/seqsvr/internal/launch"
 	"github.com/seqsvr/seqsvr/internal/launch/launchtest"
+	"github.com/seqsvr/seqsvr/internal/poll"
 )
 
 // load runs workers goroutines calling f until stop closes; each records
@@ -85,13 +87,12 @@ func (l *load) check(t *testing.T, increasing bool) int {
 func (l *load) waitOps(t *testing.T, n int64) {
 	t.Helper()
 	want := l.ops.Load() + n
-	deadline := time.Now().Add(30 * time.Second)
-	for l.ops.Load() < want {
-		if time.Now().After(deadline) {
-			t.Fatalf("the load stalled at %d calls", l.ops.Load())
+	poll.UntilOK(t, 30*time.Second, "the load", func() error {
+		if n := l.ops.Load(); n < want {
+			return fmt.Errorf("stalled at %d calls, want %d", n, want)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // An allocsvr SIGKILLed under load: while the other is up no caller sees

@@ -8,6 +8,7 @@ import (
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/internal/launch"
+	"github.com/seqsvr/seqsvr/internal/poll"
 )
 
 const (
@@ -41,15 +42,10 @@ func TestBrowser(t *testing.T) {
 		check(t, err)
 	}
 	// An allocsvr learns of a new space at its next heartbeat.
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	poll.UntilOK(t, 20*time.Second, "NextSeq on the new space", func() error {
 		_, err := c.SeqClient(c.Allocs[0]).NextSeq(ctx, connect.NewRequest(&seqsvrv1.NextSeqRequest{Space: testSpace, Key: 1}))
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("NextSeq on the new space: %v", err)
-		}
-	}
+		return err
+	})
 	waitRoutingSettled(t, c)
 
 	stores := make([]string, len(c.Stores))

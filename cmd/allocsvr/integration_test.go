@@ -21,6 +21,7 @@ import (
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 	"github.com/seqsvr/seqsvr/internal/launch"
+	"github.com/seqsvr/seqsvr/internal/poll"
 )
 
 // Short leases keep the snowflake tests fast: the store's lease is 3 s, the
@@ -158,7 +159,7 @@ func TestStoreLeaderKillTwoAllocsvrs(t *testing.T) {
 		mu.Lock()
 		from := slices.Clone(calls)
 		mu.Unlock()
-		proctest.WaitUntil(ctx, t, what, func() bool {
+		poll.UntilCtx(ctx, t, what, func() bool {
 			mu.Lock()
 			defer mu.Unlock()
 			for i := range calls {
@@ -472,7 +473,7 @@ func TestSnowflakeWorkerIDs(t *testing.T) {
 	if held == 0 {
 		t.Fatal("the twin never answered failed_precondition: node-id held by a live process")
 	}
-	proctest.WaitUntil(ctx, t, "the twin's Leaf snowflake GET answering 412", func() bool {
+	poll.UntilCtx(ctx, t, "the twin's Leaf snowflake GET answering 412", func() bool {
 		res, err := http.Get(twin.URL() + "/api/snowflake/get/x")
 		if err != nil {
 			t.Fatal(err)

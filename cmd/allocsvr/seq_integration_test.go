@@ -18,6 +18,7 @@ import (
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 	"github.com/seqsvr/seqsvr/internal/launch"
+	"github.com/seqsvr/seqsvr/internal/poll"
 	"github.com/seqsvr/seqsvr/internal/spec"
 )
 
@@ -132,7 +133,7 @@ func (s *seqTest) owners(p *launch.Proc) []string {
 // of which owns some.
 func (s *seqTest) settled(p *launch.Proc, want ...string) {
 	s.t.Helper()
-	proctest.WaitUntil(proctest.Context(s.t, 15*time.Second), s.t, fmt.Sprintf("%s's table spread over %v", p.Name, want), func() bool {
+	poll.UntilCtx(proctest.Context(s.t, 15*time.Second), s.t, fmt.Sprintf("%s's table spread over %v", p.Name, want), func() bool {
 		got := s.owners(p)
 		seen := map[string]bool{}
 		for _, o := range got {
@@ -285,7 +286,7 @@ func TestSeqAcrossAllocsvrs(t *testing.T) {
 		var zVals []int64
 		// Every allocsvr learns of z with its next heartbeat; until then a
 		// forwarded call may answer not_found.
-		proctest.WaitUntil(ctx, t, "space z served", func() bool {
+		poll.UntilCtx(ctx, t, "space z served", func() bool {
 			res, err := s.client(survivor).NextSeqs(ctx, connect.NewRequest(&seqsvrv1.NextSeqsRequest{Space: "z", Keys: zUsed}))
 			if err == nil {
 				zVals = res.Msg.GetSeqs()

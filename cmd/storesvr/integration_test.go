@@ -23,6 +23,7 @@ import (
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 	"github.com/seqsvr/seqsvr/internal/launch"
+	"github.com/seqsvr/seqsvr/internal/poll"
 )
 
 func createTag(t *testing.T, c *launch.Cluster, p *launch.Proc, tag string, step int64) {
@@ -154,7 +155,7 @@ func TestLeaderKillDuringReservationsAndRestartFromDisk(t *testing.T) {
 		}()
 	}
 
-	proctest.WaitUntil(ctx, t, "200 reservations acknowledged", func() bool {
+	poll.UntilCtx(ctx, t, "200 reservations acknowledged", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(acked) >= 200
@@ -164,7 +165,7 @@ func TestLeaderKillDuringReservationsAndRestartFromDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	killed.Store(true)
-	proctest.WaitUntil(ctx, t, "200 reservations acknowledged after the leader kill", func() bool {
+	poll.UntilCtx(ctx, t, "200 reservations acknowledged after the leader kill", func() bool {
 		return afterKill.Load() >= 200
 	})
 	if err := leader.Start(ctx); err != nil {

@@ -20,6 +20,7 @@ import (
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 	"github.com/seqsvr/seqsvr/internal/launch"
+	"github.com/seqsvr/seqsvr/internal/poll"
 )
 
 // lockedBuf collects a process's output while it runs.
@@ -97,7 +98,7 @@ func (r *storesvrRun) exit(t *testing.T, d time.Duration) string {
 // ready waits until the process answers /readyz 200 and serves CreateTag.
 func (r *storesvrRun) ready(t *testing.T, ctx context.Context, tag string) {
 	t.Helper()
-	proctest.WaitUntil(ctx, t, "storesvr ready", func() bool {
+	poll.UntilCtx(ctx, t, "storesvr ready", func() bool {
 		res, err := http.Get("http://" + r.http + "/readyz")
 		if err != nil {
 			return false
@@ -177,7 +178,7 @@ func TestBootstrapAndRestartAgainstStoredState(t *testing.T) {
 	// Another raft address: a WARN with both addresses, then it serves.
 	other := freeAddr(t)
 	r = startStoresvr(t, freeAddr(t), "--node-id", "s1", "--raft-addr", other, "--data-dir", dir)
-	proctest.WaitUntil(ctx, t, "raft address warning", func() bool { return strings.Contains(r.out.String(), "--raft-addr differs") })
+	poll.UntilCtx(ctx, t, "raft address warning", func() bool { return strings.Contains(r.out.String(), "--raft-addr differs") })
 	out = r.stop(t)
 	for _, want := range []string{"level=WARN", "flag_raft_addr=" + other, "stored_raft_addr=" + raftAddr} {
 		if !strings.Contains(out, want) {

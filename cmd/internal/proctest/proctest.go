@@ -78,19 +78,6 @@ func Context(t *testing.T, d time.Duration) context.Context {
 	return ctx
 }
 
-// WaitUntil polls cond every 10 ms until it holds, failing the test with
-// what when ctx ends first.
-func WaitUntil(ctx context.Context, t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("timed out waiting for %s", what)
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-}
-
 // RetryUnavailable calls f until it returns an error that is not
 // unavailable, as the contract tells clients to: a leader change under a
 // loaded machine answers unavailable, which is not what a test checks.
