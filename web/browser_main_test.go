@@ -7,7 +7,8 @@ import (
 	"connectrpc.com/connect"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
-	"github.com/seqsvr/seqsvr/internal/cluster"
+	"github.com/seqsvr/seqsvr/internal/launch"
+	"github.com/seqsvr/seqsvr/internal/poll"
 )
 
 const (
@@ -41,15 +42,10 @@ func TestBrowser(t *testing.T) {
 		check(t, err)
 	}
 	// An allocsvr learns of a new space at its next heartbeat.
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	poll.UntilOK(t, 20*time.Second, "NextSeq on the new space", func() error {
 		_, err := c.SeqClient(c.Allocs[0]).NextSeq(ctx, connect.NewRequest(&seqsvrv1.NextSeqRequest{Space: testSpace, Key: 1}))
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("NextSeq on the new space: %v", err)
-		}
-	}
+		return err
+	})
 	waitRoutingSettled(t, c)
 
 	stores := make([]string, len(c.Stores))
@@ -130,7 +126,7 @@ func TestBrowser(t *testing.T) {
 
 // waitRoutingSettled waits until every section of the test space has an
 // owner and none is moving, so the pages and the truth agree.
-func waitRoutingSettled(t *testing.T, c *cluster.Cluster) {
+func waitRoutingSettled(t *testing.T, c *launch.Cluster) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -160,7 +156,7 @@ type truth struct {
 	allocs  map[string]*seqsvrv1.StatusResponse
 }
 
-func snapshot(t *testing.T, c *cluster.Cluster) truth {
+func snapshot(t *testing.T, c *launch.Cluster) truth {
 	t.Helper()
 	ctx := ctxT(t)
 	tr := truth{members: map[string]*seqsvrv1.ClusterStatusResponse{}, allocs: map[string]*seqsvrv1.StatusResponse{}}

@@ -57,7 +57,7 @@ type Config struct {
 	// Extra flags for the servers.
 	StoreArgs, AllocArgs []string
 	// Plain runs the cluster without auth and TLS; the default is the
-	// secure mode (cluster.Security), the way it is meant to be run.
+	// secure mode (launch.Security), the way it is meant to be run.
 	Plain bool
 	// LeaseTTL is the stores' --worker-lease-ttl.
 	LeaseTTL time.Duration

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/seqsvr/seqsvr/internal/poll"
 )
 
 // Target is a running process that Attack holds connections on.
@@ -115,7 +117,7 @@ func Attack(t *testing.T, name string, tg Target) {
 		// The last shape's connections may still be closing on the
 		// server's side (net/http lingers 500 ms after a refusal); they
 		// count against the per-address bound until then.
-		WaitUntil(ctx, t, "the last shape's connections closed", func() bool { return openConns(t, tg) <= 10 })
+		poll.UntilCtx(ctx, t, "the last shape's connections closed", func() bool { return openConns(t, tg) <= 10 })
 		base := rss(t, tg.Pid)
 		bound := tg.BodyTimeout + AttackSlack
 		done := make(chan struct{})

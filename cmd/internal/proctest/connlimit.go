@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/seqsvr/seqsvr/internal/poll"
 )
 
 // CheckConnLimit holds perAddr idle connections from 127.0.0.3 and wants
@@ -31,7 +33,7 @@ func CheckConnLimit(t *testing.T, tg Target, perAddr int) {
 	// The server counts a connection when it accepts it: wait until the
 	// one over the bound is shed, as the held ones are accepted.
 	var got string
-	WaitUntil(ctx, t, "a connection over --max-conns-per-addr shed", func() bool {
+	poll.UntilCtx(ctx, t, "a connection over --max-conns-per-addr shed", func() bool {
 		c, err := d.DialContext(ctx, "tcp", tg.Addr)
 		if err != nil {
 			t.Fatal(err)

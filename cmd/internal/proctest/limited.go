@@ -10,16 +10,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seqsvr/seqsvr/internal/cluster"
+	"github.com/seqsvr/seqsvr/internal/launch"
 	"github.com/seqsvr/seqsvr/internal/tlsconf"
 )
 
 // Limited is a cluster of one storesvr (and allocs allocsvrs) with
 // --auth-file and small limits, for Attack: plain HTTP, or with secure
-// HTTPS, client certificates and Raft mutual TLS (cluster.Security).
+// HTTPS, client certificates and Raft mutual TLS (launch.Security).
 type Limited struct {
-	C   *cluster.Cluster
-	Sec *cluster.Security
+	C   *launch.Cluster
+	Sec *launch.Security
 	// TLS is what a client needs to reach the processes (nil on plain
 	// HTTP): it trusts the CA and presents the certificate.
 	TLS *tls.Config
@@ -44,12 +44,12 @@ func StartLimited(t *testing.T, secure bool, allocs int) *Limited {
 	t.Helper()
 	SkipShort(t)
 	dir := t.TempDir()
-	sec, err := cluster.NewSecurity(dir + "/sec")
+	sec, err := launch.NewSecurity(dir + "/sec")
 	if err != nil {
 		t.Fatal(err)
 	}
 	addScraper(t, sec.AuthFile)
-	opts := cluster.Options{BinDir: BinDir(), Dir: dir, Stores: 1, Allocs: allocs, Logf: t.Logf,
+	opts := launch.Options{BinDir: BinDir(), Dir: dir, Stores: 1, Allocs: allocs, Logf: t.Logf,
 		StoreArgs: LimitFlags(), AllocArgs: LimitFlags()}
 	l := &Limited{Sec: sec}
 	if secure {
@@ -65,7 +65,7 @@ func StartLimited(t *testing.T, secure bool, allocs int) *Limited {
 		opts.StoreArgs = append(opts.StoreArgs, "--auth-file", sec.AuthFile)
 		opts.AllocArgs = append(opts.AllocArgs, "--auth-file", sec.AuthFile, "--store-token-file", sec.AllocTokenFile)
 	}
-	c, err := cluster.New(opts)
+	c, err := launch.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

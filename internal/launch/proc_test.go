@@ -1,4 +1,4 @@
-package cluster
+package launch
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/seqsvr/seqsvr/internal/poll"
 )
 
 func TestFreePortDistinct(t *testing.T) {
@@ -104,7 +106,7 @@ func TestProcLifecycle(t *testing.T) {
 			return strings.Count(string(b), "args: --node-id s1") == n
 		}
 	}
-	waitFor(t, logged(1))
+	poll.Until(t, 10*time.Second, "start line 1 in the log", logged(1))
 	if err := p.Pause(); err != nil || !p.Paused() {
 		t.Fatalf("pause: %v", err)
 	}
@@ -118,7 +120,7 @@ func TestProcLifecycle(t *testing.T) {
 	if p.Pid() == pid || p.Starts() != 2 {
 		t.Fatalf("restart kept pid %d or starts=%d", pid, p.Starts())
 	}
-	waitFor(t, logged(2))
+	poll.Until(t, 10*time.Second, "start line 2 in the log", logged(2))
 	if err := p.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -136,15 +138,4 @@ func TestProcLifecycle(t *testing.T) {
 	}
 	c.Close()
 	c.Close()
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 10s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

@@ -1,4 +1,4 @@
-package cluster
+package launch
 
 import (
 	"os"
@@ -6,6 +6,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/seqsvr/seqsvr/internal/poll"
 )
 
 // TestWaitStopped: after SIGSTOP every thread of a busy process reads as
@@ -30,11 +32,7 @@ func TestWaitStopped(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(5 * time.Second); allStopped(pid); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("still stopped after SIGCONT")
-		}
-	}
+	poll.Until(t, 5*time.Second, "the process to run again after SIGCONT", func() bool { return !allStopped(pid) })
 }
 
 // CPUTicks of this process grows while it spins for a while, and a

@@ -1,4 +1,4 @@
-// Package clustertest runs real storesvr and allocsvr processes from tests
+// Package launchtest runs real storesvr and allocsvr processes from tests
 // and benchmarks: it builds the binaries once per test binary, starts
 // clusters that die with the test, and fails the test instead of
 // returning errors.
@@ -9,7 +9,7 @@
 //   - Every cluster Start launches is killed when its test ends; if the
 //     test failed, the tail of every process's log is logged first.
 //   - Under -short, Start skips the test: real processes take seconds.
-package clustertest
+package launchtest
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 	"time"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
-	"github.com/seqsvr/seqsvr/internal/cluster"
+	"github.com/seqsvr/seqsvr/internal/launch"
 )
 
 // buildTimeout bounds the one build of the binaries.
@@ -32,7 +32,7 @@ var bins struct {
 	err  error
 }
 
-// Bins builds storesvr and allocsvr (cluster.Build) at the first call and
+// Bins builds storesvr and allocsvr (launch.Build) at the first call and
 // returns the directory holding them; later calls return the same
 // directory, or the same error.
 func Bins() (string, error) {
@@ -45,7 +45,7 @@ func Bins() (string, error) {
 		bins.dir = dir
 		ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
 		defer cancel()
-		bins.err = cluster.Build(ctx, dir)
+		bins.err = launch.Build(ctx, dir)
 	})
 	return bins.dir, bins.err
 }
@@ -73,7 +73,7 @@ func Main(m *testing.M) int {
 // Start launches a cluster described by opts and kills it when the test
 // ends. BinDir defaults to the binaries of Bins, Dir to a fresh temporary
 // directory, Logf to tb.Logf. It skips the test under -short.
-func Start(tb testing.TB, opts cluster.Options) *cluster.Cluster {
+func Start(tb testing.TB, opts launch.Options) *launch.Cluster {
 	tb.Helper()
 	if testing.Short() {
 		tb.Skip("-short: real-process test")
@@ -89,7 +89,7 @@ func Start(tb testing.TB, opts cluster.Options) *cluster.Cluster {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c, err := cluster.Start(ctx, opts)
+	c, err := launch.Start(ctx, opts)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func tail(s string, n int) string {
 
 // CreateTag creates tag with step through c.CreateTag, retrying for up to
 // 30 s while the cluster settles.
-func CreateTag(tb testing.TB, c *cluster.Cluster, tag string, step int64) {
+func CreateTag(tb testing.TB, c *launch.Cluster, tag string, step int64) {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -125,7 +125,7 @@ func CreateTag(tb testing.TB, c *cluster.Cluster, tag string, step int64) {
 }
 
 // Leader waits up to 30 s for c's leader.
-func Leader(tb testing.TB, c *cluster.Cluster) *cluster.Proc {
+func Leader(tb testing.TB, c *launch.Cluster) *launch.Proc {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
