@@ -1,0 +1,29 @@
+package cluster
+
+import (
+	"fmt"
+	"os"
+	"syscall"
+)
+
+// MountTmpfs mounts a tmpfs of size bytes on dir (created if missing), so
+// a data dir can be filled in a test without filling the machine's disk.
+// It needs CAP_SYS_ADMIN (root). Undo it with Unmount.
+func MountTmpfs(dir string, size int64) error {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return err
+	}
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, fmt.Sprintf("size=%d", size)); err != nil {
+		return fmt.Errorf("mount tmpfs on %s: %w", dir, err)
+	}
+	return nil
+}
+
+// Unmount detaches the file system mounted on dir; it is gone once the
+// last process using it lets go.
+func Unmount(dir string) error {
+	if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
+		return fmt.Errorf("unmount %s: %w", dir, err)
+	}
+	return nil
+}

@@ -1,0 +1,11 @@
+//go:build !linux
+
+package cluster
+
+import "errors"
+
+// MountTmpfs needs Linux.
+func MountTmpfs(string, int64) error { return errors.New("tmpfs mounts need Linux") }
+
+// Unmount needs Linux.
+func Unmount(string) error { return errors.New("tmpfs mounts need Linux") }
