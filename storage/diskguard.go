@@ -27,6 +27,10 @@ const (
 	diskProbeInterval = 500 * time.Millisecond
 	// diskRetryMax bounds the wait between retries of a stable-store write.
 	diskRetryMax = time.Second
+	// diskProbeSize is how much the probe writes: a small write fits in
+	// bolt's free pages long before raft's next batch of entries does, and
+	// would declare the disk healed too early.
+	diskProbeSize = 64 << 10
 )
 
 // probeKey is the stable-store key the guard writes to learn the disk
@@ -160,9 +164,18 @@ func (g *diskGuard) probeLoop() {
 		case <-t.C:
 		}
 		if g.failing() {
-			_ = g.write("probe", func() error { return g.bolt.Set(probeKey, []byte(time.Now().UTC().Format(time.RFC3339Nano))) })
+			_ = g.write("probe", g.probe)
 		}
 	}
+}
+
+// probe writes diskProbeSize bytes and then frees them again for raft's
+// use (bolt reuses the pages of the overwritten value).
+func (g *diskGuard) probe() error {
+	if err := g.bolt.Set(probeKey, make([]byte, diskProbeSize)); err != nil {
+		return err
+	}
+	return g.bolt.Set(probeKey, nil)
 }
 
 // stable retries a stable-store write until it succeeds (see diskGuard).

@@ -49,7 +49,8 @@ func tmpfsStores(t *testing.T, ctx context.Context, n int) *cluster.Cluster {
 }
 
 // reserveLoad reserves segments of tag through store from a few
-// goroutines until stop, each call with its own request_id and a short
+// goroutines until stop, each call with its own request_id (prefixed by
+// name) and a short
 // deadline, and records every acknowledged segment.
 type reserveLoad struct {
 	mu    sync.Mutex
@@ -60,7 +61,7 @@ type reserveLoad struct {
 
 func startLoad(ctx context.Context, cl interface {
 	ReserveSegment(context.Context, *connect.Request[seqsvrv1.ReserveSegmentRequest]) (*connect.Response[seqsvrv1.Segment], error)
-}, tag string, workers int) *reserveLoad {
+}, tag, name string, workers int) *reserveLoad {
 	l := &reserveLoad{}
 	for w := 0; w < workers; w++ {
 		l.wg.Add(1)
@@ -68,7 +69,7 @@ func startLoad(ctx context.Context, cl interface {
 			defer l.wg.Done()
 			for i := 0; ctx.Err() == nil; i++ {
 				cctx, cancel := context.WithTimeout(ctx, time.Second)
-				r, err := cl.ReserveSegment(cctx, connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: tag, RequestId: fmt.Sprintf("w%d-%d", w, i)}))
+				r, err := cl.ReserveSegment(cctx, connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: tag, RequestId: fmt.Sprintf("%s-w%d-%d", name, w, i)}))
 				cancel()
 				if err == nil {
 					l.mu.Lock()
@@ -95,7 +96,7 @@ func TestDiskFullRefusesThenHeals(t *testing.T) {
 	createTag(t, c, s, "full", 10)
 	cl := c.StoreClient(s)
 	loadCtx, stopLoad := context.WithCancel(ctx)
-	load := startLoad(loadCtx, cl, "full", 4)
+	load := startLoad(loadCtx, cl, "full", "a", 4)
 
 	proctest.WaitUntil(ctx, t, "the load to run", func() bool { return load.n.Load() > 20 })
 	if _, n, err := cluster.Fill(s.DataDir); err != nil {
@@ -194,4 +195,98 @@ func checkAcked(t *testing.T, acked []*seqsvrv1.Segment, maxID int64) {
 		}
 		seen[seg.GetFirst()] = true
 	}
+}
+
+// In a three-member cluster the leader's data dir fills: the others carry
+// on (a write through them succeeds), the full member refuses writes naming
+// its path, and once space is back it serves again without a restart;
+// every acknowledged segment is below max_id after all three are killed
+// and restarted.
+func TestDiskFullLeaderOfThree(t *testing.T) {
+	ctx := proctest.Context(t, 3*time.Minute)
+	c := tmpfsStores(t, ctx, 3)
+	full, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	createTag(t, c, full, "three", 10)
+	var others []*cluster.Proc
+	for _, s := range c.Stores {
+		if s != full {
+			others = append(others, s)
+		}
+	}
+	loadCtx, stopLoad := context.WithCancel(ctx)
+	loads := []*reserveLoad{startLoad(loadCtx, c.StoreClient(others[0]), "three", "other", 2), startLoad(loadCtx, c.StoreClient(full), "three", "full", 2)}
+	proctest.WaitUntil(ctx, t, "the load to run", func() bool { return loads[0].n.Load() > 10 })
+	if _, _, err := cluster.Fill(full.DataDir); err != nil {
+		t.Fatal(err)
+	}
+	cl := c.StoreClient(full)
+	fullCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	proctest.WaitUntil(fullCtx, t, "the full member to refuse naming its data dir", func() bool {
+		cctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		_, err := cl.ReserveSegment(cctx, connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: "three"}))
+		time.Sleep(50 * time.Millisecond)
+		return connect.CodeOf(err) == connect.CodeUnavailable && strings.Contains(err.Error(), "data dir is full") && strings.Contains(err.Error(), full.DataDir)
+	})
+	// The two others still make a quorum and serve writes.
+	before := loads[0].n.Load()
+	okBefore := len(loads[0].snapshot())
+	proctest.WaitUntil(fullCtx, t, "writes through the others while one member is full", func() bool {
+		return len(loads[0].snapshot()) > okBefore+5 && loads[0].n.Load() > before
+	})
+
+	if err := cluster.Unfill(full.DataDir); err != nil {
+		t.Fatal(err)
+	}
+	pid := full.Pid()
+	proctest.WaitUntil(ctx, t, "the member that was full to take writes again", func() bool {
+		cctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		_, err := cl.ReserveSegment(cctx, connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: "three"}))
+		return err == nil
+	})
+	if err := c.WaitReady(ctx, full); err != nil {
+		t.Fatal(err)
+	}
+	if full.Pid() != pid || full.Starts() != 1 {
+		t.Fatalf("the storesvr restarted (pid %d -> %d, starts %d)", pid, full.Pid(), full.Starts())
+	}
+	stopLoad()
+	for _, l := range loads {
+		l.wg.Wait()
+	}
+	for _, s := range c.Stores {
+		if err := s.Kill(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, s := range c.Stores {
+		if err := s.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var tag *seqsvrv1.Tag
+	err = proctest.RetryUnavailable(ctx, func() error {
+		r, err := cl.GetTag(ctx, connect.NewRequest(&seqsvrv1.GetTagRequest{Tag: "three"}))
+		if err == nil {
+			tag = r.Msg
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := append(loads[0].snapshot(), loads[1].snapshot()...)
+	checkAcked(t, all, tag.GetMaxId())
+	t.Logf("%d acknowledged (%d through the full member), max_id %d after restart", len(all), len(loads[1].snapshot()), tag.GetMaxId())
+}
+
+func (l *reserveLoad) snapshot() []*seqsvrv1.Segment {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]*seqsvrv1.Segment(nil), l.acked...)
 }
