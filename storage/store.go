@@ -75,10 +75,12 @@ func diskRaft(cfg Config) (raftParts, error) {
 		return raftParts{}, fmt.Errorf("storage: create data dir: %w", err)
 	}
 	hl := newHclog(cfg.Logger, "raft")
-	snaps, err := raftconf.NewSnapshots(cfg.DataDir, hl)
+	fileSnaps, err := raftconf.NewSnapshots(cfg.DataDir, hl)
 	if err != nil {
 		return raftParts{}, fmt.Errorf("storage: snapshot store: %w", err)
 	}
+	snaps := cleanSnapshots{SnapshotStore: fileSnaps, dir: filepath.Join(cfg.DataDir, "snapshots"), log: cfg.Logger}
+	snaps.reapSnapshotTmp()
 	adv, err := net.ResolveTCPAddr("tcp", cfg.RaftAddr)
 	if err != nil {
 		return raftParts{}, fmt.Errorf("storage: raft address %q: %w", cfg.RaftAddr, err)
