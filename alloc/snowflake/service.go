@@ -319,6 +319,9 @@ func (s *Service) NextIDs(ctx context.Context, count int) ([]int64, error) {
 	}
 	ids := make([]int64, count)
 	if err := gen.fill(ctx, ids); err != nil {
+		if hwErr := s.highWater(gen); hwErr != nil {
+			return nil, hwErr // this call's write of the mark failed
+		}
 		return nil, err
 	}
 	s.metrics.ids.Add(float64(count))
