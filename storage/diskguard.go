@@ -100,6 +100,11 @@ func (g *diskGuard) check() error {
 	return nil
 }
 
+// DataDirErr is nil while this member's data dir takes writes, and
+// otherwise why it refuses writes (ErrDiskFull or ErrDiskIO, naming the
+// path): for /metrics and the status page.
+func (s *Store) DataDirErr() error { return s.disk.check() }
+
 // spaceError reports whether err is the file system running out of room
 // (which more room cures) rather than a failing device. Bolt returns the
 // *PathError of the write or fsync; the string is a fallback for layers

@@ -131,6 +131,9 @@ func TestDiskFullRefusesThenHeals(t *testing.T) {
 	if b, _ := os.ReadFile(s.LogPath); !strings.Contains(string(b), "data dir is full") || !strings.Contains(string(b), s.DataDir) {
 		t.Fatalf("log does not say the data dir %s is full", s.DataDir)
 	}
+	if v, ok := proctest.Metric(t, s.URL(), "seqsvr_store_data_dir_writable"); !ok || v != 0 {
+		t.Fatalf("seqsvr_store_data_dir_writable while full = %v (found %v), want 0", v, ok)
+	}
 	if resp, err := http.Get(s.URL() + "/readyz"); err != nil || resp.StatusCode == http.StatusOK {
 		t.Fatalf("/readyz while full: %v %v", resp, err)
 	} else {
@@ -149,6 +152,9 @@ func TestDiskFullRefusesThenHeals(t *testing.T) {
 	})
 	if s.Pid() != pid || s.Starts() != 1 {
 		t.Fatalf("the storesvr restarted (pid %d -> %d, starts %d)", pid, s.Pid(), s.Starts())
+	}
+	if v, ok := proctest.Metric(t, s.URL(), "seqsvr_store_data_dir_writable"); !ok || v != 1 {
+		t.Fatalf("seqsvr_store_data_dir_writable after space came back = %v (found %v), want 1", v, ok)
 	}
 	stopLoad()
 	load.wg.Wait()
