@@ -105,6 +105,27 @@ func (g *diskGuard) check() error {
 // path): for /metrics and the status page.
 func (s *Store) DataDirErr() error { return s.disk.check() }
 
+// handOffLeadership transfers leadership away from this member, whose
+// data dir refuses writes (cause), unless a transfer is already running.
+// Raft steps a leader down by itself when its own append fails, but a
+// leader that refuses writes before proposing them (propose) would
+// otherwise keep leading, and every write forwarded to it would fail,
+// while the other members could serve them.
+func (s *Store) handOffLeadership(cause error) {
+	if !s.handingOff.CompareAndSwap(false, true) {
+		return
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer s.handingOff.Store(false)
+		s.log.Warn("handing leadership to another member: this member's data dir refuses writes", "cause", cause)
+		if err := s.raft.LeadershipTransfer().Error(); err != nil {
+			s.log.Warn("leadership transfer failed; this member keeps refusing writes", "err", err)
+		}
+	}()
+}
+
 // spaceError reports whether err is the file system running out of room
 // (which more room cures) rather than a failing device. Bolt returns the
 // *PathError of the write or fsync; the string is a fallback for layers

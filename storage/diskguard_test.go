@@ -2,18 +2,23 @@ package storage
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
 	"github.com/hashicorp/raft"
 
+	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 	"github.com/seqsvr/seqsvr/internal/errs"
 )
 
@@ -200,5 +205,72 @@ func TestSpaceError(t *testing.T) {
 		if got := spaceError(c.err); got != c.want {
 			t.Errorf("spaceError(%v) = %v, want %v", c.err, got, c.want)
 		}
+	}
+}
+
+// startGuarded is testNode.start with the guard over a failing in-memory
+// store as the log and stable store, as Open has it over bolt.
+func (n *testNode) startGuarded(t *testing.T, cfg Config) *diskGuard {
+	t.Helper()
+	cfg.RaftAddr = string(n.addr)
+	cfg.HTTPAddr = n.httpAddr()
+	var g *diskGuard
+	s, err := open(cfg, func(c Config) (raftParts, error) {
+		g = newDiskGuard(&failingBolt{InmemStore: raft.NewInmemStore()}, "/data/"+n.id+"/raft.db", c.Logger, nil)
+		return raftParts{trans: n.trans, logs: g, stable: g, snaps: raft.NewInmemSnapshotStore(), disk: g}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.store = s
+	_, h := seqsvrv1connect.NewStoreServiceHandler(s.Service())
+	n.handler.Store(&h)
+	t.Cleanup(func() { n.stop() })
+	return g
+}
+
+// A leader whose data dir refuses writes without raft noticing (a failed
+// log compaction, which raft only logs) hands leadership over, so the
+// writes the others forward to the leader succeed again; it refuses
+// writes itself, naming its path.
+func TestDiskFullLeaderHandsOver(t *testing.T) {
+	skipShort(t)
+	c := &testCluster{t: t}
+	for i := 0; i < 3; i++ {
+		node := newTestNode(t)
+		node.id = "n" + strconv.Itoa(i+1)
+		c.nodes = append(c.nodes, node)
+	}
+	connectAll(c.nodes)
+	var peers []Peer
+	for _, node := range c.nodes {
+		peers = append(peers, Peer{ID: node.id, RaftAddr: string(node.addr), HTTPAddr: node.httpAddr()})
+	}
+	guards := map[*testNode]*diskGuard{}
+	for _, node := range c.nodes {
+		cfg := testConfig(node.id, "", "")
+		cfg.Peers = peers
+		guards[node] = node.startGuarded(t, cfg)
+	}
+	leader := c.waitForLeader()
+	ctx := context.Background()
+	if _, err := leader.client().CreateTag(ctx, connect.NewRequest(&seqsvrv1.CreateTagRequest{Tag: "h", Step: 10})); err != nil {
+		t.Fatal(err)
+	}
+	guards[leader].record("compact log", enospc())
+
+	_, err := leader.client().ReserveSegment(ctx, connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: "h"}))
+	if connect.CodeOf(err) != connect.CodeUnavailable || !strings.Contains(err.Error(), "/data/"+leader.id+"/raft.db") {
+		t.Fatalf("write on the full leader: %v, want unavailable naming its raft.db", err)
+	}
+	other := c.followers(leader)[0]
+	eventually(t, 15*time.Second, "a write through another member to succeed", func() bool {
+		c, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		_, err := other.client().ReserveSegment(c, connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: "h"}))
+		return err == nil
+	})
+	if leader.store.raft.State() == raft.Leader {
+		t.Fatal("the member with the full disk still leads")
 	}
 }

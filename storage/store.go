@@ -36,6 +36,8 @@ type Store struct {
 	barrierMu   sync.Mutex
 	barrierTerm atomic.Uint64 // the term whose leader has applied a barrier
 
+	handingOff atomic.Bool // a leadership transfer for a bad disk is running
+
 	stop      chan struct{}
 	stopCtx   context.Context // cancelled by Close, with stop
 	stopAll   context.CancelFunc
@@ -311,6 +313,9 @@ func (s *Store) Ready(ctx context.Context) error {
 // forwards.
 func (s *Store) propose(ctx context.Context, cmd *seqsvrv1.Command) (fsm.Result, error) {
 	if err := s.disk.check(); err != nil {
+		if s.raft.State() == raft.Leader {
+			s.handOffLeadership(err)
+		}
 		return fsm.Result{}, err
 	}
 	if s.raft.State() != raft.Leader {

@@ -27,3 +27,13 @@ func Unmount(dir string) error {
 	}
 	return nil
 }
+
+// tmpfsMagic is statfs(2)'s f_type of a tmpfs.
+const tmpfsMagic = 0x01021994
+
+// OnTmpfs reports whether dir is on a tmpfs: a disk-full fault fills only
+// such a file system, never the machine's disk.
+func OnTmpfs(dir string) bool {
+	var st syscall.Statfs_t
+	return syscall.Statfs(dir, &st) == nil && st.Type == tmpfsMagic
+}

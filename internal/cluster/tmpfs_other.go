@@ -9,3 +9,6 @@ func MountTmpfs(string, int64) error { return errors.New("tmpfs mounts need Linu
 
 // Unmount needs Linux.
 func Unmount(string) error { return errors.New("tmpfs mounts need Linux") }
+
+// OnTmpfs is false where MountTmpfs cannot work.
+func OnTmpfs(string) bool { return false }
