@@ -257,6 +257,7 @@ func TestDiskFullLeaderHandsOver(t *testing.T) {
 	if _, err := leader.client().CreateTag(ctx, connect.NewRequest(&seqsvrv1.CreateTagRequest{Tag: "h", Step: 10})); err != nil {
 		t.Fatal(err)
 	}
+	guards[leader].bolt.(*failingBolt).setErr(enospc()) // the probe fails too
 	guards[leader].record("compact log", enospc())
 
 	_, err := leader.client().ReserveSegment(ctx, connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: "h"}))
