@@ -275,3 +275,70 @@ func TestDiskFullLeaderHandsOver(t *testing.T) {
 		t.Fatal("the member with the full disk still leads")
 	}
 }
+
+// startOneGuarded starts a one-member cluster on the guard over a failing
+// in-memory store and waits for it to lead.
+func startOneGuarded(t *testing.T) (*testNode, *failingBolt) {
+	t.Helper()
+	skipShort(t)
+	n := newTestNode(t)
+	n.id = "g1"
+	cfg := testConfig(n.id, "", "")
+	cfg.Peers = []Peer{{ID: n.id, RaftAddr: string(n.addr), HTTPAddr: n.httpAddr()}}
+	g := n.startGuarded(t, cfg)
+	eventually(t, 15*time.Second, "the member to lead", func() bool {
+		return n.store.raft.State() == raft.Leader && n.store.Ready(context.Background()) == nil
+	})
+	return n, g.bolt.(*failingBolt)
+}
+
+// With raft itself: a lone leader whose append fails steps down and, at
+// the election that follows, cannot write its new term. Raft would panic
+// there; the member waits instead, and once the store takes writes again
+// it leads and serves, its state intact.
+func TestDiskFullTermWriteWaits(t *testing.T) {
+	n, bolt := startOneGuarded(t)
+	ctx := context.Background()
+	if _, err := n.store.createTag(ctx, &seqsvrv1.CreateTagRequest{Tag: "w", Step: 10}); err != nil {
+		t.Fatal(err)
+	}
+	bolt.setErr(enospc())
+	c, cancel := context.WithTimeout(ctx, 2*time.Second)
+	_, err := n.store.reserveSegment(c, &seqsvrv1.ReserveSegmentRequest{Tag: "w"})
+	cancel()
+	if !errors.Is(err, errs.Unavailable) {
+		t.Fatalf("reserve on a failing store: %v, want unavailable", err)
+	}
+	eventually(t, 15*time.Second, "raft to wait on its term write", n.store.disk.stuck.Load)
+	bolt.setErr(nil)
+	eventually(t, 15*time.Second, "a write to succeed once the store takes writes", func() bool {
+		c, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		_, err := n.store.reserveSegment(c, &seqsvrv1.ReserveSegmentRequest{Tag: "w"})
+		return err == nil
+	})
+	tag, err := n.store.getTag(ctx, &seqsvrv1.GetTagRequest{Tag: "w"})
+	if err != nil || tag.GetMaxId() != 10 {
+		t.Fatalf("after recovery: %v %v, want max_id 10 (the refused reservation never counted)", tag, err)
+	}
+}
+
+// Close returns while raft waits on a term write that cannot succeed.
+func TestDiskFullCloseWhileStuck(t *testing.T) {
+	n, bolt := startOneGuarded(t)
+	bolt.setErr(enospc())
+	c, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	_, _ = n.store.createTag(c, &seqsvrv1.CreateTagRequest{Tag: "x"})
+	cancel()
+	eventually(t, 15*time.Second, "raft to wait on its term write", n.store.disk.stuck.Load)
+	done := make(chan error, 1)
+	go func() { done <- n.store.Close() }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("Close of a stuck member reported no error")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close hangs while raft waits on the disk")
+	}
+}
