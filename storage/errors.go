@@ -16,4 +16,11 @@ var (
 	// ErrMemberHeld: AddMember of an ID that a live member holds at
 	// another Raft address.
 	ErrMemberHeld = errs.New(errs.FailedPrecondition, "node-id held by a live member")
+	// ErrDiskFull: this member's data dir refused a write for lack of
+	// space; it refuses writes until a write succeeds again (no restart
+	// needed). Unavailable: another member may take the call.
+	ErrDiskFull = errs.New(errs.Unavailable, "data dir is full")
+	// ErrDiskIO: this member's data dir failed a write or fsync with an
+	// I/O error; it refuses writes until it is restarted.
+	ErrDiskIO = errs.New(errs.Unavailable, "data dir I/O error")
 )

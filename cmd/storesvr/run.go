@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/seqsvr/seqsvr/cmd/internal/serve"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 	"github.com/seqsvr/seqsvr/storage"
@@ -69,6 +71,18 @@ func (cfg *config) open(_ context.Context, env serve.Env) (*serve.App, error) {
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
+	}
+	if err := env.Registry.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "seqsvr_store_data_dir_writable",
+		Help: "0 while this member refuses writes because its data dir refused one (full disk, I/O error), else 1.",
+	}, func() float64 {
+		if st.DataDirErr() != nil {
+			return 0
+		}
+		return 1
+	})); err != nil {
+		st.Close()
+		return nil, err
 	}
 	path, h := seqsvrv1connect.NewStoreServiceHandler(st.Service(), env.ConnectOptions...)
 	return &serve.App{

@@ -46,6 +46,11 @@ type Options struct {
 	// client certificates and Raft over mutual TLS; nil runs plain HTTP
 	// without tokens.
 	Security *Security
+	// DataDirTmpfs, when non-zero, puts each store's and allocsvr's data
+	// dir on a tmpfs of that many bytes (Launch mounts, Close unmounts),
+	// so a disk-full fault (Fill) fills that and not the machine's disk.
+	// Needs root (MountTmpfs).
+	DataDirTmpfs int64
 }
 
 // Cluster is a set of storesvr and allocsvr processes.
@@ -55,8 +60,9 @@ type Cluster struct {
 	http           *http.Client // admin token in the secure mode
 	client         *http.Client // client token in the secure mode
 
-	mu    sync.Mutex
-	extra []*Proc // NewAlloc
+	mu      sync.Mutex
+	extra   []*Proc  // NewAlloc
+	mounted []string // data dirs Launch mounted (Options.DataDirTmpfs)
 }
 
 // New lays out the processes (names, ports, dirs, flags) without starting
@@ -185,6 +191,9 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 func (c *Cluster) Launch(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.StartTimeout)
 	defer cancel()
+	if err := c.mountDataDirs(); err != nil {
+		return err
+	}
 	for _, s := range c.Stores {
 		if err := s.Start(ctx); err != nil {
 			return err
@@ -398,6 +407,39 @@ func (c *Cluster) Close() {
 		go func() { defer wg.Done(); _ = p.Kill() }()
 	}
 	wg.Wait()
+	c.unmountDataDirs()
+}
+
+// mountDataDirs mounts Options.DataDirTmpfs on every data dir not yet
+// mounted.
+func (c *Cluster) mountDataDirs() error {
+	if c.opts.DataDirTmpfs <= 0 {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, p := range c.All() {
+		if slices.Contains(c.mounted, p.DataDir) {
+			continue
+		}
+		if err := MountTmpfs(p.DataDir, c.opts.DataDirTmpfs); err != nil {
+			return err
+		}
+		c.mounted = append(c.mounted, p.DataDir)
+	}
+	return nil
+}
+
+// unmountDataDirs undoes mountDataDirs (after the processes are killed).
+func (c *Cluster) unmountDataDirs() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, dir := range c.mounted {
+		if err := Unmount(dir); err != nil && c.opts.Logf != nil {
+			c.opts.Logf("%v", err)
+		}
+	}
+	c.mounted = nil
 }
 
 // NewAlloc lays out an extra allocsvr (not started) with its own port and

@@ -288,5 +288,11 @@ func (p *Proc) Wipe() error {
 	if p.Running() {
 		return fmt.Errorf("cluster: wipe %s while running", p.Name)
 	}
-	return os.RemoveAll(p.DataDir)
+	err := os.RemoveAll(p.DataDir)
+	if errors.Is(err, syscall.EBUSY) {
+		// A mount point (Options.DataDirTmpfs): its contents are gone,
+		// and it stays, empty.
+		return nil
+	}
+	return err
 }

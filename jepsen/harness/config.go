@@ -61,6 +61,9 @@ type Config struct {
 	Plain bool
 	// LeaseTTL is the stores' --worker-lease-ttl.
 	LeaseTTL time.Duration
+	// DataDirTmpfs puts every data dir on a tmpfs of this many bytes
+	// (cluster.Options.DataDirTmpfs), for the disk-full faults; 0: none.
+	DataDirTmpfs int64
 
 	// TagWorkers create, update, delete, reserve on and read the
 	// LifeTags at a modest rate.

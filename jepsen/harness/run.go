@@ -63,9 +63,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 
 	opts := launch.Options{
 		BinDir: cfg.BinDir, Dir: out, Stores: cfg.Stores, Allocs: cfg.Allocs,
-		StoreArgs: append(append([]string{"--worker-lease-ttl", cfg.LeaseTTL.String()}, storeTiming...), cfg.StoreArgs...),
-		AllocArgs: append(append([]string{"--max-step", strconv.Itoa(allocMaxStep)}, allocLease...), cfg.AllocArgs...),
-		Logf:      cfg.Logf,
+		StoreArgs:    append(append([]string{"--worker-lease-ttl", cfg.LeaseTTL.String()}, storeTiming...), cfg.StoreArgs...),
+		AllocArgs:    append(append([]string{"--max-step", strconv.Itoa(allocMaxStep)}, allocLease...), cfg.AllocArgs...),
+		Logf:         cfg.Logf,
+		DataDirTmpfs: cfg.DataDirTmpfs,
 	}
 	if cfg.SeqWorkers > 0 {
 		opts.StoreArgs = append(opts.StoreArgs, seqStoreArgs(cfg)...)

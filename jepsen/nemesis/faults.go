@@ -50,6 +50,9 @@ func Catalogue() map[string]Fault {
 	} {
 		m[f.Name] = f
 	}
+	for _, f := range diskFaults() {
+		m[f.Name] = f
+	}
 	return m
 }
 

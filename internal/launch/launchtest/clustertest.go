@@ -135,3 +135,23 @@ func Leader(tb testing.TB, c *launch.Cluster) *launch.Proc {
 	}
 	return p
 }
+
+// Tmpfs mounts a tmpfs of size bytes on dir for the test and unmounts it
+// when the test ends (register it before anything that must stop using
+// dir first, since cleanups run last-in first-out). When mounting is not
+// possible (not root, not Linux) the test is skipped, except under
+// CI=true, where it fails.
+func Tmpfs(tb testing.TB, dir string, size int64) {
+	tb.Helper()
+	if err := launch.MountTmpfs(dir, size); err != nil {
+		if os.Getenv("CI") == "true" {
+			tb.Fatalf("%v (CI=true: disk-full tests must run)", err)
+		}
+		tb.Skipf("cannot mount a small file system to fill (%v); run as root on Linux", err)
+	}
+	tb.Cleanup(func() {
+		if err := launch.Unmount(dir); err != nil {
+			tb.Errorf("%v", err)
+		}
+	})
+}
