@@ -21,11 +21,11 @@ func TestDashboard(t *testing.T) {
 		LegendFormat string `json:"legendFormat"`
 	}
 	type panel struct {
-		ID          int             `json:"id"`
-		Type        string          `json:"type"`
-		Title       string          `json:"title"`
-		Description string          `json:"description"`
-		Collapsed   bool            `json:"collapsed"`
+		ID          int    `json:"id"`
+		Type        string `json:"type"`
+		Title       string `json:"title"`
+		Description string `json:"description"`
+		Collapsed   bool   `json:"collapsed"`
 		Datasource  struct{ Type, UID string }
 		GridPos     struct{ H, W, X, Y int }
 		FieldConfig json.RawMessage `json:"fieldConfig"`
