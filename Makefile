@@ -123,7 +123,7 @@ image-context: ## the image's build context bin/image/: static storesvr, allocsv
 	cp /etc/ssl/certs/ca-certificates.crt deploy/image/passwd deploy/image/group $(IMAGE_CTX)/
 
 .PHONY: image
-image: image-context ## the container image $(IMAGE) from Dockerfile, with podman (or buildah)
+image: image-context ## the container image localhost/seqsvr:VERSION from Dockerfile, with podman (or buildah)
 	@command -v podman >/dev/null || command -v buildah >/dev/null || \
 	  { [ "$$(id -u)" = 0 ] && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq podman; } || \
 	  { echo "make image needs podman or buildah (apt-get install podman)"; exit 1; }
