@@ -54,8 +54,10 @@ func (e *engine) must(timeout time.Duration, args ...string) []byte {
 // Always: its config (non-root user, the data dir volume, the version
 // labels) and its files (static binaries, CA certificates, passwd). Then,
 // where this machine can run containers, the services of compose.yaml run
-// from it as written and answer NextIDs; where it cannot, each binary's
-// --version runs from the image's files. The test log says which held.
+// from it as written and answer NextIDs, and the storesvr StatefulSet's
+// pods bootstrap and scale up from --ordinal-domain (runStatefulSet);
+// where it cannot, each binary's --version runs from the image's files.
+// The test log says which held.
 func TestImage(t *testing.T) {
 	image := os.Getenv("SEQSVR_IMAGE")
 	if image == "" {
@@ -138,7 +140,8 @@ func TestImage(t *testing.T) {
 			t.Errorf("run %v: %v %q, want version %q", args, err, out, version)
 		}
 	}
-	runCompose(t, e, image)
+	t.Run("compose", func(t *testing.T) { runCompose(t, e, image) })
+	t.Run("statefulset", func(t *testing.T) { runStatefulSet(t, e, image) })
 }
 
 // imageFiles is every regular file of the image, by path without the
@@ -209,7 +212,7 @@ func (e *engine) canRun(t *testing.T, image string) bool {
 		e.global, e.run = try.global, try.run
 		out, err := e.cmd(time.Minute, append(append([]string{"run", "--rm"}, e.run...), image)...)
 		if err == nil {
-			t.Logf("containers run here (podman %s run %s): the compose services run as a cluster", strings.Join(e.global, " "), strings.Join(e.run, " "))
+			t.Logf("containers run here (podman %s run %s): compose.yaml and the StatefulSet run as clusters", strings.Join(e.global, " "), strings.Join(e.run, " "))
 			if !strings.Contains(string(out), "storesvr") {
 				t.Errorf("the default command printed %q, want storesvr's --version", out)
 			}
