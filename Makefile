@@ -112,9 +112,10 @@ test: test-packages $(WEB_DEPS) $(TOOLS)/bin/grpcurl ## the whole suite: unit, i
 # The container image (Dockerfile). No registry is reachable where this is
 # built, so the Dockerfile's stages start FROM scratch and the static
 # binaries are built here, into the build context bin/image/.
-IMAGE     ?= localhost/seqsvr:$(subst +,_,$(VERSION))
-IMAGE_CTX := bin/image
-REVISION  := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+IMAGE_REPO ?= localhost/seqsvr
+IMAGE      ?= $(IMAGE_REPO):$(subst +,_,$(VERSION))
+IMAGE_CTX  := bin/image
+REVISION   := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 
 .PHONY: image-context
 image-context: ## the image's build context bin/image/: static storesvr, allocsvr, seqctl, CA certificates, passwd
@@ -123,11 +124,11 @@ image-context: ## the image's build context bin/image/: static storesvr, allocsv
 	cp /etc/ssl/certs/ca-certificates.crt deploy/image/passwd deploy/image/group $(IMAGE_CTX)/
 
 .PHONY: image
-image: image-context ## the container image localhost/seqsvr:VERSION from Dockerfile, with podman (or buildah)
+image: image-context ## the container image localhost/seqsvr:VERSION (and :latest) from Dockerfile, with podman (or buildah)
 	@command -v podman >/dev/null || command -v buildah >/dev/null || \
 	  { [ "$$(id -u)" = 0 ] && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq podman; } || \
 	  { echo "make image needs podman or buildah (apt-get install podman)"; exit 1; }
-	$$(command -v podman || echo buildah) build --layers=false -f Dockerfile -t $(IMAGE) \
+	$$(command -v podman || echo buildah) build --layers=false -f Dockerfile -t $(IMAGE) -t $(IMAGE_REPO):latest \
 	  --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) \
 	  --build-arg CREATED=$$(date -u +%Y-%m-%dT%H:%M:%SZ) $(IMAGE_CTX)
 
