@@ -25,6 +25,7 @@ type config struct {
 	SeqLeaseTTL                                                          time.Duration
 
 	memberSecurity
+	ordinal
 
 	serve.Common
 }
@@ -58,11 +59,12 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	fs.DurationVar(&c.WorkerRetention, "worker-retention", 0, "how long an expired worker ID is kept before it may be reclaimed (0: storage default)")
 	fs.DurationVar(&c.SeqLeaseTTL, "seq-lease-ttl", 0, "per-key sequence lease of an allocsvr: its sections move this long after its last heartbeat (0: storage default, 5s)")
 	c.memberSecurity.register(fs)
+	c.ordinal.register(fs)
 	c.Common.Register(fs)
 	if err := serve.Parse(fs, args, getenv); err != nil {
 		return nil, err
 	}
-	var errs []error
+	errs := c.ordinal.apply(c) // first: it fills --node-id and --peers or --join
 	if c.NodeID == "" {
 		errs = append(errs, errors.New("--node-id is required"))
 	}
