@@ -18,7 +18,7 @@ import (
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
-	"github.com/seqsvr/seqsvr/internal/cluster"
+	"github.com/seqsvr/seqsvr/internal/launch"
 )
 
 // BenchmarkCapacityPerMillionKeys' space: capacityKeys keys in sections of
@@ -49,7 +49,7 @@ const (
 //	go test -tags hashicorpmetrics -run '^$' -bench CapacityPerMillionKeys -benchtime 1x ./bench/
 func BenchmarkCapacityPerMillionKeys(b *testing.B) {
 	for b.Loop() { // -benchtime 1x: each iteration starts a cluster
-		c := launch(b, cluster.Options{Stores: 3, Allocs: 1, StoreArgs: []string{"--pprof"}, AllocArgs: []string{"--pprof"}})
+		c := startQuiet(b, launch.Options{Stores: 3, Allocs: 1, StoreArgs: []string{"--pprof"}, AllocArgs: []string{"--pprof"}})
 		leader, _ := leaderURL(b, c)
 		a := c.Allocs[0]
 		createSpace(b, c, &seqsvrv1.CreateSpaceRequest{Space: "capacity", KeyCount: capacityKeys, SectionSize: 100_000, Step: 10_000})
@@ -89,7 +89,7 @@ type capacityFigures struct{ heap, rss, dir map[string]float64 }
 // capacitySample forces a GC in every process (pprof's heap profile with
 // gc=1), then reads its heap in use and RSS from /metrics, and each
 // store's data dir size.
-func capacitySample(tb testing.TB, c *cluster.Cluster) capacityFigures {
+func capacitySample(tb testing.TB, c *launch.Cluster) capacityFigures {
 	tb.Helper()
 	f := capacityFigures{map[string]float64{}, map[string]float64{}, map[string]float64{}}
 	for _, p := range c.All() {
@@ -120,7 +120,7 @@ func capacitySample(tb testing.TB, c *cluster.Cluster) capacityFigures {
 			}
 		}
 		res.Body.Close()
-		if p.Kind != cluster.KindStore {
+		if p.Kind != launch.KindStore {
 			continue
 		}
 		var size int64

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/seqsvr/seqsvr/internal/poll"
 )
 
 // seqsvr_segment_high_id is what the ID-space alert
@@ -19,7 +21,7 @@ func TestSegmentHighIDMetric(t *testing.T) {
 	if _, err := a.NextIDs(ctx, "t", 25); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "loads to settle", func() bool { return !tagStatus(a, "t").GetLoading() })
+	poll.Until(t, 10*time.Second, "loads to settle", func() bool { return !tagStatus(a, "t").GetLoading() })
 	st := tagStatus(a, "t")
 	want := st.GetCurrent().GetLast()
 	if n := st.GetNext(); n != nil {

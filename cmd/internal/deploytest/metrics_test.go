@@ -12,6 +12,7 @@ import (
 
 	"github.com/seqsvr/seqsvr/cmd/internal/proctest"
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/internal/poll"
 )
 
 // TestMain builds storesvr and allocsvr once for the real-cluster test.
@@ -102,7 +103,7 @@ func TestDashboardAndAlertMetricsExist(t *testing.T) {
 		// A new space reaches an allocsvr's routing table with its next
 		// heartbeat: not_found until then.
 		var seqErr error
-		proctest.WaitUntil(ctx, t, "NextSeqs to answer", func() bool {
+		poll.UntilCtx(ctx, t, "NextSeqs to answer", func() bool {
 			seqErr = proctest.RetryUnavailable(ctx, func() error {
 				_, err := sc.NextSeqs(ctx, connect.NewRequest(&seqsvrv1.NextSeqsRequest{Space: "inbox", Keys: keys}))
 				return err
