@@ -67,7 +67,8 @@ type App struct {
 	// Handler is the rest of what net/http serves; Run fills in the
 	// logger, the metrics registry, the body bound and --pprof.
 	Handler Options
-	// Fast are front routes outside Routes (tests of the front itself).
+	// Fast, when set, replaces the front routes of Routes: for tests of the
+	// front itself, whose routes are no procedure.
 	Fast h1.Handler
 	// Attrs are logged with the "serving" line.
 	Attrs []any
