@@ -11,10 +11,11 @@
 //   - Only a request connect-go would answer exactly the same way is
 //     served (see eligible); every other request is declined and goes to
 //     net/http, and so to the connect-go handler, unchanged.
-//   - Answers are the bytes connect-go sends: the proto body with
+//   - Answers are what connect-go sends: the proto body with
 //     Content-Type application/proto, or connect-go's own JSON error
-//     (written by connect.ErrorWriter), so clients cannot tell the two
-//     apart.
+//     (written by connect.ErrorWriter), and connect-go's Accept-Encoding,
+//     so clients cannot tell the two apart (routestest.Check compares
+//     them).
 //   - A body that does not decode is invalid_argument. Errors, panics and
 //     deadlines are mapped by package errs (Connect, Recovered), as the
 //     connect-go handlers map them, so both answer alike.
