@@ -90,6 +90,10 @@ func TestRunRPCMetricsAndConnectGET(t *testing.T) {
 			if err != nil || len(res.Msg.GetIds()) != 1 || res.Msg.GetIds()[0] != 7 {
 				t.Fatalf("NextIDs: %v %v", res, err)
 			}
+			// The CORS wrapper's Vary, on the front's answers too.
+			if v := res.Header().Values("Vary"); len(v) != 1 || v[0] != "Origin" {
+				t.Fatalf("NextIDs answered Vary %q, want Origin as net/http's CORS wrapper sends it", v)
+			}
 		}
 		if _, err := bin.NextIDs(ctx, connect.NewRequest(&seqsvrv1.NextIDsRequest{Tag: "bad"})); connect.CodeOf(err) != connect.CodeInvalidArgument {
 			t.Fatalf("NextIDs bad: %v, want invalid_argument", err)

@@ -235,7 +235,20 @@ func mount(o *Options, app *App, copts []connect.HandlerOption, maxBodyBytes int
 	if len(t.Procedures)+len(t.Routes) == 0 {
 		return nil
 	}
-	return t.Front(maxBodyBytes, logger)
+	return varyOrigin(t.Front(maxBodyBytes, logger))
+}
+
+// varyOrigin adds to the front's answers the Vary: Origin that net/http's
+// CORS wrapper (withCORS) puts on every answer, so the front's are the
+// same. The front itself declines any request with an Origin.
+func varyOrigin(h h1.Handler) h1.Handler {
+	return h1.HandlerFunc(func(req *h1.Request, resp *h1.Response) bool {
+		if !h.ServeH1(req, resp) {
+			return false
+		}
+		resp.SetHeader("Vary", "Origin")
+		return true
+	})
 }
 
 // shutdown stops srv, giving in-flight requests up to grace, and waits
