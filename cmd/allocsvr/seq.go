@@ -15,7 +15,8 @@ import (
 // openSeq starts per-key sequences: the node heartbeats its lease until
 // ctx ends, and its SeqService is served beside AllocService. The node's
 // Close (stop serving, then a leaving heartbeat) runs once the server has
-// drained. The node's Routes are SeqService's. With --data-dir the node keeps its instance ID across restarts
+// drained; its Routes are SeqService's, added to the process's table. With
+// --data-dir the node keeps its instance ID across restarts
 // (seq.LoadInstance), so a restart after a crash serves at once.
 func openSeq(ctx context.Context, cfg *config, env serve.Env, store *storeclient.Client, svc *alloc.Service, peers peerAccess) (*seq.Node, func(), error) {
 	url := cfg.AdvertiseURL

@@ -219,8 +219,8 @@ func open(ctx context.Context, p Process, srv *Server, reg *prometheus.Registry,
 	return app, nil
 }
 
-// mount adds app.Routes to o and returns the front's routes: the table's,
-// or app.Fast when the table has none.
+// mount adds app.Routes to o and returns the front's routes: app.Fast
+// when set, else the table's (nil when it has none).
 func mount(o *Options, app *App, copts []connect.HandlerOption, maxBodyBytes int64, logger *slog.Logger) h1.Handler {
 	t := app.Routes
 	for _, s := range t.Services(copts...) {
