@@ -8,7 +8,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/seqsvr/seqsvr/cmd/internal/serve"
-	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 	"github.com/seqsvr/seqsvr/storage"
 	"github.com/seqsvr/seqsvr/web"
 )
@@ -84,14 +83,12 @@ func (cfg *config) open(_ context.Context, env serve.Env) (*serve.App, error) {
 		st.Close()
 		return nil, err
 	}
-	path, h := seqsvrv1connect.NewStoreServiceHandler(st.Service(), env.ConnectOptions...)
 	return &serve.App{
+		Routes: st.Routes(),
 		Handler: serve.Options{
-			Services: []serve.Service{{Name: seqsvrv1connect.StoreServiceName, Path: path, Handler: h}},
-			Ready:    st.Ready,
-			Page:     web.StorePage,
+			Ready: st.Ready,
+			Page:  web.StorePage,
 		},
-		Fast:  st.FastRoutes(cfg.MaxBodyBytes, logger),
 		Attrs: []any{"node_id", cfg.NodeID, "raft_addr", cfg.RaftAddr, "data_dir", cfg.DataDir, "raft_tls", raftTLS != nil},
 		Close: func() {
 			if err := st.Close(); err != nil {

@@ -2,7 +2,6 @@ package serve
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -15,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/seqsvr/seqsvr/internal/auth"
+	"github.com/seqsvr/seqsvr/internal/errs"
 	"github.com/seqsvr/seqsvr/internal/faults"
 	"github.com/seqsvr/seqsvr/web"
 )
@@ -46,10 +46,7 @@ func ConnectOptions(maxBodyBytes int64, logger *slog.Logger) []connect.HandlerOp
 	return []connect.HandlerOption{
 		connect.WithReadMaxBytes(int(maxBodyBytes)),
 		connect.WithCompressMinBytes(CompressMinBytes),
-		connect.WithRecover(func(ctx context.Context, spec connect.Spec, _ http.Header, p any) error {
-			logger.ErrorContext(ctx, "panic in handler", "procedure", spec.Procedure, "panic", fmt.Sprint(p))
-			return connect.NewError(connect.CodeInternal, errors.New("internal error"))
-		}),
+		errs.RecoverOption(logger), // the front's recovery too (connectfast)
 	}
 }
 

@@ -1,7 +1,4 @@
-// Package connectfasttest serves HTTP/1.1 front routes (package h1) in
-// tests, with a net/http server behind the front that counts the requests
-// it got, so a test can tell which server answered a real client.
-package connectfasttest
+package routestest
 
 import (
 	"context"

@@ -2,7 +2,6 @@ package alloc
 
 import (
 	"context"
-	"log/slog"
 	"math/bits"
 	"slices"
 
@@ -12,30 +11,28 @@ import (
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 	"github.com/seqsvr/seqsvr/internal/connectfast"
-	"github.com/seqsvr/seqsvr/internal/errs"
-	"github.com/seqsvr/seqsvr/internal/h1"
+	"github.com/seqsvr/seqsvr/internal/routes"
 )
 
-// FastRoutes are the routes the HTTP/1.1 front (package h1) answers without
-// net/http: the commonest call, a Connect-protocol unary NextIDs with the
-// binary proto codec (through package connectfast), and the Leaf API's
-// segment GET. What they decline goes to net/http and the full handlers.
-// Under load connect-go's per-call work was about a fifth of the allocsvr's
-// CPU (pprof), as much as the rest of the HTTP stack.
-//
-// Answers are the same bytes net/http and connect-go send (the packed ids,
-// or the Connect JSON error with the contract's code), so clients cannot
-// tell the two apart; the tests check that against net/http.
-func (s *Service) FastRoutes(maxBodyBytes int64, logger *slog.Logger) h1.Handler {
-	var m h1.Mux
-	m.Handle(seqsvrv1connect.AllocServiceNextIDsProcedure, connectfast.H1(maxBodyBytes, logger, s.nextIDsFast))
-	// The Go client's local buffer refills with NextIDRanges.
-	m.Handle(seqsvrv1connect.AllocServiceNextIDRangesProcedure, connectfast.H1(maxBodyBytes, logger, s.nextIDRangesFast))
-	m.Handle(leafSegmentPrefix, h1.HandlerFunc(s.leafSegmentH1))
-	// Per-key sequences, when this allocsvr serves the key (seqfast.go).
-	m.Handle(seqsvrv1connect.SeqServiceNextSeqProcedure, unforwarded(connectfast.H1(maxBodyBytes, logger, s.nextSeqFast)))
-	m.Handle(leafSeqNextPrefix, h1.HandlerFunc(s.leafSeqNextH1))
-	return &m
+// Routes is everything the allocsvr's Service serves, each entry once: the
+// AllocService procedures (the hot two, NextIDs and NextIDRanges, also on
+// the HTTP/1.1 front) and Meituan Leaf's HTTP API (LeafRoutes). Under
+// load connect-go's per-call work was about a fifth of the allocsvr's CPU
+// (pprof), as much as the rest of the HTTP stack; the front's answers are
+// the bytes connect-go sends (routestest checks them), so clients cannot
+// tell the two apart.
+func (s *Service) Routes() routes.Table {
+	return routes.Table{
+		Procedures: []routes.Procedure{
+			routes.Unary(seqsvrv1connect.AllocServiceNextIDsProcedure, s.NextIDs).WithFast(s.nextIDsFast),
+			// The Go client's local buffer refills with NextIDRanges.
+			routes.Unary(seqsvrv1connect.AllocServiceNextIDRangesProcedure, s.NextIDRanges).WithFast(s.nextIDRangesFast),
+			routes.Unary(seqsvrv1connect.AllocServiceNextSnowflakeIDsProcedure, s.NextSnowflakeIDs),
+			routes.Unary(seqsvrv1connect.AllocServiceDecodeSnowflakeProcedure, s.DecodeSnowflake),
+			routes.Unary(seqsvrv1connect.AllocServiceStatusProcedure, s.Status),
+		},
+		Routes: s.LeafRoutes(),
+	}
 }
 
 func (s *Service) nextIDsFast(ctx context.Context, body []byte) ([]byte, error) {
@@ -45,7 +42,7 @@ func (s *Service) nextIDsFast(ctx context.Context, body []byte) ([]byte, error) 
 	}
 	ids, err := s.segmentIDs(ctx, req.GetTag(), req.GetCount())
 	if err != nil {
-		return nil, errs.Connect(err)
+		return nil, err
 	}
 	return appendIDs(body[:0], ids), nil
 }
@@ -59,7 +56,7 @@ func (s *Service) nextIDRangesFast(ctx context.Context, body []byte) ([]byte, er
 	}
 	res, err := s.segmentRanges(ctx, req.GetTag(), req.GetCount())
 	if err != nil {
-		return nil, errs.Connect(err)
+		return nil, err
 	}
 	return proto.MarshalOptions{}.MarshalAppend(body[:0], res)
 }
