@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -128,8 +129,7 @@ func TestBrowser(t *testing.T) {
 // owner and none is moving, so the pages and the truth agree.
 func waitRoutingSettled(t *testing.T, c *launch.Cluster) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	poll.UntilOK(t, 30*time.Second, "the routing of "+testSpace+" to settle", func() error {
 		rt, err := c.StoreClient(c.Stores[0]).GetRouting(ctxT(t), connect.NewRequest(&seqsvrv1.GetRoutingRequest{Space: testSpace}))
 		settled := err == nil && len(rt.Msg.GetSections()) > 0
 		owners := map[string]bool{}
@@ -138,13 +138,10 @@ func waitRoutingSettled(t *testing.T, c *launch.Cluster) {
 			owners[s.GetOwner()] = true
 		}
 		if settled && len(owners) == len(c.Allocs) {
-			return
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("routing of %s not settled: %v %v", testSpace, rt, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return fmt.Errorf("not settled: %v %v", rt, err)
+	})
 }
 
 // truth is the cluster as Go clients see it.
