@@ -53,9 +53,10 @@ type Generator struct {
 }
 
 // highWater persists a timestamp bound ahead of use. Reserve makes sure
-// a bound of at least ms is durable and returns the durable bound.
+// a bound of at least minMs is durable, writing targetMs when it must,
+// and returns the durable bound.
 type highWater interface {
-	Reserve(ms int64) (int64, error)
+	Reserve(minMs, targetMs int64) (int64, error)
 }
 
 // Option tunes a Generator.
@@ -206,7 +207,8 @@ func (g *Generator) admit(ts int64) error {
 		return nil
 	}
 	if ts > g.hwmMs {
-		lim, err := g.hw.Reserve(ts)
+		// On the ID path: only when the background extension fell behind.
+		lim, err := g.hw.Reserve(ts, ts+g.hwAheadMs)
 		if err != nil {
 			return fmt.Errorf("%w: cannot persist the snowflake high-water mark: %v", errs.Unavailable, err)
 		}
@@ -214,11 +216,14 @@ func (g *Generator) admit(ts int64) error {
 	}
 	if !g.extending && ts > g.hwmMs-g.hwAheadMs/highWaterExtendFraction {
 		// Extend off the hot path so the fsync rarely stalls callers.
+		// It asks for more than the mark it knows (not for ts, which the
+		// mark already covers), so it really writes.
 		g.extending = true
 		g.extWG.Add(1)
+		known := g.hwmMs
 		go func() {
 			defer g.extWG.Done()
-			lim, err := g.hw.Reserve(ts)
+			lim, err := g.hw.Reserve(known+1, ts+g.hwAheadMs)
 			g.mu.Lock()
 			defer g.mu.Unlock()
 			g.extending = false

@@ -133,7 +133,7 @@ func Start(ctx context.Context, store WorkerStore, cfg Config) (*Service, error)
 		s.log.Warn(plantedNote("snowflake IDs keep flowing after the lease is lost"))
 	}
 	if cfg.DataDir != "" {
-		c, err := openCache(cfg.DataDir, highWaterAhead.Milliseconds())
+		c, err := openCache(cfg.DataDir)
 		if err != nil {
 			return nil, err
 		}
