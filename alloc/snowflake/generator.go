@@ -14,9 +14,8 @@ import (
 	"github.com/seqsvr/seqsvr/internal/spec"
 )
 
-// The default clock tolerance and the generator's internal limits.
+// The generator's internal limits.
 const (
-	defaultMaxBackwardWait  = 5 * time.Millisecond
 	noLimit                 = math.MaxInt64
 	sleepSpinThreshold      = 2 * time.Millisecond
 	highWaterExtendFraction = 2 // extend in the background when within ahead/2 of the mark
@@ -63,7 +62,8 @@ type highWater interface {
 type Option func(*Generator)
 
 // WithMaxBackwardWait sets how far back the clock may move and be waited
-// out (default 5 ms); more is refused with errs.Unavailable.
+// out (default DefaultConfig().MaxBackwardWait); more is refused with
+// errs.Unavailable.
 func WithMaxBackwardWait(d time.Duration) Option {
 	return func(g *Generator) {
 		if d >= 0 {
@@ -102,7 +102,7 @@ func NewGenerator(layout *seqsvrv1.SnowflakeLayout, workerID, floorMs int64, clk
 	clk = clock.Or(clk)
 	g := &Generator{
 		clock:     clk,
-		maxBackMs: defaultMaxBackwardWait.Milliseconds(),
+		maxBackMs: DefaultConfig().MaxBackwardWait.Milliseconds(),
 		lay:       lay,
 		workerID:  workerID,
 		lastMs:    max(floorMs, lay.epochMs),
