@@ -129,13 +129,14 @@ func (c *cache) Reserve(minMs, targetMs int64) (int64, error) {
 	return d.HighWaterMs, nil
 }
 
-// write replaces the file durably (internal/durable).
+// write replaces the file durably (internal/durable), owner-only (0600)
+// as the cache file always was.
 func (c *cache) write(d cacheData) error {
 	b, err := json.MarshalIndent(d, "", "  ")
 	if err != nil {
 		return err
 	}
-	return durable.Write(filepath.Join(c.dir, cacheFile), cacheVersion, append(b, '\n'), 0o644)
+	return durable.Write(filepath.Join(c.dir, cacheFile), cacheVersion, append(b, '\n'), 0o600)
 }
 
 func (c *cache) close() {
