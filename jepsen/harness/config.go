@@ -93,6 +93,11 @@ type Config struct {
 	// before an unrenewed lease ends).
 	SeqLeaseTTL, SeqHeartbeat time.Duration
 
+	// Paths are the serving paths (history.Paths; "leaf" for both Leaf
+	// paths) that carry load besides connect-go over HTTP/2, which always
+	// does; empty: all of them (see paths.go for the shares).
+	Paths []string
+
 	// OpTimeout bounds one client call.
 	OpTimeout time.Duration
 

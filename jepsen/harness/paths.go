@@ -1,0 +1,289 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"connectrpc.com/connect"
+
+	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
+	"github.com/seqsvr/seqsvr/internal/cluster"
+	"github.com/seqsvr/seqsvr/internal/tlsconf"
+	"github.com/seqsvr/seqsvr/jepsen/history"
+)
+
+// Every scenario's load goes through every serving path (history.Paths):
+// connect-go over HTTP/2, the Connect binary protocol over HTTP/1.1
+// keep-alive (which the allocsvrs' and the stores' HTTP/1.1 front
+// answers), the Leaf GETs over both, and the Go client over both. The
+// shares below are of each worker's calls; the same checkers read every
+// path's operations.
+const (
+	// shareH1 and shareLeaf are the percentages of an alloc or per-key
+	// worker's calls over PathH1 and over the Leaf GETs (split between
+	// leafH1Share percent over HTTP/1.1 and the rest over HTTP/2); the
+	// rest go over PathH2.
+	shareH1     = 30
+	shareLeaf   = 30
+	leafH1Share = 60
+	// storeShareH1 is the percentage of the store workers' reservations
+	// sent over HTTP/1.1 (the store's front answers them on the leader).
+	storeShareH1 = 30
+)
+
+// transports are the harness's HTTP clients per protocol: tokens as
+// cluster.Cluster's own clients carry them (client for the allocsvrs,
+// admin for the stores), keep-alive, many connections per host.
+type transports struct {
+	allocH1, allocH2, storeH1 *http.Client
+}
+
+// newTransports builds the clients for c; sec is nil in the plain mode.
+func newTransports(sec *cluster.Security) (*transports, error) {
+	var t transports
+	var err error
+	clientTok, adminTok := "", ""
+	if sec != nil {
+		clientTok, adminTok = sec.ClientToken, sec.AdminToken
+	}
+	if t.allocH1, err = httpClient(sec, clientTok, false); err != nil {
+		return nil, err
+	}
+	if t.allocH2, err = httpClient(sec, clientTok, true); err != nil {
+		return nil, err
+	}
+	if t.storeH1, err = httpClient(sec, adminTok, false); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+// httpClient speaks only HTTP/1.1 (h2 false: ALPN offers http/1.1 alone,
+// so the server's front serves the connection) or only HTTP/2 (h2 by
+// ALPN, or h2c in the plain mode). The timeout only bounds a call whose
+// context has none.
+func httpClient(sec *cluster.Security, token string, h2 bool) (*http.Client, error) {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	// The workers share these clients: keep their connections alive.
+	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 256, 64
+	var p http.Protocols
+	switch {
+	case !h2:
+		p.SetHTTP1(true)
+	case sec != nil:
+		p.SetHTTP2(true)
+	default:
+		p.SetUnencryptedHTTP2(true)
+	}
+	tr.Protocols = &p
+	tr.ForceAttemptHTTP2 = h2
+	if sec != nil {
+		keys, err := tlsconf.LoadKeyPair(sec.CertFile, sec.KeyFile, nil)
+		if err != nil {
+			return nil, err
+		}
+		cfg, err := tlsconf.Client(sec.CAFile, keys)
+		if err != nil {
+			return nil, fmt.Errorf("harness: TLS client: %w", err)
+		}
+		if !h2 {
+			cfg.NextProtos = []string{"http/1.1"}
+		}
+		tr.TLSClientConfig = cfg
+	}
+	var rt http.RoundTripper = tr
+	if token != "" {
+		rt = bearer{token: "Bearer " + token, next: tr}
+	}
+	return &http.Client{Transport: rt, Timeout: 30 * time.Second}, nil
+}
+
+// bearer adds the Authorization header to every request.
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", b.token)
+	return b.next.RoundTrip(r)
+}
+
+// The HTTP/1.1 Connect clients use connect-go's defaults, the binary
+// codec and POST: the front's routes are Connect unary binary POSTs.
+func (t *transports) allocClientH1(p *cluster.Proc) seqsvrv1connect.AllocServiceClient {
+	return seqsvrv1connect.NewAllocServiceClient(t.allocH1, p.URL())
+}
+
+func (t *transports) seqClientH1(p *cluster.Proc) seqsvrv1connect.SeqServiceClient {
+	return seqsvrv1connect.NewSeqServiceClient(t.allocH1, p.URL())
+}
+
+func (t *transports) storeClientH1(p *cluster.Proc) seqsvrv1connect.StoreServiceClient {
+	return seqsvrv1connect.NewStoreServiceClient(t.storeH1, p.URL())
+}
+
+// pickPath draws the serving path of one alloc or per-key worker call.
+func (w *workload) pickPath(r *rand.Rand) string {
+	n := r.Intn(100)
+	switch {
+	case n < shareH1 && w.allowed(history.PathH1):
+		return history.PathH1
+	case n >= shareH1 && n < shareH1+shareLeaf && w.allowed(history.PathLeafH1):
+		if r.Intn(100) < leafH1Share {
+			return history.PathLeafH1
+		}
+		return history.PathLeafH2
+	}
+	return history.PathH2
+}
+
+// allowed reports whether the run's Config.Paths lets path carry load.
+func (w *workload) allowed(path string) bool {
+	if len(w.cfg.Paths) == 0 {
+		return true
+	}
+	for _, p := range w.cfg.Paths {
+		if p == path || p == "leaf" && strings.HasPrefix(path, "leaf-") {
+			return true
+		}
+	}
+	return false
+}
+
+// leafGet is one Leaf GET of path (e.g. /api/segment/get/ids-0) on p
+// over path's transport: the decimal value of a 200, else an error whose
+// Connect code is the one the status stands for (errs.HTTPStatus), with
+// the body's one-line reason.
+func (w *workload) leafGet(ctx context.Context, p *cluster.Proc, leafPath, urlPath string) (int64, error) {
+	hc := w.tr.allocH2
+	if leafPath == history.PathLeafH1 {
+		hc = w.tr.allocH1
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.URL()+urlPath, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, leafTransportError(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if err != nil {
+		return 0, connect.NewError(connect.CodeUnknown, err)
+	}
+	text := strings.TrimSpace(string(body))
+	if resp.StatusCode != http.StatusOK {
+		return 0, connect.NewError(leafCode(resp.StatusCode), fmt.Errorf("leaf %d: %s", resp.StatusCode, text))
+	}
+	v, err := strconv.ParseInt(text, 10, 64)
+	if err != nil {
+		// A 200 that is not a number would be a server bug: fail the
+		// call with a code no checker excuses.
+		return 0, connect.NewError(connect.CodeInternal, fmt.Errorf("leaf 200 with body %q", text))
+	}
+	return v, nil
+}
+
+// leafTransportError keeps a dial error visible to workload.end (NotSent)
+// and gives a timeout its Connect code.
+func leafTransportError(err error) error {
+	var ne *net.OpError
+	if errors.As(err, &ne) && ne.Op == "dial" {
+		return ne
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return connect.NewError(connect.CodeDeadlineExceeded, err)
+	}
+	if errors.Is(err, context.Canceled) {
+		return connect.NewError(connect.CodeCanceled, err)
+	}
+	return connect.NewError(connect.CodeUnavailable, err)
+}
+
+// leafCode is the Connect code a Leaf status stands for: errs.HTTPStatus
+// read backwards (503 is unavailable; canceled maps there too, and reads
+// as the retryable one).
+func leafCode(status int) connect.Code {
+	switch status {
+	case http.StatusBadRequest:
+		return connect.CodeInvalidArgument
+	case http.StatusNotFound:
+		return connect.CodeNotFound
+	case http.StatusConflict:
+		return connect.CodeAlreadyExists
+	case http.StatusPreconditionFailed:
+		return connect.CodeFailedPrecondition
+	case http.StatusUnauthorized:
+		return connect.CodeUnauthenticated
+	case http.StatusForbidden:
+		return connect.CodePermissionDenied
+	case http.StatusServiceUnavailable:
+		return connect.CodeUnavailable
+	case http.StatusTooManyRequests:
+		return connect.CodeResourceExhausted
+	case http.StatusGatewayTimeout:
+		return connect.CodeDeadlineExceeded
+	}
+	return connect.CodeInternal
+}
+
+// frontMetric counts the requests a process's HTTP/1.1 front answered
+// without net/http (cmd/internal/serve).
+const frontMetric = "seqsvr_http_fast_requests_total"
+
+// frontAnswered reads frontMetric from every running process's /metrics
+// (open, no token): how many calls the fronts answered in the processes'
+// last lifetimes (a restart starts the counter again), a check from the
+// servers' side that the HTTP/1.1 paths reached them. A process that
+// does not answer is left out.
+func frontAnswered(ctx context.Context, t *transports, c *cluster.Cluster) map[string]int64 {
+	out := map[string]int64{}
+	for _, p := range c.All() {
+		if !p.Running() || p.Paused() {
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		v, ok := scrape(cctx, t.allocH1, p.URL()+"/metrics", frontMetric)
+		cancel()
+		if ok {
+			out[p.Name] = int64(v)
+		}
+	}
+	return out
+}
+
+// scrape reads one unlabelled sample of metric from a Prometheus text
+// page.
+func scrape(ctx context.Context, hc *http.Client, url, metric string) (float64, bool) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, false
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, false
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return 0, false
+	}
+	for line := range strings.SplitSeq(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, metric+" "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return f, err == nil
+		}
+	}
+	return 0, false
+}
