@@ -59,7 +59,7 @@ func (w *workload) runClientLoad(ctx context.Context, seed int64, wg *sync.WaitG
 		// certificate and send a token allowed to call the allocsvrs.
 		hc, path := w.tr.allocH2, history.PathClientH2
 		if i%2 == 1 {
-			hc, path = w.tr.allocH1, history.PathClientH1
+			hc, path = w.tr.allocFront, history.PathClientH1
 		}
 		if !w.allowed(path) {
 			continue
@@ -102,14 +102,17 @@ func (w *workload) clientOp(ctx context.Context, r *rand.Rand, cl *client.Client
 }
 
 // clientSeqOp is a NextSeq (half), NextSeqs or CurrentSeqs through cl,
-// which sends each key to its section's owner.
+// which sends each key to its section's owner. Over HTTP/1.1 it is always
+// a NextSeq, which the owner's front answers: the others are not front
+// routes, and their hand-offs would take the client's connections from
+// the front.
 func (w *workload) clientSeqOp(ctx context.Context, r *rand.Rand, cl *client.Client, id int, target, path string) {
 	op := &history.Op{Client: id, Target: target, Path: path, Life: 1, LifeReturn: 1, Space: seqSpace, Call: w.rec.Now()}
 	cctx, cancel := context.WithTimeout(ctx, 3*w.cfg.OpTimeout)
 	var seqs []int64
 	var err error
 	switch n := r.Intn(10); {
-	case n < 5:
+	case n < 5 || path == history.PathClientH1:
 		op.Kind, op.Keys = history.SeqNext, []uint64{w.seqKeys[r.Intn(len(w.seqKeys))]}
 		var v int64
 		if v, err = cl.NextSeq(cctx, seqSpace, op.Keys[0]); err == nil {

@@ -42,9 +42,24 @@ const (
 // transports are the harness's HTTP clients per protocol: tokens as
 // cluster.Cluster's own clients carry them (client for the allocsvrs,
 // admin for the stores), keep-alive, many connections per host.
+//
+// The front hands a connection to net/http for good when it declines a
+// request (a call that is not one of its routes, a key another allocsvr
+// serves, a reservation sent to a follower). So the calls the fronts
+// answer (NextIDs, NextIDRanges, NextSeq, the Leaf segment and per-key
+// next GETs, ReserveSegment) have connection pools of their own
+// (allocFront, storeH1), apart from the other HTTP/1.1 calls (allocH1),
+// and renew closes the idle connections of every HTTP/1.1 pool every
+// frontRenew, so a connection handed off after a decline is replaced by
+// one the front serves.
 type transports struct {
-	allocH1, allocH2, storeH1 *http.Client
+	allocFront, allocH1, allocH2, storeH1 *http.Client
 }
+
+// frontRenew is how often renew closes the HTTP/1.1 pools' idle
+// connections: each lives for many calls, and a handed-off one not for
+// long.
+const frontRenew = 2 * time.Second
 
 // newTransports builds the clients for c; sec is nil in the plain mode.
 func newTransports(sec *cluster.Security) (*transports, error) {
@@ -54,16 +69,41 @@ func newTransports(sec *cluster.Security) (*transports, error) {
 	if sec != nil {
 		clientTok, adminTok = sec.ClientToken, sec.AdminToken
 	}
-	if t.allocH1, err = httpClient(sec, clientTok, false); err != nil {
-		return nil, err
-	}
-	if t.allocH2, err = httpClient(sec, clientTok, true); err != nil {
-		return nil, err
-	}
-	if t.storeH1, err = httpClient(sec, adminTok, false); err != nil {
-		return nil, err
+	for _, c := range []struct {
+		hc    **http.Client
+		token string
+		h2    bool
+	}{{&t.allocFront, clientTok, false}, {&t.allocH1, clientTok, false}, {&t.allocH2, clientTok, true}, {&t.storeH1, adminTok, false}} {
+		if *c.hc, err = httpClient(sec, c.token, c.h2); err != nil {
+			return nil, err
+		}
 	}
 	return &t, nil
+}
+
+// renew closes the HTTP/1.1 pools' idle connections every frontRenew
+// until ctx ends.
+func (t *transports) renew(ctx context.Context) {
+	tick := time.NewTicker(frontRenew)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			for _, hc := range []*http.Client{t.allocFront, t.allocH1, t.storeH1} {
+				hc.CloseIdleConnections()
+			}
+		}
+	}
+}
+
+// h1 is the HTTP/1.1 pool for a call the front answers (front) or not.
+func (t *transports) h1(front bool) *http.Client {
+	if front {
+		return t.allocFront
+	}
+	return t.allocH1
 }
 
 // httpClient speaks only HTTP/1.1 (h2 false: ALPN offers http/1.1 alone,
@@ -120,12 +160,12 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // The HTTP/1.1 Connect clients use connect-go's defaults, the binary
 // codec and POST: the front's routes are Connect unary binary POSTs.
-func (t *transports) allocClientH1(p *cluster.Proc) seqsvrv1connect.AllocServiceClient {
-	return seqsvrv1connect.NewAllocServiceClient(t.allocH1, p.URL())
+func (t *transports) allocClientH1(p *cluster.Proc, front bool) seqsvrv1connect.AllocServiceClient {
+	return seqsvrv1connect.NewAllocServiceClient(t.h1(front), p.URL())
 }
 
-func (t *transports) seqClientH1(p *cluster.Proc) seqsvrv1connect.SeqServiceClient {
-	return seqsvrv1connect.NewSeqServiceClient(t.allocH1, p.URL())
+func (t *transports) seqClientH1(p *cluster.Proc, front bool) seqsvrv1connect.SeqServiceClient {
+	return seqsvrv1connect.NewSeqServiceClient(t.h1(front), p.URL())
 }
 
 func (t *transports) storeClientH1(p *cluster.Proc) seqsvrv1connect.StoreServiceClient {
@@ -161,13 +201,14 @@ func (w *workload) allowed(path string) bool {
 }
 
 // leafGet is one Leaf GET of path (e.g. /api/segment/get/ids-0) on p
-// over path's transport: the decimal value of a 200, else an error whose
+// over path's transport (over HTTP/1.1, front says whether the front
+// answers the route): the decimal value of a 200, else an error whose
 // Connect code is the one the status stands for (errs.HTTPStatus), with
 // the body's one-line reason.
-func (w *workload) leafGet(ctx context.Context, p *cluster.Proc, leafPath, urlPath string) (int64, error) {
+func (w *workload) leafGet(ctx context.Context, p *cluster.Proc, leafPath, urlPath string, front bool) (int64, error) {
 	hc := w.tr.allocH2
 	if leafPath == history.PathLeafH1 {
-		hc = w.tr.allocH1
+		hc = w.tr.h1(front)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.URL()+urlPath, nil)
 	if err != nil {

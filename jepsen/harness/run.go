@@ -179,6 +179,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 
 	runCtx, stop := context.WithTimeout(ctx, cfg.Duration)
 	defer stop()
+	go tr.renew(runCtx)
 	wg := w.run(runCtx, cfg.Seed)
 	var nemErr error
 	if len(faults) > 0 {

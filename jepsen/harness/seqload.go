@@ -124,7 +124,8 @@ func (w *workload) seqCallVia(ctx context.Context, client int, p *cluster.Proc, 
 	op.Space, op.Keys, op.Path = seqSpace, keys, path
 	cli := w.c.SeqClient(p)
 	if path == history.PathH1 {
-		cli = w.tr.seqClientH1(p)
+		// NextSeq is the front's route; the others it hands off.
+		cli = w.tr.seqClientH1(p, kind == history.SeqNext)
 	}
 	var err error
 	switch kind {
@@ -158,7 +159,7 @@ func (w *workload) seqLeaf(ctx context.Context, client int, p *cluster.Proc, pat
 	if kind == history.SeqCurrent {
 		verb = "current"
 	}
-	v, err := w.leafGet(ctx, p, path, fmt.Sprintf("/api/seq/%s/%s/%d", verb, seqSpace, key))
+	v, err := w.leafGet(ctx, p, path, fmt.Sprintf("/api/seq/%s/%s/%d", verb, seqSpace, key), kind == history.SeqNext)
 	if err == nil {
 		op.Seqs = []int64{v}
 	}

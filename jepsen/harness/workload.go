@@ -449,9 +449,6 @@ func (w *workload) probe(p *cluster.Proc, client int) {
 func (w *workload) allocOp(ctx context.Context, r *rand.Rand, client int, p *cluster.Proc) {
 	path := w.pickPath(r)
 	cli := w.c.AllocClient(p)
-	if path == history.PathH1 {
-		cli = w.tr.allocClientH1(p)
-	}
 	leaf := path == history.PathLeafH1 || path == history.PathLeafH2
 	cctx, cancel := context.WithTimeout(ctx, w.cfg.OpTimeout)
 	defer cancel()
@@ -469,10 +466,13 @@ func (w *workload) allocOp(ctx context.Context, r *rand.Rand, client int, p *clu
 		var err error
 		if leaf {
 			var id int64
-			if id, err = w.leafGet(cctx, p, path, "/api/segment/get/"+tag); err == nil {
+			if id, err = w.leafGet(cctx, p, path, "/api/segment/get/"+tag, true); err == nil {
 				op.IDs = []int64{id}
 			}
 		} else {
+			if path == history.PathH1 {
+				cli = w.tr.allocClientH1(p, true)
+			}
 			var resp *connect.Response[seqsvrv1.NextIDsResponse]
 			if resp, err = cli.NextIDs(cctx, connect.NewRequest(&seqsvrv1.NextIDsRequest{Tag: op.Tag, Count: int32(count)})); err == nil {
 				op.IDs = resp.Msg.GetIds()
@@ -485,10 +485,13 @@ func (w *workload) allocOp(ctx context.Context, r *rand.Rand, client int, p *clu
 		var err error
 		if leaf {
 			var id int64
-			if id, err = w.leafGet(cctx, p, path, "/api/snowflake/get/"+w.allocTags[0]); err == nil {
+			if id, err = w.leafGet(cctx, p, path, "/api/snowflake/get/"+w.allocTags[0], false); err == nil {
 				op.IDs = []int64{id}
 			}
 		} else {
+			if path == history.PathH1 {
+				cli = w.tr.allocClientH1(p, false)
+			}
 			var resp *connect.Response[seqsvrv1.NextSnowflakeIDsResponse]
 			if resp, err = cli.NextSnowflakeIDs(cctx, connect.NewRequest(&seqsvrv1.NextSnowflakeIDsRequest{Count: int32(count)})); err == nil {
 				op.IDs = resp.Msg.GetIds()
