@@ -46,20 +46,22 @@ const (
 // The front hands a connection to net/http for good when it declines a
 // request (a call that is not one of its routes, a key another allocsvr
 // serves, a reservation sent to a follower). So the calls the fronts
-// answer (NextIDs, NextIDRanges, NextSeq, the Leaf segment and per-key
-// next GETs, ReserveSegment) have connection pools of their own
-// (allocFront, storeH1), apart from the other HTTP/1.1 calls (allocH1),
-// and renew closes the idle connections of every HTTP/1.1 pool every
+// answer have connection pools of their own, apart from the other
+// HTTP/1.1 calls (allocH1): allocFront for NextIDs, NextIDRanges and the
+// Leaf segment GET, which it always answers; seqFront for NextSeq and
+// the Leaf per-key next GET, which it declines for a key another
+// allocsvr serves; storeH1 for ReserveSegment, which a follower declines.
+// And renew closes the idle connections of every HTTP/1.1 pool every
 // frontRenew, so a connection handed off after a decline is replaced by
 // one the front serves.
 type transports struct {
-	allocFront, allocH1, allocH2, storeH1 *http.Client
+	allocFront, seqFront, allocH1, allocH2, storeH1 *http.Client
 }
 
 // frontRenew is how often renew closes the HTTP/1.1 pools' idle
 // connections: each lives for many calls, and a handed-off one not for
 // long.
-const frontRenew = 2 * time.Second
+const frontRenew = time.Second
 
 // newTransports builds the clients for c; sec is nil in the plain mode.
 func newTransports(sec *cluster.Security) (*transports, error) {
@@ -73,7 +75,7 @@ func newTransports(sec *cluster.Security) (*transports, error) {
 		hc    **http.Client
 		token string
 		h2    bool
-	}{{&t.allocFront, clientTok, false}, {&t.allocH1, clientTok, false}, {&t.allocH2, clientTok, true}, {&t.storeH1, adminTok, false}} {
+	}{{&t.allocFront, clientTok, false}, {&t.seqFront, clientTok, false}, {&t.allocH1, clientTok, false}, {&t.allocH2, clientTok, true}, {&t.storeH1, adminTok, false}} {
 		if *c.hc, err = httpClient(sec, c.token, c.h2); err != nil {
 			return nil, err
 		}
@@ -91,17 +93,26 @@ func (t *transports) renew(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-			for _, hc := range []*http.Client{t.allocFront, t.allocH1, t.storeH1} {
+			for _, hc := range []*http.Client{t.allocFront, t.seqFront, t.allocH1, t.storeH1} {
 				hc.CloseIdleConnections()
 			}
 		}
 	}
 }
 
-// h1 is the HTTP/1.1 pool for a call the front answers (front) or not.
-func (t *transports) h1(front bool) *http.Client {
-	if front {
+// Which HTTP/1.1 pool a call takes.
+const (
+	poolOther = iota // not a front route
+	poolFront        // a route the front always answers
+	poolSeq          // a per-key route the front answers for the keys its allocsvr serves
+)
+
+func (t *transports) h1(pool int) *http.Client {
+	switch pool {
+	case poolFront:
 		return t.allocFront
+	case poolSeq:
+		return t.seqFront
 	}
 	return t.allocH1
 }
@@ -160,12 +171,12 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // The HTTP/1.1 Connect clients use connect-go's defaults, the binary
 // codec and POST: the front's routes are Connect unary binary POSTs.
-func (t *transports) allocClientH1(p *cluster.Proc, front bool) seqsvrv1connect.AllocServiceClient {
-	return seqsvrv1connect.NewAllocServiceClient(t.h1(front), p.URL())
+func (t *transports) allocClientH1(p *cluster.Proc, pool int) seqsvrv1connect.AllocServiceClient {
+	return seqsvrv1connect.NewAllocServiceClient(t.h1(pool), p.URL())
 }
 
-func (t *transports) seqClientH1(p *cluster.Proc, front bool) seqsvrv1connect.SeqServiceClient {
-	return seqsvrv1connect.NewSeqServiceClient(t.h1(front), p.URL())
+func (t *transports) seqClientH1(p *cluster.Proc, pool int) seqsvrv1connect.SeqServiceClient {
+	return seqsvrv1connect.NewSeqServiceClient(t.h1(pool), p.URL())
 }
 
 func (t *transports) storeClientH1(p *cluster.Proc) seqsvrv1connect.StoreServiceClient {
@@ -201,14 +212,13 @@ func (w *workload) allowed(path string) bool {
 }
 
 // leafGet is one Leaf GET of path (e.g. /api/segment/get/ids-0) on p
-// over path's transport (over HTTP/1.1, front says whether the front
-// answers the route): the decimal value of a 200, else an error whose
+// over path's transport (over HTTP/1.1, the pool's): the decimal value of a 200, else an error whose
 // Connect code is the one the status stands for (errs.HTTPStatus), with
 // the body's one-line reason.
-func (w *workload) leafGet(ctx context.Context, p *cluster.Proc, leafPath, urlPath string, front bool) (int64, error) {
+func (w *workload) leafGet(ctx context.Context, p *cluster.Proc, leafPath, urlPath string, pool int) (int64, error) {
 	hc := w.tr.allocH2
 	if leafPath == history.PathLeafH1 {
-		hc = w.tr.h1(front)
+		hc = w.tr.h1(pool)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.URL()+urlPath, nil)
 	if err != nil {
@@ -280,51 +290,78 @@ func leafCode(status int) connect.Code {
 }
 
 // frontMetric counts the requests a process's HTTP/1.1 front answered
-// without net/http (cmd/internal/serve).
-const frontMetric = "seqsvr_http_fast_requests_total"
+// without net/http, handoffMetric the connections it handed to net/http
+// by reason (cmd/internal/serve).
+const (
+	frontMetric   = "seqsvr_http_fast_requests_total"
+	handoffMetric = "seqsvr_http_handoffs_total"
+)
 
-// frontAnswered reads frontMetric from every running process's /metrics
-// (open, no token): how many calls the fronts answered in the processes'
-// last lifetimes (a restart starts the counter again), a check from the
-// servers' side that the HTTP/1.1 paths reached them. A process that
-// does not answer is left out.
-func frontAnswered(ctx context.Context, t *transports, c *cluster.Cluster) map[string]int64 {
-	out := map[string]int64{}
+// frontFigures reads frontMetric and handoffMetric from every running
+// process's /metrics (open, no token): how many calls the fronts
+// answered, and how many connections they handed off by reason, in the
+// processes' last lifetimes (a restart starts the counters again); a
+// check from the servers' side that the HTTP/1.1 paths reached them. A
+// process that does not answer is left out.
+func frontFigures(ctx context.Context, t *transports, c *cluster.Cluster) (answered map[string]int64, handoffs map[string]map[string]int64) {
+	answered, handoffs = map[string]int64{}, map[string]map[string]int64{}
 	for _, p := range c.All() {
 		if !p.Running() || p.Paused() {
 			continue
 		}
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		v, ok := scrape(cctx, t.allocH1, p.URL()+"/metrics", frontMetric)
+		samples, ok := scrape(cctx, t.allocH1, p.URL()+"/metrics")
 		cancel()
-		if ok {
-			out[p.Name] = int64(v)
+		if !ok {
+			continue
+		}
+		for name, v := range samples {
+			switch {
+			case name == frontMetric:
+				answered[p.Name] = int64(v)
+			case strings.HasPrefix(name, handoffMetric+"{"):
+				if v == 0 {
+					continue
+				}
+				if handoffs[p.Name] == nil {
+					handoffs[p.Name] = map[string]int64{}
+				}
+				reason := strings.TrimSuffix(strings.TrimPrefix(name, handoffMetric+`{reason="`), `"}`)
+				handoffs[p.Name][reason] = int64(v)
+			}
 		}
 	}
-	return out
+	return answered, handoffs
 }
 
-// scrape reads one unlabelled sample of metric from a Prometheus text
-// page.
-func scrape(ctx context.Context, hc *http.Client, url, metric string) (float64, bool) {
+// scrape reads the samples of a Prometheus text page, by name with
+// labels.
+func scrape(ctx context.Context, hc *http.Client, url string) (map[string]float64, bool) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return 0, false
+		return nil, false
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return 0, false
+		return nil, false
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
 	if err != nil || resp.StatusCode != http.StatusOK {
-		return 0, false
+		return nil, false
 	}
+	out := map[string]float64{}
 	for line := range strings.SplitSeq(string(body), "\n") {
-		if v, ok := strings.CutPrefix(line, metric+" "); ok {
-			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			return f, err == nil
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			continue
+		}
+		if f, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
+			out[line[:i]] = f
 		}
 	}
-	return 0, false
+	return out, true
 }

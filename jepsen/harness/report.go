@@ -38,6 +38,9 @@ type Report struct {
 	// front answered (seqsvr_http_fast_requests_total) at the end of the
 	// run, in its last lifetime.
 	FrontAnswered map[string]int64 `json:"front_answered,omitempty"`
+	// FrontHandoffs is each process's connections handed by its front to
+	// net/http, by reason (seqsvr_http_handoffs_total), likewise.
+	FrontHandoffs map[string]map[string]int64 `json:"front_handoffs,omitempty"`
 	// Spaces sums up the per-key calls of each space.
 	Spaces map[string]SpaceFigures `json:"spaces,omitempty"`
 
@@ -143,6 +146,13 @@ func (r *Report) Table() string {
 			b.WriteString(" answered by the HTTP/1.1 fronts (last lifetimes):")
 			for _, name := range slices.Sorted(maps.Keys(r.FrontAnswered)) {
 				fmt.Fprintf(&b, " %s %d", name, r.FrontAnswered[name])
+				if h := r.FrontHandoffs[name]; len(h) > 0 {
+					var parts []string
+					for _, reason := range slices.Sorted(maps.Keys(h)) {
+						parts = append(parts, fmt.Sprintf("%s %d", reason, h[reason]))
+					}
+					fmt.Fprintf(&b, " (connections handed off: %s)", strings.Join(parts, ", "))
+				}
 			}
 		}
 		b.WriteString("\n")

@@ -231,7 +231,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	fctx, fcancel := context.WithTimeout(ctx, 30*time.Second)
 	defer fcancel()
 	layout := snowflakeLayout(fctx, c)
-	rep.FrontAnswered = frontAnswered(fctx, tr, c)
+	rep.FrontAnswered, rep.FrontHandoffs = frontFigures(fctx, tr, c)
 	// The allocsvrs write on their own (prefetch, lease renewals): stop
 	// them so the members can reach one applied index and stay there.
 	for _, a := range c.Allocs {

@@ -125,7 +125,7 @@ func (w *workload) seqCallVia(ctx context.Context, client int, p *cluster.Proc, 
 	cli := w.c.SeqClient(p)
 	if path == history.PathH1 {
 		// NextSeq is the front's route; the others it hands off.
-		cli = w.tr.seqClientH1(p, kind == history.SeqNext)
+		cli = w.tr.seqClientH1(p, seqPool(kind))
 	}
 	var err error
 	switch kind {
@@ -149,6 +149,15 @@ func (w *workload) seqCallVia(ctx context.Context, client int, p *cluster.Proc, 
 	return op
 }
 
+// seqPool is the HTTP/1.1 pool of a per-key call: NextSeq and the next
+// GET are the front's routes.
+func seqPool(kind string) int {
+	if kind == history.SeqNext {
+		return poolSeq
+	}
+	return poolOther
+}
+
 // seqLeaf is GET /api/seq/next/{space}/{key} (kind SeqNext) or
 // /api/seq/current/... (SeqCurrent) over a Leaf path, recorded as the
 // one-key call it is.
@@ -159,7 +168,7 @@ func (w *workload) seqLeaf(ctx context.Context, client int, p *cluster.Proc, pat
 	if kind == history.SeqCurrent {
 		verb = "current"
 	}
-	v, err := w.leafGet(ctx, p, path, fmt.Sprintf("/api/seq/%s/%s/%d", verb, seqSpace, key), kind == history.SeqNext)
+	v, err := w.leafGet(ctx, p, path, fmt.Sprintf("/api/seq/%s/%s/%d", verb, seqSpace, key), seqPool(kind))
 	if err == nil {
 		op.Seqs = []int64{v}
 	}

@@ -466,12 +466,12 @@ func (w *workload) allocOp(ctx context.Context, r *rand.Rand, client int, p *clu
 		var err error
 		if leaf {
 			var id int64
-			if id, err = w.leafGet(cctx, p, path, "/api/segment/get/"+tag, true); err == nil {
+			if id, err = w.leafGet(cctx, p, path, "/api/segment/get/"+tag, poolFront); err == nil {
 				op.IDs = []int64{id}
 			}
 		} else {
 			if path == history.PathH1 {
-				cli = w.tr.allocClientH1(p, true)
+				cli = w.tr.allocClientH1(p, poolFront)
 			}
 			var resp *connect.Response[seqsvrv1.NextIDsResponse]
 			if resp, err = cli.NextIDs(cctx, connect.NewRequest(&seqsvrv1.NextIDsRequest{Tag: op.Tag, Count: int32(count)})); err == nil {
@@ -485,12 +485,12 @@ func (w *workload) allocOp(ctx context.Context, r *rand.Rand, client int, p *clu
 		var err error
 		if leaf {
 			var id int64
-			if id, err = w.leafGet(cctx, p, path, "/api/snowflake/get/"+w.allocTags[0], false); err == nil {
+			if id, err = w.leafGet(cctx, p, path, "/api/snowflake/get/"+w.allocTags[0], poolOther); err == nil {
 				op.IDs = []int64{id}
 			}
 		} else {
 			if path == history.PathH1 {
-				cli = w.tr.allocClientH1(p, false)
+				cli = w.tr.allocClientH1(p, poolOther)
 			}
 			var resp *connect.Response[seqsvrv1.NextSnowflakeIDsResponse]
 			if resp, err = cli.NextSnowflakeIDs(cctx, connect.NewRequest(&seqsvrv1.NextSnowflakeIDsRequest{Count: int32(count)})); err == nil {
