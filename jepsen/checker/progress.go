@@ -37,7 +37,7 @@ func Progress(ops []*history.Op) Result {
 			ok[op.Kind]++
 		}
 	}
-	for _, k := range []string{history.Create, history.Update, history.Delete, history.SeqNext, history.SeqNexts, history.SeqCurrent, history.Decode} {
+	for _, k := range []string{history.Create, history.Update, history.Delete, history.SeqNext, history.SeqNexts, history.SeqCurrent, history.Decode, history.Status} {
 		if total[k] > 0 {
 			kinds = append(kinds, k)
 		}

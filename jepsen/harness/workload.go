@@ -503,10 +503,28 @@ func (w *workload) allocOp(ctx context.Context, r *rand.Rand, client int, p *clu
 			w.decode(cctx, client, p, cli, path, op.IDs[0])
 		}
 	}
+	if !leaf && r.Intn(statusEvery) == 0 {
+		w.status(cctx, client, p, path)
+	}
 	if ctx.Err() == nil && !p.Running() {
 		// Do not spin on a dead process.
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// statusEvery: one Connect call of an alloc worker in statusEvery is
+// followed by a Status call over the same path.
+const statusEvery = 50
+
+func (w *workload) status(ctx context.Context, client int, p *cluster.Proc, path string) {
+	op := w.begin(client, history.Status, "", p)
+	op.Path = path
+	cli := w.c.AllocClient(p)
+	if path == history.PathH1 {
+		cli = w.tr.allocClientH1(p, poolOther) // not a front route
+	}
+	_, err := cli.Status(ctx, connect.NewRequest(&seqsvrv1.StatusRequest{}))
+	w.end(op, p, err)
 }
 
 // decodeEvery: one snowflake call in decodeEvery is followed by a

@@ -40,6 +40,9 @@ const (
 	// Decode is AllocService.DecodeSnowflake of a snowflake ID the run
 	// was handed (IDs[0]); Decoded is the answer.
 	Decode = "decode"
+	// Status is AllocService.Status (what Leaf shows on its cache page):
+	// no checker reads its answer; Progress wants one answered.
+	Status = "status"
 )
 
 // Serving paths: how an operation reached its server (Op.Path). Each
