@@ -35,8 +35,8 @@ type Report struct {
 	// (history.Paths): path -> [total, ok].
 	OpsByPath map[string][2]int `json:"ops_by_path,omitempty"`
 	// FrontAnswered is each process's count of requests its HTTP/1.1
-	// front answered (seqsvr_http_fast_requests_total) at the end of the
-	// run, in its last lifetime.
+	// front answered (seqsvr_http_fast_requests_total) over its lifetimes,
+	// read every 2 s (frontTally).
 	FrontAnswered map[string]int64 `json:"front_answered,omitempty"`
 	// FrontHandoffs is each process's connections handed by its front to
 	// net/http, by reason (seqsvr_http_handoffs_total), likewise.
@@ -143,7 +143,7 @@ func (r *Report) Table() string {
 			}
 		}
 		if len(r.FrontAnswered) > 0 {
-			b.WriteString(" answered by the HTTP/1.1 fronts (last lifetimes):")
+			b.WriteString(" answered by the HTTP/1.1 fronts (read every 2 s):")
 			for _, name := range slices.Sorted(maps.Keys(r.FrontAnswered)) {
 				fmt.Fprintf(&b, " %s %d", name, r.FrontAnswered[name])
 				if h := r.FrontHandoffs[name]; len(h) > 0 {

@@ -180,6 +180,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	runCtx, stop := context.WithTimeout(ctx, cfg.Duration)
 	defer stop()
 	go tr.renew(runCtx)
+	front := newFrontTally(tr.allocH1)
+	go front.run(runCtx, w.procs)
 	wg := w.run(runCtx, cfg.Seed)
 	var nemErr error
 	if len(faults) > 0 {
@@ -231,7 +233,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	fctx, fcancel := context.WithTimeout(ctx, 30*time.Second)
 	defer fcancel()
 	layout := snowflakeLayout(fctx, c)
-	rep.FrontAnswered, rep.FrontHandoffs = frontFigures(fctx, tr, c)
+	front.read(fctx, w.procs())
+	rep.FrontAnswered, rep.FrontHandoffs = front.figures()
 	// The allocsvrs write on their own (prefetch, lease renewals): stop
 	// them so the members can reach one applied index and stay there.
 	for _, a := range c.Allocs {

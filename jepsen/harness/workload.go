@@ -127,6 +127,13 @@ func (w *workload) removeAlloc(p *cluster.Proc) {
 	w.allocs = slices.DeleteFunc(w.allocs, func(q *cluster.Proc) bool { return q == p })
 }
 
+// procs are the stores and every allocsvr clients may call now.
+func (w *workload) procs() []*cluster.Proc {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append(append([]*cluster.Proc{}, w.c.Stores...), w.allocs...)
+}
+
 func (w *workload) pickAlloc(r *rand.Rand) *cluster.Proc {
 	w.mu.Lock()
 	defer w.mu.Unlock()
