@@ -59,7 +59,7 @@ func (w *workload) runClientLoad(ctx context.Context, seed int64, wg *sync.WaitG
 		// certificate and send a token allowed to call the allocsvrs.
 		hc, path := w.tr.allocH2, history.PathClientH2
 		if i%2 == 1 {
-			hc, path = w.tr.allocFront, history.PathClientH1
+			hc, path = w.tr.clientH1, history.PathClientH1
 		}
 		if !w.allowed(path) {
 			continue

@@ -50,12 +50,14 @@ const (
 // HTTP/1.1 calls (allocH1): allocFront for NextIDs, NextIDRanges and the
 // Leaf segment GET, which it always answers; seqFront for NextSeq and
 // the Leaf per-key next GET, which it declines for a key another
-// allocsvr serves; storeH1 for ReserveSegment, which a follower declines.
+// allocsvr serves; storeH1 for ReserveSegment, which a follower declines;
+// clientH1 for the Go client's worker over HTTP/1.1, whose Routing
+// refreshes the front declines.
 // And renew closes the idle connections of every HTTP/1.1 pool every
 // frontRenew, so a connection handed off after a decline is replaced by
 // one the front serves.
 type transports struct {
-	allocFront, seqFront, allocH1, allocH2, storeH1 *http.Client
+	allocFront, seqFront, allocH1, allocH2, storeH1, clientH1 *http.Client
 }
 
 // frontRenew is how often renew closes the HTTP/1.1 pools' idle
@@ -75,7 +77,7 @@ func newTransports(sec *cluster.Security) (*transports, error) {
 		hc    **http.Client
 		token string
 		h2    bool
-	}{{&t.allocFront, clientTok, false}, {&t.seqFront, clientTok, false}, {&t.allocH1, clientTok, false}, {&t.allocH2, clientTok, true}, {&t.storeH1, adminTok, false}} {
+	}{{&t.allocFront, clientTok, false}, {&t.seqFront, clientTok, false}, {&t.allocH1, clientTok, false}, {&t.allocH2, clientTok, true}, {&t.storeH1, adminTok, false}, {&t.clientH1, clientTok, false}} {
 		if *c.hc, err = httpClient(sec, c.token, c.h2); err != nil {
 			return nil, err
 		}
@@ -93,7 +95,7 @@ func (t *transports) renew(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-			for _, hc := range []*http.Client{t.allocFront, t.seqFront, t.allocH1, t.storeH1} {
+			for _, hc := range []*http.Client{t.allocFront, t.seqFront, t.allocH1, t.storeH1, t.clientH1} {
 				hc.CloseIdleConnections()
 			}
 		}
