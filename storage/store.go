@@ -86,6 +86,9 @@ func diskRaft(cfg Config) (raftParts, error) {
 	}
 	snaps := cleanSnapshots{SnapshotStore: fileSnaps, dir: filepath.Join(cfg.DataDir, "snapshots"), log: cfg.Logger}
 	snaps.reapSnapshotTmp()
+	if err := checkNewestSnapshot(fileSnaps, snaps.dir); err != nil {
+		return raftParts{}, err
+	}
 	adv, err := net.ResolveTCPAddr("tcp", cfg.RaftAddr)
 	if err != nil {
 		return raftParts{}, fmt.Errorf("storage: raft address %q: %w", cfg.RaftAddr, err)

@@ -149,6 +149,11 @@ func (f *Machine) Restore(rc io.ReadCloser) error {
 	if err != nil {
 		return fmt.Errorf("storage: read snapshot: %w", err)
 	}
+	// A newer release's snapshot (one sent by a newer leader during a
+	// rollback) is refused rather than misread.
+	if err := CheckSnapshotFormat("snapshot", b); err != nil {
+		return err
+	}
 	var snap seqsvrv1.FSMSnapshot
 	if err := proto.Unmarshal(b, &snap); err != nil {
 		return fmt.Errorf("storage: decode snapshot: %w", err)
