@@ -11,7 +11,8 @@ GRPCURL_VERSION               := v1.9.3
 FUZZTIME ?= 15s
 # --version of every binary; `go build` without it falls back to the VCS revision.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
-LDFLAGS := -X github.com/seqsvr/seqsvr/internal/version.Version=$(VERSION)
+LDFLAGS := -X github.com/seqsvr/seqsvr/internal/version.Version=$(VERSION) \
+  -X github.com/seqsvr/seqsvr/internal/version.Commit=$(shell git rev-parse HEAD 2>/dev/null)
 export PATH := $(TOOLS)/bin:$(PATH)
 
 .DEFAULT_GOAL := help
