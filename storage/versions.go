@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -35,8 +36,9 @@ type memberVersion struct {
 
 // versionBook holds the members' last answers, by node ID.
 type versionBook struct {
-	mu sync.Mutex
-	m  map[string]memberVersion
+	mu   sync.Mutex
+	m    map[string]memberVersion
+	errs map[string]string // the last poll error by node ID, "" after an answer
 }
 
 func (b *versionBook) set(id string, v memberVersion) {
@@ -46,6 +48,31 @@ func (b *versionBook) set(id string, v memberVersion) {
 		b.m = map[string]memberVersion{}
 	}
 	b.m[id] = v
+}
+
+// noteErr logs when the poll of member id starts failing, or fails
+// differently (with --auth-file, members poll with --join-token-file's
+// token; without one every poll is refused and the cluster version stays
+// where it is), and when it answers again.
+func (b *versionBook) noteErr(log *slog.Logger, id string, err error) {
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	b.mu.Lock()
+	last := b.errs[id]
+	if b.errs == nil {
+		b.errs = map[string]string{}
+	}
+	b.errs[id] = msg
+	b.mu.Unlock()
+	switch {
+	case msg == last:
+	case msg == "":
+		log.Info("member answers the version poll again", "member", id)
+	default:
+		log.Warn("cannot ask a member for its version; the cluster version is not raised until it answers", "member", id, "err", err)
+	}
 }
 
 func (b *versionBook) get(id string) (memberVersion, bool) {
@@ -108,7 +135,11 @@ func (s *Store) pollVersions() map[string]memberVersion {
 		ctx, cancel := context.WithTimeout(s.stopCtx, time.Second)
 		res, err := s.client(addr).ClusterStatus(ctx, connect.NewRequest(&seqsvrv1.ClusterStatusRequest{}))
 		cancel()
-		if err != nil || res.Msg.GetNodeId() != id {
+		if err == nil && res.Msg.GetNodeId() != id {
+			err = fmt.Errorf("%s answered as member %q", addr, res.Msg.GetNodeId())
+		}
+		s.versions.noteErr(s.log, id, err)
+		if err != nil {
 			// Unreachable, or another process at that address: the last
 			// answer stays on display, but it does not count for a raise
 			// (the member may be restarting on another binary).
