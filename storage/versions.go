@@ -145,16 +145,23 @@ func (s *Store) pollVersions() map[string]memberVersion {
 			// (the member may be restarting on another binary).
 			continue
 		}
-		v := memberVersion{level: fsm.BaseLevel}
-		for _, m := range res.Msg.GetMembers() {
-			if m.GetId() == id {
-				v = memberVersion{version: m.GetVersion(), level: max(m.GetLevel(), fsm.BaseLevel)}
-			}
-		}
+		v := selfReported(id, res.Msg)
 		s.versions.set(id, v)
 		fresh[id] = v
 	}
 	return fresh
+}
+
+// selfReported is what member id's own ClusterStatus says about it. A
+// base-release member sends neither version nor level: it is BaseLevel.
+func selfReported(id string, st *seqsvrv1.ClusterStatusResponse) memberVersion {
+	v := memberVersion{level: fsm.BaseLevel}
+	for _, m := range st.GetMembers() {
+		if m.GetId() == id {
+			v = memberVersion{version: m.GetVersion(), level: max(m.GetLevel(), fsm.BaseLevel)}
+		}
+	}
+	return v
 }
 
 // raiseTarget is the level the cluster may be raised to: the lowest level

@@ -41,6 +41,19 @@ func TestRaiseTarget(t *testing.T) {
 	}
 }
 
+// TestSelfReportedOldMember: a base-release member's ClusterStatus (no
+// version, no level) counts as the base level, never as 0 or as current.
+func TestSelfReportedOldMember(t *testing.T) {
+	old := &seqsvrv1.ClusterStatusResponse{NodeId: "b", Members: []*seqsvrv1.Member{{Id: "a", State: "leader"}, {Id: "b", State: "follower"}}}
+	if v := selfReported("b", old); v.level != fsm.BaseLevel || v.version != "" {
+		t.Fatalf("base-release answer read as %+v", v)
+	}
+	cur := &seqsvrv1.ClusterStatusResponse{NodeId: "b", Members: []*seqsvrv1.Member{{Id: "a", Level: 1}, {Id: "b", Version: "0.2.0", Level: 2}}}
+	if v := selfReported("b", cur); v.level != 2 || v.version != "0.2.0" {
+		t.Fatalf("current answer read as %+v", v)
+	}
+}
+
 // TestClusterVersionRaisedWhenEveryMemberReports: with one member
 // reporting the base level the cluster stays at it and a level-2 command
 // is refused; once that member reports level 2 the leader raises the
