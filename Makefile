@@ -196,7 +196,7 @@ lint: tools ## gofmt, go vet, buf lint, buf breaking against the base release's 
 BASE_COMMIT := $(shell sed -n 's/^commit=//p' jepsen/upgrade-base)
 
 .PHONY: breaking
-breaking: $(BUF) ## buf breaking: the proto against the base release's (jepsen/upgrade-base), wire compatibility
+breaking: $(BUF) ## buf breaking: the proto against the base release's (jepsen/upgrade-base), buf.yaml's FILE rules (wire, JSON and generated code)
 	@base=$$(mktemp -d) && trap 'rm -rf $$base' EXIT && \
 	  git archive $(BASE_COMMIT) proto buf.yaml | tar -x -C $$base && \
 	  $(BUF) breaking --against $$base && echo "buf breaking: compatible with $(BASE_COMMIT) (buf.yaml's rules)"
