@@ -23,4 +23,7 @@ var (
 	// ErrDiskIO: this member's data dir failed a write or fsync with an
 	// I/O error; it refuses writes until it is restarted.
 	ErrDiskIO = errs.New(errs.Unavailable, "data dir I/O error")
+	// ErrClusterVersion: a command or field of a feature level the cluster
+	// has not reached (some member may run an older release).
+	ErrClusterVersion = errs.New(errs.FailedPrecondition, "cluster version too low")
 )

@@ -133,6 +133,7 @@ func (s *Store) status() (*seqsvrv1.ClusterStatusResponse, error) {
 			Suffrage: strings.ToLower(srv.Suffrage.String()), State: state,
 		})
 	}
+	s.fillVersions(out)
 	return out, nil
 }
 

@@ -78,7 +78,7 @@ func TestVersionEveryBinary(t *testing.T) {
 			t.Errorf("%s --version: %v", name, err)
 			continue
 		}
-		if !regexp.MustCompile(`^` + name + ` \S+ \(go\S+ \w+/\w+\)\n$`).Match(out) {
+		if !regexp.MustCompile(`^` + name + ` \S+ \(go\S+ \w+/\w+(, commit [0-9a-f]+(\+dirty)?)?\)\n$`).Match(out) {
 			t.Errorf("%s --version printed %q", name, out)
 		}
 	}

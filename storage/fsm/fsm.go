@@ -58,6 +58,9 @@ type fsmState struct {
 	nextWorkerID int64
 	spaces       map[string]*space
 	seqMembers   map[string]*seqsvrv1.SeqMemberState // by node_id
+	// clusterVersion is the feature level raised by NoopCommand; 0 (the
+	// base release's state) reads as BaseLevel.
+	clusterVersion uint32
 }
 
 // New makes an empty state machine. A nil layout is the store's,
@@ -121,6 +124,7 @@ func (f *Machine) applyCommand(cmd *seqsvrv1.Command) Result {
 	case *seqsvrv1.Command_RaiseSections:
 		return f.st.applyRaiseSections(now, c.RaiseSections)
 	case *seqsvrv1.Command_Noop:
+		f.st.applyClusterVersion(c.Noop)
 		return Result{}
 	default:
 		panic(fmt.Sprintf("storage: unknown raft command %T", c))
@@ -144,6 +148,11 @@ func (f *Machine) Restore(rc io.ReadCloser) error {
 	b, err := io.ReadAll(rc)
 	if err != nil {
 		return fmt.Errorf("storage: read snapshot: %w", err)
+	}
+	// A newer release's snapshot (one sent by a newer leader during a
+	// rollback) is refused rather than misread.
+	if err := CheckSnapshotFormat("snapshot", b); err != nil {
+		return err
 	}
 	var snap seqsvrv1.FSMSnapshot
 	if err := proto.Unmarshal(b, &snap); err != nil {

@@ -59,6 +59,7 @@ func (st *fsmState) toProto() *seqsvrv1.FSMSnapshot {
 	for _, k := range sortedKeys(st.seqMembers) {
 		snap.SeqMembers = append(snap.SeqMembers, st.seqMembers[k])
 	}
+	snap.ClusterVersion = st.clusterVersion
 	return snap
 }
 
@@ -69,6 +70,7 @@ func stateFromProto(snap *seqsvrv1.FSMSnapshot, defaultLayout *seqsvrv1.Snowflak
 	}
 	st := newState(layout)
 	st.nextWorkerID = snap.GetNextWorkerId()
+	st.clusterVersion = snap.GetClusterVersion()
 	for _, t := range snap.GetTags() {
 		st.tags[t.GetTag()] = t
 	}

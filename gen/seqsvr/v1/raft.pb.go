@@ -776,10 +776,17 @@ func (x *RemoveMemberCommand) GetId() string {
 }
 
 // NoopCommand is applied by a new leader so reads wait for it (a barrier).
+// It also raises the cluster version: a binary of the base release, which
+// knows NoopCommand but not this field, applies it as a no-op instead of
+// stopping on an unknown command.
 type NoopCommand struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Field 1 is the cluster ID (issue 22).
+	// The cluster version (feature level) to raise to; 0 leaves it. The
+	// level never goes down: a lower one changes nothing.
+	ClusterVersion uint32 `protobuf:"varint,2,opt,name=cluster_version,json=clusterVersion,proto3" json:"cluster_version,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *NoopCommand) Reset() {
@@ -812,6 +819,13 @@ func (*NoopCommand) Descriptor() ([]byte, []int) {
 	return file_seqsvr_v1_raft_proto_rawDescGZIP(), []int{9}
 }
 
+func (x *NoopCommand) GetClusterVersion() uint32 {
+	if x != nil {
+		return x.ClusterVersion
+	}
+	return 0
+}
+
 // FSMSnapshot is the whole FSM state, written by Snapshot and read by Restore.
 type FSMSnapshot struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
@@ -826,9 +840,14 @@ type FSMSnapshot struct {
 	// Deleted tags: tag and max_id only. Re-creating the name continues
 	// above the tombstone's max_id, so no ID is issued twice over a tag's
 	// life (guarantee 7).
-	Tombstones    []*TagState `protobuf:"bytes,9,rep,name=tombstones,proto3" json:"tombstones,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Tombstones []*TagState `protobuf:"bytes,9,rep,name=tombstones,proto3" json:"tombstones,omitempty"`
+	// Fields 10..15 are issue 22's (cluster ID, last applied, restore
+	// fence, format version).
+	// The cluster version (NoopCommand.cluster_version); 0, as in a
+	// snapshot of the base release, is level 1.
+	ClusterVersion uint32 `protobuf:"varint,16,opt,name=cluster_version,json=clusterVersion,proto3" json:"cluster_version,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *FSMSnapshot) Reset() {
@@ -922,6 +941,13 @@ func (x *FSMSnapshot) GetTombstones() []*TagState {
 		return x.Tombstones
 	}
 	return nil
+}
+
+func (x *FSMSnapshot) GetClusterVersion() uint32 {
+	if x != nil {
+		return x.ClusterVersion
+	}
+	return 0
 }
 
 type TagState struct {
@@ -1766,8 +1792,9 @@ const file_seqsvr_v1_raft_proto_rawDesc = "" +
 	"\traft_addr\x18\x02 \x01(\tR\braftAddr\x12\x1b\n" +
 	"\thttp_addr\x18\x03 \x01(\tR\bhttpAddr\"%\n" +
 	"\x13RemoveMemberCommand\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"\r\n" +
-	"\vNoopCommand\"\xc9\x03\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"6\n" +
+	"\vNoopCommand\x12'\n" +
+	"\x0fcluster_version\x18\x02 \x01(\rR\x0eclusterVersion\"\xf2\x03\n" +
 	"\vFSMSnapshot\x12'\n" +
 	"\x04tags\x18\x01 \x03(\v2\x13.seqsvr.v1.TagStateR\x04tags\x124\n" +
 	"\brequests\x18\x02 \x03(\v2\x18.seqsvr.v1.RequestRecordR\brequests\x120\n" +
@@ -1780,7 +1807,8 @@ const file_seqsvr_v1_raft_proto_rawDesc = "" +
 	"seqMembers\x123\n" +
 	"\n" +
 	"tombstones\x18\t \x03(\v2\x13.seqsvr.v1.TagStateR\n" +
-	"tombstones\"\x8f\x01\n" +
+	"tombstones\x12'\n" +
+	"\x0fcluster_version\x18\x10 \x01(\rR\x0eclusterVersion\"\x8f\x01\n" +
 	"\bTagState\x12\x10\n" +
 	"\x03tag\x18\x01 \x01(\tR\x03tag\x12\x15\n" +
 	"\x06max_id\x18\x02 \x01(\x03R\x05maxId\x12\x12\n" +

@@ -951,7 +951,12 @@ type Member struct {
 	// "voter", "nonvoter" or "staging".
 	Suffrage string `protobuf:"bytes,4,opt,name=suffrage,proto3" json:"suffrage,omitempty"`
 	// "leader", "follower", "candidate", "shutdown" or "unknown" as this member sees it.
-	State         string `protobuf:"bytes,5,opt,name=state,proto3" json:"state,omitempty"`
+	State string `protobuf:"bytes,5,opt,name=state,proto3" json:"state,omitempty"`
+	// The member's release version and feature level, as it last answered
+	// the answering member's poll ("" and 0 when it has not answered yet;
+	// a binary of the base release answers no level, shown as 1).
+	Version       string `protobuf:"bytes,6,opt,name=version,proto3" json:"version,omitempty"`
+	Level         uint32 `protobuf:"varint,7,opt,name=level,proto3" json:"level,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1021,6 +1026,20 @@ func (x *Member) GetState() string {
 	return ""
 }
 
+func (x *Member) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *Member) GetLevel() uint32 {
+	if x != nil {
+		return x.Level
+	}
+	return 0
+}
+
 type ClusterStatusResponse struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
 	LeaderId     string                 `protobuf:"bytes,1,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
@@ -1032,9 +1051,14 @@ type ClusterStatusResponse struct {
 	NodeId         string `protobuf:"bytes,6,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
 	LeaderHttpAddr string `protobuf:"bytes,7,opt,name=leader_http_addr,json=leaderHttpAddr,proto3" json:"leader_http_addr,omitempty"`
 	// The answering member's wall clock in Unix milliseconds.
-	NowMs         int64 `protobuf:"varint,8,opt,name=now_ms,json=nowMs,proto3" json:"now_ms,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	NowMs int64 `protobuf:"varint,8,opt,name=now_ms,json=nowMs,proto3" json:"now_ms,omitempty"`
+	// Field 9 is the cluster ID (issue 22).
+	// The cluster version: the feature level every member supported when the
+	// leader last raised it (1 for a cluster of the base release). Commands
+	// and fields of a higher level are not proposed below it.
+	ClusterVersion uint32 `protobuf:"varint,10,opt,name=cluster_version,json=clusterVersion,proto3" json:"cluster_version,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ClusterStatusResponse) Reset() {
@@ -1119,6 +1143,13 @@ func (x *ClusterStatusResponse) GetLeaderHttpAddr() string {
 func (x *ClusterStatusResponse) GetNowMs() int64 {
 	if x != nil {
 		return x.NowMs
+	}
+	return 0
+}
+
+func (x *ClusterStatusResponse) GetClusterVersion() uint32 {
+	if x != nil {
+		return x.ClusterVersion
 	}
 	return 0
 }
@@ -2356,13 +2387,15 @@ const file_seqsvr_v1_store_proto_rawDesc = "" +
 	"\rleader_now_ms\x18\a \x01(\x03R\vleaderNowMs\x12 \n" +
 	"\flease_ttl_ms\x18\b \x01(\x03R\n" +
 	"leaseTtlMs\"\x16\n" +
-	"\x14ClusterStatusRequest\"\x84\x01\n" +
+	"\x14ClusterStatusRequest\"\xb4\x01\n" +
 	"\x06Member\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\traft_addr\x18\x02 \x01(\tR\braftAddr\x12\x1b\n" +
 	"\thttp_addr\x18\x03 \x01(\tR\bhttpAddr\x12\x1a\n" +
 	"\bsuffrage\x18\x04 \x01(\tR\bsuffrage\x12\x14\n" +
-	"\x05state\x18\x05 \x01(\tR\x05state\"\x97\x02\n" +
+	"\x05state\x18\x05 \x01(\tR\x05state\x12\x18\n" +
+	"\aversion\x18\x06 \x01(\tR\aversion\x12\x14\n" +
+	"\x05level\x18\a \x01(\rR\x05level\"\xc0\x02\n" +
 	"\x15ClusterStatusResponse\x12\x1b\n" +
 	"\tleader_id\x18\x01 \x01(\tR\bleaderId\x12+\n" +
 	"\amembers\x18\x02 \x03(\v2\x11.seqsvr.v1.MemberR\amembers\x12\x12\n" +
@@ -2371,7 +2404,9 @@ const file_seqsvr_v1_store_proto_rawDesc = "" +
 	"\rapplied_index\x18\x05 \x01(\x04R\fappliedIndex\x12\x17\n" +
 	"\anode_id\x18\x06 \x01(\tR\x06nodeId\x12(\n" +
 	"\x10leader_http_addr\x18\a \x01(\tR\x0eleaderHttpAddr\x12\x15\n" +
-	"\x06now_ms\x18\b \x01(\x03R\x05nowMs\"\\\n" +
+	"\x06now_ms\x18\b \x01(\x03R\x05nowMs\x12'\n" +
+	"\x0fcluster_version\x18\n" +
+	" \x01(\rR\x0eclusterVersion\"\\\n" +
 	"\x10AddMemberRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\traft_addr\x18\x02 \x01(\tR\braftAddr\x12\x1b\n" +
