@@ -22,7 +22,7 @@ func openGoldenCache(t *testing.T, golden string) *cache {
 	if err := os.WriteFile(filepath.Join(dir, cacheFile), b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c, err := openCache(dir, 0)
+	c, err := openCache(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestGoldenBaseCache(t *testing.T) {
 		d.EpochMs != 1704067200000 || d.TimestampBits != 41 || d.WorkerBits != 10 || d.SequenceBits != 12 {
 		t.Fatalf("read %+v", d)
 	}
-	if hw, err := c.Reserve(1); err != nil || hw != 1795671891333 {
+	if hw, err := c.Reserve(1, 1); err != nil || hw != 1795671891333 {
 		t.Fatalf("Reserve below the mark: %d, %v; the mark must not move down", hw, err)
 	}
 }
