@@ -14,6 +14,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 )
 
@@ -212,4 +213,12 @@ func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// stateOnly is st without the record of the last command applied (its
+// index, term and time), which a command refused by the state machine
+// moves too.
+func stateOnly(st *seqsvrv1.FSMSnapshot) *seqsvrv1.FSMSnapshot {
+	st.LastIndex, st.LastTerm, st.LastNowMs = 0, 0, 0
+	return st
 }

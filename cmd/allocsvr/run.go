@@ -43,6 +43,7 @@ func (cfg *config) open(ctx context.Context, env serve.Env) (*serve.App, error) 
 		Registerer:       env.Registry,
 	})
 	svc := alloc.NewService(cfg.NodeID, seg)
+	svc.SetClusterID(store.ClusterID)
 	var services []serve.Service
 	closeSeq := func() {}
 	if cfg.Seq {

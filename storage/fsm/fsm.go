@@ -49,6 +49,7 @@ type Machine struct {
 type fsmState struct {
 	tags         map[string]*seqsvrv1.TagState
 	tombstones   map[string]int64 // deleted tag -> its max_id; never shown by GetTag/ListTags
+	tombRates    map[string]int64 // deleted tag -> its peak rate per second (for a restore's jump)
 	requests     map[string]*seqsvrv1.RequestRecord
 	order        []string // request IDs oldest first; order[head:] is live
 	head         int
@@ -58,6 +59,14 @@ type fsmState struct {
 	nextWorkerID int64
 	spaces       map[string]*space
 	seqMembers   map[string]*seqsvrv1.SeqMemberState // by node_id
+	// clusterID is fixed once (SetClusterIdCommand or a restore).
+	clusterID string
+	// The last command applied: its Raft index and term, and the largest
+	// now_ms seen (the time of the last applied entry, for --recover).
+	lastIndex, lastTerm uint64
+	lastNowMs           int64
+	// restoreFenceMs: no worker ID or section is granted before it.
+	restoreFenceMs int64
 }
 
 // New makes an empty state machine. A nil layout is the store's,
@@ -73,6 +82,7 @@ func newState(layout *seqsvrv1.SnowflakeLayout) *fsmState {
 	return &fsmState{
 		tags:       map[string]*seqsvrv1.TagState{},
 		tombstones: map[string]int64{},
+		tombRates:  map[string]int64{},
 		requests:   map[string]*seqsvrv1.RequestRecord{},
 		workers:    map[string]*seqsvrv1.WorkerState{},
 		members:    map[string]*seqsvrv1.MemberInfo{},
@@ -90,13 +100,14 @@ func (f *Machine) Apply(l *raft.Log) interface{} {
 	if err := proto.Unmarshal(l.Data, &cmd); err != nil {
 		panic(fmt.Sprintf("storage: undecodable raft entry at index %d: %v", l.Index, err))
 	}
-	return f.applyCommand(&cmd)
+	return f.applyCommand(&cmd, l.Index, l.Term)
 }
 
-func (f *Machine) applyCommand(cmd *seqsvrv1.Command) Result {
+func (f *Machine) applyCommand(cmd *seqsvrv1.Command, index, term uint64) Result {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	now := cmd.GetNowMs()
+	f.st.lastIndex, f.st.lastTerm, f.st.lastNowMs = index, term, max(f.st.lastNowMs, now)
 	switch c := cmd.GetCmd().(type) {
 	case *seqsvrv1.Command_CreateTag:
 		return f.st.applyCreateTag(now, c.CreateTag)
@@ -120,6 +131,8 @@ func (f *Machine) applyCommand(cmd *seqsvrv1.Command) Result {
 		return f.st.applySeqHeartbeat(now, c.SeqHeartbeat)
 	case *seqsvrv1.Command_RaiseSections:
 		return f.st.applyRaiseSections(now, c.RaiseSections)
+	case *seqsvrv1.Command_SetClusterId:
+		return f.st.applySetClusterID(c.SetClusterId)
 	case *seqsvrv1.Command_Noop:
 		return Result{}
 	default:
@@ -148,6 +161,9 @@ func (f *Machine) Restore(rc io.ReadCloser) error {
 	var snap seqsvrv1.FSMSnapshot
 	if err := proto.Unmarshal(b, &snap); err != nil {
 		return fmt.Errorf("storage: decode snapshot: %w", err)
+	}
+	if v := snap.GetFormatVersion(); v > FormatVersion {
+		return fmt.Errorf("%w: snapshot format version %d, this binary reads up to %d: upgrade the binary", ErrFormatVersion, v, FormatVersion)
 	}
 	st := stateFromProto(&snap, f.defaultLayout)
 	f.mu.Lock()

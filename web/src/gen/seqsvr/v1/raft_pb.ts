@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file seqsvr/v1/raft.proto.
  */
 export const file_seqsvr_v1_raft: GenFile = /*@__PURE__*/
-  fileDesc("ChRzZXFzdnIvdjEvcmFmdC5wcm90bxIJc2Vxc3ZyLnYxIqkFCgdDb21tYW5kEg4KBm5vd19tcxgBIAEoAxIxCgpjcmVhdGVfdGFnGAogASgLMhsuc2Vxc3ZyLnYxLkNyZWF0ZVRhZ0NvbW1hbmRIABIxCgp1cGRhdGVfdGFnGAsgASgLMhsuc2Vxc3ZyLnYxLlVwZGF0ZVRhZ0NvbW1hbmRIABIxCgpkZWxldGVfdGFnGAwgASgLMhsuc2Vxc3ZyLnYxLkRlbGV0ZVRhZ0NvbW1hbmRIABI7Cg9yZXNlcnZlX3NlZ21lbnQYDSABKAsyIC5zZXFzdnIudjEuUmVzZXJ2ZVNlZ21lbnRDb21tYW5kSAASOwoPcmVnaXN0ZXJfd29ya2VyGA4gASgLMiAuc2Vxc3ZyLnYxLlJlZ2lzdGVyV29ya2VyQ29tbWFuZEgAEjUKDHJlbmV3X3dvcmtlchgPIAEoCzIdLnNlcXN2ci52MS5SZW5ld1dvcmtlckNvbW1hbmRIABIxCgpzZXRfbWVtYmVyGBAgASgLMhsuc2Vxc3ZyLnYxLlNldE1lbWJlckNvbW1hbmRIABI3Cg1yZW1vdmVfbWVtYmVyGBEgASgLMh4uc2Vxc3ZyLnYxLlJlbW92ZU1lbWJlckNvbW1hbmRIABImCgRub29wGBIgASgLMhYuc2Vxc3ZyLnYxLk5vb3BDb21tYW5kSAASNQoMY3JlYXRlX3NwYWNlGBMgASgLMh0uc2Vxc3ZyLnYxLkNyZWF0ZVNwYWNlQ29tbWFuZEgAEjcKDXNlcV9oZWFydGJlYXQYFCABKAsyHi5zZXFzdnIudjEuU2VxSGVhcnRiZWF0Q29tbWFuZEgAEjkKDnJhaXNlX3NlY3Rpb25zGBUgASgLMh8uc2Vxc3ZyLnYxLlJhaXNlU2VjdGlvbnNDb21tYW5kSABCBQoDY21kIlEKEENyZWF0ZVRhZ0NvbW1hbmQSCwoDdGFnGAEgASgJEg0KBXN0YXJ0GAIgASgDEgwKBHN0ZXAYAyABKAMSEwoLZGVzY3JpcHRpb24YBCABKAkiVwoQVXBkYXRlVGFnQ29tbWFuZBILCgN0YWcYASABKAkSDAoEc3RlcBgCIAEoAxIYCgtkZXNjcmlwdGlvbhgDIAEoCUgAiAEBQg4KDF9kZXNjcmlwdGlvbiIfChBEZWxldGVUYWdDb21tYW5kEgsKA3RhZxgBIAEoCSJcChVSZXNlcnZlU2VnbWVudENvbW1hbmQSCwoDdGFnGAEgASgJEgwKBHNpemUYAiABKAMSEgoKcmVxdWVzdF9pZBgDIAEoCRIUCgxyZWNvcmRfbGltaXQYBCABKAMieQoVUmVnaXN0ZXJXb3JrZXJDb21tYW5kEg8KB25vZGVfaWQYASABKAkSDgoGbm93X21zGAIgASgDEhMKC2luc3RhbmNlX2lkGAMgASgJEhQKDGxlYXNlX3R0bF9tcxgEIAEoAxIUCgxyZXRlbnRpb25fbXMYBSABKAMicwoSUmVuZXdXb3JrZXJDb21tYW5kEg8KB25vZGVfaWQYASABKAkSEQoJd29ya2VyX2lkGAIgASgDEg4KBm5vd19tcxgDIAEoAxITCgtpbnN0YW5jZV9pZBgEIAEoCRIUCgxsZWFzZV90dGxfbXMYBSABKAMiRAoQU2V0TWVtYmVyQ29tbWFuZBIKCgJpZBgBIAEoCRIRCglyYWZ0X2FkZHIYAiABKAkSEQoJaHR0cF9hZGRyGAMgASgJIiEKE1JlbW92ZU1lbWJlckNvbW1hbmQSCgoCaWQYASABKAkiDQoLTm9vcENvbW1hbmQi8QIKC0ZTTVNuYXBzaG90EiEKBHRhZ3MYASADKAsyEy5zZXFzdnIudjEuVGFnU3RhdGUSKgoIcmVxdWVzdHMYAiADKAsyGC5zZXFzdnIudjEuUmVxdWVzdFJlY29yZBInCgd3b3JrZXJzGAMgAygLMhYuc2Vxc3ZyLnYxLldvcmtlclN0YXRlEiYKB21lbWJlcnMYBCADKAsyFS5zZXFzdnIudjEuTWVtYmVySW5mbxIqCgZsYXlvdXQYBSABKAsyGi5zZXFzdnIudjEuU25vd2ZsYWtlTGF5b3V0EhYKDm5leHRfd29ya2VyX2lkGAYgASgDEiUKBnNwYWNlcxgHIAMoCzIVLnNlcXN2ci52MS5TcGFjZVN0YXRlEi4KC3NlcV9tZW1iZXJzGAggAygLMhkuc2Vxc3ZyLnYxLlNlcU1lbWJlclN0YXRlEicKCnRvbWJzdG9uZXMYCSADKAsyEy5zZXFzdnIudjEuVGFnU3RhdGUiYgoIVGFnU3RhdGUSCwoDdGFnGAEgASgJEg4KBm1heF9pZBgCIAEoAxIMCgRzdGVwGAMgASgDEhMKC2Rlc2NyaXB0aW9uGAQgASgJEhYKDnVwZGF0ZV90aW1lX21zGAUgASgDIk0KDVJlcXVlc3RSZWNvcmQSEgoKcmVxdWVzdF9pZBgBIAEoCRILCgN0YWcYAiABKAkSDQoFZmlyc3QYAyABKAMSDAoEbGFzdBgEIAEoAyKSAQoLV29ya2VyU3RhdGUSDwoHbm9kZV9pZBgBIAEoCRIRCgl3b3JrZXJfaWQYAiABKAMSGQoRbGFzdF90aW1lc3RhbXBfbXMYAyABKAMSGAoQbGVhc2VfZXhwaXJlc19tcxgEIAEoAxITCgtpbnN0YW5jZV9pZBgFIAEoCRIVCg1yZWdpc3RlcmVkX21zGAYgASgDIj4KCk1lbWJlckluZm8SCgoCaWQYASABKAkSEQoJcmFmdF9hZGRyGAIgASgJEhEKCWh0dHBfYWRkchgDIAEoCSJvChJDcmVhdGVTcGFjZUNvbW1hbmQSDQoFc3BhY2UYASABKAkSEQoJa2V5X2NvdW50GAIgASgEEhQKDHNlY3Rpb25fc2l6ZRgDIAEoBBIMCgRzdGVwGAQgASgDEhMKC2Rlc2NyaXB0aW9uGAUgASgJIpkBChNTZXFIZWFydGJlYXRDb21tYW5kEg8KB25vZGVfaWQYASABKAkSEwoLaW5zdGFuY2VfaWQYAiABKAkSCwoDdXJsGAMgASgJEg8KB2xlYXZpbmcYBCABKAgSKAoIcmVsZWFzZWQYBSADKAsyFi5zZXFzdnIudjEuU2VjdGlvblNwYW4SFAoMbGVhc2VfdHRsX21zGAYgASgDInYKFFJhaXNlU2VjdGlvbnNDb21tYW5kEg8KB25vZGVfaWQYASABKAkSEwoLaW5zdGFuY2VfaWQYAiABKAkSDQoFc3BhY2UYAyABKAkSKQoIc2VjdGlvbnMYBCADKAsyFy5zZXFzdnIudjEuU2VjdGlvblJhaXNlIu4BCgpTcGFjZVN0YXRlEg0KBXNwYWNlGAEgASgJEhEKCWtleV9jb3VudBgCIAEoBBIUCgxzZWN0aW9uX3NpemUYAyABKAQSDAoEc3RlcBgEIAEoAxITCgtkZXNjcmlwdGlvbhgFIAEoCRIWCg5jcmVhdGVfdGltZV9tcxgGIAEoAxIXCg9yb3V0aW5nX3ZlcnNpb24YByABKAQSKQoIc2VjdGlvbnMYCCADKAsyFy5zZXFzdnIudjEuU2VjdGlvblJhbmdlEikKBW1heGVzGAkgAygLMhouc2Vxc3ZyLnYxLlNlY3Rpb25NYXhTdGF0ZSJXCg9TZWN0aW9uTWF4U3RhdGUSDwoHc2VjdGlvbhgBIAEoBBIPCgdtYXhfc2VxGAIgASgDEhQKDHVzZWRfdHJhY2tlZBgDIAEoCBIMCgR1c2VkGAQgASgMIm4KDlNlcU1lbWJlclN0YXRlEg8KB25vZGVfaWQYASABKAkSEwoLaW5zdGFuY2VfaWQYAiABKAkSCwoDdXJsGAMgASgJEhgKEGxlYXNlX2V4cGlyZXNfbXMYBCABKAMSDwoHbGVhdmluZxgFIAEoCEIxWi9naXRodWIuY29tL3NlcXN2ci9zZXFzdnIvZ2VuL3NlcXN2ci92MTtzZXFzdnJ2MWIGcHJvdG8z", [file_seqsvr_v1_store]);
+  fileDesc("ChRzZXFzdnIvdjEvcmFmdC5wcm90bxIJc2Vxc3ZyLnYxIuMFCgdDb21tYW5kEg4KBm5vd19tcxgBIAEoAxIxCgpjcmVhdGVfdGFnGAogASgLMhsuc2Vxc3ZyLnYxLkNyZWF0ZVRhZ0NvbW1hbmRIABIxCgp1cGRhdGVfdGFnGAsgASgLMhsuc2Vxc3ZyLnYxLlVwZGF0ZVRhZ0NvbW1hbmRIABIxCgpkZWxldGVfdGFnGAwgASgLMhsuc2Vxc3ZyLnYxLkRlbGV0ZVRhZ0NvbW1hbmRIABI7Cg9yZXNlcnZlX3NlZ21lbnQYDSABKAsyIC5zZXFzdnIudjEuUmVzZXJ2ZVNlZ21lbnRDb21tYW5kSAASOwoPcmVnaXN0ZXJfd29ya2VyGA4gASgLMiAuc2Vxc3ZyLnYxLlJlZ2lzdGVyV29ya2VyQ29tbWFuZEgAEjUKDHJlbmV3X3dvcmtlchgPIAEoCzIdLnNlcXN2ci52MS5SZW5ld1dvcmtlckNvbW1hbmRIABIxCgpzZXRfbWVtYmVyGBAgASgLMhsuc2Vxc3ZyLnYxLlNldE1lbWJlckNvbW1hbmRIABI3Cg1yZW1vdmVfbWVtYmVyGBEgASgLMh4uc2Vxc3ZyLnYxLlJlbW92ZU1lbWJlckNvbW1hbmRIABImCgRub29wGBIgASgLMhYuc2Vxc3ZyLnYxLk5vb3BDb21tYW5kSAASNQoMY3JlYXRlX3NwYWNlGBMgASgLMh0uc2Vxc3ZyLnYxLkNyZWF0ZVNwYWNlQ29tbWFuZEgAEjcKDXNlcV9oZWFydGJlYXQYFCABKAsyHi5zZXFzdnIudjEuU2VxSGVhcnRiZWF0Q29tbWFuZEgAEjkKDnJhaXNlX3NlY3Rpb25zGBUgASgLMh8uc2Vxc3ZyLnYxLlJhaXNlU2VjdGlvbnNDb21tYW5kSAASOAoOc2V0X2NsdXN0ZXJfaWQYFiABKAsyHi5zZXFzdnIudjEuU2V0Q2x1c3RlcklkQ29tbWFuZEgAQgUKA2NtZCIpChNTZXRDbHVzdGVySWRDb21tYW5kEhIKCmNsdXN0ZXJfaWQYASABKAkiUQoQQ3JlYXRlVGFnQ29tbWFuZBILCgN0YWcYASABKAkSDQoFc3RhcnQYAiABKAMSDAoEc3RlcBgDIAEoAxITCgtkZXNjcmlwdGlvbhgEIAEoCSJXChBVcGRhdGVUYWdDb21tYW5kEgsKA3RhZxgBIAEoCRIMCgRzdGVwGAIgASgDEhgKC2Rlc2NyaXB0aW9uGAMgASgJSACIAQFCDgoMX2Rlc2NyaXB0aW9uIh8KEERlbGV0ZVRhZ0NvbW1hbmQSCwoDdGFnGAEgASgJIlwKFVJlc2VydmVTZWdtZW50Q29tbWFuZBILCgN0YWcYASABKAkSDAoEc2l6ZRgCIAEoAxISCgpyZXF1ZXN0X2lkGAMgASgJEhQKDHJlY29yZF9saW1pdBgEIAEoAyJ5ChVSZWdpc3RlcldvcmtlckNvbW1hbmQSDwoHbm9kZV9pZBgBIAEoCRIOCgZub3dfbXMYAiABKAMSEwoLaW5zdGFuY2VfaWQYAyABKAkSFAoMbGVhc2VfdHRsX21zGAQgASgDEhQKDHJldGVudGlvbl9tcxgFIAEoAyJzChJSZW5ld1dvcmtlckNvbW1hbmQSDwoHbm9kZV9pZBgBIAEoCRIRCgl3b3JrZXJfaWQYAiABKAMSDgoGbm93X21zGAMgASgDEhMKC2luc3RhbmNlX2lkGAQgASgJEhQKDGxlYXNlX3R0bF9tcxgFIAEoAyJEChBTZXRNZW1iZXJDb21tYW5kEgoKAmlkGAEgASgJEhEKCXJhZnRfYWRkchgCIAEoCRIRCglodHRwX2FkZHIYAyABKAkiIQoTUmVtb3ZlTWVtYmVyQ29tbWFuZBIKCgJpZBgBIAEoCSINCgtOb29wQ29tbWFuZCLzAwoLRlNNU25hcHNob3QSIQoEdGFncxgBIAMoCzITLnNlcXN2ci52MS5UYWdTdGF0ZRIqCghyZXF1ZXN0cxgCIAMoCzIYLnNlcXN2ci52MS5SZXF1ZXN0UmVjb3JkEicKB3dvcmtlcnMYAyADKAsyFi5zZXFzdnIudjEuV29ya2VyU3RhdGUSJgoHbWVtYmVycxgEIAMoCzIVLnNlcXN2ci52MS5NZW1iZXJJbmZvEioKBmxheW91dBgFIAEoCzIaLnNlcXN2ci52MS5Tbm93Zmxha2VMYXlvdXQSFgoObmV4dF93b3JrZXJfaWQYBiABKAMSJQoGc3BhY2VzGAcgAygLMhUuc2Vxc3ZyLnYxLlNwYWNlU3RhdGUSLgoLc2VxX21lbWJlcnMYCCADKAsyGS5zZXFzdnIudjEuU2VxTWVtYmVyU3RhdGUSJwoKdG9tYnN0b25lcxgJIAMoCzITLnNlcXN2ci52MS5UYWdTdGF0ZRISCgpjbHVzdGVyX2lkGAogASgJEhIKCmxhc3RfaW5kZXgYCyABKAQSEQoJbGFzdF90ZXJtGAwgASgEEhMKC2xhc3Rfbm93X21zGA0gASgDEhgKEHJlc3RvcmVfZmVuY2VfbXMYDiABKAMSFgoOZm9ybWF0X3ZlcnNpb24YDyABKA0iVgoJUmF0ZVN0YXRlEhcKD3dpbmRvd19zdGFydF9tcxgBIAEoAxIaChJ3aW5kb3dfc3RhcnRfdmFsdWUYAiABKAMSFAoMcGVha19wZXJfc2VjGAMgASgDIoYBCghUYWdTdGF0ZRILCgN0YWcYASABKAkSDgoGbWF4X2lkGAIgASgDEgwKBHN0ZXAYAyABKAMSEwoLZGVzY3JpcHRpb24YBCABKAkSFgoOdXBkYXRlX3RpbWVfbXMYBSABKAMSIgoEcmF0ZRgGIAEoCzIULnNlcXN2ci52MS5SYXRlU3RhdGUiTQoNUmVxdWVzdFJlY29yZBISCgpyZXF1ZXN0X2lkGAEgASgJEgsKA3RhZxgCIAEoCRINCgVmaXJzdBgDIAEoAxIMCgRsYXN0GAQgASgDIpIBCgtXb3JrZXJTdGF0ZRIPCgdub2RlX2lkGAEgASgJEhEKCXdvcmtlcl9pZBgCIAEoAxIZChFsYXN0X3RpbWVzdGFtcF9tcxgDIAEoAxIYChBsZWFzZV9leHBpcmVzX21zGAQgASgDEhMKC2luc3RhbmNlX2lkGAUgASgJEhUKDXJlZ2lzdGVyZWRfbXMYBiABKAMiPgoKTWVtYmVySW5mbxIKCgJpZBgBIAEoCRIRCglyYWZ0X2FkZHIYAiABKAkSEQoJaHR0cF9hZGRyGAMgASgJIm8KEkNyZWF0ZVNwYWNlQ29tbWFuZBINCgVzcGFjZRgBIAEoCRIRCglrZXlfY291bnQYAiABKAQSFAoMc2VjdGlvbl9zaXplGAMgASgEEgwKBHN0ZXAYBCABKAMSEwoLZGVzY3JpcHRpb24YBSABKAkimQEKE1NlcUhlYXJ0YmVhdENvbW1hbmQSDwoHbm9kZV9pZBgBIAEoCRITCgtpbnN0YW5jZV9pZBgCIAEoCRILCgN1cmwYAyABKAkSDwoHbGVhdmluZxgEIAEoCBIoCghyZWxlYXNlZBgFIAMoCzIWLnNlcXN2ci52MS5TZWN0aW9uU3BhbhIUCgxsZWFzZV90dGxfbXMYBiABKAMidgoUUmFpc2VTZWN0aW9uc0NvbW1hbmQSDwoHbm9kZV9pZBgBIAEoCRITCgtpbnN0YW5jZV9pZBgCIAEoCRINCgVzcGFjZRgDIAEoCRIpCghzZWN0aW9ucxgEIAMoCzIXLnNlcXN2ci52MS5TZWN0aW9uUmFpc2Ui7gEKClNwYWNlU3RhdGUSDQoFc3BhY2UYASABKAkSEQoJa2V5X2NvdW50GAIgASgEEhQKDHNlY3Rpb25fc2l6ZRgDIAEoBBIMCgRzdGVwGAQgASgDEhMKC2Rlc2NyaXB0aW9uGAUgASgJEhYKDmNyZWF0ZV90aW1lX21zGAYgASgDEhcKD3JvdXRpbmdfdmVyc2lvbhgHIAEoBBIpCghzZWN0aW9ucxgIIAMoCzIXLnNlcXN2ci52MS5TZWN0aW9uUmFuZ2USKQoFbWF4ZXMYCSADKAsyGi5zZXFzdnIudjEuU2VjdGlvbk1heFN0YXRlInsKD1NlY3Rpb25NYXhTdGF0ZRIPCgdzZWN0aW9uGAEgASgEEg8KB21heF9zZXEYAiABKAMSFAoMdXNlZF90cmFja2VkGAMgASgIEgwKBHVzZWQYBCABKAwSIgoEcmF0ZRgFIAEoCzIULnNlcXN2ci52MS5SYXRlU3RhdGUibgoOU2VxTWVtYmVyU3RhdGUSDwoHbm9kZV9pZBgBIAEoCRITCgtpbnN0YW5jZV9pZBgCIAEoCRILCgN1cmwYAyABKAkSGAoQbGVhc2VfZXhwaXJlc19tcxgEIAEoAxIPCgdsZWF2aW5nGAUgASgIQjFaL2dpdGh1Yi5jb20vc2Vxc3ZyL3NlcXN2ci9nZW4vc2Vxc3ZyL3YxO3NlcXN2cnYxYgZwcm90bzM", [file_seqsvr_v1_store]);
 
 /**
  * Command is the Raft log format: one entry, one Command. The FSM applies it
@@ -103,6 +103,12 @@ export type Command = Message<"seqsvr.v1.Command"> & {
      */
     value: RaiseSectionsCommand;
     case: "raiseSections";
+  } | {
+    /**
+     * @generated from field: seqsvr.v1.SetClusterIdCommand set_cluster_id = 22;
+     */
+    value: SetClusterIdCommand;
+    case: "setClusterId";
   } | { case: undefined; value?: undefined };
 };
 
@@ -112,6 +118,27 @@ export type Command = Message<"seqsvr.v1.Command"> & {
  */
 export const CommandSchema: GenMessage<Command> = /*@__PURE__*/
   messageDesc(file_seqsvr_v1_raft, 0);
+
+/**
+ * SetClusterIdCommand records the cluster's identity. The first one
+ * applied wins; later ones change nothing. The ID is generated by the
+ * proposing leader, never in Apply.
+ *
+ * @generated from message seqsvr.v1.SetClusterIdCommand
+ */
+export type SetClusterIdCommand = Message<"seqsvr.v1.SetClusterIdCommand"> & {
+  /**
+   * @generated from field: string cluster_id = 1;
+   */
+  clusterId: string;
+};
+
+/**
+ * Describes the message seqsvr.v1.SetClusterIdCommand.
+ * Use `create(SetClusterIdCommandSchema)` to create a new message.
+ */
+export const SetClusterIdCommandSchema: GenMessage<SetClusterIdCommand> = /*@__PURE__*/
+  messageDesc(file_seqsvr_v1_raft, 1);
 
 /**
  * @generated from message seqsvr.v1.CreateTagCommand
@@ -143,7 +170,7 @@ export type CreateTagCommand = Message<"seqsvr.v1.CreateTagCommand"> & {
  * Use `create(CreateTagCommandSchema)` to create a new message.
  */
 export const CreateTagCommandSchema: GenMessage<CreateTagCommand> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_raft, 1);
+  messageDesc(file_seqsvr_v1_raft, 2);
 
 /**
  * @generated from message seqsvr.v1.UpdateTagCommand
@@ -170,7 +197,7 @@ export type UpdateTagCommand = Message<"seqsvr.v1.UpdateTagCommand"> & {
  * Use `create(UpdateTagCommandSchema)` to create a new message.
  */
 export const UpdateTagCommandSchema: GenMessage<UpdateTagCommand> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_raft, 2);
+  messageDesc(file_seqsvr_v1_raft, 3);
 
 /**
  * @generated from message seqsvr.v1.DeleteTagCommand
@@ -187,7 +214,7 @@ export type DeleteTagCommand = Message<"seqsvr.v1.DeleteTagCommand"> & {
  * Use `create(DeleteTagCommandSchema)` to create a new message.
  */
 export const DeleteTagCommandSchema: GenMessage<DeleteTagCommand> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_raft, 3);
+  messageDesc(file_seqsvr_v1_raft, 4);
 
 /**
  * @generated from message seqsvr.v1.ReserveSegmentCommand
@@ -222,7 +249,7 @@ export type ReserveSegmentCommand = Message<"seqsvr.v1.ReserveSegmentCommand"> &
  * Use `create(ReserveSegmentCommandSchema)` to create a new message.
  */
 export const ReserveSegmentCommandSchema: GenMessage<ReserveSegmentCommand> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_raft, 4);
+  messageDesc(file_seqsvr_v1_raft, 5);
 
 /**
  * @generated from message seqsvr.v1.RegisterWorkerCommand
@@ -262,7 +289,7 @@ export type RegisterWorkerCommand = Message<"seqsvr.v1.RegisterWorkerCommand"> &
  * Use `create(RegisterWorkerCommandSchema)` to create a new message.
  */
 export const RegisterWorkerCommandSchema: GenMessage<RegisterWorkerCommand> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_raft, 5);
+  messageDesc(file_seqsvr_v1_raft, 6);
 
 /**
  * @generated from message seqsvr.v1.RenewWorkerCommand
@@ -301,7 +328,7 @@ export type RenewWorkerCommand = Message<"seqsvr.v1.RenewWorkerCommand"> & {
  * Use `create(RenewWorkerCommandSchema)` to create a new message.
  */
 export const RenewWorkerCommandSchema: GenMessage<RenewWorkerCommand> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_raft, 6);
+  messageDesc(file_seqsvr_v1_raft, 7);
 
 /**
  * @generated from message seqsvr.v1.SetMemberCommand
@@ -328,7 +355,7 @@ export type SetMemberCommand = Message<"seqsvr.v1.SetMemberCommand"> & {
  * Use `create(SetMemberCommandSchema)` to create a new message.
  */
 export const SetMemberCommandSchema: GenMessage<SetMemberCommand> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_raft, 7);
+  messageDesc(file_seqsvr_v1_raft, 8);
 
 /**
  * @generated from message seqsvr.v1.RemoveMemberCommand
@@ -345,7 +372,7 @@ export type RemoveMemberCommand = Message<"seqsvr.v1.RemoveMemberCommand"> & {
  * Use `create(RemoveMemberCommandSchema)` to create a new message.
  */
 export const RemoveMemberCommandSchema: GenMessage<RemoveMemberCommand> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_raft, 8);
+  messageDesc(file_seqsvr_v1_raft, 9);
 
 /**
  * NoopCommand is applied by a new leader so reads wait for it (a barrier).
@@ -360,7 +387,7 @@ export type NoopCommand = Message<"seqsvr.v1.NoopCommand"> & {
  * Use `create(NoopCommandSchema)` to create a new message.
  */
 export const NoopCommandSchema: GenMessage<NoopCommand> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_raft, 9);
+  messageDesc(file_seqsvr_v1_raft, 10);
 
 /**
  * FSMSnapshot is the whole FSM state, written by Snapshot and read by Restore.
@@ -416,6 +443,48 @@ export type FSMSnapshot = Message<"seqsvr.v1.FSMSnapshot"> & {
    * @generated from field: repeated seqsvr.v1.TagState tombstones = 9;
    */
   tombstones: TagState[];
+
+  /**
+   * The cluster's identity (SetClusterIdCommand, or a restore).
+   *
+   * @generated from field: string cluster_id = 10;
+   */
+  clusterId: string;
+
+  /**
+   * Raft index and term of the last command applied, and the largest
+   * now_ms of any command applied (the time of the last applied entry).
+   *
+   * @generated from field: uint64 last_index = 11;
+   */
+  lastIndex: bigint;
+
+  /**
+   * @generated from field: uint64 last_term = 12;
+   */
+  lastTerm: bigint;
+
+  /**
+   * @generated from field: int64 last_now_ms = 13;
+   */
+  lastNowMs: bigint;
+
+  /**
+   * After a restore or recovery: no snowflake worker ID and no per-key
+   * section is granted before this time (Unix ms, leader's clock), when
+   * every lease of the old cluster has ended.
+   *
+   * @generated from field: int64 restore_fence_ms = 14;
+   */
+  restoreFenceMs: bigint;
+
+  /**
+   * The persisted format of this state (FormatVersion in package fsm); a
+   * binary refuses a newer one.
+   *
+   * @generated from field: uint32 format_version = 15;
+   */
+  formatVersion: number;
 };
 
 /**
@@ -423,7 +492,39 @@ export type FSMSnapshot = Message<"seqsvr.v1.FSMSnapshot"> & {
  * Use `create(FSMSnapshotSchema)` to create a new message.
  */
 export const FSMSnapshotSchema: GenMessage<FSMSnapshot> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_raft, 10);
+  messageDesc(file_seqsvr_v1_raft, 11);
+
+/**
+ * RateState is how fast a counter (a tag's max_id, a section's max_seq)
+ * advanced, recorded in Apply from the commands' now_ms: the counter's
+ * value when the current window began, and the highest rate of any window
+ * measured so far (per second, rounded up).
+ *
+ * @generated from message seqsvr.v1.RateState
+ */
+export type RateState = Message<"seqsvr.v1.RateState"> & {
+  /**
+   * @generated from field: int64 window_start_ms = 1;
+   */
+  windowStartMs: bigint;
+
+  /**
+   * @generated from field: int64 window_start_value = 2;
+   */
+  windowStartValue: bigint;
+
+  /**
+   * @generated from field: int64 peak_per_sec = 3;
+   */
+  peakPerSec: bigint;
+};
+
+/**
+ * Describes the message seqsvr.v1.RateState.
+ * Use `create(RateStateSchema)` to create a new message.
+ */
+export const RateStateSchema: GenMessage<RateState> = /*@__PURE__*/
+  messageDesc(file_seqsvr_v1_raft, 12);
 
 /**
  * @generated from message seqsvr.v1.TagState
@@ -453,6 +554,11 @@ export type TagState = Message<"seqsvr.v1.TagState"> & {
    * @generated from field: int64 update_time_ms = 5;
    */
   updateTimeMs: bigint;
+
+  /**
+   * @generated from field: seqsvr.v1.RateState rate = 6;
+   */
+  rate?: RateState | undefined;
 };
 
 /**
@@ -460,7 +566,7 @@ export type TagState = Message<"seqsvr.v1.TagState"> & {
  * Use `create(TagStateSchema)` to create a new message.
  */
 export const TagStateSchema: GenMessage<TagState> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_raft, 11);
+  messageDesc(file_seqsvr_v1_raft, 13);
 
 /**
  * RequestRecord remembers the answer to one ReserveSegment request_id, in
@@ -495,7 +601,7 @@ export type RequestRecord = Message<"seqsvr.v1.RequestRecord"> & {
  * Use `create(RequestRecordSchema)` to create a new message.
  */
 export const RequestRecordSchema: GenMessage<RequestRecord> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_raft, 12);
+  messageDesc(file_seqsvr_v1_raft, 14);
 
 /**
  * @generated from message seqsvr.v1.WorkerState
@@ -537,7 +643,7 @@ export type WorkerState = Message<"seqsvr.v1.WorkerState"> & {
  * Use `create(WorkerStateSchema)` to create a new message.
  */
 export const WorkerStateSchema: GenMessage<WorkerState> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_raft, 13);
+  messageDesc(file_seqsvr_v1_raft, 15);
 
 /**
  * @generated from message seqsvr.v1.MemberInfo
@@ -564,7 +670,7 @@ export type MemberInfo = Message<"seqsvr.v1.MemberInfo"> & {
  * Use `create(MemberInfoSchema)` to create a new message.
  */
 export const MemberInfoSchema: GenMessage<MemberInfo> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_raft, 14);
+  messageDesc(file_seqsvr_v1_raft, 16);
 
 /**
  * @generated from message seqsvr.v1.CreateSpaceCommand
@@ -601,7 +707,7 @@ export type CreateSpaceCommand = Message<"seqsvr.v1.CreateSpaceCommand"> & {
  * Use `create(CreateSpaceCommandSchema)` to create a new message.
  */
 export const CreateSpaceCommandSchema: GenMessage<CreateSpaceCommand> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_raft, 15);
+  messageDesc(file_seqsvr_v1_raft, 17);
 
 /**
  * @generated from message seqsvr.v1.SeqHeartbeatCommand
@@ -645,7 +751,7 @@ export type SeqHeartbeatCommand = Message<"seqsvr.v1.SeqHeartbeatCommand"> & {
  * Use `create(SeqHeartbeatCommandSchema)` to create a new message.
  */
 export const SeqHeartbeatCommandSchema: GenMessage<SeqHeartbeatCommand> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_raft, 16);
+  messageDesc(file_seqsvr_v1_raft, 18);
 
 /**
  * @generated from message seqsvr.v1.RaiseSectionsCommand
@@ -677,7 +783,7 @@ export type RaiseSectionsCommand = Message<"seqsvr.v1.RaiseSectionsCommand"> & {
  * Use `create(RaiseSectionsCommandSchema)` to create a new message.
  */
 export const RaiseSectionsCommandSchema: GenMessage<RaiseSectionsCommand> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_raft, 17);
+  messageDesc(file_seqsvr_v1_raft, 19);
 
 /**
  * SpaceState is a space with its routing table and the durable max_seq of
@@ -739,7 +845,7 @@ export type SpaceState = Message<"seqsvr.v1.SpaceState"> & {
  * Use `create(SpaceStateSchema)` to create a new message.
  */
 export const SpaceStateSchema: GenMessage<SpaceState> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_raft, 18);
+  messageDesc(file_seqsvr_v1_raft, 20);
 
 /**
  * @generated from message seqsvr.v1.SectionMaxState
@@ -770,6 +876,11 @@ export type SectionMaxState = Message<"seqsvr.v1.SectionMaxState"> & {
    * @generated from field: bytes used = 4;
    */
   used: Uint8Array;
+
+  /**
+   * @generated from field: seqsvr.v1.RateState rate = 5;
+   */
+  rate?: RateState | undefined;
 };
 
 /**
@@ -777,7 +888,7 @@ export type SectionMaxState = Message<"seqsvr.v1.SectionMaxState"> & {
  * Use `create(SectionMaxStateSchema)` to create a new message.
  */
 export const SectionMaxStateSchema: GenMessage<SectionMaxState> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_raft, 19);
+  messageDesc(file_seqsvr_v1_raft, 21);
 
 /**
  * @generated from message seqsvr.v1.SeqMemberState
@@ -814,5 +925,5 @@ export type SeqMemberState = Message<"seqsvr.v1.SeqMemberState"> & {
  * Use `create(SeqMemberStateSchema)` to create a new message.
  */
 export const SeqMemberStateSchema: GenMessage<SeqMemberState> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_raft, 20);
+  messageDesc(file_seqsvr_v1_raft, 22);
 
