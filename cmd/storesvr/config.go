@@ -25,6 +25,7 @@ type config struct {
 	SeqLeaseTTL                                                          time.Duration
 
 	memberSecurity
+	restoreFlags
 
 	serve.Common
 }
@@ -57,6 +58,10 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	fs.DurationVar(&c.WorkerLeaseTTL, "worker-lease-ttl", 0, "snowflake worker lease TTL (0: storage default, about 10s)")
 	fs.DurationVar(&c.WorkerRetention, "worker-retention", 0, "how long an expired worker ID is kept before it may be reclaimed (0: storage default)")
 	fs.DurationVar(&c.SeqLeaseTTL, "seq-lease-ttl", 0, "per-key sequence lease of an allocsvr: its sections move this long after its last heartbeat (0: storage default, 5s)")
+	fs.StringVar(&c.Restore, "restore", "", "on an empty DATA-DIR: bootstrap a new one-member cluster (new cluster ID) from this backup file, every counter jumped; other members --join it")
+	fs.DurationVar(&c.RestoreJump, "restore-jump", 0, "with --restore or --recover: jump each tag and section by its highest recorded rate times this (0: max(2 x the state's age, 1h))")
+	fs.Int64Var(&c.MinJump, "restore-min-jump", 0, "with --restore or --recover: the smallest jump of any tag or section, in IDs (a floor of 2 x the largest segment applies anyway)")
+	fs.BoolVar(&c.Recover, "recover", false, "on a member whose peers are gone for good: continue as a one-member cluster (new cluster ID) from its own data, every counter jumped; refused while another member answers")
 	c.memberSecurity.register(fs)
 	c.Common.Register(fs)
 	if err := serve.Parse(fs, args, getenv); err != nil {
@@ -74,6 +79,15 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	}
 	if c.Bootstrap && (c.Peers != "" || c.Join != "") {
 		errs = append(errs, errors.New("--bootstrap starts a one-member cluster: it goes without --peers and --join"))
+	}
+	if c.Restore != "" && (c.Recover || c.Peers != "" || c.Join != "" || c.Bootstrap) {
+		errs = append(errs, errors.New("--restore starts a new one-member cluster: it goes without --recover, --peers, --join and --bootstrap"))
+	}
+	if c.Recover && (c.Peers != "" || c.Join != "" || c.Bootstrap) {
+		errs = append(errs, errors.New("--recover continues this member's own cluster alone: it goes without --peers, --join and --bootstrap"))
+	}
+	if c.RestoreJump < 0 || c.MinJump < 0 {
+		errs = append(errs, errors.New("--restore-jump and --restore-min-jump must not be negative"))
 	}
 	if c.Peers != "" && c.Join != "" {
 		errs = append(errs, errors.New("--peers and --join are exclusive: --peers bootstraps a new cluster, --join adds to a running one"))
