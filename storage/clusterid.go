@@ -20,20 +20,24 @@ func NewClusterID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// ensureClusterID has the leader record a cluster ID once, for a cluster
-// bootstrapped without one (a new one, or one written by an older
-// release). The FSM keeps the first ID applied, so two leaders racing
-// still agree.
+// ensureClusterID has each new leader propose the cluster ID once (in a
+// Noop, which a binary predating it ignores): a fresh random one for a
+// cluster bootstrapped without one (a new one, or one written by an older
+// release), else the one it holds, so a member that missed it (upgraded
+// from a snapshot an older binary wrote) learns it. The FSM keeps the
+// first ID applied, so two leaders racing still agree.
 func (s *Store) ensureClusterID(ctx context.Context) error {
-	if s.fsm.ClusterID() != "" {
-		return nil
+	id, fresh := s.fsm.ClusterID(), false
+	if id == "" {
+		id, fresh = NewClusterID(), true
 	}
-	id := NewClusterID()
-	cmd := &seqsvrv1.Command{Cmd: &seqsvrv1.Command_SetClusterId{SetClusterId: &seqsvrv1.SetClusterIdCommand{ClusterId: id}}}
+	cmd := &seqsvrv1.Command{Cmd: &seqsvrv1.Command_Noop{Noop: &seqsvrv1.NoopCommand{ClusterId: id}}}
 	if _, err := s.propose(ctx, cmd); err != nil {
 		return fmt.Errorf("record the cluster ID: %w", err)
 	}
-	s.log.Info("cluster ID recorded", "cluster_id", s.fsm.ClusterID())
+	if fresh {
+		s.log.Info("cluster ID recorded", "cluster_id", s.fsm.ClusterID())
+	}
 	return nil
 }
 

@@ -13,9 +13,11 @@ import (
 // restore fence).
 const FormatVersion = 1
 
-// applySetClusterID records the cluster's identity once: the first command
-// applied wins, so two leaders proposing different IDs still agree.
-func (st *fsmState) applySetClusterID(c *seqsvrv1.SetClusterIdCommand) Result {
+// applyNoop records the cluster's identity once: the first one applied
+// wins, so two leaders proposing different IDs still agree, and a leader
+// repeating it changes nothing (it reaches members that missed it: one
+// upgraded from a snapshot written by a binary that ignored it).
+func (st *fsmState) applyNoop(c *seqsvrv1.NoopCommand) Result {
 	if st.clusterID == "" {
 		st.clusterID = c.GetClusterId()
 	}

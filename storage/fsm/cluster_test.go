@@ -12,7 +12,7 @@ import (
 )
 
 func clusterCmd(id string) *seqsvrv1.Command {
-	return &seqsvrv1.Command{Cmd: &seqsvrv1.Command_SetClusterId{SetClusterId: &seqsvrv1.SetClusterIdCommand{ClusterId: id}}}
+	return &seqsvrv1.Command{Cmd: &seqsvrv1.Command_Noop{Noop: &seqsvrv1.NoopCommand{ClusterId: id}}}
 }
 
 // The first cluster ID applied wins, and it survives a snapshot.

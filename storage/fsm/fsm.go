@@ -59,7 +59,7 @@ type fsmState struct {
 	nextWorkerID int64
 	spaces       map[string]*space
 	seqMembers   map[string]*seqsvrv1.SeqMemberState // by node_id
-	// clusterID is fixed once (SetClusterIdCommand or a restore).
+	// clusterID is fixed once (NoopCommand.cluster_id or a restore).
 	clusterID string
 	// The last command applied: its Raft index and term, and the largest
 	// now_ms seen (the time of the last applied entry, for --recover).
@@ -131,10 +131,8 @@ func (f *Machine) applyCommand(cmd *seqsvrv1.Command, index, term uint64) Result
 		return f.st.applySeqHeartbeat(now, c.SeqHeartbeat)
 	case *seqsvrv1.Command_RaiseSections:
 		return f.st.applyRaiseSections(now, c.RaiseSections)
-	case *seqsvrv1.Command_SetClusterId:
-		return f.st.applySetClusterID(c.SetClusterId)
 	case *seqsvrv1.Command_Noop:
-		return Result{}
+		return f.st.applyNoop(c.Noop)
 	default:
 		panic(fmt.Sprintf("storage: unknown raft command %T", c))
 	}

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file seqsvr/v1/raft.proto.
  */
 export const file_seqsvr_v1_raft: GenFile = /*@__PURE__*/
-  fileDesc("ChRzZXFzdnIvdjEvcmFmdC5wcm90bxIJc2Vxc3ZyLnYxIuMFCgdDb21tYW5kEg4KBm5vd19tcxgBIAEoAxIxCgpjcmVhdGVfdGFnGAogASgLMhsuc2Vxc3ZyLnYxLkNyZWF0ZVRhZ0NvbW1hbmRIABIxCgp1cGRhdGVfdGFnGAsgASgLMhsuc2Vxc3ZyLnYxLlVwZGF0ZVRhZ0NvbW1hbmRIABIxCgpkZWxldGVfdGFnGAwgASgLMhsuc2Vxc3ZyLnYxLkRlbGV0ZVRhZ0NvbW1hbmRIABI7Cg9yZXNlcnZlX3NlZ21lbnQYDSABKAsyIC5zZXFzdnIudjEuUmVzZXJ2ZVNlZ21lbnRDb21tYW5kSAASOwoPcmVnaXN0ZXJfd29ya2VyGA4gASgLMiAuc2Vxc3ZyLnYxLlJlZ2lzdGVyV29ya2VyQ29tbWFuZEgAEjUKDHJlbmV3X3dvcmtlchgPIAEoCzIdLnNlcXN2ci52MS5SZW5ld1dvcmtlckNvbW1hbmRIABIxCgpzZXRfbWVtYmVyGBAgASgLMhsuc2Vxc3ZyLnYxLlNldE1lbWJlckNvbW1hbmRIABI3Cg1yZW1vdmVfbWVtYmVyGBEgASgLMh4uc2Vxc3ZyLnYxLlJlbW92ZU1lbWJlckNvbW1hbmRIABImCgRub29wGBIgASgLMhYuc2Vxc3ZyLnYxLk5vb3BDb21tYW5kSAASNQoMY3JlYXRlX3NwYWNlGBMgASgLMh0uc2Vxc3ZyLnYxLkNyZWF0ZVNwYWNlQ29tbWFuZEgAEjcKDXNlcV9oZWFydGJlYXQYFCABKAsyHi5zZXFzdnIudjEuU2VxSGVhcnRiZWF0Q29tbWFuZEgAEjkKDnJhaXNlX3NlY3Rpb25zGBUgASgLMh8uc2Vxc3ZyLnYxLlJhaXNlU2VjdGlvbnNDb21tYW5kSAASOAoOc2V0X2NsdXN0ZXJfaWQYFiABKAsyHi5zZXFzdnIudjEuU2V0Q2x1c3RlcklkQ29tbWFuZEgAQgUKA2NtZCIpChNTZXRDbHVzdGVySWRDb21tYW5kEhIKCmNsdXN0ZXJfaWQYASABKAkiUQoQQ3JlYXRlVGFnQ29tbWFuZBILCgN0YWcYASABKAkSDQoFc3RhcnQYAiABKAMSDAoEc3RlcBgDIAEoAxITCgtkZXNjcmlwdGlvbhgEIAEoCSJXChBVcGRhdGVUYWdDb21tYW5kEgsKA3RhZxgBIAEoCRIMCgRzdGVwGAIgASgDEhgKC2Rlc2NyaXB0aW9uGAMgASgJSACIAQFCDgoMX2Rlc2NyaXB0aW9uIh8KEERlbGV0ZVRhZ0NvbW1hbmQSCwoDdGFnGAEgASgJIlwKFVJlc2VydmVTZWdtZW50Q29tbWFuZBILCgN0YWcYASABKAkSDAoEc2l6ZRgCIAEoAxISCgpyZXF1ZXN0X2lkGAMgASgJEhQKDHJlY29yZF9saW1pdBgEIAEoAyJ5ChVSZWdpc3RlcldvcmtlckNvbW1hbmQSDwoHbm9kZV9pZBgBIAEoCRIOCgZub3dfbXMYAiABKAMSEwoLaW5zdGFuY2VfaWQYAyABKAkSFAoMbGVhc2VfdHRsX21zGAQgASgDEhQKDHJldGVudGlvbl9tcxgFIAEoAyJzChJSZW5ld1dvcmtlckNvbW1hbmQSDwoHbm9kZV9pZBgBIAEoCRIRCgl3b3JrZXJfaWQYAiABKAMSDgoGbm93X21zGAMgASgDEhMKC2luc3RhbmNlX2lkGAQgASgJEhQKDGxlYXNlX3R0bF9tcxgFIAEoAyJEChBTZXRNZW1iZXJDb21tYW5kEgoKAmlkGAEgASgJEhEKCXJhZnRfYWRkchgCIAEoCRIRCglodHRwX2FkZHIYAyABKAkiIQoTUmVtb3ZlTWVtYmVyQ29tbWFuZBIKCgJpZBgBIAEoCSINCgtOb29wQ29tbWFuZCLzAwoLRlNNU25hcHNob3QSIQoEdGFncxgBIAMoCzITLnNlcXN2ci52MS5UYWdTdGF0ZRIqCghyZXF1ZXN0cxgCIAMoCzIYLnNlcXN2ci52MS5SZXF1ZXN0UmVjb3JkEicKB3dvcmtlcnMYAyADKAsyFi5zZXFzdnIudjEuV29ya2VyU3RhdGUSJgoHbWVtYmVycxgEIAMoCzIVLnNlcXN2ci52MS5NZW1iZXJJbmZvEioKBmxheW91dBgFIAEoCzIaLnNlcXN2ci52MS5Tbm93Zmxha2VMYXlvdXQSFgoObmV4dF93b3JrZXJfaWQYBiABKAMSJQoGc3BhY2VzGAcgAygLMhUuc2Vxc3ZyLnYxLlNwYWNlU3RhdGUSLgoLc2VxX21lbWJlcnMYCCADKAsyGS5zZXFzdnIudjEuU2VxTWVtYmVyU3RhdGUSJwoKdG9tYnN0b25lcxgJIAMoCzITLnNlcXN2ci52MS5UYWdTdGF0ZRISCgpjbHVzdGVyX2lkGAogASgJEhIKCmxhc3RfaW5kZXgYCyABKAQSEQoJbGFzdF90ZXJtGAwgASgEEhMKC2xhc3Rfbm93X21zGA0gASgDEhgKEHJlc3RvcmVfZmVuY2VfbXMYDiABKAMSFgoOZm9ybWF0X3ZlcnNpb24YDyABKA0iVgoJUmF0ZVN0YXRlEhcKD3dpbmRvd19zdGFydF9tcxgBIAEoAxIaChJ3aW5kb3dfc3RhcnRfdmFsdWUYAiABKAMSFAoMcGVha19wZXJfc2VjGAMgASgDIoYBCghUYWdTdGF0ZRILCgN0YWcYASABKAkSDgoGbWF4X2lkGAIgASgDEgwKBHN0ZXAYAyABKAMSEwoLZGVzY3JpcHRpb24YBCABKAkSFgoOdXBkYXRlX3RpbWVfbXMYBSABKAMSIgoEcmF0ZRgGIAEoCzIULnNlcXN2ci52MS5SYXRlU3RhdGUiTQoNUmVxdWVzdFJlY29yZBISCgpyZXF1ZXN0X2lkGAEgASgJEgsKA3RhZxgCIAEoCRINCgVmaXJzdBgDIAEoAxIMCgRsYXN0GAQgASgDIpIBCgtXb3JrZXJTdGF0ZRIPCgdub2RlX2lkGAEgASgJEhEKCXdvcmtlcl9pZBgCIAEoAxIZChFsYXN0X3RpbWVzdGFtcF9tcxgDIAEoAxIYChBsZWFzZV9leHBpcmVzX21zGAQgASgDEhMKC2luc3RhbmNlX2lkGAUgASgJEhUKDXJlZ2lzdGVyZWRfbXMYBiABKAMiPgoKTWVtYmVySW5mbxIKCgJpZBgBIAEoCRIRCglyYWZ0X2FkZHIYAiABKAkSEQoJaHR0cF9hZGRyGAMgASgJIm8KEkNyZWF0ZVNwYWNlQ29tbWFuZBINCgVzcGFjZRgBIAEoCRIRCglrZXlfY291bnQYAiABKAQSFAoMc2VjdGlvbl9zaXplGAMgASgEEgwKBHN0ZXAYBCABKAMSEwoLZGVzY3JpcHRpb24YBSABKAkimQEKE1NlcUhlYXJ0YmVhdENvbW1hbmQSDwoHbm9kZV9pZBgBIAEoCRITCgtpbnN0YW5jZV9pZBgCIAEoCRILCgN1cmwYAyABKAkSDwoHbGVhdmluZxgEIAEoCBIoCghyZWxlYXNlZBgFIAMoCzIWLnNlcXN2ci52MS5TZWN0aW9uU3BhbhIUCgxsZWFzZV90dGxfbXMYBiABKAMidgoUUmFpc2VTZWN0aW9uc0NvbW1hbmQSDwoHbm9kZV9pZBgBIAEoCRITCgtpbnN0YW5jZV9pZBgCIAEoCRINCgVzcGFjZRgDIAEoCRIpCghzZWN0aW9ucxgEIAMoCzIXLnNlcXN2ci52MS5TZWN0aW9uUmFpc2Ui7gEKClNwYWNlU3RhdGUSDQoFc3BhY2UYASABKAkSEQoJa2V5X2NvdW50GAIgASgEEhQKDHNlY3Rpb25fc2l6ZRgDIAEoBBIMCgRzdGVwGAQgASgDEhMKC2Rlc2NyaXB0aW9uGAUgASgJEhYKDmNyZWF0ZV90aW1lX21zGAYgASgDEhcKD3JvdXRpbmdfdmVyc2lvbhgHIAEoBBIpCghzZWN0aW9ucxgIIAMoCzIXLnNlcXN2ci52MS5TZWN0aW9uUmFuZ2USKQoFbWF4ZXMYCSADKAsyGi5zZXFzdnIudjEuU2VjdGlvbk1heFN0YXRlInsKD1NlY3Rpb25NYXhTdGF0ZRIPCgdzZWN0aW9uGAEgASgEEg8KB21heF9zZXEYAiABKAMSFAoMdXNlZF90cmFja2VkGAMgASgIEgwKBHVzZWQYBCABKAwSIgoEcmF0ZRgFIAEoCzIULnNlcXN2ci52MS5SYXRlU3RhdGUibgoOU2VxTWVtYmVyU3RhdGUSDwoHbm9kZV9pZBgBIAEoCRITCgtpbnN0YW5jZV9pZBgCIAEoCRILCgN1cmwYAyABKAkSGAoQbGVhc2VfZXhwaXJlc19tcxgEIAEoAxIPCgdsZWF2aW5nGAUgASgIQjFaL2dpdGh1Yi5jb20vc2Vxc3ZyL3NlcXN2ci9nZW4vc2Vxc3ZyL3YxO3NlcXN2cnYxYgZwcm90bzM", [file_seqsvr_v1_store]);
+  fileDesc("ChRzZXFzdnIvdjEvcmFmdC5wcm90bxIJc2Vxc3ZyLnYxIqkFCgdDb21tYW5kEg4KBm5vd19tcxgBIAEoAxIxCgpjcmVhdGVfdGFnGAogASgLMhsuc2Vxc3ZyLnYxLkNyZWF0ZVRhZ0NvbW1hbmRIABIxCgp1cGRhdGVfdGFnGAsgASgLMhsuc2Vxc3ZyLnYxLlVwZGF0ZVRhZ0NvbW1hbmRIABIxCgpkZWxldGVfdGFnGAwgASgLMhsuc2Vxc3ZyLnYxLkRlbGV0ZVRhZ0NvbW1hbmRIABI7Cg9yZXNlcnZlX3NlZ21lbnQYDSABKAsyIC5zZXFzdnIudjEuUmVzZXJ2ZVNlZ21lbnRDb21tYW5kSAASOwoPcmVnaXN0ZXJfd29ya2VyGA4gASgLMiAuc2Vxc3ZyLnYxLlJlZ2lzdGVyV29ya2VyQ29tbWFuZEgAEjUKDHJlbmV3X3dvcmtlchgPIAEoCzIdLnNlcXN2ci52MS5SZW5ld1dvcmtlckNvbW1hbmRIABIxCgpzZXRfbWVtYmVyGBAgASgLMhsuc2Vxc3ZyLnYxLlNldE1lbWJlckNvbW1hbmRIABI3Cg1yZW1vdmVfbWVtYmVyGBEgASgLMh4uc2Vxc3ZyLnYxLlJlbW92ZU1lbWJlckNvbW1hbmRIABImCgRub29wGBIgASgLMhYuc2Vxc3ZyLnYxLk5vb3BDb21tYW5kSAASNQoMY3JlYXRlX3NwYWNlGBMgASgLMh0uc2Vxc3ZyLnYxLkNyZWF0ZVNwYWNlQ29tbWFuZEgAEjcKDXNlcV9oZWFydGJlYXQYFCABKAsyHi5zZXFzdnIudjEuU2VxSGVhcnRiZWF0Q29tbWFuZEgAEjkKDnJhaXNlX3NlY3Rpb25zGBUgASgLMh8uc2Vxc3ZyLnYxLlJhaXNlU2VjdGlvbnNDb21tYW5kSABCBQoDY21kIlEKEENyZWF0ZVRhZ0NvbW1hbmQSCwoDdGFnGAEgASgJEg0KBXN0YXJ0GAIgASgDEgwKBHN0ZXAYAyABKAMSEwoLZGVzY3JpcHRpb24YBCABKAkiVwoQVXBkYXRlVGFnQ29tbWFuZBILCgN0YWcYASABKAkSDAoEc3RlcBgCIAEoAxIYCgtkZXNjcmlwdGlvbhgDIAEoCUgAiAEBQg4KDF9kZXNjcmlwdGlvbiIfChBEZWxldGVUYWdDb21tYW5kEgsKA3RhZxgBIAEoCSJcChVSZXNlcnZlU2VnbWVudENvbW1hbmQSCwoDdGFnGAEgASgJEgwKBHNpemUYAiABKAMSEgoKcmVxdWVzdF9pZBgDIAEoCRIUCgxyZWNvcmRfbGltaXQYBCABKAMieQoVUmVnaXN0ZXJXb3JrZXJDb21tYW5kEg8KB25vZGVfaWQYASABKAkSDgoGbm93X21zGAIgASgDEhMKC2luc3RhbmNlX2lkGAMgASgJEhQKDGxlYXNlX3R0bF9tcxgEIAEoAxIUCgxyZXRlbnRpb25fbXMYBSABKAMicwoSUmVuZXdXb3JrZXJDb21tYW5kEg8KB25vZGVfaWQYASABKAkSEQoJd29ya2VyX2lkGAIgASgDEg4KBm5vd19tcxgDIAEoAxITCgtpbnN0YW5jZV9pZBgEIAEoCRIUCgxsZWFzZV90dGxfbXMYBSABKAMiRAoQU2V0TWVtYmVyQ29tbWFuZBIKCgJpZBgBIAEoCRIRCglyYWZ0X2FkZHIYAiABKAkSEQoJaHR0cF9hZGRyGAMgASgJIiEKE1JlbW92ZU1lbWJlckNvbW1hbmQSCgoCaWQYASABKAkiIQoLTm9vcENvbW1hbmQSEgoKY2x1c3Rlcl9pZBgBIAEoCSLzAwoLRlNNU25hcHNob3QSIQoEdGFncxgBIAMoCzITLnNlcXN2ci52MS5UYWdTdGF0ZRIqCghyZXF1ZXN0cxgCIAMoCzIYLnNlcXN2ci52MS5SZXF1ZXN0UmVjb3JkEicKB3dvcmtlcnMYAyADKAsyFi5zZXFzdnIudjEuV29ya2VyU3RhdGUSJgoHbWVtYmVycxgEIAMoCzIVLnNlcXN2ci52MS5NZW1iZXJJbmZvEioKBmxheW91dBgFIAEoCzIaLnNlcXN2ci52MS5Tbm93Zmxha2VMYXlvdXQSFgoObmV4dF93b3JrZXJfaWQYBiABKAMSJQoGc3BhY2VzGAcgAygLMhUuc2Vxc3ZyLnYxLlNwYWNlU3RhdGUSLgoLc2VxX21lbWJlcnMYCCADKAsyGS5zZXFzdnIudjEuU2VxTWVtYmVyU3RhdGUSJwoKdG9tYnN0b25lcxgJIAMoCzITLnNlcXN2ci52MS5UYWdTdGF0ZRISCgpjbHVzdGVyX2lkGAogASgJEhIKCmxhc3RfaW5kZXgYCyABKAQSEQoJbGFzdF90ZXJtGAwgASgEEhMKC2xhc3Rfbm93X21zGA0gASgDEhgKEHJlc3RvcmVfZmVuY2VfbXMYDiABKAMSFgoOZm9ybWF0X3ZlcnNpb24YDyABKA0iVgoJUmF0ZVN0YXRlEhcKD3dpbmRvd19zdGFydF9tcxgBIAEoAxIaChJ3aW5kb3dfc3RhcnRfdmFsdWUYAiABKAMSFAoMcGVha19wZXJfc2VjGAMgASgDIoYBCghUYWdTdGF0ZRILCgN0YWcYASABKAkSDgoGbWF4X2lkGAIgASgDEgwKBHN0ZXAYAyABKAMSEwoLZGVzY3JpcHRpb24YBCABKAkSFgoOdXBkYXRlX3RpbWVfbXMYBSABKAMSIgoEcmF0ZRgGIAEoCzIULnNlcXN2ci52MS5SYXRlU3RhdGUiTQoNUmVxdWVzdFJlY29yZBISCgpyZXF1ZXN0X2lkGAEgASgJEgsKA3RhZxgCIAEoCRINCgVmaXJzdBgDIAEoAxIMCgRsYXN0GAQgASgDIpIBCgtXb3JrZXJTdGF0ZRIPCgdub2RlX2lkGAEgASgJEhEKCXdvcmtlcl9pZBgCIAEoAxIZChFsYXN0X3RpbWVzdGFtcF9tcxgDIAEoAxIYChBsZWFzZV9leHBpcmVzX21zGAQgASgDEhMKC2luc3RhbmNlX2lkGAUgASgJEhUKDXJlZ2lzdGVyZWRfbXMYBiABKAMiPgoKTWVtYmVySW5mbxIKCgJpZBgBIAEoCRIRCglyYWZ0X2FkZHIYAiABKAkSEQoJaHR0cF9hZGRyGAMgASgJIm8KEkNyZWF0ZVNwYWNlQ29tbWFuZBINCgVzcGFjZRgBIAEoCRIRCglrZXlfY291bnQYAiABKAQSFAoMc2VjdGlvbl9zaXplGAMgASgEEgwKBHN0ZXAYBCABKAMSEwoLZGVzY3JpcHRpb24YBSABKAkimQEKE1NlcUhlYXJ0YmVhdENvbW1hbmQSDwoHbm9kZV9pZBgBIAEoCRITCgtpbnN0YW5jZV9pZBgCIAEoCRILCgN1cmwYAyABKAkSDwoHbGVhdmluZxgEIAEoCBIoCghyZWxlYXNlZBgFIAMoCzIWLnNlcXN2ci52MS5TZWN0aW9uU3BhbhIUCgxsZWFzZV90dGxfbXMYBiABKAMidgoUUmFpc2VTZWN0aW9uc0NvbW1hbmQSDwoHbm9kZV9pZBgBIAEoCRITCgtpbnN0YW5jZV9pZBgCIAEoCRINCgVzcGFjZRgDIAEoCRIpCghzZWN0aW9ucxgEIAMoCzIXLnNlcXN2ci52MS5TZWN0aW9uUmFpc2Ui7gEKClNwYWNlU3RhdGUSDQoFc3BhY2UYASABKAkSEQoJa2V5X2NvdW50GAIgASgEEhQKDHNlY3Rpb25fc2l6ZRgDIAEoBBIMCgRzdGVwGAQgASgDEhMKC2Rlc2NyaXB0aW9uGAUgASgJEhYKDmNyZWF0ZV90aW1lX21zGAYgASgDEhcKD3JvdXRpbmdfdmVyc2lvbhgHIAEoBBIpCghzZWN0aW9ucxgIIAMoCzIXLnNlcXN2ci52MS5TZWN0aW9uUmFuZ2USKQoFbWF4ZXMYCSADKAsyGi5zZXFzdnIudjEuU2VjdGlvbk1heFN0YXRlInsKD1NlY3Rpb25NYXhTdGF0ZRIPCgdzZWN0aW9uGAEgASgEEg8KB21heF9zZXEYAiABKAMSFAoMdXNlZF90cmFja2VkGAMgASgIEgwKBHVzZWQYBCABKAwSIgoEcmF0ZRgFIAEoCzIULnNlcXN2ci52MS5SYXRlU3RhdGUibgoOU2VxTWVtYmVyU3RhdGUSDwoHbm9kZV9pZBgBIAEoCRITCgtpbnN0YW5jZV9pZBgCIAEoCRILCgN1cmwYAyABKAkSGAoQbGVhc2VfZXhwaXJlc19tcxgEIAEoAxIPCgdsZWF2aW5nGAUgASgIQjFaL2dpdGh1Yi5jb20vc2Vxc3ZyL3NlcXN2ci9nZW4vc2Vxc3ZyL3YxO3NlcXN2cnYxYgZwcm90bzM", [file_seqsvr_v1_store]);
 
 /**
  * Command is the Raft log format: one entry, one Command. The FSM applies it
@@ -103,12 +103,6 @@ export type Command = Message<"seqsvr.v1.Command"> & {
      */
     value: RaiseSectionsCommand;
     case: "raiseSections";
-  } | {
-    /**
-     * @generated from field: seqsvr.v1.SetClusterIdCommand set_cluster_id = 22;
-     */
-    value: SetClusterIdCommand;
-    case: "setClusterId";
   } | { case: undefined; value?: undefined };
 };
 
@@ -118,27 +112,6 @@ export type Command = Message<"seqsvr.v1.Command"> & {
  */
 export const CommandSchema: GenMessage<Command> = /*@__PURE__*/
   messageDesc(file_seqsvr_v1_raft, 0);
-
-/**
- * SetClusterIdCommand records the cluster's identity. The first one
- * applied wins; later ones change nothing. The ID is generated by the
- * proposing leader, never in Apply.
- *
- * @generated from message seqsvr.v1.SetClusterIdCommand
- */
-export type SetClusterIdCommand = Message<"seqsvr.v1.SetClusterIdCommand"> & {
-  /**
-   * @generated from field: string cluster_id = 1;
-   */
-  clusterId: string;
-};
-
-/**
- * Describes the message seqsvr.v1.SetClusterIdCommand.
- * Use `create(SetClusterIdCommandSchema)` to create a new message.
- */
-export const SetClusterIdCommandSchema: GenMessage<SetClusterIdCommand> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_raft, 1);
 
 /**
  * @generated from message seqsvr.v1.CreateTagCommand
@@ -170,7 +143,7 @@ export type CreateTagCommand = Message<"seqsvr.v1.CreateTagCommand"> & {
  * Use `create(CreateTagCommandSchema)` to create a new message.
  */
 export const CreateTagCommandSchema: GenMessage<CreateTagCommand> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_raft, 2);
+  messageDesc(file_seqsvr_v1_raft, 1);
 
 /**
  * @generated from message seqsvr.v1.UpdateTagCommand
@@ -197,7 +170,7 @@ export type UpdateTagCommand = Message<"seqsvr.v1.UpdateTagCommand"> & {
  * Use `create(UpdateTagCommandSchema)` to create a new message.
  */
 export const UpdateTagCommandSchema: GenMessage<UpdateTagCommand> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_raft, 3);
+  messageDesc(file_seqsvr_v1_raft, 2);
 
 /**
  * @generated from message seqsvr.v1.DeleteTagCommand
@@ -214,7 +187,7 @@ export type DeleteTagCommand = Message<"seqsvr.v1.DeleteTagCommand"> & {
  * Use `create(DeleteTagCommandSchema)` to create a new message.
  */
 export const DeleteTagCommandSchema: GenMessage<DeleteTagCommand> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_raft, 4);
+  messageDesc(file_seqsvr_v1_raft, 3);
 
 /**
  * @generated from message seqsvr.v1.ReserveSegmentCommand
@@ -249,7 +222,7 @@ export type ReserveSegmentCommand = Message<"seqsvr.v1.ReserveSegmentCommand"> &
  * Use `create(ReserveSegmentCommandSchema)` to create a new message.
  */
 export const ReserveSegmentCommandSchema: GenMessage<ReserveSegmentCommand> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_raft, 5);
+  messageDesc(file_seqsvr_v1_raft, 4);
 
 /**
  * @generated from message seqsvr.v1.RegisterWorkerCommand
@@ -289,7 +262,7 @@ export type RegisterWorkerCommand = Message<"seqsvr.v1.RegisterWorkerCommand"> &
  * Use `create(RegisterWorkerCommandSchema)` to create a new message.
  */
 export const RegisterWorkerCommandSchema: GenMessage<RegisterWorkerCommand> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_raft, 6);
+  messageDesc(file_seqsvr_v1_raft, 5);
 
 /**
  * @generated from message seqsvr.v1.RenewWorkerCommand
@@ -328,7 +301,7 @@ export type RenewWorkerCommand = Message<"seqsvr.v1.RenewWorkerCommand"> & {
  * Use `create(RenewWorkerCommandSchema)` to create a new message.
  */
 export const RenewWorkerCommandSchema: GenMessage<RenewWorkerCommand> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_raft, 7);
+  messageDesc(file_seqsvr_v1_raft, 6);
 
 /**
  * @generated from message seqsvr.v1.SetMemberCommand
@@ -355,7 +328,7 @@ export type SetMemberCommand = Message<"seqsvr.v1.SetMemberCommand"> & {
  * Use `create(SetMemberCommandSchema)` to create a new message.
  */
 export const SetMemberCommandSchema: GenMessage<SetMemberCommand> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_raft, 8);
+  messageDesc(file_seqsvr_v1_raft, 7);
 
 /**
  * @generated from message seqsvr.v1.RemoveMemberCommand
@@ -372,14 +345,24 @@ export type RemoveMemberCommand = Message<"seqsvr.v1.RemoveMemberCommand"> & {
  * Use `create(RemoveMemberCommandSchema)` to create a new message.
  */
 export const RemoveMemberCommandSchema: GenMessage<RemoveMemberCommand> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_raft, 9);
+  messageDesc(file_seqsvr_v1_raft, 8);
 
 /**
  * NoopCommand is applied by a new leader so reads wait for it (a barrier).
+ * It also carries the cluster's identity: each new leader proposes one
+ * with the cluster ID (a fresh random one, generated by the leader, never
+ * in Apply, when it has none yet). The first ID applied wins; later ones
+ * change nothing. Carried in a Noop so that a binary that predates the
+ * cluster ID, mixed in during a rolling upgrade, applies it as a no-op
+ * instead of stopping on an unknown command.
  *
  * @generated from message seqsvr.v1.NoopCommand
  */
 export type NoopCommand = Message<"seqsvr.v1.NoopCommand"> & {
+  /**
+   * @generated from field: string cluster_id = 1;
+   */
+  clusterId: string;
 };
 
 /**
@@ -387,7 +370,7 @@ export type NoopCommand = Message<"seqsvr.v1.NoopCommand"> & {
  * Use `create(NoopCommandSchema)` to create a new message.
  */
 export const NoopCommandSchema: GenMessage<NoopCommand> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_raft, 10);
+  messageDesc(file_seqsvr_v1_raft, 9);
 
 /**
  * FSMSnapshot is the whole FSM state, written by Snapshot and read by Restore.
@@ -445,7 +428,7 @@ export type FSMSnapshot = Message<"seqsvr.v1.FSMSnapshot"> & {
   tombstones: TagState[];
 
   /**
-   * The cluster's identity (SetClusterIdCommand, or a restore).
+   * The cluster's identity (NoopCommand.cluster_id, or a restore).
    *
    * @generated from field: string cluster_id = 10;
    */
@@ -492,7 +475,7 @@ export type FSMSnapshot = Message<"seqsvr.v1.FSMSnapshot"> & {
  * Use `create(FSMSnapshotSchema)` to create a new message.
  */
 export const FSMSnapshotSchema: GenMessage<FSMSnapshot> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_raft, 11);
+  messageDesc(file_seqsvr_v1_raft, 10);
 
 /**
  * RateState is how fast a counter (a tag's max_id, a section's max_seq)
@@ -524,7 +507,7 @@ export type RateState = Message<"seqsvr.v1.RateState"> & {
  * Use `create(RateStateSchema)` to create a new message.
  */
 export const RateStateSchema: GenMessage<RateState> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_raft, 12);
+  messageDesc(file_seqsvr_v1_raft, 11);
 
 /**
  * @generated from message seqsvr.v1.TagState
@@ -566,7 +549,7 @@ export type TagState = Message<"seqsvr.v1.TagState"> & {
  * Use `create(TagStateSchema)` to create a new message.
  */
 export const TagStateSchema: GenMessage<TagState> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_raft, 13);
+  messageDesc(file_seqsvr_v1_raft, 12);
 
 /**
  * RequestRecord remembers the answer to one ReserveSegment request_id, in
@@ -601,7 +584,7 @@ export type RequestRecord = Message<"seqsvr.v1.RequestRecord"> & {
  * Use `create(RequestRecordSchema)` to create a new message.
  */
 export const RequestRecordSchema: GenMessage<RequestRecord> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_raft, 14);
+  messageDesc(file_seqsvr_v1_raft, 13);
 
 /**
  * @generated from message seqsvr.v1.WorkerState
@@ -643,7 +626,7 @@ export type WorkerState = Message<"seqsvr.v1.WorkerState"> & {
  * Use `create(WorkerStateSchema)` to create a new message.
  */
 export const WorkerStateSchema: GenMessage<WorkerState> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_raft, 15);
+  messageDesc(file_seqsvr_v1_raft, 14);
 
 /**
  * @generated from message seqsvr.v1.MemberInfo
@@ -670,7 +653,7 @@ export type MemberInfo = Message<"seqsvr.v1.MemberInfo"> & {
  * Use `create(MemberInfoSchema)` to create a new message.
  */
 export const MemberInfoSchema: GenMessage<MemberInfo> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_raft, 16);
+  messageDesc(file_seqsvr_v1_raft, 15);
 
 /**
  * @generated from message seqsvr.v1.CreateSpaceCommand
@@ -707,7 +690,7 @@ export type CreateSpaceCommand = Message<"seqsvr.v1.CreateSpaceCommand"> & {
  * Use `create(CreateSpaceCommandSchema)` to create a new message.
  */
 export const CreateSpaceCommandSchema: GenMessage<CreateSpaceCommand> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_raft, 17);
+  messageDesc(file_seqsvr_v1_raft, 16);
 
 /**
  * @generated from message seqsvr.v1.SeqHeartbeatCommand
@@ -751,7 +734,7 @@ export type SeqHeartbeatCommand = Message<"seqsvr.v1.SeqHeartbeatCommand"> & {
  * Use `create(SeqHeartbeatCommandSchema)` to create a new message.
  */
 export const SeqHeartbeatCommandSchema: GenMessage<SeqHeartbeatCommand> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_raft, 18);
+  messageDesc(file_seqsvr_v1_raft, 17);
 
 /**
  * @generated from message seqsvr.v1.RaiseSectionsCommand
@@ -783,7 +766,7 @@ export type RaiseSectionsCommand = Message<"seqsvr.v1.RaiseSectionsCommand"> & {
  * Use `create(RaiseSectionsCommandSchema)` to create a new message.
  */
 export const RaiseSectionsCommandSchema: GenMessage<RaiseSectionsCommand> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_raft, 19);
+  messageDesc(file_seqsvr_v1_raft, 18);
 
 /**
  * SpaceState is a space with its routing table and the durable max_seq of
@@ -845,7 +828,7 @@ export type SpaceState = Message<"seqsvr.v1.SpaceState"> & {
  * Use `create(SpaceStateSchema)` to create a new message.
  */
 export const SpaceStateSchema: GenMessage<SpaceState> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_raft, 20);
+  messageDesc(file_seqsvr_v1_raft, 19);
 
 /**
  * @generated from message seqsvr.v1.SectionMaxState
@@ -888,7 +871,7 @@ export type SectionMaxState = Message<"seqsvr.v1.SectionMaxState"> & {
  * Use `create(SectionMaxStateSchema)` to create a new message.
  */
 export const SectionMaxStateSchema: GenMessage<SectionMaxState> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_raft, 21);
+  messageDesc(file_seqsvr_v1_raft, 20);
 
 /**
  * @generated from message seqsvr.v1.SeqMemberState
@@ -925,5 +908,5 @@ export type SeqMemberState = Message<"seqsvr.v1.SeqMemberState"> & {
  * Use `create(SeqMemberStateSchema)` to create a new message.
  */
 export const SeqMemberStateSchema: GenMessage<SeqMemberState> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_raft, 22);
+  messageDesc(file_seqsvr_v1_raft, 21);
 
