@@ -51,12 +51,15 @@ func (s *Store) checkJoinerCluster(ctx context.Context, r *seqsvrv1.AddMemberReq
 		return nil
 	}
 	theirs := r.GetClusterId()
-	if theirs == "" && r.GetHttpAddr() != "" && r.GetId() != s.cfg.NodeID {
+	if theirs == "" && r.GetHttpAddr() != "" {
 		pctx, cancel := context.WithTimeout(ctx, time.Second)
-		if res, err := s.client(r.GetHttpAddr()).ClusterStatus(pctx, connect.NewRequest(&seqsvrv1.ClusterStatusRequest{})); err == nil {
-			theirs = res.Msg.GetClusterId()
-		}
+		res, err := s.client(r.GetHttpAddr()).ClusterStatus(pctx, connect.NewRequest(&seqsvrv1.ClusterStatusRequest{}))
 		cancel()
+		if err == nil {
+			theirs = res.Msg.GetClusterId()
+		} else {
+			s.log.Info("could not ask the joining member for its cluster ID; adding it", "id", r.GetId(), "http_addr", r.GetHttpAddr(), "err", err)
+		}
 	}
 	if theirs != "" && theirs != own {
 		return fmt.Errorf("%w: member %s (%s) belongs to cluster %s, this cluster is %s: give it an empty data dir to join",
