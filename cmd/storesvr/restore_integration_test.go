@@ -86,14 +86,18 @@ func takeBackup(ctx context.Context, t *testing.T, c *cluster.Cluster, p *cluste
 // only after the old leases ended, and the jump in s1's log.
 func wantAbove(ctx context.Context, t *testing.T, c *cluster.Cluster, lost usage, since time.Time) {
 	t.Helper()
-	var after usage
-	use(ctx, t, c, &after, 1)
 	alloc := c.AllocClient(c.Allocs[0])
-	res, err := alloc.NextIDs(ctx, connect.NewRequest(&seqsvrv1.NextIDsRequest{Tag: "order", Count: 1}))
-	if err != nil {
+	var res *connect.Response[seqsvrv1.NextIDsResponse]
+	if err := proctest.RetryUnavailable(ctx, func() (err error) {
+		res, err = alloc.NextIDs(ctx, connect.NewRequest(&seqsvrv1.NextIDsRequest{Tag: "order", Count: 1}))
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	first := res.Msg.GetIds()[0]
+	t.Logf("first ID served %v after the restore began (three stores and the allocsvr started)", time.Since(since).Round(time.Millisecond))
+	var after usage
+	use(ctx, t, c, &after, 1)
 	if first <= lost.maxID || after.maxSeq <= lost.maxSeq {
 		t.Fatalf("after the restore: ID %d, per-key %d; the lost cluster handed out up to %d and %d", first, after.maxSeq, lost.maxID, lost.maxSeq)
 	}
@@ -167,12 +171,14 @@ func layout(t *testing.T) *cluster.Cluster {
 func startJoined(ctx context.Context, t *testing.T, c *cluster.Cluster) {
 	t.Helper()
 	s1 := c.Stores[0]
+	began := time.Now()
 	if err := s1.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.WaitReady(ctx, s1); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("s1 ready %v after its start", time.Since(began).Round(time.Millisecond))
 	for _, s := range c.Stores[1:] {
 		s.Peers, s.Join = "", s1.HTTPAddr
 		if err := os.RemoveAll(s.DataDir); err != nil {
