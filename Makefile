@@ -80,16 +80,63 @@ test-unit: ## the fast tier: unit tests only (-short: no Raft cluster, no real p
 web-screenshots: $(WEB_DEPS) ## rerun the browser test, saving its screenshots of both status pages to docs/img
 	$(GO) test -tags $(TAGS) -count=1 -run '^TestBrowser$$' ./web/ -args -screenshots $(CURDIR)/docs/img
 
+# Debian packages `make test` needs, installed by apt when run as root and
+# missing (as peer-servers does for MariaDB and Redis): Chromium for the
+# browser test, promtool for the alert rules, podman (or buildah) for the
+# image and runc to run it where crun cannot (cgroup v1/hybrid hosts).
+.PHONY: test-packages
+test-packages:
+	@missing=; \
+	  [ -x /usr/bin/chromium ] || missing="$$missing chromium"; \
+	  command -v promtool >/dev/null || missing="$$missing prometheus"; \
+	  command -v podman >/dev/null || command -v buildah >/dev/null || missing="$$missing podman"; \
+	  command -v runc >/dev/null || missing="$$missing runc"; \
+	  [ -f /etc/ssl/certs/ca-certificates.crt ] || missing="$$missing ca-certificates"; \
+	  [ -z "$$missing" ] || { echo "installing:$$missing"; [ "$$(id -u)" = 0 ] && apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; } || \
+	  { echo "make test needs:$$missing (apt-get install as root)"; exit 1; }
+
 .PHONY: test
-test: $(WEB_DEPS) $(TOOLS)/bin/grpcurl ## the whole suite: unit, in-process cluster, real-process integration, jepsen smoke, the browser test (needs /usr/bin/chromium), the bench-peers smoke
+test: test-packages $(WEB_DEPS) $(TOOLS)/bin/grpcurl ## the whole suite: unit, in-process cluster, real-process integration, jepsen smoke, the browser test, deploy/ and the image, the bench-peers smoke
 	$(GO) vet -tags $(TAGS) ./...
 	$(GO) test -tags $(TAGS) -race -count=1 -timeout 20m ./...
 	@# the planted bugs and fault hooks exist only in -tags faults builds
 	$(GO) test -tags $(TAGS),faults -count=1 ./internal/faults/ ./storage/... ./alloc/...
 	@# a short differential fuzz of the HTTP/1.1 front against plain net/http
 	$(GO) test -run '^$$' -fuzz FuzzFrontMatchesNetHTTP -fuzztime $(FUZZTIME) ./internal/h1/
+	@# the image, manifests, units, alert rules (deploy/ is its own Go module: k8s.io/api stays out of go.mod)
+	$(MAKE) --no-print-directory test-deploy
 	@# the peer benchmark's harness, cut to a smoke run, so the report's code cannot rot
 	$(MAKE) --no-print-directory bench-peers-smoke
+
+# The container image (Dockerfile). No registry is reachable where this is
+# built, so the Dockerfile's stages start FROM scratch and the static
+# binaries are built here, into the build context bin/image/.
+IMAGE_REPO ?= localhost/seqsvr
+IMAGE      ?= $(IMAGE_REPO):$(subst +,_,$(VERSION))
+IMAGE_CTX  := bin/image
+REVISION   := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+
+.PHONY: image-context
+image-context: ## the image's build context bin/image/: static storesvr, allocsvr, seqctl, CA certificates, passwd
+	rm -rf $(IMAGE_CTX) && mkdir -p $(IMAGE_CTX)/usr/local/bin $(IMAGE_CTX)/empty
+	CGO_ENABLED=0 $(GO) build -tags $(TAGS) -trimpath -ldflags '$(LDFLAGS) -s -w' -o $(IMAGE_CTX)/usr/local/bin/ ./cmd/storesvr ./cmd/allocsvr ./cmd/seqctl
+	cp /etc/ssl/certs/ca-certificates.crt deploy/image/passwd deploy/image/group $(IMAGE_CTX)/
+
+.PHONY: image
+image: image-context ## the container image localhost/seqsvr:VERSION (and :latest) from Dockerfile, with podman (or buildah)
+	@command -v podman >/dev/null || command -v buildah >/dev/null || \
+	  { [ "$$(id -u)" = 0 ] && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq podman; } || \
+	  { echo "make image needs podman or buildah (apt-get install podman)"; exit 1; }
+	$$(command -v podman || echo buildah) build --layers=false -f Dockerfile -t $(IMAGE) -t $(IMAGE_REPO):latest \
+	  --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) \
+	  --build-arg CREATED=$$(date -u +%Y-%m-%dT%H:%M:%SZ) $(IMAGE_CTX)
+
+# deploy/: its own module (k8s.io/api); its tests build the binaries for
+# their --help and check the image $(IMAGE) (built here first).
+.PHONY: test-deploy
+test-deploy: image ## the image (run as a cluster where containers can run), manifests, units, compose, alert rules
+	cd deploy && SEQSVR_IMAGE=$(IMAGE) $(GO) test -count=1 -timeout 10m ./...
 
 .PHONY: bench
 bench: ## benchmarks with their same-run references (see README)

@@ -4,9 +4,10 @@
 // (per-key sequences over sections leased in the store, with its own
 // SeqService handler) and storeclient (the store cluster's client).
 //
-// alloc itself holds the connect-go AllocService handler (Service), Meituan
-// Leaf's HTTP API (LeafRoutes, with the per-key GETs over a SeqSource) and
-// the routes the HTTP/1.1 front answers without net/http (FastRoutes).
+// alloc itself holds the connect-go AllocService handler (Service) and
+// Meituan Leaf's HTTP API (LeafRoutes, with the per-key GETs over a
+// SeqSource), registered once each with their HTTP/1.1 front routes where
+// they have one (Routes, a routes.Table).
 // Guarantees:
 //
 //   - Every request is checked (spec.CheckTag, spec.CheckCount) before it

@@ -2,17 +2,18 @@ package alloc
 
 import (
 	"context"
-	"maps"
 	"net/http"
 	"strconv"
 	"strings"
 
 	"github.com/seqsvr/seqsvr/internal/errs"
 	"github.com/seqsvr/seqsvr/internal/h1"
+	"github.com/seqsvr/seqsvr/internal/routes"
 	"github.com/seqsvr/seqsvr/internal/spec"
 )
 
-// LeafRoutes returns Meituan Leaf's HTTP API as ServeMux patterns:
+// LeafRoutes returns Meituan Leaf's HTTP API, each route with its
+// net/http handler and, for the hot GETs, its HTTP/1.1 front route:
 //
 //	GET /api/segment/get/{tag}    -> one segment ID, plain decimal, 200
 //	GET /api/snowflake/get/{tag}  -> one snowflake ID, plain decimal, 200
@@ -21,27 +22,37 @@ import (
 //
 // Errors answer a non-200 status with a one-line reason, so a Leaf client,
 // which only parses the body of a 200, switches without change.
-func (s *Service) LeafRoutes() map[string]http.Handler {
-	routes := map[string]http.Handler{
-		"GET /api/segment/get/{tag}": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			status, body := s.leafSegment(r.Context(), r.PathValue("tag"), nil)
-			writeLeaf(w, status, body)
-		}),
-		"GET /api/snowflake/get/{tag}": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			status, body := s.leafSnowflake(r.Context(), r.PathValue("tag"))
-			writeLeaf(w, status, body)
-		}),
-	}
-	maps.Copy(routes, s.seqRoutes())
+func (s *Service) LeafRoutes() []routes.Route {
+	rs := append([]routes.Route{
+		{
+			Pattern: "GET /api/segment/get/{tag}",
+			Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				status, body := s.leafSegment(r.Context(), r.PathValue("tag"), nil)
+				writeLeaf(w, status, body)
+			}),
+			Fast: func(req *h1.Request, tag []byte, resp *h1.Response) bool {
+				setLeafHeaders(resp.SetHeader)
+				resp.Status, resp.Body = s.leafSegment(req.Context, string(tag), resp.Buf[:0])
+				return true
+			},
+		},
+		{
+			Pattern: "GET /api/snowflake/get/{tag}",
+			Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				status, body := s.leafSnowflake(r.Context(), r.PathValue("tag"))
+				writeLeaf(w, status, body)
+			}),
+		},
+	}, s.seqRoutes()...)
 	// Only GET hands out IDs. ServeMux lets a GET pattern answer HEAD too,
 	// which would consume an ID and drop the body; a HEAD pattern is more
 	// specific and refuses it.
-	for pattern := range maps.Clone(routes) {
-		if path, ok := strings.CutPrefix(pattern, http.MethodGet+" "); ok {
-			routes[http.MethodHead+" "+path] = http.HandlerFunc(getOnly)
+	for _, r := range rs {
+		if path, ok := strings.CutPrefix(r.Pattern, http.MethodGet+" "); ok {
+			rs = append(rs, routes.Route{Pattern: http.MethodHead + " " + path, Handler: http.HandlerFunc(getOnly)})
 		}
 	}
-	return routes
+	return rs
 }
 
 // getOnly answers 405 to a method other than GET on a Leaf route.
@@ -93,40 +104,4 @@ func writeLeaf(w http.ResponseWriter, status int, body []byte) {
 func setLeafHeaders(set func(name, value string)) {
 	set("Content-Type", "text/plain; charset=utf-8")
 	set("Cache-Control", "no-store")
-}
-
-const leafSegmentPrefix = "/api/segment/get/"
-
-// leafSegmentH1 is GET /api/segment/get/{tag} for the HTTP/1.1 front. A
-// tag with anything but unreserved characters (percent-escapes, slashes,
-// dot segments) is declined: net/http's mux decodes and cleans those, and
-// its answer is the reference.
-func (s *Service) leafSegmentH1(req *h1.Request, resp *h1.Response) bool {
-	if string(req.Method) != http.MethodGet || len(req.Body) != 0 {
-		return false // a GET with a body gets net/http's body limit
-	}
-	tag := req.Path[len(leafSegmentPrefix):]
-	if !unreservedSegment(tag) {
-		return false
-	}
-	setLeafHeaders(resp.SetHeader)
-	resp.Status, resp.Body = s.leafSegment(req.Context, string(tag), resp.Buf[:0])
-	return true
-}
-
-// unreservedSegment reports whether b is one path segment of RFC 3986
-// unreserved characters, other than "." and "..".
-func unreservedSegment(b []byte) bool {
-	if len(b) == 0 || string(b) == "." || string(b) == ".." {
-		return false
-	}
-	for _, c := range b {
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case c == '-', c == '.', c == '_', c == '~':
-		default:
-			return false
-		}
-	}
-	return true
 }

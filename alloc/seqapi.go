@@ -1,19 +1,24 @@
 package alloc
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
 
+	"github.com/seqsvr/seqsvr/alloc/seq"
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/internal/errs"
+	"github.com/seqsvr/seqsvr/internal/h1"
+	"github.com/seqsvr/seqsvr/internal/routes"
 )
 
 // SeqSource is what the service needs from per-key sequences (*seq.Node in
-// production): the one-key calls of the Leaf-style GETs and of the HTTP/1.1
-// front's NextSeq, and Status. SeqService itself is served by the source's
-// own handler; the front answers its NextSeq only when NextSeqHere can.
+// production): the one-key calls of the Leaf-style GETs (NextSeqHere for
+// the front's) and Status. SeqService itself, with its front route, is
+// package seq's (Node.Routes).
 type SeqSource interface {
 	NextSeq(ctx context.Context, space string, key uint64, forwarded bool) (int64, uint64, error)
 	CurrentSeq(ctx context.Context, space string, key uint64, forwarded bool) (int64, uint64, error)
@@ -42,8 +47,11 @@ func (s *Service) seqStatus() *seqsvrv1.SeqStatus {
 //	GET /api/seq/next/{space}/{key}     -> the key's next value, plain decimal
 //	GET /api/seq/current/{space}/{key}  -> its current value, plain decimal
 //
-// with errors as the segment Leaf GET answers them.
-func (s *Service) seqRoutes() map[string]http.Handler {
+// with errors as the segment Leaf GET answers them. The front answers a
+// next of a key this allocsvr serves; it declines one another allocsvr
+// serves (NextSeqHere: seq.ErrNotOwner, nothing taken), and net/http's
+// route forwards it.
+func (s *Service) seqRoutes() []routes.Route {
 	route := func(c seqCall) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			v, err := s.leafSeq(r.Context(), r.PathValue("space"), r.PathValue("key"), c)
@@ -51,10 +59,23 @@ func (s *Service) seqRoutes() map[string]http.Handler {
 			writeLeaf(w, status, body)
 		})
 	}
-	return map[string]http.Handler{
-		"GET /api/seq/next/{space}/{key}":    route(seqNext),
-		"GET /api/seq/current/{space}/{key}": route(seqCurrent),
+	return []routes.Route{
+		{Pattern: "GET /api/seq/next/{space}/{key}", Handler: route(seqNext), Fast: s.leafSeqNextH1},
+		{Pattern: "GET /api/seq/current/{space}/{key}", Handler: route(seqCurrent)},
 	}
+}
+
+// leafSeqNextH1 is GET /api/seq/next/{space}/{key} on the front; rest is
+// "{space}/{key}".
+func (s *Service) leafSeqNextH1(req *h1.Request, rest []byte, resp *h1.Response) bool {
+	i := bytes.IndexByte(rest, '/')
+	v, err := s.leafSeq(req.Context, string(rest[:i]), string(rest[i+1:]), seqNextHere)
+	if errors.Is(err, seq.ErrNotOwner) {
+		return false
+	}
+	setLeafHeaders(resp.SetHeader)
+	resp.Status, resp.Body = leafSeqResponse(v, err, resp.Buf[:0])
+	return true
 }
 
 // seqCall is the call a per-key GET makes.

@@ -16,6 +16,7 @@ import (
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 	"github.com/seqsvr/seqsvr/internal/errs"
+	"github.com/seqsvr/seqsvr/internal/routes/routestest"
 	"github.com/seqsvr/seqsvr/internal/spec"
 )
 
@@ -111,14 +112,7 @@ func newTestService(t *testing.T) (*Service, *svcFakeSegments, seqsvrv1connect.A
 
 // serveMux serves svc through net/http as the allocsvr does: the Connect
 // handler and the Leaf API.
-func serveMux(svc *Service) *http.ServeMux {
-	mux := http.NewServeMux()
-	mux.Handle(seqsvrv1connect.NewAllocServiceHandler(svc))
-	for p, h := range svc.LeafRoutes() {
-		mux.Handle(p, h)
-	}
-	return mux
-}
+func serveMux(svc *Service) *http.ServeMux { return routestest.Mount(svc.Routes()) }
 
 func wantCode(t *testing.T, err error, code connect.Code) {
 	t.Helper()

@@ -7,7 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seqsvr/seqsvr/internal/cluster"
+	"github.com/seqsvr/seqsvr/internal/launch"
+	"github.com/seqsvr/seqsvr/internal/poll"
 )
 
 // freePort is a loopback port for a reference server (bare handler,
@@ -15,7 +16,7 @@ import (
 // the two never collide.
 func freePort(tb testing.TB) string {
 	tb.Helper()
-	port, err := cluster.FreePort("127.0.0.1")
+	port, err := launch.FreePort("127.0.0.1")
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -24,26 +25,22 @@ func freePort(tb testing.TB) string {
 
 func waitTCP(tb testing.TB, addr string) {
 	tb.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if c, err := net.Dial("tcp", addr); err == nil {
+	poll.UntilOK(tb, 10*time.Second, addr+" to accept connections", func() error {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
 			c.Close()
-			return
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	tb.Fatalf("%s did not accept connections", addr)
+		return err
+	})
 }
 
 func waitHTTP(tb testing.TB, url string) {
 	tb.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if resp, err := http.Get(url); err == nil {
+	poll.UntilOK(tb, 10*time.Second, url+" to answer", func() error {
+		resp, err := http.Get(url)
+		if err == nil {
 			resp.Body.Close()
-			return
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	tb.Fatalf("%s did not answer", url)
+		return err
+	})
 }

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/seqsvr/seqsvr/bench/loadgen/result"
-	"github.com/seqsvr/seqsvr/internal/cluster"
-	"github.com/seqsvr/seqsvr/internal/cluster/clustertest"
+	"github.com/seqsvr/seqsvr/internal/launch"
+	"github.com/seqsvr/seqsvr/internal/launch/launchtest"
 )
 
 // Result is the JSON line bench/loadgen prints.
@@ -21,17 +21,17 @@ type Result = result.Result
 
 // TestMain removes the binaries the benchmarks built.
 func TestMain(m *testing.M) {
-	os.Exit(clustertest.Main(m))
+	os.Exit(launchtest.Main(m))
 }
 
-// bins is the directory holding storesvr and allocsvr (clustertest.Bins)
+// bins is the directory holding storesvr and allocsvr (launchtest.Bins)
 // and loadgen, built once per test process.
 func bins(tb testing.TB) string {
 	tb.Helper()
-	dir := clustertest.BinDir(tb)
+	dir := launchtest.BinDir(tb)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	if err := cluster.BuildPackages(ctx, dir, nil, "./bench/loadgen"); err != nil {
+	if err := launch.BuildPackages(ctx, dir, nil, "./bench/loadgen"); err != nil {
 		tb.Fatal(err)
 	}
 	return dir
@@ -65,36 +65,36 @@ func startProc(tb testing.TB, name string, args ...string) {
 }
 
 // startCluster launches real processes with the repo's binaries.
-func startCluster(tb testing.TB, stores, allocs int, allocArgs ...string) *cluster.Cluster {
+func startCluster(tb testing.TB, stores, allocs int, allocArgs ...string) *launch.Cluster {
 	tb.Helper()
-	return launch(tb, cluster.Options{Stores: stores, Allocs: allocs, AllocArgs: allocArgs})
+	return startQuiet(tb, launch.Options{Stores: stores, Allocs: allocs, AllocArgs: allocArgs})
 }
 
-// launch is startCluster with every option; it skips under -short (see
-// clustertest.Start). The processes' start and kill lines are not logged:
+// startQuiet is startCluster with every option; it skips under -short (see
+// launchtest.Start). The processes' start and kill lines are not logged:
 // a benchmark's log is cut after a few lines when not verbose, and the
 // lines it logs itself (the failover gaps) must stay.
-func launch(tb testing.TB, opts cluster.Options) *cluster.Cluster {
+func startQuiet(tb testing.TB, opts launch.Options) *launch.Cluster {
 	tb.Helper()
 	if opts.Logf == nil {
 		opts.Logf = func(string, ...any) {}
 	}
-	return clustertest.Start(tb, opts)
+	return launchtest.Start(tb, opts)
 }
 
-func createTag(tb testing.TB, c *cluster.Cluster, tag string, step int64) {
+func createTag(tb testing.TB, c *launch.Cluster, tag string, step int64) {
 	tb.Helper()
-	clustertest.CreateTag(tb, c, tag, step)
+	launchtest.CreateTag(tb, c, tag, step)
 }
 
-func leaderURL(tb testing.TB, c *cluster.Cluster) (*cluster.Proc, string) {
+func leaderURL(tb testing.TB, c *launch.Cluster) (*launch.Proc, string) {
 	tb.Helper()
-	p := clustertest.Leader(tb, c)
+	p := launchtest.Leader(tb, c)
 	return p, p.URL()
 }
 
 // restart kills p if it runs, starts it again and waits until it is ready.
-func restart(tb testing.TB, c *cluster.Cluster, p *cluster.Proc) {
+func restart(tb testing.TB, c *launch.Cluster, p *launch.Proc) {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -17,7 +17,7 @@ import (
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
-	"github.com/seqsvr/seqsvr/internal/cluster"
+	"github.com/seqsvr/seqsvr/internal/launch"
 	"github.com/seqsvr/seqsvr/internal/tlsconf"
 	"github.com/seqsvr/seqsvr/internal/tlsconf/tlstest"
 )
@@ -100,7 +100,7 @@ func BenchmarkSecurity(b *testing.B) {
 	tlsd := startAlloc(b, c, "a4", ca.CertFile, tokFile, "--tls-cert", cert, "--tls-key", key)
 	tlsNet := startAlloc(b, c, "a6", ca.CertFile, tokFile, "--tls-cert", cert, "--tls-key", key, "--fast-http=false")
 
-	side := func(name string, p *cluster.Proc, extra ...string) secSide {
+	side := func(name string, p *launch.Proc, extra ...string) secSide {
 		url := p.URL()
 		if slices.Contains(extra, "-tls-ca") {
 			url = "https://" + p.HTTPAddr
@@ -155,7 +155,7 @@ func BenchmarkSecurity(b *testing.B) {
 // (after warm) with c workers.
 type secSide struct {
 	name string
-	proc *cluster.Proc
+	proc *launch.Proc
 	run  func(d, warm, c string) Result
 }
 
@@ -202,12 +202,12 @@ func measureRounds(b *testing.B, n int, sides ...secSide) secRuns {
 	for range n {
 		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 		for _, s := range order {
-			before, err := cluster.CPUTicks(s.proc.Pid())
+			before, err := launch.CPUTicks(s.proc.Pid())
 			if err != nil {
 				b.Fatal(err)
 			}
 			r := s.run(roundLoad.String(), warmup, conc)
-			after, err := cluster.CPUTicks(s.proc.Pid())
+			after, err := launch.CPUTicks(s.proc.Pid())
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -334,11 +334,11 @@ func writeFile(tb testing.TB, dir, name, body string) string {
 }
 
 // startSecuredStores starts 3 storesvrs with --auth-file and creates the
-// tag "sec" with the admin token. cluster.Launch is not used: its leader
+// tag "sec" with the admin token. launch.Launch is not used: its leader
 // probe carries no token.
-func startSecuredStores(tb testing.TB, dir, authPath string) *cluster.Cluster {
+func startSecuredStores(tb testing.TB, dir, authPath string) *launch.Cluster {
 	tb.Helper()
-	c, err := cluster.New(cluster.Options{
+	c, err := launch.New(launch.Options{
 		BinDir: bins(tb), Dir: dir, Stores: 3,
 		StoreArgs: []string{"--auth-file", authPath},
 		Logf:      func(string, ...any) {},
@@ -378,7 +378,7 @@ func startSecuredStores(tb testing.TB, dir, authPath string) *cluster.Cluster {
 // args, waits until it is ready and answers it. With caFile it serves
 // HTTPS (args hold --tls-cert/--tls-key) and is probed through a client
 // trusting caFile.
-func startAlloc(tb testing.TB, c *cluster.Cluster, name, caFile, tokFile string, args ...string) *cluster.Proc {
+func startAlloc(tb testing.TB, c *launch.Cluster, name, caFile, tokFile string, args ...string) *launch.Proc {
 	tb.Helper()
 	p, err := c.NewAlloc(name, name)
 	if err != nil {

@@ -11,14 +11,14 @@ import (
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
-	"github.com/seqsvr/seqsvr/internal/cluster"
+	"github.com/seqsvr/seqsvr/internal/launch"
 )
 
-func seqClient(c *cluster.Cluster, p *cluster.Proc) seqsvrv1connect.SeqServiceClient {
+func seqClient(c *launch.Cluster, p *launch.Proc) seqsvrv1connect.SeqServiceClient {
 	return seqsvrv1connect.NewSeqServiceClient(c.HTTPClient(), p.URL())
 }
 
-func createSpace(tb testing.TB, c *cluster.Cluster, req *seqsvrv1.CreateSpaceRequest) {
+func createSpace(tb testing.TB, c *launch.Cluster, req *seqsvrv1.CreateSpaceRequest) {
 	tb.Helper()
 	leader, _ := leaderURL(tb, c)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -29,7 +29,7 @@ func createSpace(tb testing.TB, c *cluster.Cluster, req *seqsvrv1.CreateSpaceReq
 }
 
 // nextSeq is one NextSeq of key through p, bounded by a 2 s deadline.
-func nextSeq(c *cluster.Cluster, p *cluster.Proc, space string, key uint64) error {
+func nextSeq(c *launch.Cluster, p *launch.Proc, space string, key uint64) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	_, err := seqClient(c, p).NextSeq(ctx, connect.NewRequest(&seqsvrv1.NextSeqRequest{Space: space, Key: key}))
@@ -54,7 +54,7 @@ func until(tb testing.TB, what string, limit time.Duration, f func() error) time
 }
 
 // owners is p's routing table's ranges for space, nil if p does not answer.
-func owners(c *cluster.Cluster, p *cluster.Proc, space string) []*seqsvrv1.SectionRange {
+func owners(c *launch.Cluster, p *launch.Proc, space string) []*seqsvrv1.SectionRange {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	t, err := seqClient(c, p).Routing(ctx, connect.NewRequest(&seqsvrv1.RoutingRequest{Space: space}))
@@ -64,7 +64,7 @@ func owners(c *cluster.Cluster, p *cluster.Proc, space string) []*seqsvrv1.Secti
 	return t.Msg.GetSections()
 }
 
-func seqWrites(tb testing.TB, c *cluster.Cluster, p *cluster.Proc) uint64 {
+func seqWrites(tb testing.TB, c *launch.Cluster, p *launch.Proc) uint64 {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -142,7 +142,7 @@ const seqLeaseTTL = 5 * time.Second
 // to the targets: lease TTL + 2 s after a kill, 2 s after SIGTERM.
 func BenchmarkSeqFailover(b *testing.B) {
 	const failoverReps = 3
-	c := launch(b, cluster.Options{Stores: 3, Allocs: 2, StoreArgs: []string{"--seq-lease-ttl", seqLeaseTTL.String()}})
+	c := startQuiet(b, launch.Options{Stores: 3, Allocs: 2, StoreArgs: []string{"--seq-lease-ttl", seqLeaseTTL.String()}})
 	createSpace(b, c, &seqsvrv1.CreateSpaceRequest{Space: "fo", KeyCount: 200_000, SectionSize: 100_000, Step: 10_000})
 	victim, survivor := c.Allocs[0], c.Allocs[1] // a1 owns section 0 once both are live
 	const key = 7                                // in section 0

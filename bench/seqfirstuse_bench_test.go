@@ -14,7 +14,7 @@ import (
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
-	"github.com/seqsvr/seqsvr/internal/cluster"
+	"github.com/seqsvr/seqsvr/internal/launch"
 )
 
 // firstUseCallers is how many goroutines call NextSeq at once in
@@ -132,7 +132,7 @@ func driveSeq(b *testing.B, cl seqsvrv1connect.SeqServiceClient, callers int, ke
 	return seqDrive{calls: calls.Load(), p50: lat[len(lat)/2], p99: lat[len(lat)*99/100]}
 }
 
-func seqStatus(tb testing.TB, c *cluster.Cluster, p *cluster.Proc) *seqsvrv1.SeqStatus {
+func seqStatus(tb testing.TB, c *launch.Cluster, p *launch.Proc) *seqsvrv1.SeqStatus {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

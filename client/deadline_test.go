@@ -12,12 +12,12 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/seqsvr/seqsvr/client"
-	"github.com/seqsvr/seqsvr/internal/cluster"
+	"github.com/seqsvr/seqsvr/internal/launch"
 )
 
 func deadURL(t *testing.T) string {
 	t.Helper()
-	port, err := cluster.FreePort("127.0.0.1")
+	port, err := launch.FreePort("127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package client_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -11,8 +12,9 @@ import (
 	"time"
 
 	"github.com/seqsvr/seqsvr/client"
-	"github.com/seqsvr/seqsvr/internal/cluster"
-	"github.com/seqsvr/seqsvr/internal/cluster/clustertest"
+	"github.com/seqsvr/seqsvr/internal/launch"
+	"github.com/seqsvr/seqsvr/internal/launch/launchtest"
+	"github.com/seqsvr/seqsvr/internal/poll"
 )
 
 // load runs workers goroutines calling f until stop closes; each records
@@ -85,13 +87,12 @@ func (l *load) check(t *testing.T, increasing bool) int {
 func (l *load) waitOps(t *testing.T, n int64) {
 	t.Helper()
 	want := l.ops.Load() + n
-	deadline := time.Now().Add(30 * time.Second)
-	for l.ops.Load() < want {
-		if time.Now().After(deadline) {
-			t.Fatalf("the load stalled at %d calls", l.ops.Load())
+	poll.UntilOK(t, 30*time.Second, "the load", func() error {
+		if n := l.ops.Load(); n < want {
+			return fmt.Errorf("stalled at %d calls, want %d", n, want)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // An allocsvr SIGKILLed under load: while the other is up no caller sees
@@ -140,7 +141,7 @@ func TestStoreLeaderKill(t *testing.T) {
 	stop := make(chan struct{})
 	l := runLoad(4, stop, func(ctx context.Context) ([]int64, error) { return cl.NextIDs(ctx, "leaderkill", 10) })
 	l.waitOps(t, 100)
-	leader := clustertest.Leader(t, c)
+	leader := launchtest.Leader(t, c)
 	if err := leader.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +153,7 @@ func TestStoreLeaderKill(t *testing.T) {
 	restart(t, c, leader)
 }
 
-func waitNewLeader(t *testing.T, c *cluster.Cluster, old *cluster.Proc) *cluster.Proc {
+func waitNewLeader(t *testing.T, c *launch.Cluster, old *launch.Proc) *launch.Proc {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

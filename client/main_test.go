@@ -13,8 +13,8 @@ import (
 
 	"github.com/seqsvr/seqsvr/client"
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
-	"github.com/seqsvr/seqsvr/internal/cluster"
-	"github.com/seqsvr/seqsvr/internal/cluster/clustertest"
+	"github.com/seqsvr/seqsvr/internal/launch"
+	"github.com/seqsvr/seqsvr/internal/launch/launchtest"
 )
 
 // The real-process tests, the examples and the benchmarks share one
@@ -22,7 +22,7 @@ import (
 // once by TestMain; a test that kills a process starts it again before it
 // ends. Under -short nothing is started and only the unit tests run.
 var (
-	shared    *cluster.Cluster
+	shared    *launch.Cluster
 	allocURLs []string // the allocsvrs' https:// base URLs
 	token     string   // a token with role client
 	caFile    string   // the CA the servers' certificates chain to
@@ -46,7 +46,7 @@ func TestMain(m *testing.M) {
 }
 
 func runWithCluster(m *testing.M) (int, error) {
-	bin, err := clustertest.Bins()
+	bin, err := launchtest.Bins()
 	if err != nil {
 		return 0, err
 	}
@@ -55,13 +55,13 @@ func runWithCluster(m *testing.M) (int, error) {
 		return 0, err
 	}
 	defer os.RemoveAll(dir)
-	sec, err := cluster.NewSecurity(dir + "/sec")
+	sec, err := launch.NewSecurity(dir + "/sec")
 	if err != nil {
 		return 0, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c, err := cluster.Start(ctx, cluster.Options{
+	c, err := launch.Start(ctx, launch.Options{
 		BinDir: bin, Dir: dir, Stores: 3, Allocs: 2, Security: sec,
 		Logf: func(string, ...any) {},
 		// Sections of a dead allocsvr move after the lease: keep it short.
@@ -98,7 +98,7 @@ func runWithCluster(m *testing.M) (int, error) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	probe.Close()
-	code := clustertest.Main(m)
+	code := launchtest.Main(m)
 	if code != 0 {
 		for _, p := range c.All() {
 			if b, err := os.ReadFile(p.LogPath); err == nil {
@@ -114,7 +114,7 @@ func runWithCluster(m *testing.M) (int, error) {
 // sharedCluster is the shared cluster for a real-process test; it skips
 // under -short. The tests using it must not call t.Parallel: some kill
 // processes.
-func sharedCluster(t testing.TB) *cluster.Cluster {
+func sharedCluster(t testing.TB) *launch.Cluster {
 	t.Helper()
 	if testing.Short() || shared == nil {
 		t.Skip("-short: real-process test")
@@ -135,13 +135,13 @@ func newClient(t testing.TB, opts ...client.Option) *client.Client {
 }
 
 // createTag makes a fresh tag for one test.
-func createTag(t testing.TB, c *cluster.Cluster, tag string, step int64) {
+func createTag(t testing.TB, c *launch.Cluster, tag string, step int64) {
 	t.Helper()
-	clustertest.CreateTag(t, c, tag, step)
+	launchtest.CreateTag(t, c, tag, step)
 }
 
 // restart starts p again (after a kill) and waits for its /readyz.
-func restart(t testing.TB, c *cluster.Cluster, p *cluster.Proc) {
+func restart(t testing.TB, c *launch.Cluster, p *launch.Proc) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -9,11 +9,11 @@ import (
 
 	"github.com/seqsvr/seqsvr/client"
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
-	"github.com/seqsvr/seqsvr/internal/cluster"
+	"github.com/seqsvr/seqsvr/internal/launch"
 )
 
 // forwards sums the per-key calls the allocsvrs forwarded to an owner.
-func forwards(t *testing.T, c *cluster.Cluster, allocs []*cluster.Proc) uint64 {
+func forwards(t *testing.T, c *launch.Cluster, allocs []*launch.Proc) uint64 {
 	t.Helper()
 	var n uint64
 	for _, a := range allocs {
@@ -66,7 +66,7 @@ func TestRoutingRefresh(t *testing.T) {
 			last[i] = s
 		}
 	}
-	allocs := append([]*cluster.Proc{}, c.Allocs...)
+	allocs := append([]*launch.Proc{}, c.Allocs...)
 	// settled: calls until the client's table is current and a round of
 	// calls makes the allocsvrs forward nothing.
 	settled := func(what string, minVersion uint64) uint64 {

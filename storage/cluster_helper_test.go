@@ -16,6 +16,7 @@ import (
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
+	"github.com/seqsvr/seqsvr/internal/poll"
 )
 
 // testNode is one in-process member: raft over InmemTransport, state in
@@ -157,9 +158,9 @@ func (c *testCluster) waitForLeader(among ...*testNode) *testNode {
 	if len(among) == 0 {
 		among = c.live()
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
-		var leader *testNode
+	var leader *testNode
+	poll.Until(c.t, 15*time.Second, "an agreed leader", func() bool {
+		leader = nil
 		agree := true
 		for _, n := range among {
 			if n.store.raft.State() == raft.Leader {
@@ -169,20 +170,17 @@ func (c *testCluster) waitForLeader(among ...*testNode) *testNode {
 				leader = n
 			}
 		}
-		if leader != nil && agree {
-			for _, n := range among {
-				if _, id := n.store.raft.LeaderWithID(); string(id) != leader.id {
-					agree = false
-				}
-			}
-			if agree && leader.store.Ready(context.Background()) == nil {
-				return leader
+		if leader == nil || !agree {
+			return false
+		}
+		for _, n := range among {
+			if _, id := n.store.raft.LeaderWithID(); string(id) != leader.id {
+				return false
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	c.t.Fatal("no agreed leader within 15s")
-	return nil
+		return leader.store.Ready(context.Background()) == nil
+	})
+	return leader
 }
 
 func (c *testCluster) followers(leader *testNode) []*testNode {
@@ -200,18 +198,6 @@ func skipShort(t testing.TB) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts raft members; skipped with -short")
-	}
-}
-
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 

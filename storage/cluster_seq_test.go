@@ -11,6 +11,7 @@ import (
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/internal/errs"
+	"github.com/seqsvr/seqsvr/internal/poll"
 )
 
 // Per-key sequences through a follower of a 3-member cluster: every write
@@ -100,7 +101,7 @@ func TestClusterSeqSpaces(t *testing.T) {
 	}
 	// Every member applied the same max_seq.
 	for _, n := range c.nodes {
-		eventually(t, 5*time.Second, n.id+" to apply the raise", func() bool {
+		poll.Until(t, 5*time.Second, n.id+" to apply the raise", func() bool {
 			for _, sp := range n.store.fsm.State().GetSpaces() {
 				for _, m := range sp.GetMaxes() {
 					if sp.GetSpace() == "users" && m.GetSection() == 7 {

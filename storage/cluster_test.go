@@ -13,6 +13,7 @@ import (
 	"connectrpc.com/connect"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/internal/poll"
 	"github.com/seqsvr/seqsvr/internal/spec"
 )
 
@@ -57,7 +58,7 @@ func TestClusterForwarding(t *testing.T) {
 	// FSM, so members that joined later can forward too.
 	for _, n := range c.nodes {
 		for _, m := range c.nodes {
-			eventually(t, 5*time.Second, "member addresses in "+n.id+"'s FSM", func() bool {
+			poll.Until(t, 5*time.Second, "member addresses in "+n.id+"'s FSM", func() bool {
 				info := n.store.fsm.Member(m.id)
 				return info != nil && info.GetHttpAddr() == m.httpAddr() && info.GetRaftAddr() == string(m.addr)
 			})
@@ -159,11 +160,11 @@ func TestClusterLeaderLossDuringConcurrentReservations(t *testing.T) {
 			}
 		}(g)
 	}
-	eventually(t, 20*time.Second, "reservations before the kill", func() bool { return total.Load() >= 40 })
+	poll.Until(t, 20*time.Second, "reservations before the kill", func() bool { return total.Load() >= 40 })
 	before := total.Load()
 	leader.stop() // the leader dies mid-stream
 	c.waitForLeader()
-	eventually(t, 20*time.Second, "reservations after the kill", func() bool { return total.Load() >= before+40 })
+	poll.Until(t, 20*time.Second, "reservations after the kill", func() bool { return total.Load() >= before+40 })
 	stop.Store(true)
 	wg.Wait()
 
@@ -181,7 +182,7 @@ func TestClusterLeaderLossDuringConcurrentReservations(t *testing.T) {
 	}
 	// Every acknowledged segment is below max_id on every surviving member.
 	for _, n := range c.live() {
-		eventually(t, 10*time.Second, "member "+n.id+" to catch up", func() bool { return n.store.fsm.Tag("t").GetMaxId() >= top })
+		poll.Until(t, 10*time.Second, "member "+n.id+" to catch up", func() bool { return n.store.fsm.Tag("t").GetMaxId() >= top })
 	}
 	t.Logf("%d acknowledged segments, top %d", len(segs), top)
 }
@@ -223,7 +224,7 @@ func TestClusterLeaderPartition(t *testing.T) {
 	leader := c.waitForLeader()
 	want := leader.store.fsm.Tag("p").GetMaxId()
 	for _, n := range c.nodes {
-		eventually(t, 10*time.Second, "convergence of "+n.id, func() bool { return n.store.fsm.Tag("p").GetMaxId() == want })
+		poll.Until(t, 10*time.Second, "convergence of "+n.id, func() bool { return n.store.fsm.Tag("p").GetMaxId() == want })
 	}
 	// Whatever happened to "lost", a retry is answered consistently.
 	r1, err1 := leader.store.reserveSegment(ctx, &seqsvrv1.ReserveSegmentRequest{Tag: "p", RequestId: "lost"})
@@ -247,7 +248,7 @@ func TestClusterJoinAndRemove(t *testing.T) {
 	cfg := testConfig("n4", "", "")
 	cfg.Join = c.followers(leader)[0].httpAddr() // joins through a follower: forwarded
 	n4.start(t, cfg)
-	eventually(t, 15*time.Second, "n4 to join and catch up", func() bool {
+	poll.Until(t, 15*time.Second, "n4 to join and catch up", func() bool {
 		return n4.store.Ready(ctx) == nil && n4.store.fsm.Tag("j").GetMaxId() == 42
 	})
 	st, err := n4.client().ClusterStatus(ctx, connect.NewRequest(&seqsvrv1.ClusterStatusRequest{}))

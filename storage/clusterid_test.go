@@ -9,13 +9,14 @@ import (
 	"connectrpc.com/connect"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/internal/poll"
 )
 
 // waitClusterID polls the member until its ClusterStatus carries an ID.
 func waitClusterID(t *testing.T, n *testNode) string {
 	t.Helper()
 	var id string
-	eventually(t, 10*time.Second, "a cluster ID", func() bool {
+	poll.Until(t, 10*time.Second, "a cluster ID", func() bool {
 		st, err := n.client().ClusterStatus(context.Background(), connect.NewRequest(&seqsvrv1.ClusterStatusRequest{}))
 		id = st.Msg.GetClusterId()
 		return err == nil && id != ""
@@ -32,7 +33,7 @@ func TestClusterIDAndJoinRefusal(t *testing.T) {
 	la := a.waitForLeader()
 	idA := waitClusterID(t, la)
 	for _, n := range a.nodes {
-		eventually(t, 10*time.Second, "followers to report the cluster ID", func() bool { return n.store.fsm.ClusterID() == idA })
+		poll.Until(t, 10*time.Second, "followers to report the cluster ID", func() bool { return n.store.fsm.ClusterID() == idA })
 	}
 	b := newTestCluster(t, 1, nil)
 	lb := b.waitForLeader()

@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/internal/poll"
 )
 
 func freeAddr(t *testing.T) string {
@@ -27,7 +28,7 @@ func openDisk(t *testing.T, cfg Config) *Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 15*time.Second, "the member to lead", func() bool {
+	poll.Until(t, 15*time.Second, "the member to lead", func() bool {
 		return s.Raft().State() == raft.Leader && s.Ready(context.Background()) == nil
 	})
 	return s

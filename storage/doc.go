@@ -9,10 +9,9 @@
 //
 //	peers, err := storage.ParsePeers("a=127.0.0.1:7001@127.0.0.1:8001,...")
 //	st, err := storage.Open(storage.Config{NodeID, RaftAddr, HTTPAddr, DataDir, Peers or Join, Logger})
-//	path, h := seqsvrv1connect.NewStoreServiceHandler(st.Service())
+//	st.Routes()     // StoreService: connect-go handlers, ReserveSegment on the HTTP/1.1 front
 //	st.Ready(ctx)   // for /readyz
 //	st.Raft()       // metrics, admin
-//	st.FastRoutes(maxBody, logger) // ReserveSegment on the HTTP/1.1 front
 //	st.Close()      // clean raft shutdown
 //
 // Errors: every business error wraps an internal/errs kind (the sentinels

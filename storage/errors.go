@@ -19,4 +19,11 @@ var (
 	// ErrOtherCluster: a join between members of two different clusters
 	// (their cluster IDs differ).
 	ErrOtherCluster = errs.New(errs.FailedPrecondition, "member of another cluster")
+	// ErrDiskFull: this member's data dir refused a write for lack of
+	// space; it refuses writes until a write succeeds again (no restart
+	// needed). Unavailable: another member may take the call.
+	ErrDiskFull = errs.New(errs.Unavailable, "data dir is full")
+	// ErrDiskIO: this member's data dir failed a write or fsync with an
+	// I/O error; it refuses writes until it is restarted.
+	ErrDiskIO = errs.New(errs.Unavailable, "data dir I/O error")
 )

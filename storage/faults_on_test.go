@@ -12,6 +12,7 @@ import (
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/internal/faults"
+	"github.com/seqsvr/seqsvr/internal/poll"
 )
 
 func reserveCmd(tag string, size int64, reqID string) *seqsvrv1.Command {
@@ -61,7 +62,7 @@ func TestPlantedBugsWhenNamed(t *testing.T) {
 	if err != nil || seg.GetFirst() != 1 || seg.GetLast() != 10 {
 		t.Fatalf("reserve-before-commit: %v %v", seg, err)
 	}
-	eventually(t, 5*time.Second, "the background proposal to commit", func() bool { return leader.fsm.Tag("r").GetMaxId() == 10 })
+	poll.Until(t, 5*time.Second, "the background proposal to commit", func() bool { return leader.fsm.Tag("r").GetMaxId() == 10 })
 }
 
 // reserveUncommitted answers the range the FSM would reserve next and
@@ -76,7 +77,7 @@ func TestReserveUncommitted(t *testing.T) {
 	if !ok || seg.GetTag() != "r" || seg.GetFirst() != 101 || seg.GetLast() != 105 || seg.GetStep() != 10 {
 		t.Fatalf("segment %v %v, want [101,105] step 10", seg, ok)
 	}
-	eventually(t, 5*time.Second, "the background proposal to commit", func() bool { return leader.fsm.Tag("r").GetMaxId() == 105 })
+	poll.Until(t, 5*time.Second, "the background proposal to commit", func() bool { return leader.fsm.Tag("r").GetMaxId() == 105 })
 	if _, ok := leader.reserveUncommitted(reserveCmd("missing", 0, "")); ok {
 		t.Fatal("answered for an unknown tag")
 	}

@@ -8,6 +8,7 @@ import (
 	"connectrpc.com/connect"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/internal/poll"
 )
 
 // GetTag with local=true answers from the member asked, even one cut off
@@ -32,7 +33,7 @@ func TestGetTagLocal(t *testing.T) {
 		}
 		return resp.Msg.GetMaxId(), nil
 	}
-	eventually(t, 10*time.Second, "follower applies the first segment", func() bool {
+	poll.Until(t, 10*time.Second, "follower applies the first segment", func() bool {
 		v, err := local(f, "l")
 		return err == nil && v == 10
 	})
@@ -62,7 +63,7 @@ func TestGetTagLocal(t *testing.T) {
 
 	// Healed, the follower catches up and its own state shows it.
 	connectAll(c.nodes)
-	eventually(t, 10*time.Second, "follower catches up", func() bool {
+	poll.Until(t, 10*time.Second, "follower catches up", func() bool {
 		v, err := local(f, "l")
 		return err == nil && v == 20
 	})

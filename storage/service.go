@@ -20,7 +20,7 @@ type service struct {
 }
 
 // Service returns the Connect handler implementation, with leader
-// forwarding. Mount it with seqsvrv1connect.NewStoreServiceHandler.
+// forwarding. Routes registers it, procedure by procedure.
 func (s *Store) Service() seqsvrv1connect.StoreServiceHandler { return &service{s: s} }
 
 type client = seqsvrv1connect.StoreServiceClient

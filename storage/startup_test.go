@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/seqsvr/seqsvr/internal/poll"
 )
 
 // diskless is one member's raft stores kept across restarts of open, as a
@@ -76,13 +78,7 @@ func bootstrapAlone(t *testing.T, d *diskless, id, raftAddr string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for s.raft.State() != raft.Leader {
-		if time.Now().After(deadline) {
-			t.Fatal("a bootstrapped lone member did not become leader")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	poll.Until(t, 5*time.Second, "a bootstrapped lone member to lead", func() bool { return s.raft.State() == raft.Leader })
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}

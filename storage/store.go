@@ -28,12 +28,15 @@ type Store struct {
 	log     *slog.Logger
 	raft    *raft.Raft
 	fsm     *fsm.Machine
+	disk    *diskGuard // nil for in-memory stores (tests)
 	closers []io.Closer
 
 	clients sync.Map // http addr -> seqsvrv1connect.StoreServiceClient
 
 	barrierMu   sync.Mutex
 	barrierTerm atomic.Uint64 // the term whose leader has applied a barrier
+
+	handingOff atomic.Bool // a leadership transfer for a bad disk is running
 
 	stop      chan struct{}
 	stopCtx   context.Context // cancelled by Close, with stop
@@ -61,6 +64,7 @@ type raftParts struct {
 	logs    raft.LogStore
 	stable  raft.StableStore
 	snaps   raft.SnapshotStore
+	disk    *diskGuard // between raft and the bolt file; nil in memory
 	closers []io.Closer
 }
 
@@ -73,17 +77,28 @@ func diskRaft(cfg Config) (raftParts, error) {
 		return raftParts{}, fmt.Errorf("storage: create data dir: %w", err)
 	}
 	hl := newHclog(cfg.Logger, "raft")
-	snaps, err := raftconf.NewSnapshots(cfg.DataDir, hl)
+	fileSnaps, err := raftconf.NewSnapshots(cfg.DataDir, hl)
 	if err != nil {
 		return raftParts{}, fmt.Errorf("storage: snapshot store: %w", err)
 	}
+	snaps := cleanSnapshots{SnapshotStore: fileSnaps, dir: filepath.Join(cfg.DataDir, "snapshots"), log: cfg.Logger}
+	snaps.reapSnapshotTmp()
 	adv, err := net.ResolveTCPAddr("tcp", cfg.RaftAddr)
 	if err != nil {
 		return raftParts{}, fmt.Errorf("storage: raft address %q: %w", cfg.RaftAddr, err)
 	}
-	stores, err := raftconf.OpenStores(filepath.Join(cfg.DataDir, "raft.db"))
+	dbPath := filepath.Join(cfg.DataDir, "raft.db")
+	stores, err := raftconf.OpenStores(dbPath)
 	if err != nil {
 		return raftParts{}, fmt.Errorf("storage: open raft.db: %w", err)
+	}
+	// The guard goes below raft's log cache, which formats the store's
+	// error into a string; its stop channel is the Store's (start).
+	disk := newDiskGuard(stores.Bolt, dbPath, cfg.Logger, nil)
+	logs, err := raft.NewLogCache(raftconf.LogCacheSize, disk)
+	if err != nil {
+		stores.Bolt.Close()
+		return raftParts{}, fmt.Errorf("storage: log cache: %w", err)
 	}
 	var trans *raft.NetworkTransport
 	if cfg.RaftTLS != nil {
@@ -95,7 +110,7 @@ func diskRaft(cfg Config) (raftParts, error) {
 		stores.Bolt.Close()
 		return raftParts{}, fmt.Errorf("storage: raft transport on %s: %w", cfg.RaftAddr, err)
 	}
-	return raftParts{trans: trans, logs: stores.Logs, stable: stores.Bolt, snaps: snaps, closers: []io.Closer{trans, stores.Bolt}}, nil
+	return raftParts{trans: trans, logs: logs, stable: disk, snaps: snaps, disk: disk, closers: []io.Closer{trans, stores.Bolt}}, nil
 }
 
 // open applies cfg's defaults (the only place they are applied), gets the
@@ -155,8 +170,11 @@ func start(cfg Config, rc *raft.Config, p raftParts) (*Store, error) {
 			return nil, err
 		}
 	}
-	s := &Store{cfg: cfg, log: cfg.Logger, fsm: fsm.New(nil), closers: p.closers, stop: make(chan struct{})}
+	s := &Store{cfg: cfg, log: cfg.Logger, fsm: fsm.New(nil), disk: p.disk, closers: p.closers, stop: make(chan struct{})}
 	s.stopCtx, s.stopAll = context.WithCancel(context.Background())
+	if s.disk != nil {
+		s.disk.stop = s.stop
+	}
 	s.raft, err = raft.NewRaft(rc, s.fsm, p.logs, p.stable, p.snaps, p.trans)
 	if err != nil {
 		s.stopAll()
@@ -180,6 +198,14 @@ func start(cfg Config, rc *raft.Config, p raftParts) (*Store, error) {
 	}
 	s.wg.Add(1)
 	go s.leaderLoop()
+	if s.disk != nil {
+		s.disk.retry.Store(true)
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.disk.probeLoop()
+		}()
+	}
 	return s, nil
 }
 
@@ -199,11 +225,20 @@ func (s *Store) bootstrap() error {
 }
 
 // Close shuts raft down cleanly and closes the stores. Safe to call twice.
+// A raft held by a stable-store write that cannot succeed (diskGuard) is
+// not waited for, and the stores are left open under it: the process is
+// exiting.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.stop)
 		s.stopAll()
-		s.closeErr = s.raft.Shutdown().Error()
+		if err, stopped := s.shutdownRaft(); !stopped {
+			s.closeErr = err
+			s.log.Warn("raft is waiting for the data dir to take a write; closing without it", "path", s.disk.path)
+			return
+		} else {
+			s.closeErr = err
+		}
 		s.wg.Wait()
 		for _, c := range s.closers {
 			if err := c.Close(); err != nil && s.closeErr == nil {
@@ -212,6 +247,26 @@ func (s *Store) Close() error {
 		}
 	})
 	return s.closeErr
+}
+
+// shutdownRaft shuts raft down and waits for it, unless raft is stuck
+// retrying a write to a data dir that refuses it (stopped false).
+func (s *Store) shutdownRaft() (err error, stopped bool) {
+	f := s.raft.Shutdown()
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			return err, true
+		case <-tick.C:
+			if s.disk != nil && s.disk.stuck.Load() {
+				return fmt.Errorf("%w: raft did not stop: %v", errs.Unavailable, s.disk.check()), false
+			}
+		}
+	}
 }
 
 // Raft exposes the raft instance (metrics, tests, admin).
@@ -223,6 +278,9 @@ func (s *Store) Ready(ctx context.Context) error {
 	state := s.raft.State()
 	if state == raft.Shutdown {
 		return fmt.Errorf("%w: raft is shut down", errs.Unavailable)
+	}
+	if err := s.disk.check(); err != nil {
+		return err
 	}
 	_, leader := s.raft.LeaderWithID()
 	if leader == "" {
@@ -250,8 +308,16 @@ func (s *Store) Ready(ctx context.Context) error {
 
 // propose is the one write path: it stamps the command with the leader's
 // clock, applies it through raft and waits until it is committed and
-// applied here, then unwraps the FSM's answer.
+// applied here, then unwraps the FSM's answer. A member whose data dir
+// refuses writes answers ErrDiskFull or ErrDiskIO and neither proposes nor
+// forwards.
 func (s *Store) propose(ctx context.Context, cmd *seqsvrv1.Command) (fsm.Result, error) {
+	if err := s.disk.check(); err != nil {
+		if s.raft.State() == raft.Leader {
+			s.handOffLeadership(err)
+		}
+		return fsm.Result{}, err
+	}
 	if s.raft.State() != raft.Leader {
 		return fsm.Result{}, ErrNotLeader
 	}
@@ -262,6 +328,11 @@ func (s *Store) propose(ctx context.Context, cmd *seqsvrv1.Command) (fsm.Result,
 	}
 	f := s.raft.Apply(b, timeoutFrom(ctx))
 	if err := f.Error(); err != nil {
+		if derr := s.disk.check(); derr != nil {
+			// Raft refused the entry because the local append failed
+			// (and stepped down): nothing was acknowledged; say why.
+			return fsm.Result{}, derr
+		}
 		return fsm.Result{}, mapRaftErr(err)
 	}
 	res, ok := f.Response().(fsm.Result)

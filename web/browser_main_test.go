@@ -1,13 +1,15 @@
 package web_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	"connectrpc.com/connect"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
-	"github.com/seqsvr/seqsvr/internal/cluster"
+	"github.com/seqsvr/seqsvr/internal/launch"
+	"github.com/seqsvr/seqsvr/internal/poll"
 )
 
 const (
@@ -41,15 +43,10 @@ func TestBrowser(t *testing.T) {
 		check(t, err)
 	}
 	// An allocsvr learns of a new space at its next heartbeat.
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	poll.UntilOK(t, 20*time.Second, "NextSeq on the new space", func() error {
 		_, err := c.SeqClient(c.Allocs[0]).NextSeq(ctx, connect.NewRequest(&seqsvrv1.NextSeqRequest{Space: testSpace, Key: 1}))
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("NextSeq on the new space: %v", err)
-		}
-	}
+		return err
+	})
 	waitRoutingSettled(t, c)
 
 	stores := make([]string, len(c.Stores))
@@ -130,10 +127,9 @@ func TestBrowser(t *testing.T) {
 
 // waitRoutingSettled waits until every section of the test space has an
 // owner and none is moving, so the pages and the truth agree.
-func waitRoutingSettled(t *testing.T, c *cluster.Cluster) {
+func waitRoutingSettled(t *testing.T, c *launch.Cluster) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	poll.UntilOK(t, 30*time.Second, "the routing of "+testSpace+" to settle", func() error {
 		rt, err := c.StoreClient(c.Stores[0]).GetRouting(ctxT(t), connect.NewRequest(&seqsvrv1.GetRoutingRequest{Space: testSpace}))
 		settled := err == nil && len(rt.Msg.GetSections()) > 0
 		owners := map[string]bool{}
@@ -142,13 +138,10 @@ func waitRoutingSettled(t *testing.T, c *cluster.Cluster) {
 			owners[s.GetOwner()] = true
 		}
 		if settled && len(owners) == len(c.Allocs) {
-			return
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("routing of %s not settled: %v %v", testSpace, rt, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return fmt.Errorf("not settled: %v %v", rt, err)
+	})
 }
 
 // truth is the cluster as Go clients see it.
@@ -160,7 +153,7 @@ type truth struct {
 	allocs  map[string]*seqsvrv1.StatusResponse
 }
 
-func snapshot(t *testing.T, c *cluster.Cluster) truth {
+func snapshot(t *testing.T, c *launch.Cluster) truth {
 	t.Helper()
 	ctx := ctxT(t)
 	tr := truth{members: map[string]*seqsvrv1.ClusterStatusResponse{}, allocs: map[string]*seqsvrv1.StatusResponse{}}

@@ -23,8 +23,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seqsvr/seqsvr/internal/cluster"
-	"github.com/seqsvr/seqsvr/internal/cluster/clustertest"
+	"github.com/seqsvr/seqsvr/internal/launch"
+	"github.com/seqsvr/seqsvr/internal/launch/launchtest"
 	"github.com/seqsvr/seqsvr/web"
 )
 
@@ -32,7 +32,7 @@ var shots = flag.String("screenshots", "", "directory for the status pages' scre
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	os.Exit(clustertest.Main(m))
+	os.Exit(launchtest.Main(m))
 }
 
 // chromiumPath is the system Chromium (SEQSVR_CHROMIUM overrides).
@@ -65,18 +65,18 @@ func needBrowser(t *testing.T) {
 // HTTP so its HTTP/1.1 front (the fast paths) is in the path, which TLS
 // turns off. The stores ask for no client certificate: a browser has none.
 type browserCluster struct {
-	c   *cluster.Cluster
-	sec *cluster.Security
+	c   *launch.Cluster
+	sec *launch.Security
 }
 
 func startBrowserCluster(t *testing.T) *browserCluster {
 	t.Helper()
 	dir := t.TempDir()
-	sec, err := cluster.NewSecurity(filepath.Join(dir, "sec"))
+	sec, err := launch.NewSecurity(filepath.Join(dir, "sec"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := cluster.New(cluster.Options{
+	c, err := launch.New(launch.Options{
 		BinDir: binDir(t), Dir: dir, Stores: 3, Allocs: 2, Security: sec, Logf: t.Logf,
 		AllocArgs: []string{"--seq"},
 		// The LAN defaults (200 ms) call elections whenever Chromium and

@@ -15,7 +15,7 @@ import (
 	"connectrpc.com/connect"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
-	"github.com/seqsvr/seqsvr/internal/cluster"
+	"github.com/seqsvr/seqsvr/internal/launch"
 )
 
 type call struct {
@@ -52,7 +52,7 @@ type crossResult struct {
 	RequestFailures []string   `json:"requestFailures"`
 }
 
-func checkCross(t *testing.T, c *cluster.Cluster, r crossCalls, origin string) {
+func checkCross(t *testing.T, c *launch.Cluster, r crossCalls, origin string) {
 	t.Helper()
 	wantCode := map[string]string{
 		"NextIDs no token": "Unauthenticated", "NextIDs bad tag": "InvalidArgument", "NextIDs unknown tag": "NotFound",
@@ -151,7 +151,7 @@ func toStrings(v any) []string {
 // page's origin and the Authorization header before the calls that carry
 // a token, GET for the side-effect-free RPCs over Connect, POST over
 // gRPC-web and for NextIDs, and no preflight for the simple GET.
-func checkNetwork(t *testing.T, c *cluster.Cluster, evs []netEvent, origin string, retries int) {
+func checkNetwork(t *testing.T, c *launch.Cluster, evs []netEvent, origin string, retries int) {
 	t.Helper()
 	preflights := map[string]int{} // by target host
 	var getTag = map[string]int{}

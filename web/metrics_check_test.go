@@ -9,18 +9,18 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/seqsvr/seqsvr/internal/cluster"
+	"github.com/seqsvr/seqsvr/internal/launch"
 )
 
 // metric reads one series (name with its labels, as /metrics spells it)
 // from p; a missing series is 0.
-func metric(t *testing.T, c *cluster.Cluster, p *cluster.Proc, series string) float64 {
+func metric(t *testing.T, c *launch.Cluster, p *launch.Proc, series string) float64 {
 	t.Helper()
 	v, _ := metricValue(t, c, p, series)
 	return v
 }
 
-func metricValue(t *testing.T, c *cluster.Cluster, p *cluster.Proc, series string) (float64, bool) {
+func metricValue(t *testing.T, c *launch.Cluster, p *launch.Proc, series string) (float64, bool) {
 	t.Helper()
 	var v float64
 	found := false
@@ -34,7 +34,7 @@ func metricValue(t *testing.T, c *cluster.Cluster, p *cluster.Proc, series strin
 }
 
 // metricSum adds up every series whose line starts with prefix.
-func metricSum(t *testing.T, c *cluster.Cluster, p *cluster.Proc, prefix string) float64 {
+func metricSum(t *testing.T, c *launch.Cluster, p *launch.Proc, prefix string) float64 {
 	t.Helper()
 	var sum float64
 	scrape(t, c, p, func(line string) {
@@ -46,7 +46,7 @@ func metricSum(t *testing.T, c *cluster.Cluster, p *cluster.Proc, prefix string)
 	return sum
 }
 
-func scrape(t *testing.T, c *cluster.Cluster, p *cluster.Proc, each func(string)) {
+func scrape(t *testing.T, c *launch.Cluster, p *launch.Proc, each func(string)) {
 	t.Helper()
 	req, _ := http.NewRequestWithContext(ctxT(t), http.MethodGet, p.URL()+"/metrics", nil)
 	res, err := c.HTTPClient().Do(req)

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seqsvr/seqsvr/internal/cluster/clustertest"
+	"github.com/seqsvr/seqsvr/internal/launch/launchtest"
 )
 
 // The browser test runs in a network namespace of its own when it can
@@ -43,7 +43,7 @@ func isolate(t *testing.T) bool {
 		t.Logf("running in the machine's network namespace: cannot make one (%v: %s); network changes made by other tests may drop requests", err, strings.TrimSpace(string(out)))
 		return false
 	}
-	bins := clustertest.BinDir(t)
+	bins := launchtest.BinDir(t)
 	args := []string{"--net", "--", "sh", "-c", `"$0" link set lo up && exec "$@"`, ip, os.Args[0],
 		"-test.run", "^TestBrowser$", "-test.count", "1", "-test.v", "-test.timeout", "5m"}
 	if *shots != "" {
@@ -76,5 +76,5 @@ func binDir(t *testing.T) string {
 	if d := os.Getenv(binDirEnv); d != "" {
 		return d
 	}
-	return clustertest.BinDir(t)
+	return launchtest.BinDir(t)
 }

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
-	"github.com/seqsvr/seqsvr/internal/cluster"
+	"github.com/seqsvr/seqsvr/internal/launch"
 )
 
 type storeView struct {
@@ -77,7 +77,7 @@ type pagesResult struct {
 	RequestFailures []string               `json:"requestFailures"`
 }
 
-func checkStorePage(t *testing.T, c *cluster.Cluster, r storeResult, before, after truth, allocToken string) {
+func checkStorePage(t *testing.T, c *launch.Cluster, r storeResult, before, after truth, allocToken string) {
 	t.Helper()
 	if r.NoTokenError != "unauthenticated" || !r.NoTokenFieldMarked {
 		t.Errorf("store page without a token: banner %q, field marked %v; want unauthenticated, marked", r.NoTokenError, r.NoTokenFieldMarked)

@@ -14,6 +14,7 @@ import (
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/internal/clock/clocktest"
 	"github.com/seqsvr/seqsvr/internal/errs"
+	"github.com/seqsvr/seqsvr/internal/poll"
 	"github.com/seqsvr/seqsvr/internal/spec"
 )
 
@@ -46,7 +47,7 @@ func TestSegmentPrefetchAtTenPercent(t *testing.T) {
 	}
 	close(f.gate)
 	// The load lands on a drained current segment and is switched in at once.
-	waitFor(t, "the load", func() bool { return !tagStatus(a, "t").GetLoading() })
+	poll.Until(t, 10*time.Second, "the load", func() bool { return !tagStatus(a, "t").GetLoading() })
 	if got := f.reserves.Load(); got != 2 {
 		t.Fatalf("reserves %d, want 2", got)
 	}
@@ -59,7 +60,7 @@ func TestSegmentSwitch(t *testing.T) {
 	ctx, _, a := setup(t, "t", 1000, 10, Config{MaxStep: 1}) // pin the step to the stored 10
 
 	mustNext(t, ctx, a, "t") // 1001, prefetch fires at once (10% of 10 is 1)
-	waitFor(t, "next segment", nextReady(a, "t"))
+	poll.Until(t, 10*time.Second, "next segment", nextReady(a, "t"))
 	st := tagStatus(a, "t")
 	if st.GetCurrent().GetFirst() != 1001 || st.GetNext().GetFirst() != 1011 || st.GetPosition() != 1002 {
 		t.Fatalf("status before switch: %v", st)
@@ -83,7 +84,7 @@ func TestSegmentCountSpansSegments(t *testing.T) {
 	if _, err := a.NextIDs(ctx, "t", 95); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "next segment", nextReady(a, "t"))
+	poll.Until(t, 10*time.Second, "next segment", nextReady(a, "t"))
 	ids, err := a.NextIDs(ctx, "t", 10)
 	if err != nil {
 		t.Fatal(err)
@@ -134,7 +135,7 @@ func TestSegmentDynamicStep(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		waitFor(t, "next segment", nextReady(a, "t"))
+		poll.Until(t, 10*time.Second, "next segment", nextReady(a, "t"))
 		// Drain the rest so the next round starts on the new segment.
 		st := tagStatus(a, "t")
 		if _, err := a.NextIDs(ctx, "t", int(st.GetCurrent().GetRemaining())); err != nil {
@@ -256,7 +257,7 @@ func TestSegmentOutageDrainThenUnavailable(t *testing.T) {
 	ctx, f, a := setup(t, "t", 0, 10, Config{MaxStep: 1, LoadBackoff: time.Hour, LoadBackoffMax: time.Hour})
 
 	mustNext(t, ctx, a, "t")
-	waitFor(t, "next segment", nextReady(a, "t"))
+	poll.Until(t, 10*time.Second, "next segment", nextReady(a, "t"))
 	f.down.Store(true)
 
 	// 9 left in the current segment, 10 in the next: all still served.
@@ -308,7 +309,7 @@ func TestSegmentRecovery(t *testing.T) {
 	}
 	f.down.Store(false)
 	var last int64
-	waitFor(t, "recovery", func() bool {
+	poll.Until(t, 10*time.Second, "recovery", func() bool {
 		id, err := nextID(ctx, a, "t")
 		if err != nil && !errors.Is(err, errs.Unavailable) {
 			t.Fatalf("unexpected error: %v", err)
@@ -329,7 +330,7 @@ func TestSegmentLostReplyReusesRequestID(t *testing.T) {
 	ctx, f, a := setup(t, "t", 0, 10, Config{LoadBackoff: time.Millisecond, LoadBackoffMax: time.Millisecond})
 
 	mustNext(t, ctx, a, "t")
-	waitFor(t, "next segment", nextReady(a, "t"))
+	poll.Until(t, 10*time.Second, "next segment", nextReady(a, "t"))
 	f.loseReply.Store(true)
 	var ids []int64
 	for len(ids) < 40 {
@@ -373,7 +374,7 @@ func TestSegmentNewTagUsableSoon(t *testing.T) {
 		t.Fatalf("got %v, want errs.NotFound", err)
 	}
 	f.create("later", 0, 10)
-	waitFor(t, "the new tag", func() bool {
+	poll.Until(t, 10*time.Second, "the new tag", func() bool {
 		id, err := nextID(ctx, a, "later")
 		if err != nil && !errors.Is(err, errs.NotFound) {
 			t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/seqsvr/seqsvr/internal/errs"
+	"github.com/seqsvr/seqsvr/internal/poll"
 )
 
 // The periodic check drops a deleted tag's buffers although both still
@@ -15,7 +16,7 @@ import (
 func TestSegmentDeletedTagDroppedByCheck(t *testing.T) {
 	ctx, f, a := setup(t, "t", 0, 1000, Config{MaxStep: 1, PrefetchRatio: 0.001, TagCheckInterval: 20 * time.Millisecond, NegativeCacheTTL: time.Hour})
 	mustNext(t, ctx, a, "t")
-	waitFor(t, "next segment", nextReady(a, "t"))
+	poll.Until(t, 10*time.Second, "next segment", nextReady(a, "t"))
 	reserves := f.reserves.Load()
 	f.remove("t")
 	start := time.Now()
@@ -53,7 +54,7 @@ func TestSegmentDeletedTagDroppedByCheck(t *testing.T) {
 func TestSegmentDeletedTagDroppedByReservation(t *testing.T) {
 	ctx, f, a := setup(t, "t", 0, 10, Config{MaxStep: 1, TagCheckInterval: -1, NegativeCacheTTL: time.Hour})
 	mustNext(t, ctx, a, "t")
-	waitFor(t, "next segment", nextReady(a, "t"))
+	poll.Until(t, 10*time.Second, "next segment", nextReady(a, "t"))
 	f.remove("t")
 	for want := int64(2); want <= 10; want++ {
 		if id := mustNext(t, ctx, a, "t"); id != want {
@@ -65,7 +66,7 @@ func TestSegmentDeletedTagDroppedByReservation(t *testing.T) {
 	if id := mustNext(t, ctx, a, "t"); id != 11 {
 		t.Fatalf("id %d, want 11", id)
 	}
-	waitFor(t, "the tag dropped", func() bool { return a.lookup("t") == nil })
+	poll.Until(t, 10*time.Second, "the tag dropped", func() bool { return a.lookup("t") == nil })
 	if id, err := nextID(ctx, a, "t"); !errors.Is(err, errs.NotFound) {
 		t.Fatalf("after not_found: id %d err %v, want not found (12..20 dropped)", id, err)
 	}
@@ -83,14 +84,14 @@ func TestSegmentRecreatedTagContinuesAbove(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		last = mustNext(t, ctx, a, "t")
 	}
-	waitFor(t, "next segment", nextReady(a, "t"))
+	poll.Until(t, 10*time.Second, "next segment", nextReady(a, "t"))
 	f.remove("t")
-	waitFor(t, "the tag dropped", func() bool { return a.lookup("t") == nil })
+	poll.Until(t, 10*time.Second, "the tag dropped", func() bool { return a.lookup("t") == nil })
 	segs := f.segments("t")
 	top := segs[len(segs)-1].GetLast()
 	f.create("t", top, 10) // the store's tombstone: max(start, old max_id)
 	var id int64
-	waitFor(t, "the new life served", func() bool {
+	poll.Until(t, 10*time.Second, "the new life served", func() bool {
 		var err error
 		id, err = nextID(ctx, a, "t")
 		return err == nil
@@ -112,7 +113,7 @@ func TestSegmentExhaustedTag(t *testing.T) {
 			break
 		}
 	}
-	waitFor(t, "the refused reservation", func() bool {
+	poll.Until(t, 10*time.Second, "the refused reservation", func() bool {
 		_, err := nextID(ctx, a, "t")
 		return errors.Is(err, errs.ResourceExhausted)
 	})

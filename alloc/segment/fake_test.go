@@ -147,18 +147,6 @@ func (f *fakeStore) ReserveSegment(ctx context.Context, tag string, size int64, 
 	return s, nil
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 func tagStatus(a *Allocator, tag string) *seqsvrv1.TagStatus {
 	for _, s := range a.Status() {
 		if s.GetTag() == tag {

@@ -16,6 +16,7 @@ type metrics struct {
 	a           *Allocator
 	served      *prometheus.Desc
 	remaining   *prometheus.Desc
+	high        *prometheus.Desc
 	loads       *prometheus.CounterVec
 	loadSeconds prometheus.Histogram
 	unavail     prometheus.Counter
@@ -31,6 +32,9 @@ func newMetrics(a *Allocator, reg prometheus.Registerer, log *slog.Logger) *metr
 			"Segment IDs handed out, per tag.", []string{"tag"}, nil),
 		remaining: prometheus.NewDesc("seqsvr_segment_buffer_remaining",
 			"IDs buffered (current and next segment), per tag.", []string{"tag"}, nil),
+		// For the ID-space alert: a tag ends at 2^63-1 (resource_exhausted).
+		high: prometheus.NewDesc("seqsvr_segment_high_id",
+			"Last ID of the newest segment reserved for the tag (its ID space ends at 2^63-1), per tag.", []string{"tag"}, nil),
 		loads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seqsvr_segment_loads_total",
 			Help: "Segment reservations from the store, by result (ok, not_found, error).",
@@ -78,15 +82,19 @@ func (m *metrics) unavailable() {
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	ch <- m.served
 	ch <- m.remaining
+	ch <- m.high
 }
 
 // Collect implements prometheus.Collector for the per-tag figures.
 func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	for _, t := range m.a.sortedTags() {
 		t.mu.Lock()
-		served, rem := t.servedLocked(), t.remainingLocked()
+		served, rem, high, loaded := t.servedLocked(), t.remainingLocked(), t.high, t.loaded
 		t.mu.Unlock()
 		ch <- prometheus.MustNewConstMetric(m.served, prometheus.CounterValue, float64(served), t.name)
 		ch <- prometheus.MustNewConstMetric(m.remaining, prometheus.GaugeValue, float64(rem), t.name)
+		if loaded {
+			ch <- prometheus.MustNewConstMetric(m.high, prometheus.GaugeValue, float64(high), t.name)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/seqsvr/seqsvr/internal/errs"
+	"github.com/seqsvr/seqsvr/internal/poll"
 )
 
 func metricValue(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
@@ -56,7 +57,7 @@ func TestSegmentMetrics(t *testing.T) {
 	if _, err := a.NextIDs(ctx, "t", 25); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "loads to settle", func() bool { return !tagStatus(a, "t").GetLoading() })
+	poll.Until(t, 10*time.Second, "loads to settle", func() bool { return !tagStatus(a, "t").GetLoading() })
 	if v := metricValue(t, reg, "seqsvr_segment_ids_served_total", map[string]string{"tag": "t"}); v != 25 {
 		t.Fatalf("ids served %v, want 25", v)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/seqsvr/seqsvr/internal/errs"
+	"github.com/seqsvr/seqsvr/internal/poll"
 )
 
 // carriedThenRecovered drains a tag's buffers while the store is down,
@@ -18,7 +19,7 @@ func carriedThenRecovered(t *testing.T) []int64 {
 	t.Helper()
 	ctx, f, a := setup(t, "t", 0, 10, Config{MaxStep: 1, LoadBackoff: time.Millisecond, LoadBackoffMax: time.Millisecond})
 	mustNext(t, ctx, a, "t")
-	waitFor(t, "next segment", nextReady(a, "t"))
+	poll.Until(t, 10*time.Second, "next segment", nextReady(a, "t"))
 	f.down.Store(true)
 	for want := int64(2); want <= 17; want++ {
 		if id := mustNext(t, ctx, a, "t"); id != want {
@@ -30,7 +31,7 @@ func carriedThenRecovered(t *testing.T) []int64 {
 	}
 	f.down.Store(false)
 	var ids []int64
-	waitFor(t, "recovery", func() bool {
+	poll.Until(t, 10*time.Second, "recovery", func() bool {
 		var err error
 		ids, err = a.NextIDs(ctx, "t", 5)
 		return err == nil

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/seqsvr/seqsvr/internal/errs"
+	"github.com/seqsvr/seqsvr/internal/poll"
 	"github.com/seqsvr/seqsvr/internal/spec"
 )
 
@@ -30,7 +31,7 @@ func TestSegmentNextIDRanges(t *testing.T) {
 		{name: "two contiguous segments answer one range", step: 100,
 			before: func(t *testing.T, a, _ *Allocator) {
 				mustRanges(t, a, "t", 95)
-				waitFor(t, "next segment", nextReady(a, "t"))
+				poll.Until(t, 10*time.Second, "next segment", nextReady(a, "t"))
 			},
 			count: 10, want: []Range{{96, 105}}},
 		{name: "step far below the count: several loads", step: 7, count: 40, want: []Range{{1, 40}}},
@@ -39,9 +40,9 @@ func TestSegmentNextIDRanges(t *testing.T) {
 		{name: "a gap between segments answers two ranges", step: 10, cfg: Config{MaxStep: 10},
 			before: func(t *testing.T, a, other *Allocator) {
 				mustRanges(t, a, "t", 1) // 1..10 current, 11..20 prefetched
-				waitFor(t, "next segment", nextReady(a, "t"))
+				poll.Until(t, 10*time.Second, "next segment", nextReady(a, "t"))
 				mustRanges(t, other, "t", 1) // the other takes 21..30, 31..40
-				waitFor(t, "other's next segment", nextReady(other, "t"))
+				poll.Until(t, 10*time.Second, "other's next segment", nextReady(other, "t"))
 			},
 			count: 25, want: []Range{{2, 20}, {41, 46}}},
 	} {
@@ -106,7 +107,7 @@ func TestSegmentNextIDRangesInvalidCount(t *testing.T) {
 func TestSegmentNextIDRangesCarry(t *testing.T) {
 	ctx, f, a := setup(t, "t", 0, 10, Config{MaxStep: 1, LoadBackoff: time.Millisecond, LoadBackoffMax: time.Millisecond})
 	mustNext(t, ctx, a, "t")
-	waitFor(t, "next segment", nextReady(a, "t"))
+	poll.Until(t, 10*time.Second, "next segment", nextReady(a, "t"))
 	f.down.Store(true)
 	mustRanges(t, a, "t", 16) // 2..17
 	if _, err := a.NextIDRanges(ctx, "t", 5); !errors.Is(err, errs.Unavailable) {
@@ -117,7 +118,7 @@ func TestSegmentNextIDRangesCarry(t *testing.T) {
 	}
 	f.down.Store(false)
 	var rs []Range
-	waitFor(t, "recovery", func() bool {
+	poll.Until(t, 10*time.Second, "recovery", func() bool {
 		var err error
 		rs, err = a.NextIDRanges(ctx, "t", 5)
 		return err == nil

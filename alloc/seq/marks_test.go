@@ -4,18 +4,9 @@ import (
 	"context"
 	"testing"
 	"time"
-)
 
-// pollUntil polls cond (under no lock of its own) for up to 5 s.
-func pollUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for end := time.Now().Add(5 * time.Second); !cond(); {
-		if time.Now().After(end) {
-			t.Fatalf("%s: not after 5s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
+	"github.com/seqsvr/seqsvr/internal/poll"
+)
 
 func pendingMarks(n *Node, space string) int {
 	m := n.markerOf(space)
@@ -43,7 +34,7 @@ func TestFirstUsesShareOneWriteAcrossSections(t *testing.T) {
 	st.mu.Unlock()
 	done := make(chan int64, 8)
 	go func() { done <- next(t, n, "s", 1)[0] }()
-	pollUntil(t, "the first write in flight", func() bool {
+	poll.Until(t, 5*time.Second, "the first write in flight", func() bool {
 		st.mu.Lock()
 		defer st.mu.Unlock()
 		return st.inFlight == 1
@@ -51,7 +42,7 @@ func TestFirstUsesShareOneWriteAcrossSections(t *testing.T) {
 	for _, k := range []uint64{2, 3, 4, 11, 12, 13, 14} {
 		go func() { done <- next(t, n, "s", k)[0] }()
 	}
-	pollUntil(t, "7 first uses queued", func() bool { return pendingMarks(n, "s") == 7 })
+	poll.Until(t, 5*time.Second, "7 first uses queued", func() bool { return pendingMarks(n, "s") == 7 })
 	select {
 	case v := <-done:
 		t.Fatalf("a first use answered %d before its write committed", v)
@@ -96,14 +87,14 @@ func TestFirstUseWriteOfSeveralSectionsRefused(t *testing.T) {
 		done <- answer{k, err}
 	}
 	go call(1)
-	pollUntil(t, "the first write in flight", func() bool {
+	poll.Until(t, 5*time.Second, "the first write in flight", func() bool {
 		st.mu.Lock()
 		defer st.mu.Unlock()
 		return st.inFlight == 1
 	})
 	go call(2)
 	go call(11)
-	pollUntil(t, "2 first uses queued", func() bool { return pendingMarks(n, "s") == 2 })
+	poll.Until(t, 5*time.Second, "2 first uses queued", func() bool { return pendingMarks(n, "s") == 2 })
 	st.mu.Lock()
 	st.spaces["s"].owner[1] = "b" // section 1 moved: the write of both is refused
 	st.raiseGate = nil

@@ -16,6 +16,7 @@ import (
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 	"github.com/seqsvr/seqsvr/internal/clock/clocktest"
 	"github.com/seqsvr/seqsvr/internal/errs"
+	"github.com/seqsvr/seqsvr/internal/poll"
 	"github.com/seqsvr/seqsvr/internal/spec"
 )
 
@@ -55,17 +56,6 @@ func wantCode(t *testing.T, err error, code connect.Code) {
 	t.Helper()
 	if errs.Code(err) != code {
 		t.Fatalf("error %v: code %v, want %v", err, errs.Code(err), code)
-	}
-}
-
-// eventually polls cond on the real clock (background raises).
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for end := time.Now().Add(5 * time.Second); !cond(); {
-		if time.Now().After(end) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -129,7 +119,7 @@ func TestRaiseAheadThreshold(t *testing.T) {
 		t.Fatalf("after one value %d writes, want only the load", w)
 	}
 	next(t, n, "s", 0) // 2: 8 left above it, under 90% of the step
-	eventually(t, "the raise ahead", func() bool { return n.writes.Load() == 2 })
+	poll.Until(t, 5*time.Second, "the raise ahead", func() bool { return n.writes.Load() == 2 })
 	if m := st.maxSeq("s", 0); m != 20 {
 		t.Fatalf("max_seq %d after the raise ahead, want 20", m)
 	}

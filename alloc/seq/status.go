@@ -47,6 +47,7 @@ func (n *Node) Status() *seqsvrv1.SeqStatus {
 type metrics struct {
 	n                                   *Node
 	owned, keys, writes, marks, fwd, ok *prometheus.Desc
+	left                                *prometheus.Desc
 }
 
 func newMetrics(n *Node, reg prometheus.Registerer) {
@@ -67,6 +68,9 @@ func newMetrics(n *Node, reg prometheus.Registerer) {
 			"Calls forwarded to a section's owner.", nil, nil),
 		ok: prometheus.NewDesc("seqsvr_seq_lease_valid",
 			"1 while the per-key sequence lease is valid by this allocsvr's clock.", nil, nil),
+		// For the lease alert: heartbeats renew it every 500ms by default.
+		left: prometheus.NewDesc("seqsvr_seq_lease_left_seconds",
+			"Time until this allocsvr stops serving its sections unless a heartbeat renews the lease; 0 when not valid.", nil, nil),
 	}
 	if err := reg.Register(m); err != nil {
 		n.log.Warn("seq metrics not registered", slog.Any("err", err))
@@ -74,7 +78,7 @@ func newMetrics(n *Node, reg prometheus.Registerer) {
 }
 
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.owned, m.keys, m.writes, m.marks, m.fwd, m.ok} {
+	for _, d := range []*prometheus.Desc{m.owned, m.keys, m.writes, m.marks, m.fwd, m.ok, m.left} {
 		ch <- d
 	}
 }
@@ -93,4 +97,5 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		valid = 1
 	}
 	ch <- prometheus.MustNewConstMetric(m.ok, prometheus.GaugeValue, valid)
+	ch <- prometheus.MustNewConstMetric(m.left, prometheus.GaugeValue, float64(st.GetLeaseLeftMs())/1000)
 }

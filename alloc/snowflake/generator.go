@@ -28,8 +28,10 @@ const (
 // Guarantees: every ID it returns is larger than every ID it returned
 // before (so IDs are unique for its worker ID); every timestamp is above the
 // floor it was given; it never issues a timestamp above its ceiling (the
-// lease) or above the persisted high-water mark; the clock moving back by at
-// most the tolerance is waited out, by more is refused with errs.Unavailable.
+// lease) or above the persisted high-water mark, and issues none at all
+// from a failed write of that mark until a write succeeds (hwfail.go); the
+// clock moving back by at most the tolerance is waited out, by more is
+// refused with errs.Unavailable.
 type Generator struct {
 	clock       clock.Clock
 	sleeper     clock.Sleeper // non-nil when the clock controls time (tests)
@@ -48,6 +50,8 @@ type Generator struct {
 	hw        highWater // nil: no persistence
 	hwmMs     int64     // highest timestamp known persisted
 	hwAheadMs int64
+	hwErr     error     // the last write of the mark failed: no IDs (hwfail.go)
+	hwErrAt   time.Time // when (g.clock)
 	extending bool
 	extWG     sync.WaitGroup
 }
@@ -205,10 +209,14 @@ func (g *Generator) admit(ts int64) error {
 	if g.hw == nil {
 		return nil
 	}
+	if g.retryLocked(ts) != nil {
+		return g.stoppedErr()
+	}
 	if ts > g.hwmMs {
 		lim, err := g.hw.Reserve(ts)
 		if err != nil {
-			return fmt.Errorf("%w: cannot persist the snowflake high-water mark: %v", errs.Unavailable, err)
+			g.failHighWater(err)
+			return g.stoppedErr()
 		}
 		g.hwmMs = max(g.hwmMs, lim)
 	}
@@ -222,7 +230,9 @@ func (g *Generator) admit(ts int64) error {
 			g.mu.Lock()
 			defer g.mu.Unlock()
 			g.extending = false
-			if err == nil {
+			if err != nil {
+				g.failHighWater(err)
+			} else {
 				g.hwmMs = max(g.hwmMs, lim)
 			}
 		}()

@@ -43,7 +43,7 @@ func newMetrics(reg prometheus.Registerer, s *Service) *metrics {
 	}
 	cs := []prometheus.Collector{m.ids, m.backWaits, m.backRefusals, m.renewals, m.registers, m.clockOffset,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "seqsvr_snowflake_fenced", Help: "1 while snowflake IDs are refused (no lease, lease lost).",
+			Name: "seqsvr_snowflake_fenced", Help: "1 while snowflake IDs are refused (no lease, lease lost, high-water mark not writable).",
 		}, func() float64 {
 			if s.Status().GetFenced() {
 				return 1

@@ -90,6 +90,9 @@ type Service struct {
 	// --node-id); answered as failed_precondition, as the contract says.
 	heldElsewhere bool
 	heldDetail    string
+	// hwFailing: the generator's last write of its high-water mark failed
+	// (logged once per change).
+	hwFailing     bool
 	clockOffsetMs int64
 	ttl           time.Duration
 
@@ -239,6 +242,10 @@ func (s *Service) run(ctx context.Context) {
 		case <-t.C:
 		}
 		delay = s.cfg.RenewInterval
+		if gen := s.gen.Load(); gen != nil {
+			// Without calls, this is what notices the disk has room again.
+			_ = s.highWater(gen)
+		}
 		rctx, cancel := context.WithTimeout(ctx, s.cfg.RenewInterval)
 		if s.needsRegister() {
 			if err := s.registerWorker(rctx); err != nil {
@@ -312,6 +319,9 @@ func (s *Service) NextIDs(ctx context.Context, count int) ([]int64, error) {
 	}
 	ids := make([]int64, count)
 	if err := gen.fill(ctx, ids); err != nil {
+		if hwErr := s.highWater(gen); hwErr != nil {
+			return nil, hwErr // this call's write of the mark failed
+		}
 		return nil, err
 	}
 	s.metrics.ids.Add(float64(count))
@@ -330,7 +340,32 @@ func (s *Service) serving() (*Generator, error) {
 	if reason := s.fenceReason(l); reason != "" && !noSelfFence() {
 		return nil, fmt.Errorf("%w: %s", errs.FailedPrecondition, reason)
 	}
+	if err := s.highWater(gen); err != nil {
+		return nil, err
+	}
 	return gen, nil
+}
+
+// highWater is nil while gen can write its high-water mark, and otherwise
+// the answer to a call (errs.Unavailable naming the data dir): IDs stop
+// until a write of the mark succeeds again (hwfail.go). It retries the
+// write (at most every hwRetryInterval) and logs each change.
+func (s *Service) highWater(gen *Generator) error {
+	err := gen.retryHighWater()
+	s.mu.Lock()
+	was := s.hwFailing
+	s.hwFailing = err != nil
+	s.mu.Unlock()
+	switch {
+	case err != nil && !was:
+		s.log.Error("cannot write the snowflake high-water mark: snowflake IDs stopped until it can be written (free space in the data dir)", "data_dir", s.cfg.DataDir, "err", err)
+	case err == nil && was:
+		s.log.Info("snowflake high-water mark written again; serving snowflake IDs", "data_dir", s.cfg.DataDir)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: snowflake IDs stopped: cannot write the high-water mark in %s: %v", errs.Unavailable, s.cfg.DataDir, err)
+	}
+	return nil
 }
 
 // fenceReason says why the lease does not allow IDs now, "" when it does.
@@ -374,9 +409,13 @@ func (s *Service) Status() *seqsvrv1.SnowflakeStatus {
 	st.LeaseExpiresMs = l.leaseExpiresMs
 	st.LastTimestampMs = gen.LastTimestampMs()
 	st.Layout = gen.lay.proto()
+	hwErr := gen.highWaterErr()
 	switch reason := s.fenceReason(l); {
 	case s.closed.Load():
 		st.Fenced, st.Reason = true, "shutting down"
+	case hwErr != nil:
+		st.Fenced = true
+		st.Reason = fmt.Sprintf("cannot write the snowflake high-water mark in %s (%v); snowflake IDs stopped until it can be written", s.cfg.DataDir, hwErr)
 	case reason != "" && noSelfFence():
 		st.Reason = plantedNote("serving although " + reason)
 	case reason != "":

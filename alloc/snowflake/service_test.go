@@ -19,6 +19,7 @@ import (
 	"github.com/seqsvr/seqsvr/internal/clock"
 	"github.com/seqsvr/seqsvr/internal/clock/clocktest"
 	"github.com/seqsvr/seqsvr/internal/errs"
+	"github.com/seqsvr/seqsvr/internal/poll"
 	"github.com/seqsvr/seqsvr/internal/spec"
 )
 
@@ -378,7 +379,7 @@ func TestSnowflakeRestartFromCacheWhileStoreDown(t *testing.T) {
 	// loop registers and IDs continue above everything.
 	clk.Advance(3 * time.Second)
 	store.set(func(f *fakeWorkerStore) { f.down = nil })
-	poll(t, func() bool { return !b.Status().GetFenced() })
+	poll.Until(t, 10*time.Second, "b to unfence", func() bool { return !b.Status().GetFenced() })
 	if next := takeIDs(t, b, 1)[0]; next <= bIDs[len(bIDs)-1] {
 		t.Fatalf("after registering: %d not above %d", next, bIDs[len(bIDs)-1])
 	}
@@ -404,7 +405,7 @@ func TestSnowflakeExpiredCacheWaitsForStore(t *testing.T) {
 	}
 	clk.Advance(2 * time.Second) // old lease expired on the store
 	store.set(func(f *fakeWorkerStore) { f.down = nil })
-	poll(t, func() bool { return !b.Status().GetFenced() })
+	poll.Until(t, 10*time.Second, "b to unfence", func() bool { return !b.Status().GetFenced() })
 }
 
 func TestSnowflakeDataDirLocked(t *testing.T) {
@@ -491,17 +492,6 @@ func advanceRenewing(t *testing.T, clk *clocktest.Fake, s *Service, d time.Durat
 		if err := s.renewWorker(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-	}
-}
-
-func poll(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached within 10s")
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 

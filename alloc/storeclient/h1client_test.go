@@ -21,6 +21,7 @@ import (
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 	"github.com/seqsvr/seqsvr/internal/errs"
+	"github.com/seqsvr/seqsvr/internal/poll"
 	"github.com/seqsvr/seqsvr/internal/tlsconf"
 	"github.com/seqsvr/seqsvr/internal/tlsconf/tlstest"
 )
@@ -148,7 +149,7 @@ func TestH1TLSClientCertAndCAReload(t *testing.T) {
 		t.Fatal("a store whose CA is not in the CA file was trusted")
 	}
 	tlstest.WriteBundle(t, caFile, oldCA, newCA)
-	eventually(t, "call after the CA was added", call)
+	poll.UntilOK(t, 10*time.Second, "call after the CA was added", call)
 	proto, certs, tok := s.last()
 	if proto != "HTTP/1.1" || certs != 1 || tok != "Bearer tok-0123456789" {
 		t.Fatalf("server saw %s with %d client certificates and Authorization %q; want HTTP/1.1, 1, the token", proto, certs, tok)
@@ -163,7 +164,7 @@ func TestH1TLSClientCertAndCAReload(t *testing.T) {
 		t.Fatalf("5 sequential calls opened %d new connections, want 0 (kept alive)", got-n)
 	}
 	tlstest.WriteBundle(t, caFile, newCA) // the pool changes again
-	eventually(t, "a new connection under the new pool", func() error {
+	poll.UntilOK(t, 10*time.Second, "a new connection under the new pool", func() error {
 		if err := call(); err != nil {
 			return err
 		}
@@ -172,21 +173,6 @@ func TestH1TLSClientCertAndCAReload(t *testing.T) {
 		}
 		return nil
 	})
-}
-
-func eventually(t *testing.T, what string, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // TestH1ConnectionsFollowConcurrency: 64 callers at once, five times over,

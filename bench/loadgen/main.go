@@ -49,7 +49,7 @@ type doer = drive.Doer
 
 func main() {
 	var (
-		target = flag.String("target", "", "Go clients: alloc-connect | alloc-grpc | store-reserve | http; raw HTTP/1.1: alloc-raw | leaf-raw | store-raw | seq-raw | http-raw; redis")
+		target = flag.String("target", "", "Go clients: alloc-connect | alloc-grpc | store-reserve | http; raw HTTP/1.1: alloc-raw | alloc-json-raw | leaf-raw | store-raw | seq-raw | http-raw; redis")
 		url    = flag.String("url", "", "base URL (alloc-*, store-reserve) or full URL (http)")
 		addr   = flag.String("addr", "127.0.0.1:6379", "redis address")
 		tag    = flag.String("tag", "bench", "tag for alloc and store targets; space for seq-raw")

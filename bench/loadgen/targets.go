@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
@@ -74,6 +75,11 @@ func newDoer(target, base, addr, tag string, count, conc int, keys uint64, sec r
 			return nil, err
 		}
 		return rawFactory(base, "POST", "/"+seqsvrv1connect.AllocServiceName+"/NextIDs", sec.headers(connectHeaders), sec.tls, body, protoIDs(count)), nil
+	case "alloc-json-raw":
+		// Connect JSON, as curl or a non-Go client sends it: answered by
+		// net/http and connect-go (the front answers only binary).
+		body := fmt.Appendf(nil, `{"tag":%q,"count":%d}`, tag, count)
+		return rawFactory(base, "POST", "/"+seqsvrv1connect.AllocServiceName+"/NextIDs", sec.headers(connectJSONHeaders), sec.tls, body, jsonIDs(count)), nil
 	case "store-raw":
 		body, err := proto.Marshal(&seqsvrv1.ReserveSegmentRequest{Tag: tag, Size: int64(count)})
 		if err != nil {
@@ -187,6 +193,33 @@ func decimalIDs(b []byte) (int, error) {
 		n = n*10 + int64(ch-'0')
 	}
 	return 1, nil
+}
+
+// connectJSONHeaders make a Connect-protocol unary call with the JSON codec.
+var connectJSONHeaders = map[string]string{
+	"Content-Type":             "application/json",
+	"Connect-Protocol-Version": "1",
+}
+
+// jsonIDs decodes NextIDsResponse as protojson writes it ({"ids":["1",...]})
+// and accepts it only with exactly want strictly increasing IDs.
+func jsonIDs(want int) func([]byte) (int, error) {
+	return func(b []byte) (int, error) {
+		var res seqsvrv1.NextIDsResponse
+		if err := protojson.Unmarshal(b, &res); err != nil {
+			return 0, err
+		}
+		ids := res.GetIds()
+		for i := 1; i < len(ids); i++ {
+			if ids[i] <= ids[i-1] {
+				return 0, fmt.Errorf("ids not increasing: %d after %d", ids[i], ids[i-1])
+			}
+		}
+		if len(ids) != want {
+			return 0, fmt.Errorf("%d ids, want %d", len(ids), want)
+		}
+		return want, nil
+	}
 }
 
 // protoIDs decodes NextIDsResponse.ids (field 1, packed or not) and

@@ -14,6 +14,7 @@ import (
 	"github.com/seqsvr/seqsvr/cmd/internal/proctest"
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
+	"github.com/seqsvr/seqsvr/internal/poll"
 )
 
 // methods records the HTTP method and path of every request sent.
@@ -35,7 +36,7 @@ func (m *methods) RoundTrip(r *http.Request) (*http.Response, error) {
 func retry(ctx context.Context, t *testing.T, what string, f func() error) {
 	t.Helper()
 	var err error
-	proctest.WaitUntil(ctx, t, what, func() bool { err = f(); return err == nil })
+	poll.UntilCtx(ctx, t, what, func() bool { err = f(); return err == nil })
 	if err != nil {
 		t.Fatal(what, err)
 	}

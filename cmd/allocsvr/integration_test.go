@@ -20,7 +20,8 @@ import (
 	"github.com/seqsvr/seqsvr/cmd/internal/proctest"
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
-	"github.com/seqsvr/seqsvr/internal/cluster"
+	"github.com/seqsvr/seqsvr/internal/launch"
+	"github.com/seqsvr/seqsvr/internal/poll"
 )
 
 // Short leases keep the snowflake tests fast: the store's lease is 3 s, the
@@ -32,7 +33,7 @@ var (
 	allocLeaseArgs = []string{"--snowflake-renew-interval", "300ms", "--snowflake-fence-margin", "1s"}
 )
 
-func createTag(t *testing.T, c *cluster.Cluster, tag string, step int64) {
+func createTag(t *testing.T, c *launch.Cluster, tag string, step int64) {
 	t.Helper()
 	if err := c.CreateTag(proctest.Context(t, 30*time.Second), &seqsvrv1.CreateTagRequest{Tag: tag, Step: step}); err != nil {
 		t.Fatal(err)
@@ -56,7 +57,7 @@ func snowIDs(ctx context.Context, c seqsvrv1connect.AllocServiceClient, n int32)
 }
 
 // waitSnowflake polls until p serves snowflake IDs.
-func waitSnowflake(t *testing.T, c *cluster.Cluster, p *cluster.Proc) []int64 {
+func waitSnowflake(t *testing.T, c *launch.Cluster, p *launch.Proc) []int64 {
 	t.Helper()
 	ctx := proctest.Context(t, 30*time.Second)
 	for {
@@ -71,7 +72,7 @@ func waitSnowflake(t *testing.T, c *cluster.Cluster, p *cluster.Proc) []int64 {
 	}
 }
 
-func workerOf(t *testing.T, c *cluster.Cluster, p *cluster.Proc, id int64) int64 {
+func workerOf(t *testing.T, c *launch.Cluster, p *launch.Proc, id int64) int64 {
 	t.Helper()
 	res, err := c.AllocClient(p).DecodeSnowflake(proctest.Context(t, 5*time.Second), connect.NewRequest(&seqsvrv1.DecodeSnowflakeRequest{Id: id}))
 	if err != nil {
@@ -158,7 +159,7 @@ func TestStoreLeaderKillTwoAllocsvrs(t *testing.T) {
 		mu.Lock()
 		from := slices.Clone(calls)
 		mu.Unlock()
-		proctest.WaitUntil(ctx, t, what, func() bool {
+		poll.UntilCtx(ctx, t, what, func() bool {
 			mu.Lock()
 			defer mu.Unlock()
 			for i := range calls {
@@ -428,13 +429,13 @@ func TestSnowflakeWorkerIDs(t *testing.T) {
 	}
 
 	// A twin: same --node-id as a1, its own port and data dir.
-	port, err := cluster.FreePort("127.0.0.1")
+	port, err := launch.FreePort("127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	twin := &cluster.Proc{
-		Name: "twin", Kind: cluster.KindAlloc, NodeID: a1.NodeID,
+	twin := &launch.Proc{
+		Name: "twin", Kind: launch.KindAlloc, NodeID: a1.NodeID,
 		HTTPAddr: fmt.Sprintf("127.0.0.1:%d", port),
 		DataDir:  filepath.Join(dir, "data"), LogPath: filepath.Join(dir, "twin.log"),
 		Binary: filepath.Join(proctest.BinDir(), "allocsvr"), Stores: c.StoreURLs(),
@@ -472,7 +473,7 @@ func TestSnowflakeWorkerIDs(t *testing.T) {
 	if held == 0 {
 		t.Fatal("the twin never answered failed_precondition: node-id held by a live process")
 	}
-	proctest.WaitUntil(ctx, t, "the twin's Leaf snowflake GET answering 412", func() bool {
+	poll.UntilCtx(ctx, t, "the twin's Leaf snowflake GET answering 412", func() bool {
 		res, err := http.Get(twin.URL() + "/api/snowflake/get/x")
 		if err != nil {
 			t.Fatal(err)
@@ -498,7 +499,7 @@ func TestSnowflakeWorkerIDs(t *testing.T) {
 		}
 	}
 	frozen := time.Now()
-	for _, a := range []*cluster.Proc{a1, a2} {
+	for _, a := range []*launch.Proc{a1, a2} {
 		for {
 			ids, err := snowIDs(ctx, c.AllocClient(a), 1)
 			if err != nil {
@@ -530,16 +531,16 @@ func TestClockCheckFailureExits(t *testing.T) {
 	c := proctest.StartCluster(t, 3, 0, nil, nil)
 	ctx := proctest.Context(t, 120*time.Second)
 	faultsBin := t.TempDir()
-	if err := cluster.Build(ctx, faultsBin, "faults"); err != nil {
+	if err := launch.Build(ctx, faultsBin, "faults"); err != nil {
 		t.Fatal(err)
 	}
-	port, err := cluster.FreePort("127.0.0.1")
+	port, err := launch.FreePort("127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	skewed := &cluster.Proc{
-		Name: "skewed", Kind: cluster.KindAlloc, NodeID: "skewed",
+	skewed := &launch.Proc{
+		Name: "skewed", Kind: launch.KindAlloc, NodeID: "skewed",
 		HTTPAddr: fmt.Sprintf("127.0.0.1:%d", port),
 		DataDir:  filepath.Join(dir, "data"), LogPath: filepath.Join(dir, "skewed.log"),
 		Binary: filepath.Join(faultsBin, "allocsvr"), Stores: c.StoreURLs(),

@@ -11,7 +11,6 @@ import (
 	"github.com/seqsvr/seqsvr/alloc/segment"
 	"github.com/seqsvr/seqsvr/alloc/storeclient"
 	"github.com/seqsvr/seqsvr/cmd/internal/serve"
-	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 	"github.com/seqsvr/seqsvr/web"
 )
 
@@ -44,14 +43,14 @@ func (cfg *config) open(ctx context.Context, env serve.Env) (*serve.App, error) 
 	})
 	svc := alloc.NewService(cfg.NodeID, seg)
 	svc.SetClusterID(store.ClusterID)
-	var services []serve.Service
+	table := svc.Routes()
 	closeSeq := func() {}
 	if cfg.Seq {
-		_, s, closeNode, err := openSeq(ctx, cfg, env, store, svc, peers)
+		n, closeNode, err := openSeq(ctx, cfg, env, store, svc, peers)
 		if err != nil {
 			return nil, err
 		}
-		services, closeSeq = append(services, s), closeNode
+		table, closeSeq = table.Add(n.Routes()), closeNode
 	}
 
 	var reached atomic.Bool
@@ -71,16 +70,12 @@ func (cfg *config) open(ctx context.Context, env serve.Env) (*serve.App, error) 
 		sfDone <- func() {}
 	}
 
-	path, h := seqsvrv1connect.NewAllocServiceHandler(svc, env.ConnectOptions...)
-	services = append(services, serve.Service{Name: seqsvrv1connect.AllocServiceName, Path: path, Handler: h})
 	return &serve.App{
+		Routes: table,
 		Handler: serve.Options{
-			Services: services,
-			Routes:   svc.LeafRoutes(),
-			Ready:    ready,
-			Page:     web.AllocPage,
+			Ready: ready,
+			Page:  web.AllocPage,
 		},
-		Fast:  svc.FastRoutes(cfg.MaxBodyBytes, logger),
 		Attrs: []any{"node_id", cfg.NodeID, "stores", cfg.Stores, "snowflake", cfg.Snowflake, "seq", cfg.Seq},
 		Close: func() {
 			closeSeq()

@@ -22,7 +22,8 @@ import (
 	"github.com/seqsvr/seqsvr/cmd/internal/proctest"
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
-	"github.com/seqsvr/seqsvr/internal/cluster"
+	"github.com/seqsvr/seqsvr/internal/launch"
+	"github.com/seqsvr/seqsvr/internal/poll"
 	"github.com/seqsvr/seqsvr/internal/tlsconf"
 	"github.com/seqsvr/seqsvr/internal/tlsconf/tlstest"
 )
@@ -54,8 +55,8 @@ func writeTestFile(t *testing.T, path, body string) {
 // the stores (the allocsvr and the members present theirs), Raft between
 // members over mutual TLS.
 type secureCluster struct {
-	c                 *cluster.Cluster
-	alloc             *cluster.Proc
+	c                 *launch.Cluster
+	alloc             *launch.Proc
 	allocAuth         string
 	ca                string
 	caObj             *tlstest.CA // issues the certificates; its file is every CA flag
@@ -87,7 +88,7 @@ func startSecure(t *testing.T, allocs int, joiner ...bool) *secureCluster {
 	if len(joiner) > 0 && joiner[0] {
 		stores = 4
 	}
-	c, err := cluster.New(cluster.Options{
+	c, err := launch.New(launch.Options{
 		BinDir: proctest.BinDir(), Dir: dir, Stores: stores, Allocs: allocs,
 		StoreArgs: []string{"--auth-file", storeAuth, "--tls-cert", cert, "--tls-key", key, "--tls-client-ca", ca.CertFile,
 			"--raft-tls-cert", raftCert, "--raft-tls-key", raftKey, "--raft-tls-ca", ca.CertFile},
@@ -101,7 +102,7 @@ func startSecure(t *testing.T, allocs int, joiner ...bool) *secureCluster {
 	if stores == 4 {
 		adminFile := filepath.Join(dir, "admin.token")
 		writeTestFile(t, adminFile, secAdminTok+"\n")
-		peers := cluster.PeersFlag(c.Stores[:3])
+		peers := launch.PeersFlag(c.Stores[:3])
 		for _, p := range c.Stores[:3] {
 			p.Peers = peers
 		}
@@ -155,7 +156,7 @@ func tlsClient(t *testing.T, ca string, keys *tlsconf.KeyPair) *http.Client {
 // waitReady polls /readyz, which needs no token.
 func waitReady(ctx context.Context, t *testing.T, hc *http.Client, base string) {
 	t.Helper()
-	proctest.WaitUntil(ctx, t, base+" ready", func() bool {
+	poll.UntilCtx(ctx, t, base+" ready", func() bool {
 		resp, err := hc.Get(base + "/readyz")
 		if err != nil {
 			return false
@@ -433,7 +434,7 @@ func TestSecureReload(t *testing.T) {
 		_, err := h1al.NextIDs(ctx, withToken(&seqsvrv1.NextIDsRequest{Tag: "reload", Count: 1}, tok))
 		return err
 	}
-	proctest.WaitUntil(ctx, t, "NextIDs on the new tag", func() bool { return nextIDs(secClientTok) == nil })
+	poll.UntilCtx(ctx, t, "NextIDs on the new tag", func() bool { return nextIDs(secClientTok) == nil })
 	fastBefore := secMetric(t, s.withCert, s.allocURL, "seqsvr_http_fast_requests_total")
 	for range 3 {
 		if err := nextIDs(secClientTok); err != nil {
@@ -458,7 +459,7 @@ func TestSecureReload(t *testing.T) {
 	if err := s.alloc.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	proctest.WaitUntil(ctx, t, "the new token accepted", func() bool { return call(secNewTok) == nil })
+	poll.UntilCtx(ctx, t, "the new token accepted", func() bool { return call(secNewTok) == nil })
 	wantCode(t, "removed token after the reload", call(secClientTok), connect.CodeUnauthenticated)
 	wantCode(t, "removed token after the reload, on the front's kept-alive connection", nextIDs(secClientTok), connect.CodeUnauthenticated)
 	if n := conns.Load(); n != dialed {
@@ -485,7 +486,7 @@ func TestSecureSeqForwarding(t *testing.T) {
 		keys[i] = uint64(i)
 	}
 	last := ""
-	proctest.WaitUntil(ctx, t, "both allocsvrs forwarding", func() bool {
+	poll.UntilCtx(ctx, t, "both allocsvrs forwarding", func() bool {
 		for _, u := range s.allocURLs {
 			sq := seqsvrv1connect.NewSeqServiceClient(s.noCert, u)
 			if _, err := sq.NextSeqs(ctx, withToken(&seqsvrv1.NextSeqsRequest{Space: "sp", Keys: keys}, secClientTok)); err != nil {
@@ -534,7 +535,7 @@ func TestSecureJoin(t *testing.T) {
 	s := startSecure(t, 0, true)
 	ctx := proctest.Context(t, 60*time.Second)
 	st := seqsvrv1connect.NewStoreServiceClient(s.withCert, s.storeURLs[3])
-	proctest.WaitUntil(ctx, t, "s4 a voting member", func() bool {
+	poll.UntilCtx(ctx, t, "s4 a voting member", func() bool {
 		res, err := st.ClusterStatus(ctx, withToken(&seqsvrv1.ClusterStatusRequest{}, secClientTok))
 		if err != nil || len(res.Msg.GetMembers()) != 4 {
 			return false
@@ -578,12 +579,12 @@ func TestSecureCARotation(t *testing.T) {
 	}
 	tlstest.WriteBundle(t, s.ca, s.caObj, newCA)
 	for _, u := range s.storeURLs {
-		proctest.WaitUntil(ctx, t, u+" trusting the new CA", func() bool { return status(newClient(), u) == nil })
+		poll.UntilCtx(ctx, t, u+" trusting the new CA", func() bool { return status(newClient(), u) == nil })
 	}
 	// Raft (certificates of the old CA, still in the file) keeps working:
 	// a write commits (retried while an election, if any, runs).
 	st := seqsvrv1connect.NewStoreServiceClient(s.withCert, s.storeURLs[0])
-	proctest.WaitUntil(ctx, t, "a write after the CA file changed", func() bool {
+	poll.UntilCtx(ctx, t, "a write after the CA file changed", func() bool {
 		_, err := st.CreateTag(ctx, withToken(&seqsvrv1.CreateTagRequest{Tag: "after-rotation"}, secAdminTok))
 		return err == nil || connect.CodeOf(err) == connect.CodeAlreadyExists
 	})

@@ -9,16 +9,16 @@ import (
 	"github.com/seqsvr/seqsvr/alloc/seq"
 	"github.com/seqsvr/seqsvr/alloc/storeclient"
 	"github.com/seqsvr/seqsvr/cmd/internal/serve"
-	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 	"github.com/seqsvr/seqsvr/internal/clock"
 )
 
 // openSeq starts per-key sequences: the node heartbeats its lease until
 // ctx ends, and its SeqService is served beside AllocService. The node's
 // Close (stop serving, then a leaving heartbeat) runs once the server has
-// drained. With --data-dir the node keeps its instance ID across restarts
+// drained; its Routes are SeqService's, added to the process's table. With
+// --data-dir the node keeps its instance ID across restarts
 // (seq.LoadInstance), so a restart after a crash serves at once.
-func openSeq(ctx context.Context, cfg *config, env serve.Env, store *storeclient.Client, svc *alloc.Service, peers peerAccess) (*seq.Node, serve.Service, func(), error) {
+func openSeq(ctx context.Context, cfg *config, env serve.Env, store *storeclient.Client, svc *alloc.Service, peers peerAccess) (*seq.Node, func(), error) {
 	url := cfg.AdvertiseURL
 	if url == "" {
 		url = env.Scheme + "://" + env.Addr
@@ -31,7 +31,7 @@ func openSeq(ctx context.Context, cfg *config, env serve.Env, store *storeclient
 	if cfg.DataDir != "" {
 		var err error
 		if instance, release, err = seq.LoadInstance(cfg.DataDir, cfg.NodeID); err != nil {
-			return nil, serve.Service{}, nil, fmt.Errorf("--seq: %w", err)
+			return nil, nil, fmt.Errorf("--seq: %w", err)
 		}
 	}
 	n, err := seq.New(store, seq.Config{
@@ -48,10 +48,9 @@ func openSeq(ctx context.Context, cfg *config, env serve.Env, store *storeclient
 	})
 	if err != nil {
 		release()
-		return nil, serve.Service{}, nil, fmt.Errorf("--seq: %w", err)
+		return nil, nil, fmt.Errorf("--seq: %w", err)
 	}
 	n.Start(ctx)
 	svc.SetSeq(n)
-	path, h := seqsvrv1connect.NewSeqServiceHandler(n.Handler(), env.ConnectOptions...)
-	return n, serve.Service{Name: seqsvrv1connect.SeqServiceName, Path: path, Handler: h}, func() { n.Close(); release() }, nil
+	return n, func() { n.Close(); release() }, nil
 }

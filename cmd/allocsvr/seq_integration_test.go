@@ -17,7 +17,8 @@ import (
 	"github.com/seqsvr/seqsvr/cmd/internal/proctest"
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
-	"github.com/seqsvr/seqsvr/internal/cluster"
+	"github.com/seqsvr/seqsvr/internal/launch"
+	"github.com/seqsvr/seqsvr/internal/poll"
 	"github.com/seqsvr/seqsvr/internal/spec"
 )
 
@@ -65,16 +66,16 @@ func (p *perKey) check(t *testing.T, who string, keys []uint64, seqs []int64, ne
 
 type seqTest struct {
 	t    *testing.T
-	c    *cluster.Cluster
+	c    *launch.Cluster
 	keys perKey
 }
 
-func (s *seqTest) client(p *cluster.Proc) seqsvrv1connect.SeqServiceClient {
+func (s *seqTest) client(p *launch.Proc) seqsvrv1connect.SeqServiceClient {
 	return seqsvrv1connect.NewSeqServiceClient(s.c.HTTPClient(), p.URL())
 }
 
 // next takes the next value of keys through p and checks them.
-func (s *seqTest) next(ctx context.Context, p *cluster.Proc, keys []uint64) error {
+func (s *seqTest) next(ctx context.Context, p *launch.Proc, keys []uint64) error {
 	res, err := s.client(p).NextSeqs(ctx, connect.NewRequest(&seqsvrv1.NextSeqsRequest{Space: "s", Keys: keys}))
 	if err != nil {
 		return err
@@ -110,7 +111,7 @@ func (s *seqTest) within(what string, limit time.Duration, f func(context.Contex
 
 // owners is who owns each section by p's table, "" for none or a pending
 // handover.
-func (s *seqTest) owners(p *cluster.Proc) []string {
+func (s *seqTest) owners(p *launch.Proc) []string {
 	res, err := s.client(p).Routing(proctest.Context(s.t, 5*time.Second), connect.NewRequest(&seqsvrv1.RoutingRequest{Space: "s"}))
 	if err != nil {
 		return nil
@@ -130,9 +131,9 @@ func (s *seqTest) owners(p *cluster.Proc) []string {
 
 // settled waits until p's table gives every section to one of want, each
 // of which owns some.
-func (s *seqTest) settled(p *cluster.Proc, want ...string) {
+func (s *seqTest) settled(p *launch.Proc, want ...string) {
 	s.t.Helper()
-	proctest.WaitUntil(proctest.Context(s.t, 15*time.Second), s.t, fmt.Sprintf("%s's table spread over %v", p.Name, want), func() bool {
+	poll.UntilCtx(proctest.Context(s.t, 15*time.Second), s.t, fmt.Sprintf("%s's table spread over %v", p.Name, want), func() bool {
 		got := s.owners(p)
 		seen := map[string]bool{}
 		for _, o := range got {
@@ -167,13 +168,13 @@ func TestSeqAcrossAllocsvrs(t *testing.T) {
 
 	t.Run("both allocsvrs, forwarding", func(t *testing.T) {
 		for round := range 3 {
-			for _, p := range []*cluster.Proc{a1, a2} {
+			for _, p := range []*launch.Proc{a1, a2} {
 				s.within(fmt.Sprintf("round %d through %s", round, p.Name), 5*time.Second, func(ctx context.Context) error {
 					return s.next(ctx, p, append([]uint64{7, 31, 7}, seqKeys...))
 				})
 			}
 		}
-		for _, p := range []*cluster.Proc{a1, a2} {
+		for _, p := range []*launch.Proc{a1, a2} {
 			if f, _ := proctest.Metric(t, p.URL(), "seqsvr_seq_forwards_total"); f == 0 {
 				t.Fatalf("%s forwarded nothing", p.Name)
 			}
@@ -200,7 +201,7 @@ func TestSeqAcrossAllocsvrs(t *testing.T) {
 	})
 
 	t.Run("leaf GETs", func(t *testing.T) {
-		for _, p := range []*cluster.Proc{a1, a2} {
+		for _, p := range []*launch.Proc{a1, a2} {
 			for _, k := range []uint64{3, 33} {
 				v := leafSeq(t, p, "next", k)
 				s.keys.check(t, p.Name+" leaf", []uint64{k}, []int64{v}, true)
@@ -262,7 +263,7 @@ func TestSeqAcrossAllocsvrs(t *testing.T) {
 				moving = false
 			default:
 			}
-			for _, p := range []*cluster.Proc{a1, a3} {
+			for _, p := range []*launch.Proc{a1, a3} {
 				s.within("every key while sections move to a3", 2*time.Second, func(ctx context.Context) error {
 					return s.next(ctx, p, seqKeys)
 				})
@@ -285,7 +286,7 @@ func TestSeqAcrossAllocsvrs(t *testing.T) {
 		var zVals []int64
 		// Every allocsvr learns of z with its next heartbeat; until then a
 		// forwarded call may answer not_found.
-		proctest.WaitUntil(ctx, t, "space z served", func() bool {
+		poll.UntilCtx(ctx, t, "space z served", func() bool {
 			res, err := s.client(survivor).NextSeqs(ctx, connect.NewRequest(&seqsvrv1.NextSeqsRequest{Space: "z", Keys: zUsed}))
 			if err == nil {
 				zVals = res.Msg.GetSeqs()
@@ -329,7 +330,7 @@ func TestSeqAcrossAllocsvrs(t *testing.T) {
 }
 
 // leafSeq is GET /api/seq/{what}/s/{key} on p: a plain number.
-func leafSeq(t *testing.T, p *cluster.Proc, what string, key uint64) int64 {
+func leafSeq(t *testing.T, p *launch.Proc, what string, key uint64) int64 {
 	t.Helper()
 	for end := time.Now().Add(5 * time.Second); ; {
 		code, body := httpGet(t, fmt.Sprintf("%s/api/seq/%s/s/%d", p.URL(), what, key))

@@ -2,7 +2,7 @@
 // foreground — three storesvr members and one allocsvr on fixed ports,
 // data under -dir — with a demo tag and ready-to-paste curl lines.
 // Ctrl-C stops every process (SIGTERM, then SIGKILL after 10 s); if
-// devcluster itself dies, the kernel kills its children (see internal/cluster).
+// devcluster itself dies, the kernel kills its children (see internal/launch).
 package main
 
 import (
@@ -18,7 +18,7 @@ import (
 	"time"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
-	"github.com/seqsvr/seqsvr/internal/cluster"
+	"github.com/seqsvr/seqsvr/internal/launch"
 	"github.com/seqsvr/seqsvr/internal/version"
 )
 
@@ -53,7 +53,7 @@ func run() error {
 	}
 	logf := func(format string, args ...any) { fmt.Printf("devcluster: "+format+"\n", args...) }
 	fmt.Printf("devcluster: starting %d storesvr + %d allocsvr, data and logs under %s/\n", *stores, *allocs, *dir)
-	c, err := cluster.Start(ctx, cluster.Options{
+	c, err := launch.Start(ctx, launch.Options{
 		BinDir: *bin, Dir: *dir, Stores: *stores, Allocs: *allocs, Logf: logf,
 		StoreHTTPBase: *storeHTTP, StoreRaftBase: *storeRaft, AllocHTTPBase: *allocHTTP,
 	})
@@ -82,13 +82,13 @@ func ensureBinaries(ctx context.Context, bin string) error {
 	for _, b := range []string{"storesvr", "allocsvr"} {
 		if _, err := os.Stat(filepath.Join(bin, b)); err != nil {
 			fmt.Printf("devcluster: %s missing in %s, building\n", b, bin)
-			return cluster.Build(ctx, bin)
+			return launch.Build(ctx, bin)
 		}
 	}
 	return nil
 }
 
-func createTag(ctx context.Context, c *cluster.Cluster, tag string) error {
+func createTag(ctx context.Context, c *launch.Cluster, tag string) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := c.CreateTag(ctx, &seqsvrv1.CreateTagRequest{Tag: tag, Step: 1000, Description: "demo tag created by make run"}); err != nil {
@@ -97,7 +97,7 @@ func createTag(ctx context.Context, c *cluster.Cluster, tag string) error {
 	return nil
 }
 
-func printHelp(c *cluster.Cluster, tag, dir string) {
+func printHelp(c *launch.Cluster, tag, dir string) {
 	a := c.Allocs[0].URL()
 	s := c.Stores[0].URL()
 	fmt.Printf(`
@@ -127,7 +127,7 @@ Ctrl-C stops everything.
 `, c.StoreURLs(), urls(c.Allocs), dir, tag, a, s)
 }
 
-func urls(ps []*cluster.Proc) []string {
+func urls(ps []*launch.Proc) []string {
 	out := make([]string, len(ps))
 	for i, p := range ps {
 		out[i] = p.URL()
@@ -135,7 +135,7 @@ func urls(ps []*cluster.Proc) []string {
 	return out
 }
 
-func watch(ctx context.Context, c *cluster.Cluster, logf func(string, ...any)) {
+func watch(ctx context.Context, c *launch.Cluster, logf func(string, ...any)) {
 	reported := map[string]bool{}
 	for {
 		select {
@@ -154,9 +154,9 @@ func watch(ctx context.Context, c *cluster.Cluster, logf func(string, ...any)) {
 
 // stopAll stops allocsvrs first (they depend on the store), each with
 // SIGTERM so logs end cleanly and data is flushed.
-func stopAll(c *cluster.Cluster) {
+func stopAll(c *launch.Cluster) {
 	var errs []error
-	for _, group := range [][]*cluster.Proc{c.Allocs, c.Stores} {
+	for _, group := range [][]*launch.Proc{c.Allocs, c.Stores} {
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		for _, p := range group {

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/seqsvr/seqsvr/cmd/internal/proctest"
-	"github.com/seqsvr/seqsvr/internal/cluster"
-	"github.com/seqsvr/seqsvr/internal/cluster/clustertest"
+	"github.com/seqsvr/seqsvr/internal/launch"
+	"github.com/seqsvr/seqsvr/internal/launch/launchtest"
 )
 
 func TestMain(m *testing.M) {
@@ -65,7 +65,7 @@ func TestVersionEveryBinary(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if err := cluster.BuildPackages(ctx, dir, []string{cluster.BaseTag}, "./cmd/seqctl", "./cmd/devcluster"); err != nil {
+	if err := launch.BuildPackages(ctx, dir, []string{launch.BaseTag}, "./cmd/seqctl", "./cmd/devcluster"); err != nil {
 		t.Fatal(err)
 	}
 	bins := map[string]string{
@@ -89,11 +89,11 @@ func TestVersionEveryBinary(t *testing.T) {
 // and output.
 func TestCommands(t *testing.T) {
 	dir := t.TempDir()
-	sec, err := cluster.NewSecurity(filepath.Join(dir, "sec"))
+	sec, err := launch.NewSecurity(filepath.Join(dir, "sec"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := clustertest.Start(t, cluster.Options{Stores: 3, Allocs: 1, Security: sec})
+	c := launchtest.Start(t, launch.Options{Stores: 3, Allocs: 1, Security: sec})
 	clientTok := filepath.Join(dir, "client.token")
 	if err := os.WriteFile(clientTok, []byte(sec.ClientToken+"\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -202,8 +202,8 @@ func TestCommands(t *testing.T) {
 	}
 
 	// Membership: remove a follower, see it gone, add it back.
-	leader := clustertest.Leader(t, c)
-	var f *cluster.Proc
+	leader := launchtest.Leader(t, c)
+	var f *launch.Proc
 	for _, s := range c.Stores {
 		if s != leader {
 			f = s

@@ -26,6 +26,7 @@ type config struct {
 
 	memberSecurity
 	restoreFlags
+	ordinal
 
 	serve.Common
 }
@@ -63,11 +64,12 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	fs.Int64Var(&c.MinJump, "restore-min-jump", 0, "with --restore or --recover: the smallest jump of any tag or section, in IDs (a floor of 2 x the largest segment applies anyway)")
 	fs.BoolVar(&c.Recover, "recover", false, "on a member whose peers are gone for good: continue as a one-member cluster (new cluster ID) from its own data, every counter jumped; refused while another member answers")
 	c.memberSecurity.register(fs)
+	c.ordinal.register(fs)
 	c.Common.Register(fs)
 	if err := serve.Parse(fs, args, getenv); err != nil {
 		return nil, err
 	}
-	var errs []error
+	errs := c.ordinal.apply(c) // first: it fills --node-id and --peers or --join
 	if c.NodeID == "" {
 		errs = append(errs, errors.New("--node-id is required"))
 	}

@@ -22,10 +22,11 @@ import (
 	"github.com/seqsvr/seqsvr/cmd/internal/proctest"
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
-	"github.com/seqsvr/seqsvr/internal/cluster"
+	"github.com/seqsvr/seqsvr/internal/launch"
+	"github.com/seqsvr/seqsvr/internal/poll"
 )
 
-func createTag(t *testing.T, c *cluster.Cluster, p *cluster.Proc, tag string, step int64) {
+func createTag(t *testing.T, c *launch.Cluster, p *launch.Proc, tag string, step int64) {
 	t.Helper()
 	_, err := c.StoreClient(p).CreateTag(proctest.Context(t, 10*time.Second), connect.NewRequest(&seqsvrv1.CreateTagRequest{Tag: tag, Step: step}))
 	if err != nil {
@@ -35,7 +36,7 @@ func createTag(t *testing.T, c *cluster.Cluster, p *cluster.Proc, tag string, st
 
 // threeStores starts three storesvrs with flags, waits for a leader and
 // picks a store that is not it. ctx ends after d.
-func threeStores(t *testing.T, flags []string, d time.Duration) (c *cluster.Cluster, ctx context.Context, leader, follower *cluster.Proc) {
+func threeStores(t *testing.T, flags []string, d time.Duration) (c *launch.Cluster, ctx context.Context, leader, follower *launch.Proc) {
 	t.Helper()
 	c = proctest.StartCluster(t, 3, 0, flags, nil)
 	ctx = proctest.Context(t, d)
@@ -44,7 +45,7 @@ func threeStores(t *testing.T, flags []string, d time.Duration) (c *cluster.Clus
 }
 
 // leaderAndFollower waits for the leader and picks a store that is not it.
-func leaderAndFollower(ctx context.Context, t *testing.T, c *cluster.Cluster) (leader, follower *cluster.Proc) {
+func leaderAndFollower(ctx context.Context, t *testing.T, c *launch.Cluster) (leader, follower *launch.Proc) {
 	t.Helper()
 	leader, err := c.Leader(ctx)
 	if err != nil {
@@ -59,7 +60,7 @@ func leaderAndFollower(ctx context.Context, t *testing.T, c *cluster.Cluster) (l
 }
 
 // maxID reads max_id through the current leader (a linearizable read).
-func maxID(t *testing.T, c *cluster.Cluster, tag string) int64 {
+func maxID(t *testing.T, c *launch.Cluster, tag string) int64 {
 	t.Helper()
 	ctx := proctest.Context(t, 20*time.Second)
 	for {
@@ -154,7 +155,7 @@ func TestLeaderKillDuringReservationsAndRestartFromDisk(t *testing.T) {
 		}()
 	}
 
-	proctest.WaitUntil(ctx, t, "200 reservations acknowledged", func() bool {
+	poll.UntilCtx(ctx, t, "200 reservations acknowledged", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(acked) >= 200
@@ -164,7 +165,7 @@ func TestLeaderKillDuringReservationsAndRestartFromDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	killed.Store(true)
-	proctest.WaitUntil(ctx, t, "200 reservations acknowledged after the leader kill", func() bool {
+	poll.UntilCtx(ctx, t, "200 reservations acknowledged after the leader kill", func() bool {
 		return afterKill.Load() >= 200
 	})
 	if err := leader.Start(ctx); err != nil {
@@ -229,17 +230,17 @@ func testJoinForwardAndRemoveMember(t *testing.T, flags []string) {
 		t.Fatalf("max_id via leader %d, want 5", got)
 	}
 
-	hp, err := cluster.FreePort("127.0.0.1")
+	hp, err := launch.FreePort("127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	rp, err := cluster.FreePort("127.0.0.1")
+	rp, err := launch.FreePort("127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	s4 := &cluster.Proc{
-		Name: "s4", Kind: cluster.KindStore, NodeID: "s4",
+	s4 := &launch.Proc{
+		Name: "s4", Kind: launch.KindStore, NodeID: "s4",
 		HTTPAddr: fmt.Sprintf("127.0.0.1:%d", hp), RaftAddr: fmt.Sprintf("127.0.0.1:%d", rp),
 		DataDir: filepath.Join(dir, "data"), LogPath: filepath.Join(dir, "s4.log"),
 		Binary: filepath.Join(proctest.BinDir(), "storesvr"), Join: follower.HTTPAddr,
@@ -252,7 +253,7 @@ func testJoinForwardAndRemoveMember(t *testing.T, flags []string) {
 	if err := c.WaitReady(ctx, s4); err != nil {
 		t.Fatal(err)
 	}
-	members := func(p *cluster.Proc) map[string]string {
+	members := func(p *launch.Proc) map[string]string {
 		st, err := c.Status(ctx, p)
 		if err != nil {
 			return nil
@@ -442,7 +443,7 @@ func testMetricsHealthAndProtocols(t *testing.T, flags []string) {
 // one cluster.
 func TestAnyStartOrder(t *testing.T) {
 	proctest.SkipShort(t)
-	c, err := cluster.New(cluster.Options{BinDir: proctest.BinDir(), Dir: t.TempDir(), Stores: 3, Logf: t.Logf})
+	c, err := launch.New(launch.Options{BinDir: proctest.BinDir(), Dir: t.TempDir(), Stores: 3, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -476,7 +477,7 @@ func TestDataDirInUseExits(t *testing.T) {
 	held := c.Stores[0]
 	ports := make([]string, 2)
 	for i := range ports {
-		p, err := cluster.FreePort("127.0.0.1")
+		p, err := launch.FreePort("127.0.0.1")
 		if err != nil {
 			t.Fatal(err)
 		}

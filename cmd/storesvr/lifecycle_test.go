@@ -6,8 +6,8 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/seqsvr/seqsvr/cmd/internal/proctest"
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/internal/poll"
 )
 
 // Guarantee 7 on real processes: a deleted tag is gone for GetTag and
@@ -49,7 +49,7 @@ func TestDeleteAndRecreateContinuesAbove(t *testing.T) {
 	}
 	leader, follower = leaderAndFollower(ctx, t, c)
 	sc = c.StoreClient(follower)
-	proctest.WaitUntil(ctx, t, "re-create after restart", func() bool {
+	poll.UntilCtx(ctx, t, "re-create after restart", func() bool {
 		res, err := sc.CreateTag(ctx, connect.NewRequest(&seqsvrv1.CreateTagRequest{Tag: "life", Start: 5, Step: 10}))
 		if err != nil {
 			return false

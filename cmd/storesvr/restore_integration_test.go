@@ -13,7 +13,8 @@ import (
 
 	"github.com/seqsvr/seqsvr/cmd/internal/proctest"
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
-	"github.com/seqsvr/seqsvr/internal/cluster"
+	"github.com/seqsvr/seqsvr/internal/launch"
+	"github.com/seqsvr/seqsvr/internal/poll"
 	"github.com/seqsvr/seqsvr/storage/backup"
 )
 
@@ -25,7 +26,7 @@ type usage struct {
 }
 
 // use takes IDs and per-key values from the cluster's first allocsvr.
-func use(ctx context.Context, t *testing.T, c *cluster.Cluster, u *usage, rounds int) {
+func use(ctx context.Context, t *testing.T, c *launch.Cluster, u *usage, rounds int) {
 	t.Helper()
 	alloc, seq := c.AllocClient(c.Allocs[0]), c.SeqClient(c.Allocs[0])
 	for range rounds {
@@ -57,7 +58,7 @@ func slicesMax(ids []int64) int64 {
 }
 
 // takeBackup streams a backup from store p into a file.
-func takeBackup(ctx context.Context, t *testing.T, c *cluster.Cluster, p *cluster.Proc, path string) *seqsvrv1.Backup {
+func takeBackup(ctx context.Context, t *testing.T, c *launch.Cluster, p *launch.Proc, path string) *seqsvrv1.Backup {
 	t.Helper()
 	stream, err := c.StoreClient(p).Backup(ctx, connect.NewRequest(&seqsvrv1.BackupRequest{}))
 	if err != nil {
@@ -84,7 +85,7 @@ func takeBackup(ctx context.Context, t *testing.T, c *cluster.Cluster, p *cluste
 // wantAbove checks the new cluster continues above everything the lost
 // one handed out, with another cluster ID, a snowflake worker granted
 // only after the old leases ended, and the jump in s1's log.
-func wantAbove(ctx context.Context, t *testing.T, c *cluster.Cluster, lost usage, since time.Time) {
+func wantAbove(ctx context.Context, t *testing.T, c *launch.Cluster, lost usage, since time.Time) {
 	t.Helper()
 	alloc := c.AllocClient(c.Allocs[0])
 	var res *connect.Response[seqsvrv1.NextIDsResponse]
@@ -106,7 +107,7 @@ func wantAbove(ctx context.Context, t *testing.T, c *cluster.Cluster, lost usage
 		t.Fatalf("status %v %v: want 3 members and a new cluster ID (old %s)", st, err, lost.clusterID)
 	}
 	var sf *connect.Response[seqsvrv1.NextSnowflakeIDsResponse]
-	proctest.WaitUntil(ctx, t, "a snowflake ID", func() bool {
+	poll.UntilCtx(ctx, t, "a snowflake ID", func() bool {
 		sf, err = alloc.NextSnowflakeIDs(ctx, connect.NewRequest(&seqsvrv1.NextSnowflakeIDsRequest{Count: 1}))
 		return err == nil
 	})
@@ -121,7 +122,7 @@ func wantAbove(ctx context.Context, t *testing.T, c *cluster.Cluster, lost usage
 	t.Logf("lost cluster up to ID %d, per-key %d; new cluster from %d, per-key %d", lost.maxID, lost.maxSeq, first, after.maxSeq)
 }
 
-func startLost(ctx context.Context, t *testing.T) (*cluster.Cluster, *usage) {
+func startLost(ctx context.Context, t *testing.T) (*launch.Cluster, *usage) {
 	t.Helper()
 	old := proctest.StartCluster(t, 3, 1, nil, nil)
 	if err := old.CreateTag(ctx, &seqsvrv1.CreateTagRequest{Tag: "order", Step: 100}); err != nil {
@@ -137,7 +138,7 @@ func startLost(ctx context.Context, t *testing.T) (*cluster.Cluster, *usage) {
 	}
 	u.clusterID = st.GetClusterId()
 	seq := old.SeqClient(old.Allocs[0])
-	proctest.WaitUntil(ctx, t, "the allocsvr to serve the new space", func() bool {
+	poll.UntilCtx(ctx, t, "the allocsvr to serve the new space", func() bool {
 		_, err := seq.CurrentSeqs(ctx, connect.NewRequest(&seqsvrv1.CurrentSeqsRequest{Space: "chat", Keys: []uint64{7}}))
 		return err == nil
 	})
@@ -147,9 +148,9 @@ func startLost(ctx context.Context, t *testing.T) (*cluster.Cluster, *usage) {
 
 // layout lays out a cluster of three stores and an allocsvr without
 // starting it; Close runs when the test ends.
-func layout(t *testing.T) *cluster.Cluster {
+func layout(t *testing.T) *launch.Cluster {
 	t.Helper()
-	c, err := cluster.New(cluster.Options{BinDir: proctest.BinDir(), Dir: t.TempDir(), Stores: 3, Allocs: 1, Logf: t.Logf})
+	c, err := launch.New(launch.Options{BinDir: proctest.BinDir(), Dir: t.TempDir(), Stores: 3, Allocs: 1, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +169,7 @@ func layout(t *testing.T) *cluster.Cluster {
 
 // startJoined starts s1 (already given its flags), then s2 and s3 joining
 // it with empty data dirs, then the allocsvr.
-func startJoined(ctx context.Context, t *testing.T, c *cluster.Cluster) {
+func startJoined(ctx context.Context, t *testing.T, c *launch.Cluster) {
 	t.Helper()
 	s1 := c.Stores[0]
 	began := time.Now()
@@ -254,7 +255,7 @@ func TestRecoverAfterQuorumLoss(t *testing.T) {
 	if err := s1.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	proctest.WaitUntil(ctx, t, "the refused --recover to exit", func() bool { return !s1.Running() })
+	poll.UntilCtx(ctx, t, "the refused --recover to exit", func() bool { return !s1.Running() })
 	log, _ := os.ReadFile(s1.LogPath)
 	if !strings.Contains(string(log), "member s2") && !strings.Contains(string(log), "member s3") {
 		t.Fatalf("--recover with live peers: exit %v, and the log names neither s2 nor s3", s1.ExitErr())

@@ -5,8 +5,9 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/seqsvr/seqsvr/cmd/internal/serve"
-	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 	"github.com/seqsvr/seqsvr/storage"
 	"github.com/seqsvr/seqsvr/web"
 )
@@ -74,14 +75,24 @@ func (cfg *config) open(ctx context.Context, env serve.Env) (*serve.App, error) 
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
-	path, h := seqsvrv1connect.NewStoreServiceHandler(st.Service(), env.ConnectOptions...)
+	if err := env.Registry.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "seqsvr_store_data_dir_writable",
+		Help: "0 while this member refuses writes because its data dir refused one (full disk, I/O error), else 1.",
+	}, func() float64 {
+		if st.DataDirErr() != nil {
+			return 0
+		}
+		return 1
+	})); err != nil {
+		st.Close()
+		return nil, err
+	}
 	return &serve.App{
+		Routes: st.Routes(),
 		Handler: serve.Options{
-			Services: []serve.Service{{Name: seqsvrv1connect.StoreServiceName, Path: path, Handler: h}},
-			Ready:    st.Ready,
-			Page:     web.StorePage,
+			Ready: st.Ready,
+			Page:  web.StorePage,
 		},
-		Fast:  st.FastRoutes(cfg.MaxBodyBytes, logger),
 		Attrs: []any{"node_id", cfg.NodeID, "raft_addr", cfg.RaftAddr, "data_dir", cfg.DataDir, "raft_tls", raftTLS != nil},
 		Close: func() {
 			if err := st.Close(); err != nil {

@@ -19,7 +19,8 @@ import (
 	"github.com/seqsvr/seqsvr/cmd/internal/proctest"
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
-	"github.com/seqsvr/seqsvr/internal/cluster"
+	"github.com/seqsvr/seqsvr/internal/launch"
+	"github.com/seqsvr/seqsvr/internal/poll"
 )
 
 // lockedBuf collects a process's output while it runs.
@@ -42,7 +43,7 @@ func (l *lockedBuf) String() string {
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	p, err := cluster.FreePort("127.0.0.1")
+	p, err := launch.FreePort("127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +98,7 @@ func (r *storesvrRun) exit(t *testing.T, d time.Duration) string {
 // ready waits until the process answers /readyz 200 and serves CreateTag.
 func (r *storesvrRun) ready(t *testing.T, ctx context.Context, tag string) {
 	t.Helper()
-	proctest.WaitUntil(ctx, t, "storesvr ready", func() bool {
+	poll.UntilCtx(ctx, t, "storesvr ready", func() bool {
 		res, err := http.Get("http://" + r.http + "/readyz")
 		if err != nil {
 			return false
@@ -177,7 +178,7 @@ func TestBootstrapAndRestartAgainstStoredState(t *testing.T) {
 	// Another raft address: a WARN with both addresses, then it serves.
 	other := freeAddr(t)
 	r = startStoresvr(t, freeAddr(t), "--node-id", "s1", "--raft-addr", other, "--data-dir", dir)
-	proctest.WaitUntil(ctx, t, "raft address warning", func() bool { return strings.Contains(r.out.String(), "--raft-addr differs") })
+	poll.UntilCtx(ctx, t, "raft address warning", func() bool { return strings.Contains(r.out.String(), "--raft-addr differs") })
 	out = r.stop(t)
 	for _, want := range []string{"level=WARN", "flag_raft_addr=" + other, "stored_raft_addr=" + raftAddr} {
 		if !strings.Contains(out, want) {

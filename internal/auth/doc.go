@@ -6,8 +6,12 @@
 //     minimum role in one table (Procedures); a procedure missing from it
 //     is refused to every token, and a test fails for any RPC without a
 //     role.
-//   - Roles are ordered: client < alloc < admin; a token holding a role
-//     may call everything the lower roles may.
+//   - Roles are ordered: metrics < client < alloc < admin; a token holding
+//     a role may call everything the lower roles may. metrics (a
+//     scraper's token) calls nothing: it only shows /metrics whole.
+//   - GateRole says, from a request's path alone, the role it needs, so a
+//     server checks the token on the headers and refuses before reading
+//     any of the body.
 //   - A missing or unknown token is errs.Unauthenticated; a known token
 //     whose roles do not reach the procedure's is errs.PermissionDenied.
 //   - A token is compared against every listed token by its SHA-256 in

@@ -11,18 +11,21 @@ type Role int
 
 // The roles of the contract. Open marks what needs no token at all.
 const (
-	Open   Role = iota // no token needed
-	Client             // AllocService, SeqService, the Leaf API, the store's reads
-	Alloc              // also what an allocsvr needs from the store
-	Admin              // everything
+	Open    Role = iota // no token needed
+	Metrics             // /metrics with its tag and space names (a scraper's token), nothing else
+	Client              // AllocService, SeqService, the Leaf API, the store's reads
+	Alloc               // also what an allocsvr needs from the store
+	Admin               // everything
 )
 
-var roleNames = map[string]Role{"client": Client, "alloc": Alloc, "admin": Admin}
+var roleNames = map[string]Role{"metrics": Metrics, "client": Client, "alloc": Alloc, "admin": Admin}
 
 func (r Role) String() string {
 	switch r {
 	case Open:
 		return "open"
+	case Metrics:
+		return "metrics"
 	case Client:
 		return "client"
 	case Alloc:
@@ -37,7 +40,7 @@ func (r Role) String() string {
 func ParseRole(s string) (Role, error) {
 	r, ok := roleNames[s]
 	if !ok {
-		return 0, fmt.Errorf("unknown role %q (want client, alloc or admin)", s)
+		return 0, fmt.Errorf("unknown role %q (want metrics, client, alloc or admin)", s)
 	}
 	return r, nil
 }

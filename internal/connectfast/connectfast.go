@@ -11,12 +11,15 @@
 //   - Only a request connect-go would answer exactly the same way is
 //     served (see eligible); every other request is declined and goes to
 //     net/http, and so to the connect-go handler, unchanged.
-//   - Answers are the bytes connect-go sends: the proto body with
+//   - Answers are what connect-go sends: the proto body with
 //     Content-Type application/proto, or connect-go's own JSON error
-//     (written by connect.ErrorWriter), so clients cannot tell the two
-//     apart.
-//   - A body that does not decode is invalid_argument; a panic in the RPC
-//     is logged and answered internal.
+//     (written by connect.ErrorWriter), and connect-go's Accept-Encoding,
+//     so clients cannot tell the two apart (routestest.Check compares
+//     them).
+//   - A body that does not decode is invalid_argument. Errors, panics and
+//     deadlines are mapped by package errs (Connect, Recovered), as the
+//     connect-go handlers map them, so both answer alike.
+//   - The answer's Connect code is in h1.Response.Code, for metrics.
 //   - An RPC that returns ErrFallThrough before acting has its request
 //     declined, and net/http serves it with the body as it arrived.
 //   - One known difference: a request whose deadline is already over
@@ -36,15 +39,16 @@ import (
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/seqsvr/seqsvr/internal/errs"
 	"github.com/seqsvr/seqsvr/internal/h1"
 )
 
 // Func serves one eligible request. body is the whole request body; it is
 // valid only during the call, and once Func no longer needs it Func may
 // append its answer to body[:0] so the connection's buffer is reused. It
-// returns the encoded response message, or an error that is written as
-// connect-go would write it (a *connect.Error keeps its code), or
-// ErrFallThrough.
+// returns the encoded response message, or an error, mapped by
+// errs.Connect as a connect-go handler maps it and written as connect-go
+// would write it, or ErrFallThrough.
 type Func func(ctx context.Context, body []byte) ([]byte, error)
 
 // ErrFallThrough is returned by a Func that has done nothing and wants
@@ -80,11 +84,14 @@ func H1(maxBodyBytes int64, logger *slog.Logger, serve Func) h1.Handler {
 		if errors.Is(err, ErrFallThrough) {
 			return false
 		}
+		// connect-go names the compressions it accepts on every answer.
+		resp.SetHeader("Accept-Encoding", "gzip")
 		if err != nil {
 			_ = errw.Write(resp.Writer(), errorRequest, err)
+			resp.Code = connect.CodeOf(err).String()
 			return true
 		}
-		resp.Buf, resp.Body = out, out
+		resp.Buf, resp.Body, resp.Code = out, out, "ok"
 		resp.SetHeader("Content-Type", "application/proto")
 		return true
 	})
@@ -157,38 +164,23 @@ var errorRequest = &http.Request{
 	Header: http.Header{"Content-Type": {"application/proto"}, "Connect-Protocol-Version": {"1"}},
 }
 
-// call runs serve, turning a panic into connect-go's internal error and a
-// bare context error into connect-go's code for it.
+// call runs serve with the errors a connect-go handler of this project
+// gives: a panic is errs.Recovered, a deadline already over is answered
+// without calling serve (as connect-go does, Connect-Timeout-Ms: 0 say),
+// and an error goes through errs.Connect (a context error gets its code
+// there), the mapping every handler applies.
 func call(ctx context.Context, logger *slog.Logger, procedure string, serve Func, body []byte) (out []byte, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			logger.ErrorContext(ctx, "panic in handler", "procedure", procedure, "panic", fmt.Sprint(p))
-			out, err = nil, connect.NewError(connect.CodeInternal, errors.New("internal error"))
+			out, err = nil, errs.Recovered(ctx, logger, procedure, p)
 		}
 	}()
-	// connect-go answers a deadline that is already over without calling
-	// the RPC (Connect-Timeout-Ms: 0, say); so does the front.
 	if err := ctx.Err(); err != nil {
-		return nil, contextCode(err)
+		return nil, errs.Connect(err)
 	}
 	out, err = serve(ctx, body)
-	if err != nil {
-		return nil, contextCode(err)
+	if err != nil && !errors.Is(err, ErrFallThrough) {
+		return nil, errs.Connect(err)
 	}
-	return out, nil
-}
-
-// contextCode gives a deadline or cancellation the code connect-go gives
-// it, for an RPC that returned the bare context error.
-func contextCode(err error) error {
-	var ce *connect.Error
-	switch {
-	case errors.As(err, &ce), errors.Is(err, ErrFallThrough):
-		return err
-	case errors.Is(err, context.DeadlineExceeded):
-		return connect.NewError(connect.CodeDeadlineExceeded, err)
-	case errors.Is(err, context.Canceled):
-		return connect.NewError(connect.CodeCanceled, err)
-	}
-	return err
+	return out, err
 }

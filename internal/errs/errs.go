@@ -239,3 +239,23 @@ func HTTPStatus(err error) int {
 	}
 	return http.StatusInternalServerError
 }
+
+// Recovered is the answer to a panic p in the handler of procedure, for
+// connect-go (RecoverOption) and the HTTP/1.1 front alike: the panic is
+// logged with the procedure, and the client gets internal with the stable
+// text, so a bug in one request never kills the process nor leaks detail.
+// A nil logger means slog.Default().
+func Recovered(ctx context.Context, logger *slog.Logger, procedure string, p any) error {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	logger.ErrorContext(ctx, "panic in handler", "procedure", procedure, "panic", fmt.Sprint(p))
+	return connect.NewError(connect.CodeInternal, errors.New(internalText))
+}
+
+// RecoverOption is Recovered as a connect-go handler option.
+func RecoverOption(logger *slog.Logger) connect.HandlerOption {
+	return connect.WithRecover(func(ctx context.Context, spec connect.Spec, _ http.Header, p any) error {
+		return Recovered(ctx, logger, spec.Procedure, p)
+	})
+}

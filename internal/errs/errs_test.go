@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
+	"strings"
 	"testing"
 
 	"connectrpc.com/connect"
@@ -124,4 +126,18 @@ func errs0(err error) error {
 		return k
 	}
 	return err
+}
+
+// A panic is logged with its procedure and value, and the client gets
+// internal with the stable text only.
+func TestRecovered(t *testing.T) {
+	var log strings.Builder
+	err := Recovered(context.Background(), slog.New(slog.NewTextHandler(&log, nil)), "/p.S/M", "secret detail")
+	var ce *connect.Error
+	if !errors.As(err, &ce) || ce.Code() != connect.CodeInternal || ce.Message() != "internal error" {
+		t.Fatalf("answered %v, want internal with the stable text", err)
+	}
+	if !strings.Contains(log.String(), "/p.S/M") || !strings.Contains(log.String(), "secret detail") {
+		t.Fatalf("logged %q, want the procedure and the panic", log.String())
+	}
 }

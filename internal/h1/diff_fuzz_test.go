@@ -291,7 +291,9 @@ func newDiffServer(t *testing.T, withFront bool, tc *diffTLS) *diffServer {
 		return true
 	}))
 	m.Handle("/decline", HandlerFunc(func(*Request, *Response) bool { return false }))
-	fs := &Server{HTTP: hs, Fast: &m, Logger: discardSlog}
+	// The process's body deadline (--body-timeout) is on: a body that
+	// stops coming is cut off by it rather than by the head's timeout.
+	fs := &Server{HTTP: hs, Fast: &m, Logger: discardSlog, BodyTimeout: time.Second}
 	fsServe := fs.Serve
 	if tc != nil {
 		fsServe = fs.ServeTLS

@@ -44,9 +44,14 @@
 //     but clients send a small body with it). An answered connection then
 //     waits, within IdleTimeout, for 4 bytes of the next request (fewer and
 //     it is closed at the timeout), and a request not all there at once
-//     gets ReadHeaderTimeout from then. The idle deadline is moved at most
+//     gets ReadHeaderTimeout from then. With BodyTimeout set, a request
+//     whose head is whole and body is not has BodyTimeout from then for
+//     the body instead. The idle deadline is moved at most
 //     once a second, so it may fall up to a second short. Each request gets
 //     a fresh IdleTimeout for its answer.
+//   - With Admit set, the front waits for no body of a request whose head
+//     Admit refuses: the request goes to net/http as soon as its head is
+//     whole (a token checked on the headers, before any body byte).
 //   - Framing headers (Content-Length, Date, Connection) are the front's
 //     own; line breaks in a route's header values become spaces.
 //   - Shutdown stops accepting, closes idle connections, lets in-flight

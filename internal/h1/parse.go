@@ -12,14 +12,15 @@ const (
 	unsupported               // valid HTTP the front leaves to net/http (HTTP/2, HTTP/1.0, query, Transfer-Encoding, Upgrade, Expect, Origin, ...)
 	malformed                 // not valid HTTP/1.1 as the front reads it; net/http answers it
 	declined                  // no route took it
+	refused                   // Admit refused the head of a request whose body was still coming
 	alpnH2                    // TLS negotiated h2 by ALPN: the connection is net/http's from the start
 	numReasons
 )
 
-var reasonNames = [numReasons]string{"served", "incomplete", "too_large", "unsupported", "malformed", "declined", "h2"}
+var reasonNames = [numReasons]string{"served", "incomplete", "too_large", "unsupported", "malformed", "declined", "refused", "h2"}
 
 // handOffReasons are the reasons a connection is handed to net/http.
-var handOffReasons = []reason{incomplete, tooLarge, unsupported, malformed, declined, alpnH2}
+var handOffReasons = []reason{incomplete, tooLarge, unsupported, malformed, declined, refused, alpnH2}
 
 func (r reason) String() string { return reasonNames[r] }
 
@@ -29,10 +30,12 @@ const maxFields = 32
 // parse reads one request from the start of b, the bytes buffered so far
 // in a buffer of bufSize bytes. It fills req and returns served, or the
 // reason to hand the connection off (b may hold the request only in part).
-// It never reads past b.
+// Once the head is whole, req.head is its length and req's method, path
+// and headers are set, even when the body is not all there. It never
+// reads past b.
 func parse(b []byte, bufSize int, req *Request) reason {
 	req.Method, req.Path, req.Body, req.Close = nil, nil, nil, false
-	req.fields, req.size = req.fields[:0], 0
+	req.fields, req.size, req.head = req.fields[:0], 0, 0
 
 	line, rest, r := cutLine(b)
 	if r != served {
@@ -130,6 +133,7 @@ func parse(b []byte, bufSize int, req *Request) reason {
 		return malformed // net/http answers 400 to none or several
 	}
 	head := len(b) - len(rest)
+	req.head = head
 	if length < 0 {
 		length = 0 // HTTP/1.1: no framing header means no body
 	}

@@ -40,6 +40,7 @@ type Request struct {
 
 	fields []field
 	size   int // bytes of the request in the buffer, head and body
+	head   int // bytes of the head once it is whole, else 0
 }
 
 type field struct{ name, value []byte }
@@ -66,6 +67,10 @@ type Response struct {
 	// handler may build Body by appending to it so steady state allocates
 	// nothing.
 	Buf []byte
+	// Code is what the answer means to the route's protocol, for metrics
+	// (the Connect code name for an RPC: "ok", "not_found"...), so nothing
+	// downstream parses a body to learn it. The front itself ignores it.
+	Code string
 
 	header []hfield
 	rw     *responseWriter
@@ -90,7 +95,7 @@ func (r *Response) Writer() http.ResponseWriter {
 }
 
 func (r *Response) reset(buf []byte) {
-	r.Status, r.Body, r.Buf = 0, nil, buf[:0]
+	r.Status, r.Body, r.Buf, r.Code = 0, nil, buf[:0], ""
 	r.header = r.header[:0]
 	r.rw = nil
 }

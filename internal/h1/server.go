@@ -29,7 +29,19 @@ type Server struct {
 	// IdleTimeout closes a connection that sent nothing for this long;
 	// zero means HTTP.IdleTimeout, or 2 minutes when that is zero too.
 	IdleTimeout time.Duration
-	Logger      *slog.Logger
+	// BodyTimeout bounds the body of a request the front waits for, from
+	// the moment its head is whole (the head has the header timeout);
+	// zero keeps the head's deadline for the body too. A request still
+	// incomplete then goes to net/http with the timeout as its read error.
+	BodyTimeout time.Duration
+	// Admit, when set, is asked once about each request whose head is
+	// whole and whose body is still coming. If it returns false the
+	// front waits for none of the body: the request goes to net/http at
+	// once (reason "refused"), which is expected to refuse it without
+	// reading the body either. The process uses it to check the token on
+	// the headers (cmd/internal/serve).
+	Admit  func(req *Request) bool
+	Logger *slog.Logger
 
 	mu       sync.Mutex
 	ln       net.Listener
@@ -414,10 +426,11 @@ func (s *Server) headerTimeout() time.Duration {
 // connect-go, writes the head and the body of a request separately. A
 // later request that is not all there at once gets headerTimeout from now
 // (a first one has had it since the connection started), as net/http
-// times a head from its first bytes. A request that stays incomplete
-// returns with the read error that ended it.
+// times a head from its first bytes. Once the head is whole the body has
+// BodyTimeout (see Admit for what is asked first). A request that stays
+// incomplete returns with the read error that ended it.
 func (c *conn) readRequest(first bool) (reason, error) {
-	timed := first
+	timed, bodyTimed := first, false
 	for {
 		buf, _ := c.br.Peek(c.br.Buffered())
 		r := parse(buf, BufferSize, &c.req)
@@ -431,6 +444,19 @@ func (c *conn) readRequest(first bool) (reason, error) {
 			timed = true
 			c.deadline = time.Now().Add(c.srv.headerTimeout())
 			_ = c.nc.SetDeadline(c.deadline)
+		}
+		if c.req.head > 0 && !bodyTimed {
+			// The head is whole and the body is not: the caller is
+			// judged on the head before the front waits for any of it,
+			// and the body gets its own deadline.
+			bodyTimed = true
+			if a := c.srv.Admit; a != nil && !a(&c.req) {
+				return refused, nil
+			}
+			if d := c.srv.BodyTimeout; d > 0 {
+				c.deadline = time.Now().Add(d)
+				_ = c.nc.SetDeadline(c.deadline)
+			}
 		}
 		if _, err := c.br.Peek(len(buf) + 1); err != nil {
 			return incomplete, err

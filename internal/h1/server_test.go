@@ -38,7 +38,9 @@ func startServer(t *testing.T, idle time.Duration) *testServer {
 	return startServerWith(t, idle, 0)
 }
 
-func startServerWith(t *testing.T, idle, readHeader time.Duration) *testServer {
+// startServerWith is startServer with net/http's ReadHeaderTimeout and
+// opts applied to the front before it serves.
+func startServerWith(t *testing.T, idle, readHeader time.Duration, opts ...func(*Server)) *testServer {
 	t.Helper()
 	ts := &testServer{release: make(chan struct{}), blocked: make(chan struct{}, 1), done: make(chan error, 1)}
 	var m Mux
@@ -91,6 +93,9 @@ func startServerWith(t *testing.T, idle, readHeader time.Duration) *testServer {
 	p.SetHTTP1(true)
 	p.SetUnencryptedHTTP2(true)
 	ts.Server = &Server{HTTP: &http.Server{Handler: slow, Protocols: &p, ReadHeaderTimeout: readHeader}, Fast: &m, IdleTimeout: idle}
+	for _, o := range opts {
+		o(ts.Server)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
+	"github.com/seqsvr/seqsvr/internal/poll"
 	"github.com/seqsvr/seqsvr/internal/tlsconf"
 	"github.com/seqsvr/seqsvr/internal/tlsconf/tlstest"
 )
@@ -137,7 +138,7 @@ func TestTLSTransportFollowsCAFile(t *testing.T) {
 		t.Fatal("s2 trusted a server of a CA not in its file")
 	}
 	tlstest.WriteBundle(t, s2ca, caA, caB)
-	eventually(t, "s2 after its CA file gained CA B", func() error { return call(s2) })
+	poll.UntilOK(t, 20*time.Second, "s2 after its CA file gained CA B", func() error { return call(s2) })
 
 	// The listening side: s1 refuses s3 (CA C) until its file holds C.
 	s3cfg, _ := member("s3", caC, caA, caB, caC)
@@ -146,20 +147,5 @@ func TestTLSTransportFollowsCAFile(t *testing.T) {
 		t.Fatal("s1 let in a member of a CA not in its file")
 	}
 	tlstest.WriteBundle(t, s1ca, caA, caB, caC)
-	eventually(t, "s3 after s1's CA file gained CA C", func() error { return call(s3) })
-}
-
-func eventually(t *testing.T, what string, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: still %v", what, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	poll.UntilOK(t, 20*time.Second, "s3 after s1's CA file gained CA C", func() error { return call(s3) })
 }

@@ -1,8 +1,6 @@
 package rpcmetrics
 
 import (
-	"encoding/json"
-	"net/http"
 	"time"
 
 	"github.com/seqsvr/seqsvr/internal/h1"
@@ -28,21 +26,13 @@ func (m *Metrics) H1(next h1.Handler) h1.Handler {
 	})
 }
 
-// h1Code reads the Connect code of an answer the front wrote: a 200 is
-// ok; an error is connect-go's JSON error body, whose code field is
-// authoritative (HTTP statuses map to codes many to one). Errors are the
-// cold path, so decoding the small body is fine.
+// h1Code is the Connect code the front's route reported for its answer
+// (connectfast sets it), never read back from the body.
 func h1Code(resp *h1.Response) string {
-	if resp.Status == 0 || resp.Status == http.StatusOK {
-		return "ok"
-	}
-	var e struct {
-		Code string `json:"code"`
-	}
-	if json.Unmarshal(resp.Body, &e) != nil || e.Code == "" {
+	if resp.Code == "" {
 		return "unknown"
 	}
-	return e.Code
+	return resp.Code
 }
 
 // observePath is Observe for a Connect call whose procedure is still the

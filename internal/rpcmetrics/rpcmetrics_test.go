@@ -79,19 +79,21 @@ func TestInterceptorByProtocolAndCode(t *testing.T) {
 	}
 }
 
-// H1 counts what the front answers with the code of its JSON error, and
-// nothing for what it declines or for non-RPC paths.
+// H1 counts what the front answers with the code the route reported, and
+// nothing for what it declines or for non-RPC paths; it never reads the
+// body.
 func TestH1(t *testing.T) {
 	m := New()
-	errw := connect.NewErrorWriter()
 	h := m.H1(h1.HandlerFunc(func(req *h1.Request, resp *h1.Response) bool {
 		switch string(req.Body) {
 		case "ok":
-			resp.Body = []byte{1}
+			resp.Body, resp.Code = []byte{1}, "ok"
 			return true
 		case "err":
-			_ = errw.Write(resp.Writer(), &http.Request{Method: "POST", Header: http.Header{"Content-Type": {"application/proto"}}},
-				connect.NewError(connect.CodeResourceExhausted, errors.New("full")))
+			resp.Status, resp.Code, resp.Body = 429, "resource_exhausted", []byte(`{"code":"unavailable"}`)
+			return true
+		case "none":
+			resp.Status = 500
 			return true
 		}
 		return false
@@ -100,16 +102,16 @@ func TestH1(t *testing.T) {
 		return h.ServeH1(&h1.Request{Path: []byte(path), Body: []byte(body)}, &h1.Response{})
 	}
 	const p = "/seqsvr.v1.StoreService/ReserveSegment"
-	if !serve(p, "ok") || !serve(p, "ok") || !serve(p, "err") || serve(p, "decline") || !serve("/api/segment/get/t", "ok") {
+	if !serve(p, "ok") || !serve(p, "ok") || !serve(p, "err") || !serve(p, "none") || serve(p, "decline") || !serve("/api/segment/get/t", "ok") {
 		t.Fatal("H1 changed what the wrapped handler answered")
 	}
-	for code, want := range map[string]float64{"ok": 2, "resource_exhausted": 1} {
+	for code, want := range map[string]float64{"ok": 2, "resource_exhausted": 1, "unknown": 1} {
 		if n := counter(t, m.handled.WithLabelValues("seqsvr.v1.StoreService", "ReserveSegment", "connect", code)); n != want {
 			t.Errorf("%s: %v, want %v", code, n, want)
 		}
 	}
-	if n := count(m.handled); n != 2 {
-		t.Errorf("%d counter series, want 2 (the declined call and the Leaf path are not counted)", n)
+	if n := count(m.handled); n != 3 {
+		t.Errorf("%d counter series, want 3 (the declined call and the Leaf path are not counted)", n)
 	}
 }
 

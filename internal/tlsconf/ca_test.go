@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seqsvr/seqsvr/internal/poll"
 	"github.com/seqsvr/seqsvr/internal/tlsconf"
 	"github.com/seqsvr/seqsvr/internal/tlsconf/tlstest"
 )
@@ -24,23 +25,6 @@ func keyPair(t *testing.T, ca *tlstest.CA, name string) *tlsconf.KeyPair {
 		t.Fatal(err)
 	}
 	return kp
-}
-
-// eventually polls f until it succeeds (the files are looked at once a
-// second at most) and fails the test after 10 s.
-func eventually(t *testing.T, what string, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: still %v after 10 s", what, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 // TestServerFollowsClientCA: a server requiring client certificates takes
@@ -69,7 +53,7 @@ func TestServerFollowsClientCA(t *testing.T) {
 		t.Fatal("client of a CA not (yet) in the file let in")
 	}
 	tlstest.WriteBundle(t, caFile, newCA) // the old CA retired
-	eventually(t, "client of the new CA", func() error { _, err := dial(addr, newClient); return err })
+	poll.UntilOK(t, 10*time.Second, "client of the new CA", func() error { _, err := dial(addr, newClient); return err })
 	if _, err := dial(addr, oldClient); err == nil {
 		t.Fatal("client of the retired CA still let in")
 	}
@@ -119,8 +103,8 @@ func TestClientFollowsRootCA(t *testing.T) {
 		t.Fatal("server of an untrusted CA accepted by a dial")
 	}
 	tlstest.WriteBundle(t, caFile, oldCA, newCA)
-	eventually(t, "HTTPS through Transport", get)
-	eventually(t, "dial with Current", func() error {
+	poll.UntilOK(t, 10*time.Second, "HTTPS through Transport", get)
+	poll.UntilOK(t, 10*time.Second, "dial with Current", func() error {
 		c, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, tlsconf.Current(ccfg))
 		if err == nil {
 			c.Close()

@@ -57,10 +57,13 @@ type Config struct {
 	// Extra flags for the servers.
 	StoreArgs, AllocArgs []string
 	// Plain runs the cluster without auth and TLS; the default is the
-	// secure mode (cluster.Security), the way it is meant to be run.
+	// secure mode (launch.Security), the way it is meant to be run.
 	Plain bool
 	// LeaseTTL is the stores' --worker-lease-ttl.
 	LeaseTTL time.Duration
+	// DataDirTmpfs puts every data dir on a tmpfs of this many bytes
+	// (cluster.Options.DataDirTmpfs), for the disk-full faults; 0: none.
+	DataDirTmpfs int64
 
 	// TagWorkers create, update, delete, reserve on and read the
 	// LifeTags at a modest rate.

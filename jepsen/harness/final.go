@@ -9,7 +9,7 @@ import (
 	"connectrpc.com/connect"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
-	"github.com/seqsvr/seqsvr/internal/cluster"
+	"github.com/seqsvr/seqsvr/internal/launch"
 )
 
 // finalState reads every tag's max_id from every member's own applied
@@ -20,7 +20,7 @@ import (
 // writers (allocsvrs) first. If no quiet point is reached before ctx
 // ends, the last reads are returned with a note; disagreeing or missing
 // values then fail the checker.
-func finalState(ctx context.Context, c *cluster.Cluster, tags []string) (map[string]map[string]int64, string) {
+func finalState(ctx context.Context, c *launch.Cluster, tags []string) (map[string]map[string]int64, string) {
 	var out map[string]map[string]int64
 	last := "no read"
 	for ctx.Err() == nil {
@@ -43,7 +43,7 @@ func finalState(ctx context.Context, c *cluster.Cluster, tags []string) (map[str
 	return out, "final state read without a quiet point: " + last
 }
 
-func appliedIndexes(ctx context.Context, c *cluster.Cluster) ([]uint64, error) {
+func appliedIndexes(ctx context.Context, c *launch.Cluster) ([]uint64, error) {
 	idx := make([]uint64, 0, len(c.Stores))
 	for _, s := range c.Stores {
 		st, err := c.Status(ctx, s)
@@ -66,7 +66,7 @@ func allEqual(v []uint64) bool {
 
 // readLocal maps member -> tag -> max_id; a member that does not answer
 // for a tag leaves it absent.
-func readLocal(ctx context.Context, c *cluster.Cluster, tags []string) map[string]map[string]int64 {
+func readLocal(ctx context.Context, c *launch.Cluster, tags []string) map[string]map[string]int64 {
 	out := map[string]map[string]int64{}
 	for _, s := range c.Stores {
 		m := map[string]int64{}
@@ -84,4 +84,4 @@ func readLocal(ctx context.Context, c *cluster.Cluster, tags []string) map[strin
 }
 
 // sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) { _ = cluster.Sleep(ctx, d) }
+func sleep(ctx context.Context, d time.Duration) { _ = launch.Sleep(ctx, d) }

@@ -14,7 +14,7 @@ import (
 	"connectrpc.com/connect"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
-	"github.com/seqsvr/seqsvr/internal/cluster"
+	"github.com/seqsvr/seqsvr/internal/launch"
 	"github.com/seqsvr/seqsvr/jepsen/checker"
 	"github.com/seqsvr/seqsvr/jepsen/history"
 	"github.com/seqsvr/seqsvr/jepsen/nemesis"
@@ -48,7 +48,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return nil, err
 	}
-	if err := cluster.Build(ctx, cfg.BinDir, "faults"); err != nil {
+	if err := launch.Build(ctx, cfg.BinDir, "faults"); err != nil {
 		return nil, err
 	}
 	rep := &Report{Name: cfg.Name, Seed: cfg.Seed, OutDir: out, Bugs: cfg.Bugs, Faults: map[string]int{}}
@@ -61,11 +61,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	rec := history.NewRecorder()
 	nlog := nemesis.NewLog(rec.Start(), io.MultiWriter(nemesisFile, logWriter{cfg.Logf}))
 
-	opts := cluster.Options{
+	opts := launch.Options{
 		BinDir: cfg.BinDir, Dir: out, Stores: cfg.Stores, Allocs: cfg.Allocs,
-		StoreArgs: append(append([]string{"--worker-lease-ttl", cfg.LeaseTTL.String()}, storeTiming...), cfg.StoreArgs...),
-		AllocArgs: append(append([]string{"--max-step", strconv.Itoa(allocMaxStep)}, allocLease...), cfg.AllocArgs...),
-		Logf:      cfg.Logf,
+		StoreArgs:    append(append([]string{"--worker-lease-ttl", cfg.LeaseTTL.String()}, storeTiming...), cfg.StoreArgs...),
+		AllocArgs:    append(append([]string{"--max-step", strconv.Itoa(allocMaxStep)}, allocLease...), cfg.AllocArgs...),
+		Logf:         cfg.Logf,
+		DataDirTmpfs: cfg.DataDirTmpfs,
 	}
 	if cfg.SeqWorkers > 0 {
 		opts.StoreArgs = append(opts.StoreArgs, seqStoreArgs(cfg)...)
@@ -74,7 +75,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if len(cfg.Bugs) > 0 {
 		opts.Env = []string{"SEQSVR_FAULTS_BUGS=" + strings.Join(cfg.Bugs, ",")}
 	}
-	if os.Getenv("GOCOVERDIR") != "" && os.Getenv(cluster.CoverPkgEnv) != "" {
+	if os.Getenv("GOCOVERDIR") != "" && os.Getenv(launch.CoverPkgEnv) != "" {
 		// Coverage binaries write their counters every second: most of
 		// them end by SIGKILL, which writes nothing.
 		opts.Env = append(opts.Env, "SEQSVR_FAULTS_COVER_FLUSH=1s")
@@ -109,12 +110,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 				hosts = append(hosts, net.Host(name))
 			}
 		}
-		if opts.Security, err = cluster.NewSecurity(filepath.Join(out, "tls"), hosts...); err != nil {
+		if opts.Security, err = launch.NewSecurity(filepath.Join(out, "tls"), hosts...); err != nil {
 			return nil, err
 		}
 		rep.Notes = append(rep.Notes, "secure: HTTPS, bearer tokens, client certificates, Raft over mutual TLS")
 	}
-	c, err := cluster.Start(ctx, opts)
+	c, err := launch.Start(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -167,7 +168,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		Reserve: w.nemesisReserve, Resend: w.nemesisResend, LastSnowflakeMs: w.lastSnowflakeMs}
 	probeClient := cfg.StoreWorkers + cfg.AllocWorkers + cfg.TagWorkers + cfg.SeqWorkers
 	var probeMu sync.Mutex
-	env.AfterResume = func(p *cluster.Proc) {
+	env.AfterResume = func(p *launch.Proc) {
 		probeMu.Lock()
 		defer probeMu.Unlock()
 		w.probe(p, probeClient)
@@ -265,7 +266,7 @@ func (l logWriter) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-func createTags(ctx context.Context, c *cluster.Cluster, tags []string, step int64) error {
+func createTags(ctx context.Context, c *launch.Cluster, tags []string, step int64) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	for _, t := range tags {
@@ -278,7 +279,7 @@ func createTags(ctx context.Context, c *cluster.Cluster, tags []string, step int
 
 // snowflakeLayout asks the allocsvrs for the layout their IDs use,
 // assuming the default when none answers.
-func snowflakeLayout(ctx context.Context, c *cluster.Cluster) Layout {
+func snowflakeLayout(ctx context.Context, c *launch.Cluster) Layout {
 	for _, a := range c.Allocs {
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		resp, err := c.AllocClient(a).Status(cctx, connect.NewRequest(&seqsvrv1.StatusRequest{}))

@@ -100,6 +100,7 @@ func Full(d time.Duration, withPartitions bool) []Config {
 		seqAlloc.Faults = append(seqAlloc.Faults, "isolate-alloc")
 	}
 	out = append(out, seqAlloc)
+	out = append(out, diskScenario())
 	for i := range out {
 		out[i].Duration = d
 		if !slices.Contains([]string{"membership", "idempotency", "takeover", "cutoff", "seq-alloc"}, out[i].Name) {

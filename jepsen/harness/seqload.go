@@ -12,7 +12,7 @@ import (
 	"connectrpc.com/connect"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
-	"github.com/seqsvr/seqsvr/internal/cluster"
+	"github.com/seqsvr/seqsvr/internal/launch"
 	"github.com/seqsvr/seqsvr/jepsen/checker"
 	"github.com/seqsvr/seqsvr/jepsen/history"
 	"github.com/seqsvr/seqsvr/jepsen/nemesis"
@@ -44,7 +44,7 @@ func seqAllocArgs(cfg Config) []string {
 // createSpace creates the space and waits until every allocsvr serves
 // all of keys: the allocsvrs learn of a space from their next heartbeat,
 // and the workload should not start with a burst of not_found.
-func createSpace(ctx context.Context, c *cluster.Cluster, step int64, keys []uint64) error {
+func createSpace(ctx context.Context, c *launch.Cluster, step int64, keys []uint64) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	err := c.CreateSpace(ctx, &seqsvrv1.CreateSpaceRequest{Space: seqSpace, KeyCount: seqKeys, SectionSize: seqSectionSize, Step: step,
@@ -60,7 +60,7 @@ func createSpace(ctx context.Context, c *cluster.Cluster, step int64, keys []uin
 			if err == nil {
 				break
 			}
-			if cluster.Sleep(ctx, 50*time.Millisecond) != nil {
+			if launch.Sleep(ctx, 50*time.Millisecond) != nil {
 				return fmt.Errorf("space %s not served by %s: %w", seqSpace, a.Name, err)
 			}
 		}
@@ -89,7 +89,7 @@ func (w *workload) pickKeys(r *rand.Rand) []uint64 {
 
 // seqOp is a NextSeq (half of the calls), a NextSeqs (3 in 10) or a
 // CurrentSeqs on p. It reports whether the call succeeded.
-func (w *workload) seqOp(ctx context.Context, r *rand.Rand, client int, p *cluster.Proc) bool {
+func (w *workload) seqOp(ctx context.Context, r *rand.Rand, client int, p *launch.Proc) bool {
 	cctx, cancel := context.WithTimeout(ctx, w.cfg.OpTimeout)
 	defer cancel()
 	switch n := r.Intn(10); {
@@ -104,7 +104,7 @@ func (w *workload) seqOp(ctx context.Context, r *rand.Rand, client int, p *clust
 
 // seqCall makes one per-key call of kind on p and records it; any error
 // leaves its outcome unknown (the checkers ignore it).
-func (w *workload) seqCall(ctx context.Context, client int, p *cluster.Proc, kind string, keys []uint64) *history.Op {
+func (w *workload) seqCall(ctx context.Context, client int, p *launch.Proc, kind string, keys []uint64) *history.Op {
 	op := w.begin(client, kind, "", p)
 	op.Space, op.Keys = seqSpace, keys
 	cli := w.c.SeqClient(p)

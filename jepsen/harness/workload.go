@@ -15,14 +15,14 @@ import (
 	"connectrpc.com/connect"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
-	"github.com/seqsvr/seqsvr/internal/cluster"
+	"github.com/seqsvr/seqsvr/internal/launch"
 	"github.com/seqsvr/seqsvr/jepsen/history"
 )
 
 // workload drives client operations and records each one.
 type workload struct {
 	cfg   Config
-	c     *cluster.Cluster
+	c     *launch.Cluster
 	rec   *history.Recorder
 	runID string
 
@@ -41,7 +41,7 @@ type workload struct {
 	seqKeys []uint64
 
 	mu     sync.Mutex
-	allocs []*cluster.Proc // the allocsvrs clients may call (twins come and go)
+	allocs []*launch.Proc // the allocsvrs clients may call (twins come and go)
 
 	// recent are successful reservations whose request_ids the store
 	// workers re-send later (resendLater); nemesisClients numbers the
@@ -53,7 +53,7 @@ type workload struct {
 	// lastSnow is each allocsvr's largest snowflake ID in its latest
 	// lifetime (the aimed restarts read its timestamp); layout decodes it.
 	snowMu   sync.Mutex
-	lastSnow map[*cluster.Proc]snowMark
+	lastSnow map[*launch.Proc]snowMark
 	layout   Layout
 }
 
@@ -62,14 +62,14 @@ type snowMark struct {
 	id   int64
 }
 
-func (w *workload) noteSnowflake(op *history.Op, p *cluster.Proc) {
+func (w *workload) noteSnowflake(op *history.Op, p *launch.Proc) {
 	if !op.OK || len(op.IDs) == 0 || op.Life != op.LifeReturn {
 		return
 	}
 	w.snowMu.Lock()
 	defer w.snowMu.Unlock()
 	if w.lastSnow == nil {
-		w.lastSnow = map[*cluster.Proc]snowMark{}
+		w.lastSnow = map[*launch.Proc]snowMark{}
 	}
 	m := w.lastSnow[p]
 	if m.life != op.Life {
@@ -81,7 +81,7 @@ func (w *workload) noteSnowflake(op *history.Op, p *cluster.Proc) {
 
 // lastSnowflakeMs is Env.LastSnowflakeMs: the timestamp of the largest
 // snowflake ID p's latest lifetime (with answers) returned.
-func (w *workload) lastSnowflakeMs(p *cluster.Proc) (int64, bool) {
+func (w *workload) lastSnowflakeMs(p *launch.Proc) (int64, bool) {
 	w.snowMu.Lock()
 	m, ok := w.lastSnow[p]
 	ly := w.layout
@@ -113,19 +113,19 @@ const (
 	recentCap    = 256
 )
 
-func (w *workload) addAlloc(p *cluster.Proc) {
+func (w *workload) addAlloc(p *launch.Proc) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.allocs = append(w.allocs, p)
 }
 
-func (w *workload) removeAlloc(p *cluster.Proc) {
+func (w *workload) removeAlloc(p *launch.Proc) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.allocs = slices.DeleteFunc(w.allocs, func(q *cluster.Proc) bool { return q == p })
+	w.allocs = slices.DeleteFunc(w.allocs, func(q *launch.Proc) bool { return q == p })
 }
 
-func (w *workload) pickAlloc(r *rand.Rand) *cluster.Proc {
+func (w *workload) pickAlloc(r *rand.Rand) *launch.Proc {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.allocs[r.Intn(len(w.allocs))]
@@ -133,17 +133,17 @@ func (w *workload) pickAlloc(r *rand.Rand) *cluster.Proc {
 
 // pickRunningAlloc prefers an allocsvr that runs (possibly paused): a
 // call to a dead one is refused in microseconds and proves nothing.
-func (w *workload) pickRunningAlloc(r *rand.Rand) *cluster.Proc {
+func (w *workload) pickRunningAlloc(r *rand.Rand) *launch.Proc {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return pickRunning(r, w.allocs)
 }
 
-func (w *workload) pickStore(r *rand.Rand) *cluster.Proc { return pickRunning(r, w.c.Stores) }
+func (w *workload) pickStore(r *rand.Rand) *launch.Proc { return pickRunning(r, w.c.Stores) }
 
 // pickRunning picks one of the running procs, or any when none runs.
-func pickRunning(r *rand.Rand, procs []*cluster.Proc) *cluster.Proc {
-	var up []*cluster.Proc
+func pickRunning(r *rand.Rand, procs []*launch.Proc) *launch.Proc {
+	var up []*launch.Proc
 	for _, p := range procs {
 		if p.Running() {
 			up = append(up, p)
@@ -200,11 +200,11 @@ func (w *workload) run(ctx context.Context, seed int64) *sync.WaitGroup {
 	return &wg
 }
 
-func (w *workload) begin(client int, kind, tag string, p *cluster.Proc) *history.Op {
+func (w *workload) begin(client int, kind, tag string, p *launch.Proc) *history.Op {
 	return &history.Op{Client: client, Kind: kind, Tag: tag, Target: p.Name, Life: p.Starts(), Pid: p.Pid(), Call: w.rec.Now()}
 }
 
-func (w *workload) end(op *history.Op, p *cluster.Proc, err error) {
+func (w *workload) end(op *history.Op, p *launch.Proc, err error) {
 	op.Return = w.rec.Now()
 	op.LifeReturn = p.Starts()
 	if err != nil {
@@ -233,7 +233,7 @@ func refused(msg string) bool {
 
 // storeOp: a ReserveSegment (with a request_id) or a GetTag on a lin tag.
 // It reports whether the call succeeded.
-func (w *workload) storeOp(ctx context.Context, r *rand.Rand, client int, p *cluster.Proc) bool {
+func (w *workload) storeOp(ctx context.Context, r *rand.Rand, client int, p *launch.Proc) bool {
 	tag := w.linTags[r.Intn(len(w.linTags))]
 	cctx, cancel := context.WithTimeout(ctx, w.cfg.OpTimeout)
 	defer cancel()
@@ -276,7 +276,7 @@ func (w *workload) pickRecent(r *rand.Rand) *history.Op {
 
 // resend re-sends orig's request_id, tag and size (history.Resend): the
 // store must answer orig's segment and reserve nothing.
-func (w *workload) resend(ctx context.Context, client int, p *cluster.Proc, orig *history.Op, across string) *history.Op {
+func (w *workload) resend(ctx context.Context, client int, p *launch.Proc, orig *history.Op, across string) *history.Op {
 	op := w.begin(client, history.Resend, orig.Tag, p)
 	op.Size, op.RequestID, op.Across = orig.Size, orig.RequestID, across
 	resp, err := w.c.StoreClient(p).ReserveSegment(ctx, connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: orig.Tag, Size: orig.Size, RequestId: orig.RequestID}))
@@ -290,7 +290,7 @@ func (w *workload) resend(ctx context.Context, client int, p *cluster.Proc, orig
 // nemesisReserve is a reservation the nemesis makes on a lin tag (to aim
 // a fault at it), recorded like the store workers' under a client number
 // of its own.
-func (w *workload) nemesisReserve(ctx context.Context, p *cluster.Proc) *history.Op {
+func (w *workload) nemesisReserve(ctx context.Context, p *launch.Proc) *history.Op {
 	client := nemesisClientBase + int(w.nemesisClients.Add(1))
 	r := rand.New(rand.NewSource(int64(client)))
 	cctx, cancel := context.WithTimeout(ctx, w.cfg.OpTimeout)
@@ -299,7 +299,7 @@ func (w *workload) nemesisReserve(ctx context.Context, p *cluster.Proc) *history
 }
 
 // nemesisResend re-sends orig for the nemesis (see resend).
-func (w *workload) nemesisResend(ctx context.Context, p *cluster.Proc, orig *history.Op, across string) *history.Op {
+func (w *workload) nemesisResend(ctx context.Context, p *launch.Proc, orig *history.Op, across string) *history.Op {
 	client := nemesisClientBase + int(w.nemesisClients.Add(1))
 	cctx, cancel := context.WithTimeout(ctx, 2*w.cfg.OpTimeout)
 	defer cancel()
@@ -311,7 +311,7 @@ const nemesisClientBase = 1_000_000
 
 // reserve is a ReserveSegment with a fresh request_id, so that resolve can
 // learn its outcome if it is unknown.
-func (w *workload) reserve(ctx context.Context, r *rand.Rand, client int, p *cluster.Proc, tag string, size int64) *history.Op {
+func (w *workload) reserve(ctx context.Context, r *rand.Rand, client int, p *launch.Proc, tag string, size int64) *history.Op {
 	op := w.begin(client, history.Reserve, tag, p)
 	op.Size = size
 	op.RequestID = fmt.Sprintf("%s-c%d-%d", w.runID, client, r.Int63())
@@ -323,7 +323,7 @@ func (w *workload) reserve(ctx context.Context, r *rand.Rand, client int, p *clu
 	return op
 }
 
-func (w *workload) get(ctx context.Context, client int, p *cluster.Proc, tag string) *history.Op {
+func (w *workload) get(ctx context.Context, client int, p *launch.Proc, tag string) *history.Op {
 	op := w.begin(client, history.GetTag, tag, p)
 	resp, err := w.c.StoreClient(p).GetTag(ctx, connect.NewRequest(&seqsvrv1.GetTagRequest{Tag: tag}))
 	if err == nil {
@@ -362,7 +362,7 @@ var lifeSteps = []int64{0, 10, 20, 30}
 // fewer than maxOpenWrites open ones), a ReserveSegment of the tag's step
 // (size 0) or a GetTag. It reports whether the call was
 // answered (success, not_found or already_exists).
-func (w *workload) tagOp(ctx context.Context, r *rand.Rand, client int, p *cluster.Proc) bool {
+func (w *workload) tagOp(ctx context.Context, r *rand.Rand, client int, p *launch.Proc) bool {
 	tag := w.lifeTags[r.Intn(len(w.lifeTags))]
 	cctx, cancel := context.WithTimeout(ctx, w.cfg.OpTimeout)
 	defer cancel()
@@ -387,7 +387,7 @@ func (w *workload) tagOp(ctx context.Context, r *rand.Rand, client int, p *clust
 // and its answered max_id tells which create took effect. (The store would
 // continue above the tombstone anyway, guarantee 7; the model expects
 // max(start, tombstone).)
-func (w *workload) tagWrite(ctx context.Context, r *rand.Rand, client int, p *cluster.Proc, tag string) *history.Op {
+func (w *workload) tagWrite(ctx context.Context, r *rand.Rand, client int, p *launch.Proc, tag string) *history.Op {
 	cli := w.c.StoreClient(p)
 	var op *history.Op
 	var resp *connect.Response[seqsvrv1.Tag]
@@ -414,7 +414,7 @@ func (w *workload) tagWrite(ctx context.Context, r *rand.Rand, client int, p *cl
 
 // probe aims a burst of reads at a member just resumed from a pause: if
 // it serves reads without checking it still leads, they are stale.
-func (w *workload) probe(p *cluster.Proc, client int) {
+func (w *workload) probe(p *launch.Proc, client int) {
 	ctx, cancel := context.WithTimeout(context.Background(), w.cfg.OpTimeout)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -426,7 +426,7 @@ func (w *workload) probe(p *cluster.Proc, client int) {
 }
 
 // allocOp: NextIDs on an alloc tag or NextSnowflakeIDs.
-func (w *workload) allocOp(ctx context.Context, r *rand.Rand, client int, p *cluster.Proc) {
+func (w *workload) allocOp(ctx context.Context, r *rand.Rand, client int, p *launch.Proc) {
 	cli := w.c.AllocClient(p)
 	cctx, cancel := context.WithTimeout(ctx, w.cfg.OpTimeout)
 	defer cancel()

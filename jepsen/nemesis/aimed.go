@@ -7,7 +7,7 @@ import (
 	"math/rand"
 	"time"
 
-	"github.com/seqsvr/seqsvr/internal/cluster"
+	"github.com/seqsvr/seqsvr/internal/launch"
 )
 
 // The aimed faults put the snowflake side where its safety margins are
@@ -103,7 +103,7 @@ func pauseTakeover(ctx context.Context, e *Env, r *rand.Rand) error {
 	if a == nil {
 		return nil
 	}
-	if err := a.Pause(); errors.Is(err, cluster.ErrNotRunning) {
+	if err := a.Pause(); errors.Is(err, launch.ErrNotRunning) {
 		e.Log.Skip(name, "%s not running", a.Name)
 		return nil
 	} else if err != nil {
@@ -116,7 +116,7 @@ func pauseTakeover(ctx context.Context, e *Env, r *rand.Rand) error {
 		_ = a.Resume()
 		return err
 	}
-	if err := a.Resume(); err != nil && !errors.Is(err, cluster.ErrNotRunning) {
+	if err := a.Resume(); err != nil && !errors.Is(err, launch.ErrNotRunning) {
 		return err
 	}
 	if twin != nil {
@@ -130,7 +130,7 @@ func pauseTakeover(ctx context.Context, e *Env, r *rand.Rand) error {
 // startTwin starts a second process with a's --node-id and the given
 // clock offset and hands it to the workload once it is ready. A twin that
 // does not get ready is killed and nil is returned (logged).
-func (e *Env) startTwin(ctx context.Context, a *cluster.Proc, offset time.Duration, args ...string) (*cluster.Proc, error) {
+func (e *Env) startTwin(ctx context.Context, a *launch.Proc, offset time.Duration, args ...string) (*launch.Proc, error) {
 	twin, err := e.C.NewAlloc(a.Name+"t", a.NodeID)
 	if err != nil {
 		return nil, err
@@ -155,7 +155,7 @@ func (e *Env) startTwin(ctx context.Context, a *cluster.Proc, offset time.Durati
 	return twin, nil
 }
 
-func (e *Env) stopTwin(twin *cluster.Proc) {
+func (e *Env) stopTwin(twin *launch.Proc) {
 	if e.RemoveAlloc != nil {
 		e.RemoveAlloc(twin)
 	}
@@ -165,7 +165,7 @@ func (e *Env) stopTwin(twin *cluster.Proc) {
 
 // restartOriginal waits out the twin's lease and restarts a, so it
 // registers afresh.
-func (e *Env) restartOriginal(ctx context.Context, name string, a *cluster.Proc, what string) error {
+func (e *Env) restartOriginal(ctx context.Context, name string, a *launch.Proc, what string) error {
 	sleep(ctx, e.LeaseTTL+500*time.Millisecond)
 	if err := a.Restart(context.Background()); err != nil {
 		return err

@@ -11,13 +11,13 @@ import (
 	"connectrpc.com/connect"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
-	"github.com/seqsvr/seqsvr/internal/cluster"
+	"github.com/seqsvr/seqsvr/internal/launch"
 	"github.com/seqsvr/seqsvr/jepsen/history"
 )
 
 // Env is what faults act on.
 type Env struct {
-	C   *cluster.Cluster
+	C   *launch.Cluster
 	Log *Log
 	// Net partitions the network; nil when not available (not root, no
 	// ip netns), and the partition faults then skip.
@@ -31,21 +31,21 @@ type Env struct {
 	SeqLeaseTTL time.Duration
 	// AfterResume runs right after a paused store is resumed, so the
 	// workload can aim reads at a member that may believe stale things.
-	AfterResume func(p *cluster.Proc)
+	AfterResume func(p *launch.Proc)
 	// OperatorTags are the tags the operator fault deletes and re-creates:
 	// tags the allocsvrs serve to the clients.
 	OperatorTags []string
 	// AddAlloc and RemoveAlloc tell the workload about extra allocsvrs
 	// (the twin of the takeover fault).
-	AddAlloc, RemoveAlloc func(p *cluster.Proc)
+	AddAlloc, RemoveAlloc func(p *launch.Proc)
 	// Reserve makes (and records) one reservation with a fresh
 	// request_id through p; Resend re-sends an earlier one's request_id
 	// through p and records it as history.Resend, marked with across.
-	Reserve func(ctx context.Context, p *cluster.Proc) *history.Op
-	Resend  func(ctx context.Context, p *cluster.Proc, orig *history.Op, across string) *history.Op
+	Reserve func(ctx context.Context, p *launch.Proc) *history.Op
+	Resend  func(ctx context.Context, p *launch.Proc, orig *history.Op, across string) *history.Op
 	// LastSnowflakeMs is the timestamp (unix ms) of the largest snowflake
 	// ID p returned in its latest lifetime, from the history.
-	LastSnowflakeMs func(p *cluster.Proc) (int64, bool)
+	LastSnowflakeMs func(p *launch.Proc) (int64, bool)
 
 	// One membership change at a time, one twin at a time (a twin has a
 	// fixed port in namespaces) and one extra allocsvr at a time (it has
@@ -75,7 +75,7 @@ func hold(ctx context.Context, r *rand.Rand, lo, hi time.Duration) time.Duration
 }
 
 // sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) { _ = cluster.Sleep(ctx, d) }
+func sleep(ctx context.Context, d time.Duration) { _ = launch.Sleep(ctx, d) }
 
 // skipped logs fault name as skipped, and reports true, when its target
 // could not be found (err).
@@ -87,18 +87,18 @@ func (e *Env) skipped(name string, err error) bool {
 	return false
 }
 
-func (e *Env) leader(ctx context.Context) (*cluster.Proc, error) {
+func (e *Env) leader(ctx context.Context) (*launch.Proc, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	return e.C.Leader(ctx)
 }
 
-func (e *Env) follower(ctx context.Context, r *rand.Rand) (*cluster.Proc, *cluster.Proc, error) {
+func (e *Env) follower(ctx context.Context, r *rand.Rand) (*launch.Proc, *launch.Proc, error) {
 	l, err := e.leader(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	var fs []*cluster.Proc
+	var fs []*launch.Proc
 	for _, s := range e.C.Stores {
 		if s != l && s.Running() {
 			fs = append(fs, s)
@@ -112,7 +112,7 @@ func (e *Env) follower(ctx context.Context, r *rand.Rand) (*cluster.Proc, *clust
 
 // SetClock sets an allocsvr's (or store's) injected clock offset through
 // the faults build's admin endpoint.
-func (e *Env) SetClock(ctx context.Context, p *cluster.Proc, offset time.Duration) error {
+func (e *Env) SetClock(ctx context.Context, p *launch.Proc, offset time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	url := fmt.Sprintf("%s/debug/faults/clock?offset_ms=%d", p.URL(), offset.Milliseconds())
@@ -137,7 +137,7 @@ func (e *Env) SetClock(ctx context.Context, p *cluster.Proc, offset time.Duratio
 // out of the cluster for good while the harness still counted it. Removing
 // an absent member succeeds, so retrying turns any ambiguity into a definite
 // answer; if the retries run out, the configuration itself decides.
-func (e *Env) removeMember(ctx context.Context, via, m *cluster.Proc) error {
+func (e *Env) removeMember(ctx context.Context, via, m *launch.Proc) error {
 	req := &seqsvrv1.RemoveMemberRequest{Id: m.NodeID, RaftAddr: m.RaftAddr, HttpAddr: m.HTTPAddr}
 	deadline := time.Now().Add(15 * time.Second)
 	for {
@@ -172,7 +172,7 @@ func (e *Env) removeMember(ctx context.Context, via, m *cluster.Proc) error {
 }
 
 // settleMember polls isMember until a leader answers or d passes.
-func (e *Env) settleMember(m *cluster.Proc, d time.Duration) (member, known bool) {
+func (e *Env) settleMember(m *launch.Proc, d time.Duration) (member, known bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	for {
@@ -189,7 +189,7 @@ func (e *Env) settleMember(m *cluster.Proc, d time.Duration) (member, known bool
 // isMember asks the current leader (never m) whether m is in the Raft
 // configuration: a lagging follower may not have seen the latest change yet.
 // known is false when no leader answered.
-func (e *Env) isMember(ctx context.Context, m *cluster.Proc) (member, known bool) {
+func (e *Env) isMember(ctx context.Context, m *launch.Proc) (member, known bool) {
 	for _, p := range e.C.Stores {
 		if p == m || !p.Running() {
 			continue
@@ -208,7 +208,7 @@ func (e *Env) isMember(ctx context.Context, m *cluster.Proc) (member, known bool
 	return false, false
 }
 
-func (e *Env) waitReady(ctx context.Context, p *cluster.Proc, d time.Duration) error {
+func (e *Env) waitReady(ctx context.Context, p *launch.Proc, d time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	return e.C.WaitReady(ctx, p)

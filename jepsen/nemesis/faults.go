@@ -7,7 +7,7 @@ import (
 	"math/rand"
 	"time"
 
-	"github.com/seqsvr/seqsvr/internal/cluster"
+	"github.com/seqsvr/seqsvr/internal/launch"
 )
 
 // Catalogue lists every fault by name.
@@ -50,6 +50,9 @@ func Catalogue() map[string]Fault {
 	} {
 		m[f.Name] = f
 	}
+	for _, f := range diskFaults() {
+		m[f.Name] = f
+	}
 	return m
 }
 
@@ -73,7 +76,7 @@ func killFollower(ctx context.Context, e *Env, r *rand.Rand) error {
 const killLo, killHi = 100 * time.Millisecond, 1500 * time.Millisecond
 
 // killHoldRestart SIGKILLs p, holds lo..hi and starts it again.
-func killHoldRestart(ctx context.Context, e *Env, r *rand.Rand, name string, p *cluster.Proc, lo, hi time.Duration) error {
+func killHoldRestart(ctx context.Context, e *Env, r *rand.Rand, name string, p *launch.Proc, lo, hi time.Duration) error {
 	if err := p.Kill(); err != nil {
 		return err
 	}
@@ -125,8 +128,8 @@ func pauseFollower(ctx context.Context, e *Env, r *rand.Rand) error {
 }
 
 // pauseHold SIGSTOPs p for lo..hi.
-func pauseHold(ctx context.Context, e *Env, r *rand.Rand, name string, p *cluster.Proc, lo, hi time.Duration) error {
-	if err := p.Pause(); errors.Is(err, cluster.ErrNotRunning) {
+func pauseHold(ctx context.Context, e *Env, r *rand.Rand, name string, p *launch.Proc, lo, hi time.Duration) error {
+	if err := p.Pause(); errors.Is(err, launch.ErrNotRunning) {
 		e.Log.Skip(name, "%s not running", p.Name)
 		return nil
 	} else if err != nil {
@@ -134,11 +137,11 @@ func pauseHold(ctx context.Context, e *Env, r *rand.Rand, name string, p *cluste
 	}
 	e.Log.Inject(name, p.Name, "SIGSTOP")
 	d := hold(ctx, r, lo, hi)
-	if err := p.Resume(); err != nil && !errors.Is(err, cluster.ErrNotRunning) {
+	if err := p.Resume(); err != nil && !errors.Is(err, launch.ErrNotRunning) {
 		return err
 	}
 	e.Log.Heal(name, p.Name, "SIGCONT after %s", d.Round(time.Millisecond))
-	if e.AfterResume != nil && p.Kind == cluster.KindStore {
+	if e.AfterResume != nil && p.Kind == launch.KindStore {
 		e.AfterResume(p)
 	}
 	return nil
@@ -178,7 +181,7 @@ func memberReplace(ctx context.Context, e *Env, r *rand.Rand) error {
 	return nil
 }
 
-func randomAlloc(e *Env, r *rand.Rand) *cluster.Proc {
+func randomAlloc(e *Env, r *rand.Rand) *launch.Proc {
 	if len(e.C.Allocs) == 0 {
 		return nil
 	}
@@ -187,7 +190,7 @@ func randomAlloc(e *Env, r *rand.Rand) *cluster.Proc {
 
 // onRandomAlloc makes a fault of f applied to a random allocsvr (none
 // when the cluster has no allocsvr).
-func onRandomAlloc(f func(ctx context.Context, e *Env, r *rand.Rand, a *cluster.Proc) error) func(context.Context, *Env, *rand.Rand) error {
+func onRandomAlloc(f func(ctx context.Context, e *Env, r *rand.Rand, a *launch.Proc) error) func(context.Context, *Env, *rand.Rand) error {
 	return func(ctx context.Context, e *Env, r *rand.Rand) error {
 		a := randomAlloc(e, r)
 		if a == nil {
@@ -197,15 +200,15 @@ func onRandomAlloc(f func(ctx context.Context, e *Env, r *rand.Rand, a *cluster.
 	}
 }
 
-func killAlloc(ctx context.Context, e *Env, r *rand.Rand, a *cluster.Proc) error {
+func killAlloc(ctx context.Context, e *Env, r *rand.Rand, a *launch.Proc) error {
 	return killHoldRestart(ctx, e, r, "kill-alloc", a, killLo, killHi)
 }
 
-func killAllocSlow(ctx context.Context, e *Env, r *rand.Rand, a *cluster.Proc) error {
+func killAllocSlow(ctx context.Context, e *Env, r *rand.Rand, a *launch.Proc) error {
 	return killHoldRestart(ctx, e, r, "kill-alloc-slow", a, killLo, killHi)
 }
 
-func pauseAlloc(ctx context.Context, e *Env, r *rand.Rand, a *cluster.Proc) error {
+func pauseAlloc(ctx context.Context, e *Env, r *rand.Rand, a *launch.Proc) error {
 	return pauseHold(ctx, e, r, "pause-alloc", a, e.ElectionTimeout, 8*e.ElectionTimeout)
 }
 
@@ -213,7 +216,7 @@ func pauseAlloc(ctx context.Context, e *Env, r *rand.Rand, a *cluster.Proc) erro
 // tolerance, waited out), back a lot (refused with unavailable) or
 // forward, holds, and steps it back to true time (itself a backward step
 // after a forward jump).
-func clockJump(ctx context.Context, e *Env, r *rand.Rand, a *cluster.Proc) error {
+func clockJump(ctx context.Context, e *Env, r *rand.Rand, a *launch.Proc) error {
 	offsets := []time.Duration{-3 * time.Millisecond, -4 * time.Millisecond, -50 * time.Millisecond, -2 * time.Second, 20 * time.Millisecond, 1500 * time.Millisecond}
 	off := offsets[r.Intn(len(offsets))]
 	if err := e.SetClock(ctx, a, off); err != nil {
@@ -232,7 +235,7 @@ func clockJump(ctx context.Context, e *Env, r *rand.Rand, a *cluster.Proc) error
 
 // clockBackRestart restarts an allocsvr whose clock is behind the last
 // timestamp it issued: it must not issue anything at or below it.
-func clockBackRestart(ctx context.Context, e *Env, r *rand.Rand, a *cluster.Proc) error {
+func clockBackRestart(ctx context.Context, e *Env, r *rand.Rand, a *launch.Proc) error {
 	off := -time.Duration(500+r.Intn(2500)) * time.Millisecond
 	if err := a.Kill(); err != nil {
 		return err
@@ -251,7 +254,7 @@ func clockBackRestart(ctx context.Context, e *Env, r *rand.Rand, a *cluster.Proc
 
 // startWithClockOffset starts a with its faults-build clock shifted by offMs,
 // leaving a.Env as it was so later plain restarts run on true time.
-func startWithClockOffset(a *cluster.Proc, offMs int64) error {
+func startWithClockOffset(a *launch.Proc, offMs int64) error {
 	saved := a.Env
 	a.Env = append(append([]string{}, saved...), fmt.Sprintf("SEQSVR_FAULTS_CLOCK_OFFSET_MS=%d", offMs))
 	err := a.Start(context.Background())
@@ -262,7 +265,7 @@ func startWithClockOffset(a *cluster.Proc, offMs int64) error {
 // restoreTrueClock puts a back on true time: through the faults clock
 // endpoint if it is up, else by a plain restart (not up yet, or it refused
 // to start with the offset).
-func (e *Env) restoreTrueClock(a *cluster.Proc) error {
+func (e *Env) restoreTrueClock(a *launch.Proc) error {
 	if a.Running() {
 		if err := e.SetClock(context.Background(), a, 0); err != nil {
 			_ = a.Kill()

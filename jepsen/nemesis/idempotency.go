@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/seqsvr/seqsvr/internal/cluster"
+	"github.com/seqsvr/seqsvr/internal/launch"
 	"github.com/seqsvr/seqsvr/jepsen/history"
 )
 
@@ -140,7 +140,7 @@ func snapshotResend(ctx context.Context, e *Env, r *rand.Rand) error {
 
 // snapshotSince reports whether p's data dir holds a Raft snapshot
 // written after t (hashicorp/raft's file snapshot store: snapshots/<id>/).
-func snapshotSince(p *cluster.Proc, t time.Time) bool {
+func snapshotSince(p *launch.Proc, t time.Time) bool {
 	ents, err := os.ReadDir(filepath.Join(p.DataDir, "snapshots"))
 	if err != nil {
 		return false
@@ -157,7 +157,7 @@ func snapshotSince(p *cluster.Proc, t time.Time) bool {
 }
 
 // newLeader waits for a leader other than old.
-func (e *Env) newLeader(ctx context.Context, old *cluster.Proc) (*cluster.Proc, error) {
+func (e *Env) newLeader(ctx context.Context, old *launch.Proc) (*launch.Proc, error) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		l, err := e.leader(ctx)

@@ -4,11 +4,11 @@ import (
 	"os"
 	"testing"
 
-	"github.com/seqsvr/seqsvr/internal/cluster/clustertest"
+	"github.com/seqsvr/seqsvr/internal/launch/launchtest"
 )
 
-// TestMain removes the binaries clustertest built for the real-process
+// TestMain removes the binaries launchtest built for the real-process
 // tests.
 func TestMain(m *testing.M) {
-	os.Exit(clustertest.Main(m))
+	os.Exit(launchtest.Main(m))
 }

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seqsvr/seqsvr/internal/cluster"
-	"github.com/seqsvr/seqsvr/internal/cluster/clustertest"
+	"github.com/seqsvr/seqsvr/internal/launch"
+	"github.com/seqsvr/seqsvr/internal/launch/launchtest"
 )
 
 // The member-replace fault settles an ambiguous RemoveMember by retrying it
@@ -14,7 +14,7 @@ import (
 // real storesvr checked here: removing an absent member succeeds, and the
 // leader's ClusterStatus stops listing a removed member at once.
 func TestRemoveMemberSettles(t *testing.T) {
-	c := clustertest.Start(t, cluster.Options{Stores: 3})
+	c := launchtest.Start(t, launch.Options{Stores: 3})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	e := &Env{C: c}
@@ -23,7 +23,7 @@ func TestRemoveMemberSettles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var f *cluster.Proc
+	var f *launch.Proc
 	for _, p := range c.Stores {
 		if p != leader {
 			f = p

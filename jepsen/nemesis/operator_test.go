@@ -13,8 +13,8 @@ import (
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
-	"github.com/seqsvr/seqsvr/internal/cluster"
-	"github.com/seqsvr/seqsvr/internal/cluster/clustertest"
+	"github.com/seqsvr/seqsvr/internal/launch"
+	"github.com/seqsvr/seqsvr/internal/launch/launchtest"
 )
 
 // The operator fault against a secure cluster: it must delete the tag and
@@ -25,11 +25,11 @@ func TestOperatorSecure(t *testing.T) {
 		t.Skip("-short: real-process test")
 	}
 	dir := t.TempDir()
-	sec, err := cluster.NewSecurity(filepath.Join(dir, "tls"))
+	sec, err := launch.NewSecurity(filepath.Join(dir, "tls"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := clustertest.Start(t, cluster.Options{Dir: dir, Stores: 3, Allocs: 1, Security: sec})
+	c := launchtest.Start(t, launch.Options{Dir: dir, Stores: 3, Allocs: 1, Security: sec})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	const tag = "ids-0"

@@ -6,10 +6,10 @@ import (
 	"math/rand"
 	"time"
 
-	"github.com/seqsvr/seqsvr/internal/cluster"
+	"github.com/seqsvr/seqsvr/internal/launch"
 )
 
-func names(ps []*cluster.Proc) []string {
+func names(ps []*launch.Proc) []string {
 	out := make([]string, len(ps))
 	for i, p := range ps {
 		out[i] = p.Name

@@ -6,7 +6,7 @@ import (
 	"math/rand"
 	"time"
 
-	"github.com/seqsvr/seqsvr/internal/cluster"
+	"github.com/seqsvr/seqsvr/internal/launch"
 )
 
 // The per-key sequence faults move sections between allocsvrs in every
@@ -63,7 +63,7 @@ func seqAddAlloc(ctx context.Context, e *Env, r *rand.Rand) error {
 
 // seqTermAlloc stops an allocsvr gracefully: its sections move to the
 // others at once; it comes back after a short while and takes its share.
-func seqTermAlloc(ctx context.Context, e *Env, r *rand.Rand, a *cluster.Proc) error {
+func seqTermAlloc(ctx context.Context, e *Env, r *rand.Rand, a *launch.Proc) error {
 	if err := a.Stop(); err != nil {
 		return err
 	}
@@ -78,12 +78,12 @@ func seqTermAlloc(ctx context.Context, e *Env, r *rand.Rand, a *cluster.Proc) er
 
 // seqKillAlloc SIGKILLs an allocsvr and keeps it down past its per-key
 // lease, so the others take its sections.
-func seqKillAlloc(ctx context.Context, e *Env, r *rand.Rand, a *cluster.Proc) error {
+func seqKillAlloc(ctx context.Context, e *Env, r *rand.Rand, a *launch.Proc) error {
 	return killHoldRestart(ctx, e, r, "seq-kill-alloc", a, e.SeqLeaseTTL+500*time.Millisecond, e.SeqLeaseTTL+2*time.Second)
 }
 
 // seqPauseAlloc SIGSTOPs an allocsvr past its per-key lease: the others
 // take its sections while it sleeps; when it wakes it must not serve them.
-func seqPauseAlloc(ctx context.Context, e *Env, r *rand.Rand, a *cluster.Proc) error {
+func seqPauseAlloc(ctx context.Context, e *Env, r *rand.Rand, a *launch.Proc) error {
 	return pauseHold(ctx, e, r, "seq-pause-alloc", a, e.SeqLeaseTTL+500*time.Millisecond, e.SeqLeaseTTL+2*time.Second)
 }

@@ -7,7 +7,7 @@ import (
 	"math/rand"
 	"time"
 
-	"github.com/seqsvr/seqsvr/internal/cluster"
+	"github.com/seqsvr/seqsvr/internal/launch"
 )
 
 // TwinReconnected is the detail of twin-takeover's middle heal: the cut
@@ -49,7 +49,7 @@ func twinTakeover(ctx context.Context, e *Env, r *rand.Rand) error {
 		if e.Net != nil {
 			return e.Net.Heal()
 		}
-		if err := a.Resume(); !errors.Is(err, cluster.ErrNotRunning) {
+		if err := a.Resume(); !errors.Is(err, launch.ErrNotRunning) {
 			return err
 		}
 		return nil

@@ -8,10 +8,10 @@
 //
 // API used by package storage:
 //
-//	m := fsm.New(nil)                   // a raft.FSM: Apply, Snapshot, Restore
-//	res := raftFuture.Response().(fsm.Result) // res.Err is the business error
-//	m.Tag(name), m.ListTags(size, after), m.Space(name), m.Routing(name), ...
-//	fsm.ValidateCreateTag(req, maxSize) // refuse before proposing
+//	m := fsm.New(nil)                     // the raft.FSM: Apply, Snapshot, Restore
+//	res := future.Response().(fsm.Result) // after raft.Apply; res.Err: the business error
+//	m.Tag(name), m.ListTags(size, after)  // reads, made linearizable by the caller
+//	fsm.ValidateCreateTag(req, maxSize)   // refuse a request before proposing it
 //
 // Errors: every business error wraps an internal/errs kind (the sentinels
 // in errors.go are of a kind too).

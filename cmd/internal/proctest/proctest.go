@@ -1,7 +1,9 @@
 // Package proctest runs the cmd packages' real-process tests on
-// internal/cluster/clustertest: it builds storesvr and allocsvr once per
+// internal/launch/launchtest: it builds storesvr and allocsvr once per
 // test binary (not under -short, where those tests skip) and starts
 // clusters of them on free loopback ports, killed when the test ends.
+// Attack (with StartLimited) holds connections on a real process in the
+// shapes of issue 25 and checks the limits of docs/security.md hold.
 package proctest
 
 import (
@@ -19,14 +21,14 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/seqsvr/seqsvr/internal/cluster"
-	"github.com/seqsvr/seqsvr/internal/cluster/clustertest"
+	"github.com/seqsvr/seqsvr/internal/launch"
+	"github.com/seqsvr/seqsvr/internal/launch/launchtest"
 )
 
 // BinDir is the directory holding the storesvr and allocsvr that Main
 // built ("" if the build failed, in which case Main fails first).
 func BinDir() string {
-	dir, _ := clustertest.Bins()
+	dir, _ := launchtest.Bins()
 	return dir
 }
 
@@ -35,12 +37,12 @@ func BinDir() string {
 func Main(m *testing.M, pkg string) int {
 	flag.Parse() // for testing.Short
 	if !testing.Short() {
-		if _, err := clustertest.Bins(); err != nil {
+		if _, err := launchtest.Bins(); err != nil {
 			fmt.Fprintf(os.Stderr, "%s: %v\n", pkg, err)
 			return 1
 		}
 	}
-	return clustertest.Main(m)
+	return launchtest.Main(m)
 }
 
 // SkipShort skips a real-process test under -short (Main built nothing).
@@ -53,10 +55,10 @@ func SkipShort(t *testing.T) {
 
 // StartCluster launches stores real storesvr processes and allocs
 // allocsvrs with the extra flags given, and kills them when the test ends
-// (see clustertest.Start). It skips the test under -short.
-func StartCluster(t *testing.T, stores, allocs int, storeArgs, allocArgs []string) *cluster.Cluster {
+// (see launchtest.Start). It skips the test under -short.
+func StartCluster(t *testing.T, stores, allocs int, storeArgs, allocArgs []string) *launch.Cluster {
 	t.Helper()
-	return clustertest.Start(t, cluster.Options{Stores: stores, Allocs: allocs, StoreArgs: storeArgs, AllocArgs: allocArgs})
+	return launchtest.Start(t, launch.Options{Stores: stores, Allocs: allocs, StoreArgs: storeArgs, AllocArgs: allocArgs})
 }
 
 // FastHTTPOff is the flag that turns the HTTP/1.1 front off.
@@ -76,19 +78,6 @@ func Context(t *testing.T, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx
-}
-
-// WaitUntil polls cond every 10 ms until it holds, failing the test with
-// what when ctx ends first.
-func WaitUntil(ctx context.Context, t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("timed out waiting for %s", what)
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
 }
 
 // RetryUnavailable calls f until it returns an error that is not

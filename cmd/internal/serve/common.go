@@ -16,10 +16,12 @@ type Common struct {
 	Log           LogConfig
 	Debug         DebugConfig
 	Security      Security
+	Limits        Limits
 }
 
 // Register adds --max-body-bytes, --shutdown-grace, --fast-http, the
-// logging flags, --pprof and the security flags (Security) to fs.
+// logging flags, --pprof, the security flags (Security) and the limits
+// (Limits) to fs.
 func (c *Common) Register(fs *flag.FlagSet) {
 	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", DefaultMaxBodyBytes, "largest request body accepted")
 	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", 5*time.Second, "how long in-flight requests may finish on SIGINT/SIGTERM")
@@ -27,12 +29,13 @@ func (c *Common) Register(fs *flag.FlagSet) {
 	c.Log.Register(fs)
 	c.Debug.Register(fs)
 	c.Security.Register(fs)
+	c.Limits.Register(fs)
 }
 
 // Check returns the problems with the parsed values, none when they are
 // usable. Log settings are checked when the logger is built.
 func (c *Common) Check() []error {
-	errs := c.Security.Check()
+	errs := append(c.Security.Check(), c.Limits.Check()...)
 	if c.MaxBodyBytes <= 0 {
 		errs = append(errs, fmt.Errorf("--max-body-bytes must be positive, got %d", c.MaxBodyBytes))
 	}

@@ -138,3 +138,36 @@ func TestCommon(t *testing.T) {
 		}
 	}
 }
+
+// The limit flags default to DefaultLimits, read SEQSVR_* like every flag,
+// and refuse values that would turn a bound off by accident.
+func TestLimitFlags(t *testing.T) {
+	parse := func(args []string, env map[string]string) Common {
+		t.Helper()
+		var c Common
+		fs := NewFlagSet("storesvr", "test binary", io.Discard)
+		c.Register(fs)
+		if err := Parse(fs, args, envOf(env)); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	if c := parse(nil, nil); c.Limits != DefaultLimits() {
+		t.Fatalf("defaults: %+v, want %+v", c.Limits, DefaultLimits())
+	}
+	c := parse([]string{"--max-conns", "7"}, map[string]string{"SEQSVR_BODY_TIMEOUT": "3s", "SEQSVR_MAX_CONNS": "9",
+		"SEQSVR_MAX_CONNS_PER_ADDR": "0", "SEQSVR_HTTP2_MAX_STREAMS": "16", "SEQSVR_BODY_MIN_RATE": "0"})
+	if l := c.Limits; l.BodyTimeout != 3*time.Second || l.MaxConns != 7 || l.MaxConnsPerAddr != 0 || l.HTTP2MaxStreams != 16 || l.BodyMinRate != 0 {
+		t.Fatalf("flags and environment: %+v", l)
+	}
+	if errs := c.Check(); errs != nil {
+		t.Fatalf("valid limits rejected: %v", errs)
+	}
+	for _, args := range [][]string{{"--body-timeout", "0s"}, {"--header-timeout", "-1s"}, {"--http2-max-streams", "0"},
+		{"--max-body-bytes-in-flight", "0"}, {"--max-conns", "-1"}} {
+		c := parse(args, nil)
+		if errs := c.Check(); len(errs) != 1 {
+			t.Errorf("%q: %v, want one error", args, errs)
+		}
+	}
+}

@@ -2,7 +2,6 @@ package serve
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -13,9 +12,9 @@ import (
 	"connectrpc.com/grpchealth"
 	"connectrpc.com/grpcreflect"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/seqsvr/seqsvr/internal/auth"
+	"github.com/seqsvr/seqsvr/internal/errs"
 	"github.com/seqsvr/seqsvr/internal/faults"
 	"github.com/seqsvr/seqsvr/web"
 )
@@ -47,10 +46,7 @@ func ConnectOptions(maxBodyBytes int64, logger *slog.Logger) []connect.HandlerOp
 	return []connect.HandlerOption{
 		connect.WithReadMaxBytes(int(maxBodyBytes)),
 		connect.WithCompressMinBytes(CompressMinBytes),
-		connect.WithRecover(func(ctx context.Context, spec connect.Spec, _ http.Header, p any) error {
-			logger.ErrorContext(ctx, "panic in handler", "procedure", spec.Procedure, "panic", fmt.Sprint(p))
-			return connect.NewError(connect.CodeInternal, errors.New("internal error"))
-		}),
+		errs.RecoverOption(logger), // the front's recovery too (connectfast)
 	}
 }
 
@@ -78,8 +74,10 @@ type Options struct {
 	Pprof bool
 	// Auth guards Routes (as the Leaf API: 401/403 one-line answers) and
 	// gRPC reflection; nil leaves them open. The services guard
-	// themselves with Env.ConnectOptions. /healthz, /readyz, /metrics and
-	// grpc.health.v1 stay open.
+	// themselves with Env.ConnectOptions; with Auth set every procedure
+	// and Leaf call is also checked on its headers before its body is
+	// read (gate). /healthz, /readyz and grpc.health.v1 stay open;
+	// /metrics is open without its tag and space names (metricsHandler).
 	Auth *auth.Authorizer
 	// Page is the status page served at "/" (web.StorePage or
 	// web.AllocPage; "" for none). It is open like /healthz: it holds no
@@ -117,7 +115,9 @@ func NewHandler(o Options) http.Handler {
 	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector, ropts...))
 
 	for pattern, h := range o.Routes {
-		mux.Handle(pattern, limitBody(o.Auth.Leaf(h), o.MaxBodyBytes))
+		// The token before the size: a caller without one is told so
+		// before its body is looked at.
+		mux.Handle(pattern, o.Auth.Leaf(limitBody(h, o.MaxBodyBytes)))
 	}
 	if o.Page != "" {
 		for pattern, h := range web.Routes(o.Page) {
@@ -136,14 +136,14 @@ func NewHandler(o Options) http.Handler {
 		}
 		fmt.Fprintln(w, "ok")
 	})
-	mux.Handle("GET /metrics", promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{}))
+	mux.Handle("GET /metrics", metricsHandler(o.Gatherer, o.Auth))
 	if o.Pprof {
 		mountPprof(mux)
 	}
 	if h := faults.AdminHandler(); h != nil {
 		mux.Handle("/debug/faults/", limitBody(h, o.MaxBodyBytes))
 	}
-	return withCORS(rt)
+	return withCORS(gate(o.Auth, rt))
 }
 
 // router hands calls to the process's own Connect services straight to

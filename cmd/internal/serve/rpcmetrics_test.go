@@ -13,7 +13,7 @@ import (
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 	"github.com/seqsvr/seqsvr/internal/connectfast"
-	"github.com/seqsvr/seqsvr/internal/h1"
+	"github.com/seqsvr/seqsvr/internal/routes"
 	"github.com/seqsvr/seqsvr/web"
 )
 
@@ -39,7 +39,8 @@ func (s *allocStub) Status(_ context.Context, req *connect.Request[seqsvrv1.Stat
 	return connect.NewResponse(&seqsvrv1.StatusResponse{NodeId: "stub"}), nil
 }
 
-// Per-RPC metrics count calls by procedure and code whether the front or
+// A table's procedures are mounted on both servers (App.Routes); per-RPC
+// metrics count calls by procedure and code whether the front or
 // connect-go answered them; a Connect GET of a NO_SIDE_EFFECTS RPC passes
 // the front (which answers only POST) and reaches connect-go as a GET; the
 // status page is at "/" on both paths.
@@ -51,9 +52,7 @@ func TestRunRPCMetricsAndConnectGET(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := runBackground(ctx, testProcess(fast, func(_ context.Context, env Env) (*App, error) {
 			addr <- env.Addr
-			path, h := seqsvrv1connect.NewAllocServiceHandler(stub, env.ConnectOptions...)
-			var m h1.Mux
-			m.Handle(seqsvrv1connect.AllocServiceNextIDsProcedure, connectfast.H1(DefaultMaxBodyBytes, nil, func(ctx context.Context, body []byte) ([]byte, error) {
+			fast := func(ctx context.Context, body []byte) ([]byte, error) {
 				fastServed++
 				var req seqsvrv1.NextIDsRequest
 				if err := connectfast.Decode(body, &req); err != nil {
@@ -63,10 +62,16 @@ func TestRunRPCMetricsAndConnectGET(t *testing.T) {
 					return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("bad tag"))
 				}
 				return []byte{0x0a, 0x01, 0x07}, nil // ids: [7]
-			}))
+			}
 			return &App{
-				Handler: Options{Services: []Service{{Name: seqsvrv1connect.AllocServiceName, Path: path, Handler: h}}, Page: web.AllocPage},
-				Fast:    &m,
+				Routes: routes.Table{Procedures: []routes.Procedure{
+					routes.Unary(seqsvrv1connect.AllocServiceNextIDsProcedure, stub.NextIDs).WithFast(fast),
+					routes.Unary(seqsvrv1connect.AllocServiceNextIDRangesProcedure, stub.NextIDRanges),
+					routes.Unary(seqsvrv1connect.AllocServiceNextSnowflakeIDsProcedure, stub.NextSnowflakeIDs),
+					routes.Unary(seqsvrv1connect.AllocServiceDecodeSnowflakeProcedure, stub.DecodeSnowflake),
+					routes.Unary(seqsvrv1connect.AllocServiceStatusProcedure, stub.Status),
+				}},
+				Handler: Options{Page: web.AllocPage},
 			}, nil
 		}))
 		defer func() {
@@ -84,6 +89,10 @@ func TestRunRPCMetricsAndConnectGET(t *testing.T) {
 			res, err := bin.NextIDs(ctx, connect.NewRequest(&seqsvrv1.NextIDsRequest{Tag: "t"}))
 			if err != nil || len(res.Msg.GetIds()) != 1 || res.Msg.GetIds()[0] != 7 {
 				t.Fatalf("NextIDs: %v %v", res, err)
+			}
+			// The CORS wrapper's Vary, on the front's answers too.
+			if v := res.Header().Values("Vary"); len(v) != 1 || v[0] != "Origin" {
+				t.Fatalf("NextIDs answered Vary %q, want Origin as net/http's CORS wrapper sends it", v)
 			}
 		}
 		if _, err := bin.NextIDs(ctx, connect.NewRequest(&seqsvrv1.NextIDsRequest{Tag: "bad"})); connect.CodeOf(err) != connect.CodeInvalidArgument {

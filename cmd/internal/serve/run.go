@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os/signal"
 	"syscall"
 	"time"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/seqsvr/seqsvr/internal/auth"
 	"github.com/seqsvr/seqsvr/internal/h1"
+	"github.com/seqsvr/seqsvr/internal/routes"
 	"github.com/seqsvr/seqsvr/internal/rpcmetrics"
 	"github.com/seqsvr/seqsvr/internal/tlsconf"
 )
@@ -57,10 +59,16 @@ type Env struct {
 
 // App is a component ready to serve.
 type App struct {
-	// Handler is what net/http serves; Run fills in the logger, the
-	// metrics registry, the body bound and --pprof.
+	// Routes is what the component serves, each procedure and Leaf route
+	// registered once: Run mounts its connect-go services (with
+	// Env.ConnectOptions) and plain routes on net/http, and its front
+	// routes on the HTTP/1.1 front (--fast-http).
+	Routes routes.Table
+	// Handler is the rest of what net/http serves; Run fills in the
+	// logger, the metrics registry, the body bound and --pprof.
 	Handler Options
-	// Fast are the routes the HTTP/1.1 front answers (--fast-http).
+	// Fast, when set, replaces the front routes of Routes: for tests of the
+	// front itself, whose routes are no procedure.
 	Fast h1.Handler
 	// Attrs are logged with the "serving" line.
 	Attrs []any
@@ -130,6 +138,7 @@ func Run(ctx context.Context, p Process) error {
 	if err != nil {
 		return err
 	}
+	srv.SetLimits(p.Common.Limits)
 	srv.Start()
 	hupCtx, stopHUP := context.WithCancel(ctx)
 	defer stopHUP()
@@ -199,15 +208,48 @@ func open(ctx context.Context, p Process, srv *Server, reg *prometheus.Registry,
 	}
 	o := app.Handler
 	o.Logger, o.Gatherer, o.Auth = logger, reg, sec.auth
+	fast := mount(&o, app, env.ConnectOptions, p.Common.MaxBodyBytes, logger)
 	if sec.auth != nil {
 		srv.SetAuth(sec.auth)
 	}
 	o.MaxBodyBytes, o.Pprof = p.Common.MaxBodyBytes, p.Common.Debug.Pprof
 	srv.SetHandler(NewHandler(o))
-	if app.Fast != nil {
-		srv.SetFast(rpcm.H1(app.Fast))
+	if fast != nil {
+		srv.SetFast(rpcm.H1(fast))
 	}
 	return app, nil
+}
+
+// mount adds app.Routes to o and returns the front's routes: app.Fast
+// when set, else the table's (nil when it has none).
+func mount(o *Options, app *App, copts []connect.HandlerOption, maxBodyBytes int64, logger *slog.Logger) h1.Handler {
+	t := app.Routes
+	for _, s := range t.Services(copts...) {
+		o.Services = append(o.Services, Service(s))
+	}
+	all := t.HTTP()
+	maps.Copy(all, o.Routes)
+	o.Routes = all
+	if app.Fast != nil {
+		return app.Fast
+	}
+	if len(t.Procedures)+len(t.Routes) == 0 {
+		return nil
+	}
+	return varyOrigin(t.Front(maxBodyBytes, logger))
+}
+
+// varyOrigin adds to the front's answers the Vary: Origin that net/http's
+// CORS wrapper (withCORS) puts on every answer, so the front's are the
+// same. The front itself declines any request with an Origin.
+func varyOrigin(h h1.Handler) h1.Handler {
+	return h1.HandlerFunc(func(req *h1.Request, resp *h1.Response) bool {
+		if !h.ServeH1(req, resp) {
+			return false
+		}
+		resp.SetHeader("Vary", "Origin")
+		return true
+	})
 }
 
 // shutdown stops srv, giving in-flight requests up to grace, and waits

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/seqsvr/seqsvr/internal/h1"
+	"github.com/seqsvr/seqsvr/internal/routes"
 )
 
 // eachFastHTTP runs f with the HTTP/1.1 front on and off.
@@ -167,25 +168,23 @@ func TestRunOpenFails(t *testing.T) {
 	})
 }
 
-// App.Fast answers on the front with --fast-http, and is not used without
-// it: net/http answers everything, and /metrics has no front counters.
+// A table route (App.Routes) is answered by its front route with
+// --fast-http and by its net/http handler without it, when /metrics has no
+// front counters.
 func TestRunFastRoutes(t *testing.T) {
 	eachFastHTTP(t, func(t *testing.T, fast bool) {
-		var m h1.Mux
-		m.Handle("/which", h1.HandlerFunc(func(_ *h1.Request, resp *h1.Response) bool {
-			resp.Body = []byte("front")
-			return true
-		}))
 		addr := make(chan string, 1)
 		ctx, cancel := context.WithCancel(context.Background())
 		done := runBackground(ctx, testProcess(fast, func(_ context.Context, env Env) (*App, error) {
 			addr <- env.Addr
-			return &App{
-				Handler: Options{Routes: map[string]http.Handler{"GET /which": http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-					_, _ = w.Write([]byte("net/http"))
-				})}},
-				Fast: &m,
-			}, nil
+			return &App{Routes: routes.Table{Routes: []routes.Route{{
+				Pattern: "GET /which",
+				Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("net/http")) }),
+				Fast: func(_ *h1.Request, _ []byte, resp *h1.Response) bool {
+					resp.Body = []byte("front")
+					return true
+				},
+			}}}}, nil
 		}))
 		defer func() {
 			cancel()

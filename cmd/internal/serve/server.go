@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"sync/atomic"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -35,13 +34,19 @@ import (
 //
 // With SetAuth the front answers only requests whose token is allowed for
 // the route; it declines every other one, so net/http's checks (the
-// Connect interceptor, the Leaf wrapper) give the 401/403 answers: one
-// code path for refusals, identical on both.
+// header gate, see gate) give the 401/403 answers: one code path for
+// refusals, identical on both. A request whose head is refused is handed
+// over before the front waits for its body (h1.Server.Admit).
+//
+// SetLimits bounds what any caller can hold (Limits): connections, the
+// time to read a head and a body, HTTP/2 streams, body bytes in flight.
 type Server struct {
 	front *h1.Server // nil with the front off
 	srv   *http.Server
-	ln    net.Listener
-	tls   *tls.Config // nil: plain HTTP and h2c
+	raw   net.Listener // the bound socket
+	ln    net.Listener // raw, behind the connection bounds of SetLimits
+	tls   *tls.Config  // nil: plain HTTP and h2c
+	guard *bodyGuard
 	errc  chan error
 	h     atomic.Pointer[http.Handler]
 	fast  atomic.Pointer[h1.Handler]
@@ -75,20 +80,39 @@ func listen(addr string, fastHTTP bool, tlsCfg *tls.Config, logger *slog.Logger)
 	} else {
 		p.SetUnencryptedHTTP2(true)
 	}
-	s := &Server{ln: ln, tls: tlsCfg}
+	s := &Server{raw: ln, ln: ln, tls: tlsCfg}
 	s.srv = &http.Server{
-		Handler:           http.HandlerFunc(s.serveHTTP),
-		Protocols:         &p,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelDebug),
-		TLSConfig:         tlsCfg,
+		Handler:        http.HandlerFunc(s.serveHTTP),
+		Protocols:      &p,
+		MaxHeaderBytes: 64 << 10,
+		ErrorLog:       slog.NewLogLogger(logger.Handler(), slog.LevelDebug),
+		TLSConfig:      tlsCfg,
 	}
 	if fastHTTP {
-		s.front = &h1.Server{HTTP: s.srv, Fast: h1.HandlerFunc(s.serveFast), Logger: logger}
+		s.front = &h1.Server{HTTP: s.srv, Fast: h1.HandlerFunc(s.serveFast), Admit: s.admit, Logger: logger}
 	}
+	s.SetLimits(Limits{})
 	return s, nil
+}
+
+// SetLimits applies l (zero fields: DefaultLimits', zero connection bounds:
+// none). It must be called before Start.
+func (s *Server) SetLimits(l Limits) {
+	l = l.orDefaults()
+	s.srv.ReadHeaderTimeout, s.srv.IdleTimeout = l.HeaderTimeout, l.IdleTimeout
+	// The receive windows bound what one connection can make net/http
+	// buffer of bodies nobody reads yet; the largest legitimate body
+	// still flows, a window at a time.
+	s.srv.HTTP2 = &http.HTTP2Config{
+		MaxConcurrentStreams:          l.HTTP2MaxStreams,
+		MaxReceiveBufferPerConnection: 256 << 10,
+		MaxReceiveBufferPerStream:     64 << 10,
+	}
+	s.guard = &bodyGuard{timeout: l.BodyTimeout, minRate: l.BodyMinRate, inFlight: l.MaxBodyBytesInFlight}
+	if s.front != nil {
+		s.front.IdleTimeout, s.front.BodyTimeout = l.IdleTimeout, l.BodyTimeout
+	}
+	s.ln = newLimitListener(s.raw, l.MaxConns, l.MaxConnsPerAddr, s.tls == nil)
 }
 
 // SetHandler sets what net/http serves. It may be called while serving.
@@ -100,6 +124,7 @@ func (s *Server) SetHandler(h http.Handler) { s.h.Store(&h) }
 func (s *Server) SetFast(h h1.Handler) { s.fast.Store(&h) }
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	defer s.guard.wrap(w, r)()
 	if h := s.h.Load(); h != nil {
 		(*h).ServeHTTP(w, r)
 		return
@@ -121,30 +146,60 @@ func (s *Server) serveFast(req *h1.Request, resp *h1.Response) bool {
 	if h == nil {
 		return false
 	}
-	if a := s.auth.Load(); a != nil {
-		v, n := req.Header("Authorization")
-		if n != 1 {
-			return false
-		}
-		// Clients send the same token with every request on a kept-alive
-		// connection: the connection's memo spares all but the first the
-		// hash and the walk through the token list.
-		m, _ := req.Memo.(*auth.Memo)
-		if m == nil {
-			m = new(auth.Memo)
-			req.Memo = m
-		}
-		if !a.AllowsMemo(m, v, auth.PathRole(req.Path)) {
-			return false
-		}
+	if a := s.auth.Load(); a != nil && !allows(a, req, auth.PathRole(req.Path)) {
+		return false
 	}
 	return (*h).ServeH1(req, resp)
 }
 
-// RegisterMetrics exports the front's counters: requests it answered and
-// connections it handed to net/http, by reason. With the front off there
-// are none.
+// admit is the front's check on a head whose body is still coming: a
+// request the header gate would refuse is handed over before the front
+// waits for its body, and net/http's gate refuses it at once.
+func (s *Server) admit(req *h1.Request) bool {
+	a := s.auth.Load()
+	if a == nil {
+		return true
+	}
+	need, guarded := auth.GateRole(string(req.Path))
+	return !guarded || string(req.Method) == http.MethodOptions || allows(a, req, need)
+}
+
+// allows checks req's token for need, on the connection's memo.
+func allows(a *auth.Authorizer, req *h1.Request, need auth.Role) bool {
+	v, n := req.Header("Authorization")
+	if n != 1 {
+		return need == auth.Open
+	}
+	// Clients send the same token with every request on a kept-alive
+	// connection: the connection's memo spares all but the first the
+	// hash and the walk through the token list.
+	m, _ := req.Memo.(*auth.Memo)
+	if m == nil {
+		m = new(auth.Memo)
+		req.Memo = m
+	}
+	return a.AllowsMemo(m, v, need)
+}
+
+// RegisterMetrics exports the connection bounds' gauge and counter (with
+// --max-conns or --max-conns-per-addr set) and the front's counters:
+// requests it answered and connections it handed to net/http, by reason.
 func (s *Server) RegisterMetrics(reg prometheus.Registerer) error {
+	if l, ok := s.ln.(*limitListener); ok {
+		open := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "seqsvr_http_open_connections",
+			Help: "Connections open on the API port (bounded by --max-conns).",
+		}, func() float64 { n, _ := l.counts(); return float64(n) })
+		shed := prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "seqsvr_http_shed_connections_total",
+			Help: "Connections refused over --max-conns or --max-conns-per-addr.",
+		}, func() float64 { _, n := l.counts(); return float64(n) })
+		for _, c := range []prometheus.Collector{open, shed} {
+			if err := reg.Register(c); err != nil {
+				return err
+			}
+		}
+	}
 	if s.front == nil {
 		return nil
 	}

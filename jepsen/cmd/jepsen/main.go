@@ -33,7 +33,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/seqsvr/seqsvr/internal/cluster"
+	"github.com/seqsvr/seqsvr/internal/launch"
 	"github.com/seqsvr/seqsvr/jepsen/harness"
 	"github.com/seqsvr/seqsvr/jepsen/nemesis"
 )
@@ -64,7 +64,7 @@ func run(mode string, only []string, seed int64, out string, d time.Duration, ve
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if out == "" {
-		root, err := cluster.ModuleRoot(ctx)
+		root, err := launch.ModuleRoot(ctx)
 		if err != nil {
 			root = "."
 		}

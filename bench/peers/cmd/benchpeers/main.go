@@ -40,7 +40,7 @@ import (
 	"time"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
-	"github.com/seqsvr/seqsvr/internal/cluster"
+	"github.com/seqsvr/seqsvr/internal/launch"
 	"github.com/seqsvr/seqsvr/internal/raftconf"
 )
 
@@ -160,7 +160,7 @@ func run(ctx context.Context, log *slog.Logger, cfg config) (rep *report, err er
 
 	// seqsvr: 3 stores (Raft, raft-boltdb, fsync per commit) and one allocsvr.
 	log.Info("starting seqsvr (3 storesvr, 1 allocsvr)")
-	c, err := cluster.Start(ctx, cluster.Options{BinDir: cfg.binDir, Dir: filepath.Join(cfg.workDir, "seqsvr"), Stores: 3, Allocs: 1,
+	c, err := launch.Start(ctx, launch.Options{BinDir: cfg.binDir, Dir: filepath.Join(cfg.workDir, "seqsvr"), Stores: 3, Allocs: 1,
 		AllocArgs: []string{"--max-step", "1000000"}, Logf: func(string, ...any) {}})
 	if err != nil {
 		return nil, err
@@ -325,9 +325,9 @@ func cmpOr(v, def int) int {
 	return v
 }
 
-func killStoreLeader(ctx context.Context, log *slog.Logger, c *cluster.Cluster, cfg config, t target, label string) failoverRun {
+func killStoreLeader(ctx context.Context, log *slog.Logger, c *launch.Cluster, cfg config, t target, label string) failoverRun {
 	fr := failoverRun{label: label, electMs: int(raftconf.DefaultElectionTimeout.Milliseconds())}
-	var victim *cluster.Proc
+	var victim *launch.Proc
 	res, at, killed, err := throughKill(ctx, t, cfg.failClients, cfg.warm, cfg.failDur, cfg.killAfter, func() (string, error) {
 		l, err := c.Leader(ctx)
 		if err != nil {

@@ -21,7 +21,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/seqsvr/seqsvr/bench/peers/leaf"
-	"github.com/seqsvr/seqsvr/internal/cluster"
+	"github.com/seqsvr/seqsvr/internal/launch"
 )
 
 // proc is a peer's process (etcd member, MariaDB, Redis, leafsvr) in a
@@ -106,7 +106,7 @@ func killAll() {
 	}
 }
 
-func freePort() (int, error) { return cluster.FreePort("127.0.0.1") }
+func freePort() (int, error) { return launch.FreePort("127.0.0.1") }
 
 // errExited ends a poll at once: the process it waits for is gone.
 var errExited = errors.New("exited")

@@ -1,0 +1,47 @@
+package serve
+
+import (
+	"net/http"
+
+	"connectrpc.com/connect"
+
+	"github.com/seqsvr/seqsvr/internal/auth"
+	"github.com/seqsvr/seqsvr/internal/errs"
+)
+
+// gate checks the token of every guarded request (auth.GateRole) on its
+// headers, before its handler runs, so connect-go never reads the body
+// of a call it would refuse: a refusal is answered at once, in the
+// caller's protocol (Connect unary as JSON, Connect streaming, gRPC and
+// gRPC-web as connect-go writes them; the Leaf API as one line), and on
+// HTTP/1.1 with Connection: close, the connection closed without reading
+// what is left of the body. The Connect interceptor and the Leaf wrapper
+// (auth.Leaf, on every Options.Routes path, known to the gate or not)
+// still check behind it. Checking here first also puts the auth answer
+// before the size answer for a caller without a token. A nil Authorizer
+// (no --auth-file) installs no gate.
+func gate(a *auth.Authorizer, next http.Handler) http.Handler {
+	if a == nil {
+		return next
+	}
+	ew := connect.NewErrorWriter()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		need, guarded := auth.GateRole(r.URL.Path)
+		if !guarded || r.Method == http.MethodOptions {
+			next.ServeHTTP(w, r) // CORS preflights carry no token
+			return
+		}
+		if _, err := a.CheckRole(r.Header.Get("Authorization"), need, r.URL.Path); err != nil {
+			auth.CloseAfterRefusal(w, r)
+			if isLeaf(r.URL.Path) {
+				auth.WriteLeafRefusal(w, err)
+				return
+			}
+			_ = ew.Write(w, r, errs.Connect(err))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func isLeaf(path string) bool { return len(path) >= 5 && path[:5] == "/api/" }

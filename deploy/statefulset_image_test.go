@@ -1,0 +1,106 @@
+package deploy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// runStatefulSet runs the storesvr StatefulSet's container as the
+// manifest writes it, in podman: each pod's hostname storesvr-N and the
+// headless Service's DNS name storesvr-N.storesvr.seqsvr.svc.cluster.local
+// (a network alias), the manifest's args without the Secret files (no
+// auth, plain HTTP, plain Raft: podman has no Secrets here). The replicas
+// bootstrap one cluster from --ordinal-domain alone; a scale-up pod
+// (ordinal = replicas) joins it through ordinal 0.
+func runStatefulSet(t *testing.T, e *engine, image string) {
+	m := readManifests(t)
+	ss := m.sets[0]
+	c := ss.Spec.Template.Spec.Containers[0]
+	domain := flagValue(c.Args, "ordinal-domain")
+	var args []string
+	for _, a := range c.Args {
+		if strings.Contains(a, "=/etc/seqsvr/") {
+			continue // a Secret's file
+		}
+		args = append(args, a)
+	}
+	prefix := fmt.Sprintf("seqsvr-sts-%d", os.Getpid())
+	e.must(time.Minute, "network", "create", prefix)
+	var started []string
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, n := range started {
+				out, _ := e.cmd(time.Minute, "logs", "--tail", "30", n)
+				t.Logf("---- %s ----\n%s", n, out)
+			}
+		}
+		if len(started) > 0 {
+			e.cmd(2*time.Minute, append([]string{"rm", "-f", "-v", "-t", "2"}, started...)...)
+		}
+		e.cmd(time.Minute, "network", "rm", "-f", prefix)
+	})
+	httpPort := listenPort(t, flagValue(c.Args, "http-addr"))
+	url0 := ""
+	start := func(ord int) {
+		host := fmt.Sprintf("%s-%d", ss.Name, ord)
+		run := append([]string{"run", "-d", "--name", prefix + "-" + host, "--network", prefix,
+			"--hostname", host, "--network-alias", host + "." + domain}, e.run...)
+		if ord == 0 {
+			addr := freeAddr(t)
+			run = append(run, "-p", fmt.Sprintf("%s:%d", addr, httpPort))
+			url0 = "http://" + addr
+		}
+		run = append(append(append(run, image), c.Command...), args...)
+		e.must(time.Minute, run...)
+		started = append(started, prefix+"-"+host)
+	}
+	replicas := int(*ss.Spec.Replicas)
+	for ord := range replicas {
+		start(ord)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	waitMembers := func(n int) {
+		t.Helper()
+		var st struct {
+			LeaderID string `json:"leaderId"`
+			Members  []struct {
+				ID, RaftAddr, HTTPAddr string
+			}
+		}
+		for {
+			st.LeaderID, st.Members = "", nil
+			postOK(ctx, t, url0+"/seqsvr.v1.StoreService/ClusterStatus", `{}`, &st)
+			if st.LeaderID != "" && len(st.Members) == n {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatalf("ClusterStatus %+v, want %d members and a leader", st, n)
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+		for _, mb := range st.Members {
+			if mb.RaftAddr != fmt.Sprintf("%s.%s:7001", mb.ID, domain) {
+				t.Errorf("member %s at Raft address %q, want its DNS name", mb.ID, mb.RaftAddr)
+			}
+		}
+	}
+	waitMembers(replicas)
+	postOK(ctx, t, url0+"/seqsvr.v1.StoreService/CreateTag", `{"tag":"sts"}`, nil)
+	var seg struct{ First, Last string }
+	postOK(ctx, t, url0+"/seqsvr.v1.StoreService/ReserveSegment", `{"tag":"sts","size":"10"}`, &seg)
+	if seg.First != "1" || seg.Last != "10" {
+		t.Fatalf("ReserveSegment: %+v", seg)
+	}
+	// A scale-up: the next ordinal joins through ordinal 0.
+	start(replicas)
+	waitMembers(replicas + 1)
+	b, _ := json.Marshal(seg)
+	t.Logf("StatefulSet from %s: %d pods bootstrapped from --ordinal-domain, a scale-up pod joined, segment %s", image, replicas, b)
+}

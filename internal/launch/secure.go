@@ -1,0 +1,186 @@
+package launch
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/hex"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/seqsvr/seqsvr/internal/tlsconf"
+)
+
+// Security is the secure mode of a cluster (Options.Security): a CA made
+// for the run, one certificate for every process (server and client use,
+// valid for the hosts given), an auth file with one token per role, the
+// allocsvrs' store token file. With it every process serves HTTPS only
+// (h2 by ALPN), requires a token on every RPC, and the stores require a
+// client certificate and talk Raft over mutual TLS; the cluster's own
+// clients present the certificate and the right token.
+type Security struct {
+	Dir                       string
+	CAFile, CertFile, KeyFile string
+	AuthFile, AllocTokenFile  string
+	AdminTokenFile            string
+	AdminToken, AllocToken    string
+	ClientToken               string
+}
+
+// NewSecurity writes a CA, a certificate for hosts (IP SANs for addresses,
+// DNS SANs otherwise; 127.0.0.1 and localhost are always included), the
+// auth file and the token file under dir. The keys are fresh random ones:
+// nothing made here outlives the run.
+func NewSecurity(dir string, hosts ...string) (*Security, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	s := &Security{
+		Dir:            dir,
+		CAFile:         filepath.Join(dir, "ca.pem"),
+		CertFile:       filepath.Join(dir, "node.pem"),
+		KeyFile:        filepath.Join(dir, "node-key.pem"),
+		AuthFile:       filepath.Join(dir, "auth.json"),
+		AllocTokenFile: filepath.Join(dir, "alloc.token"),
+		AdminTokenFile: filepath.Join(dir, "admin.token"),
+	}
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	caTmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "seqsvr cluster CA"},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(7 * 24 * time.Hour),
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		return nil, err
+	}
+	caCert, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		return nil, err
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2),
+		Subject:      pkix.Name{CommonName: "seqsvr node"},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(7 * 24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+	}
+	seen := map[string]bool{}
+	for _, h := range append([]string{"127.0.0.1", "localhost"}, hosts...) {
+		if h == "" || seen[h] {
+			continue
+		}
+		seen[h] = true
+		if ip := net.ParseIP(h); ip != nil {
+			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+		} else {
+			tmpl.DNSNames = append(tmpl.DNSNames, h)
+		}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
+	if err != nil {
+		return nil, err
+	}
+	kb, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	for _, tok := range []*string{&s.AdminToken, &s.AllocToken, &s.ClientToken} {
+		b := make([]byte, 16)
+		if _, err := rand.Read(b); err != nil {
+			return nil, err
+		}
+		*tok = hex.EncodeToString(b)
+	}
+	type entry struct {
+		Name  string   `json:"name"`
+		Token string   `json:"token"`
+		Roles []string `json:"roles"`
+	}
+	auth, err := json.MarshalIndent([]entry{
+		{"harness-admin", s.AdminToken, []string{"admin"}},
+		{"allocsvr", s.AllocToken, []string{"alloc"}},
+		{"harness-client", s.ClientToken, []string{"client"}},
+	}, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	files := []struct {
+		path string
+		body []byte
+	}{
+		{s.CAFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})},
+		{s.CertFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})},
+		{s.KeyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb})},
+		{s.AuthFile, auth},
+		{s.AllocTokenFile, []byte(s.AllocToken + "\n")},
+		{s.AdminTokenFile, []byte(s.AdminToken + "\n")},
+	}
+	for _, f := range files {
+		if err := os.WriteFile(f.path, f.body, 0o600); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// storeArgs and allocArgs are the secure-mode flags of each binary.
+func (s *Security) storeArgs() []string {
+	return []string{"--auth-file", s.AuthFile, "--tls-cert", s.CertFile, "--tls-key", s.KeyFile, "--tls-client-ca", s.CAFile,
+		"--raft-tls-cert", s.CertFile, "--raft-tls-key", s.KeyFile, "--raft-tls-ca", s.CAFile}
+}
+
+func (s *Security) allocArgs() []string {
+	return []string{"--auth-file", s.AuthFile, "--tls-cert", s.CertFile, "--tls-key", s.KeyFile,
+		"--store-token-file", s.AllocTokenFile, "--store-ca", s.CAFile}
+}
+
+// client is an HTTP client that trusts the CA, presents the certificate
+// and sends token on every request.
+func (s *Security) client(token string, timeout time.Duration) (*http.Client, error) {
+	keys, err := tlsconf.LoadKeyPair(s.CertFile, s.KeyFile, nil)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := tlsconf.Client(s.CAFile, keys)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: TLS client: %w", err)
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig, tr.ForceAttemptHTTP2 = cfg, true
+	return &http.Client{Transport: bearer{token: "Bearer " + token, next: tr}, Timeout: timeout}, nil
+}
+
+// bearer adds the Authorization header to every request it sends.
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", b.token)
+	return b.next.RoundTrip(r)
+}

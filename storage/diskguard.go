@@ -1,0 +1,254 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// boltStores is what raft-boltdb's BoltStore is to raft: the log store and
+// the stable store in one file.
+type boltStores interface {
+	raft.LogStore
+	raft.StableStore
+}
+
+// How the guard retries.
+const (
+	// diskProbeInterval: how often a member whose data dir refused a write
+	// tries a small write to learn that space is back.
+	diskProbeInterval = 500 * time.Millisecond
+	// diskRetryMax bounds the wait between retries of a stable-store write.
+	diskRetryMax = time.Second
+	// diskProbeSize is how much the probe writes: a small write fits in
+	// bolt's free pages long before raft's next batch of entries does, and
+	// would declare the disk healed too early.
+	diskProbeSize = 64 << 10
+)
+
+// probeKey is the stable-store key the guard writes to learn the disk
+// takes writes again.
+var probeKey = []byte("seqsvr_disk_probe")
+
+// diskGuard sits between raft (behind its log cache) and the bolt file,
+// and tells the member whether its data dir takes writes. Raft already
+// never acknowledges an entry its log store failed to write: a leader's
+// failed append answers the write with the error and steps down, and a
+// follower's is rejected to the leader. What the guard adds:
+//
+//   - The member refuses writes at once, with ErrDiskFull naming the path,
+//     while the last write failed, instead of proposing entries raft can
+//     only refuse (or forwarding them while it cannot vote on them).
+//   - A full disk (ENOSPC, EDQUOT) heals by itself: a probe write every
+//     diskProbeInterval clears the state once it succeeds, so the member
+//     serves again with no restart, its state as it was.
+//   - Any other write error (EIO, a failed fsync) is sticky: after a failed
+//     fsync the kernel may have dropped the pages it could not write, and
+//     what this process reads back is no longer what is on disk. Every later
+//     write fails with the first error until the member is restarted, so it
+//     can never acknowledge anything again on state it cannot trust.
+//   - A stable-store write (the current term, the vote) that fails is
+//     retried until it succeeds, holding raft's goroutine: raft panics when
+//     it cannot record a new term, and the member would stop for good. The
+//     member answers nothing through raft meanwhile; the other members
+//     carry on without it.
+type diskGuard struct {
+	bolt boltStores
+	path string
+	log  *slog.Logger
+	stop <-chan struct{}
+
+	// retry turns the stable-store retry on once the member has started:
+	// a start that cannot write must fail with the error, not hang.
+	retry atomic.Bool
+	// stuck is true while a stable-store write is being retried.
+	stuck atomic.Bool
+
+	mu     sync.Mutex
+	failed error // the last write's error; nil once a write succeeded
+	fatal  error // a write error that is not a full disk: sticky
+	since  time.Time
+}
+
+func newDiskGuard(bolt boltStores, path string, log *slog.Logger, stop <-chan struct{}) *diskGuard {
+	return &diskGuard{bolt: bolt, path: path, log: log, stop: stop}
+}
+
+// check is nil while the data dir takes writes, and otherwise the error a
+// write is answered with: ErrDiskFull naming the path and the cause.
+func (g *diskGuard) check() error {
+	if g == nil {
+		return nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case g.fatal != nil:
+		return fmt.Errorf("%w: I/O error on %s since %s (%v); this member refuses writes until it is restarted",
+			ErrDiskIO, g.path, g.since.UTC().Format(time.RFC3339), g.fatal)
+	case g.failed != nil:
+		return fmt.Errorf("%w: %s since %s (%v); this member refuses writes until a write succeeds",
+			ErrDiskFull, g.path, g.since.UTC().Format(time.RFC3339), g.failed)
+	}
+	return nil
+}
+
+// DataDirErr is nil while this member's data dir takes writes, and
+// otherwise why it refuses writes (ErrDiskFull or ErrDiskIO, naming the
+// path): for /metrics and the status page.
+func (s *Store) DataDirErr() error { return s.disk.check() }
+
+// handOffLeadership transfers leadership away from this member, whose
+// data dir refuses writes (cause), unless a transfer is already running.
+// Raft steps a leader down by itself when its own append fails, but a
+// leader that refuses writes before proposing them (propose) would
+// otherwise keep leading, and every write forwarded to it would fail,
+// while the other members could serve them.
+func (s *Store) handOffLeadership(cause error) {
+	if !s.handingOff.CompareAndSwap(false, true) {
+		return
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer s.handingOff.Store(false)
+		s.log.Warn("handing leadership to another member: this member's data dir refuses writes", "cause", cause)
+		if err := s.raft.LeadershipTransfer().Error(); err != nil {
+			s.log.Warn("leadership transfer failed; this member keeps refusing writes", "err", err)
+		}
+	}()
+}
+
+// spaceError reports whether err is the file system running out of room
+// (which more room cures) rather than a failing device. Bolt returns the
+// *PathError of the write or fsync; the string is a fallback for layers
+// that format the error instead of wrapping it.
+func spaceError(err error) bool {
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		return true
+	}
+	s := err.Error()
+	return strings.Contains(s, "no space left on device") || strings.Contains(s, "disk quota exceeded")
+}
+
+// write runs one write to the bolt file and records how it went.
+func (g *diskGuard) write(op string, f func() error) error {
+	g.mu.Lock()
+	fatal := g.fatal
+	g.mu.Unlock()
+	if fatal != nil {
+		return fatal
+	}
+	err := f()
+	g.record(op, err)
+	return err
+}
+
+// record notes a write's outcome, logging each change of state once.
+func (g *diskGuard) record(op string, err error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case err == nil && g.failed != nil && g.fatal == nil:
+		g.log.Info("data dir takes writes again; serving writes", "path", g.path, "refused_for", time.Since(g.since).Round(time.Millisecond).String())
+		g.failed = nil
+	case err == nil || g.fatal != nil:
+	case !spaceError(err):
+		g.fatal, g.failed, g.since = err, err, time.Now()
+		g.log.Error("I/O error writing the data dir: this member refuses writes until it is restarted (check the disk first)", "path", g.path, "op", op, "err", err)
+	case g.failed == nil:
+		g.failed, g.since = err, time.Now()
+		g.log.Error("data dir is full: this member refuses writes until a write succeeds (free space; no restart needed)", "path", g.path, "op", op, "err", err)
+	}
+}
+
+// failing reports whether the last write failed with a full disk (which
+// a probe may find cured).
+func (g *diskGuard) failing() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.failed != nil && g.fatal == nil
+}
+
+// probeLoop writes probeKey every diskProbeInterval while the disk is
+// full, until stop is closed, so the member learns that space came back
+// even when nothing else writes.
+func (g *diskGuard) probeLoop() {
+	t := time.NewTicker(diskProbeInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-g.stop:
+			return
+		case <-t.C:
+		}
+		if g.failing() {
+			_ = g.write("probe", g.probe)
+		}
+	}
+}
+
+// probe writes diskProbeSize bytes and then frees them again for raft's
+// use (bolt reuses the pages of the overwritten value).
+func (g *diskGuard) probe() error {
+	if err := g.bolt.Set(probeKey, make([]byte, diskProbeSize)); err != nil {
+		return err
+	}
+	return g.bolt.Set(probeKey, nil)
+}
+
+// stable retries a stable-store write until it succeeds (see diskGuard).
+// After stop it keeps waiting: returning the error would make raft panic
+// while the process shuts down; Close does not wait for a stuck raft.
+func (g *diskGuard) stable(op string, f func() error) error {
+	err := g.write(op, f)
+	if err == nil || !g.retry.Load() {
+		return err
+	}
+	g.stuck.Store(true)
+	defer g.stuck.Store(false)
+	wait := diskProbeInterval / 5
+	for err != nil {
+		select {
+		case <-g.stop:
+			select {} // the process is exiting; see above
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, diskRetryMax)
+		err = g.write(op, f)
+	}
+	return nil
+}
+
+// The log store: reads pass through; writes are recorded.
+
+func (g *diskGuard) FirstIndex() (uint64, error)        { return g.bolt.FirstIndex() }
+func (g *diskGuard) LastIndex() (uint64, error)         { return g.bolt.LastIndex() }
+func (g *diskGuard) GetLog(i uint64, l *raft.Log) error { return g.bolt.GetLog(i, l) }
+func (g *diskGuard) Get(k []byte) ([]byte, error)       { return g.bolt.Get(k) }
+func (g *diskGuard) GetUint64(k []byte) (uint64, error) { return g.bolt.GetUint64(k) }
+func (g *diskGuard) StoreLog(l *raft.Log) error         { return g.StoreLogs([]*raft.Log{l}) }
+func (g *diskGuard) StoreLogs(logs []*raft.Log) error {
+	return g.write("append log", func() error { return g.bolt.StoreLogs(logs) })
+}
+
+func (g *diskGuard) DeleteRange(lo, hi uint64) error {
+	return g.write("compact log", func() error { return g.bolt.DeleteRange(lo, hi) })
+}
+
+// The stable store: writes are retried until they succeed.
+
+func (g *diskGuard) Set(k, v []byte) error {
+	return g.stable("set "+string(k), func() error { return g.bolt.Set(k, v) })
+}
+
+func (g *diskGuard) SetUint64(k []byte, v uint64) error {
+	return g.stable("set "+string(k), func() error { return g.bolt.SetUint64(k, v) })
+}

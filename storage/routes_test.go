@@ -1,0 +1,79 @@
+package storage
+
+import (
+	"context"
+	"net/http"
+	"testing"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/proto"
+
+	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
+	"github.com/seqsvr/seqsvr/internal/routes"
+	"github.com/seqsvr/seqsvr/internal/routes/routestest"
+)
+
+// createTestTag makes tag t (step 10) through the leader.
+func createTestTag(t *testing.T, leader *testNode) {
+	t.Helper()
+	if _, err := leader.client().CreateTag(context.Background(), connect.NewRequest(&seqsvrv1.CreateTagRequest{Tag: "t", Step: 10})); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The leader's front answers ReserveSegment with connect-go's bytes, and
+// what it declines (other codecs) connect-go answers.
+func TestRoutesMatchConnect(t *testing.T) {
+	reserve := func(name string, req *seqsvrv1.ReserveSegmentRequest, front bool, header ...string) routestest.Case {
+		b, err := proto.Marshal(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return routestest.Case{Name: name, Path: seqsvrv1connect.StoreServiceReserveSegmentProcedure, Header: routestest.Connect(header...), Body: b, Front: front}
+	}
+	routestest.Check(t, func(t *testing.T) routes.Table {
+		leader := newTestCluster(t, 1, nil).waitForLeader()
+		createTestTag(t, leader)
+		return leader.store.Routes()
+	}, []routestest.Case{
+		reserve("size 5", &seqsvrv1.ReserveSegmentRequest{Tag: "t", Size: 5}, true),
+		reserve("with a deadline", &seqsvrv1.ReserveSegmentRequest{Tag: "t", Size: 5}, true, "Connect-Timeout-Ms", "60000"),
+		reserve("stored step", &seqsvrv1.ReserveSegmentRequest{Tag: "t"}, true),
+		reserve("request_id", &seqsvrv1.ReserveSegmentRequest{Tag: "t", RequestId: "r1"}, true),
+		reserve("request_id again", &seqsvrv1.ReserveSegmentRequest{Tag: "t", RequestId: "r1"}, true),
+		reserve("unknown tag", &seqsvrv1.ReserveSegmentRequest{Tag: "nope"}, true),
+		reserve("bad tag", &seqsvrv1.ReserveSegmentRequest{Tag: "a/b"}, true),
+		reserve("negative size", &seqsvrv1.ReserveSegmentRequest{Tag: "t", Size: -1}, true),
+		reserve("empty", &seqsvrv1.ReserveSegmentRequest{}, true),
+		{Name: "truncated body", Path: seqsvrv1connect.StoreServiceReserveSegmentProcedure, Header: routestest.Connect(), Body: []byte{0x0a, 0x09, 't'}, Front: true},
+		{Name: "JSON", Path: seqsvrv1connect.StoreServiceReserveSegmentProcedure, Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(`{"tag":"t"}`)},
+		{Name: "GetTag", Path: seqsvrv1connect.StoreServiceGetTagProcedure, Header: routestest.Connect(), Body: []byte{0x0a, 0x04, 'n', 'o', 'p', 'e'}},
+	})
+}
+
+// A follower's front declines before proposing anything: the connection
+// goes to net/http, whose handlers forward the call to the leader, and it
+// stays there.
+func TestRoutesReserveOnFollowerHandsOff(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	leader := c.waitForLeader()
+	createTestTag(t, leader)
+	follower := c.followers(leader)[0]
+	tb := follower.store.Routes()
+	url, slow, front := routestest.ServeH1(t, routestest.Mount(tb), tb.Front(1<<20, testLogger()))
+	cl := seqsvrv1connect.NewStoreServiceClient(routestest.H1Client(t), url)
+	for i, want := range [][2]int64{{1, 3}, {4, 6}} {
+		res, err := cl.ReserveSegment(context.Background(), connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: "t", Size: 3}))
+		if err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+		if res.Msg.GetFirst() != want[0] || res.Msg.GetLast() != want[1] {
+			t.Fatalf("call %d: segment %v, want %v", i, res.Msg, want)
+		}
+	}
+	if st := front.Stats(); st.Served != 0 || st.HandOffs["declined"] != 1 || slow.Load() != 2 {
+		t.Fatalf("front served %d, declined %d connections, net/http got %d; want 0, 1, 2",
+			st.Served, st.HandOffs["declined"], slow.Load())
+	}
+}
