@@ -70,6 +70,11 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 		return nil, err
 	}
 	errs := c.ordinal.apply(c) // first: it fills --node-id and --peers or --join
+	if c.ordinal.Domain != "" && (c.Restore != "" || c.Recover) {
+		// The derived --peers or --join describe a normal start; a restore
+		// or recovery starts this member alone (the others join it).
+		c.Peers, c.Join = "", ""
+	}
 	if c.NodeID == "" {
 		errs = append(errs, errors.New("--node-id is required"))
 	}
