@@ -174,12 +174,13 @@ bench-peers-smoke: peer-servers bench-peers-bin ## part of make test: the bench-
 	bin/bench/benchpeers -smoke -bin bin/bench -etcd $(TOOLS)/bin/etcd $(SMOKE_ARGS)
 
 .PHONY: jepsen
-jepsen: ## the full fault-injection matrix (about 20 minutes), with coverage of storage and alloc
+jepsen: ## the full fault-injection matrix (about 20 minutes), with coverage of storage and alloc and the serving-path gate
 	@# servers built with go build -cover (counters in GOCOVERDIR); jepsen/cover.sh names what no scenario reached
+	@# and fails when a function of alloc/servingpaths.go (routes, Leaf API, RPC handlers) was reached by none
 	@dir=$(CURDIR)/jepsen/results/cover-$$(date +%Y%m%d-%H%M%S); mkdir -p $$dir; \
-	SEQSVR_COVERPKG=./storage/...,./alloc/...,./cmd/storesvr,./cmd/allocsvr GOCOVERDIR=$$dir \
+	SEQSVR_COVERPKG=./storage/...,./alloc/...,./internal/routes,./cmd/storesvr,./cmd/allocsvr GOCOVERDIR=$$dir \
 	  $(GO) run -tags $(TAGS) ./jepsen/cmd/jepsen -mode full $(JEPSEN_ARGS); rc=$$?; \
-	./jepsen/cover.sh $$dir || rc=1; exit $$rc
+	GO=$(GO) ./jepsen/cover.sh $$dir || rc=1; exit $$rc
 
 .PHONY: lint
 lint: tools ## gofmt, go vet, buf lint

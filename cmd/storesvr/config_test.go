@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -101,5 +103,41 @@ func TestConfigRestoreAndRecover(t *testing.T) {
 		if err != nil || c.NodeID != "storesvr-1" || c.Peers != "" || c.Join != "" {
 			t.Errorf("%v with --ordinal-domain: %+v %v", flag, c, err)
 		}
+	}
+}
+
+// The tuning flags default to storage.DefaultConfig's values, and no help
+// text repeats a default as a number of its own.
+func TestConfigDefaultsFromStorage(t *testing.T) {
+	var out bytes.Buffer
+	none := func(string) string { return "" }
+	c, err := parseConfig([]string{"--node-id", "a", "--data-dir", "d"}, none, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := storage.DefaultConfig()
+	for _, f := range []struct {
+		name      string
+		got, want any
+	}{
+		{"max-segment-size", c.MaxSegmentSize, d.MaxSegmentSize},
+		{"heartbeat-timeout", c.HeartbeatTimeout, d.HeartbeatTimeout},
+		{"election-timeout", c.ElectionTimeout, d.ElectionTimeout},
+		{"commit-timeout", c.CommitTimeout, d.CommitTimeout},
+		{"snapshot-threshold", c.SnapshotThreshold, d.SnapshotThreshold},
+		{"snapshot-interval", c.SnapshotInterval, d.SnapshotInterval},
+		{"request-record-limit", c.RequestRecordLimit, d.RequestRecordLimit},
+		{"worker-lease-ttl", c.WorkerLeaseTTL, d.WorkerLeaseTTL},
+		{"worker-retention", c.WorkerRetention, d.WorkerRetention},
+		{"seq-lease-ttl", c.SeqLeaseTTL, d.SeqLeaseTTL},
+	} {
+		if f.got != f.want || reflect.ValueOf(f.got).IsZero() {
+			t.Errorf("--%s defaults to %v, want storage's %v", f.name, f.got, f.want)
+		}
+	}
+	out.Reset()
+	serve.Main("storesvr", []string{"--help"}, none, &out, parseConfig)
+	if m := regexp.MustCompile(`\((0: )?storage default`).FindString(out.String()); m != "" {
+		t.Errorf("--help names a default without its value: %q", m)
 	}
 }

@@ -62,7 +62,7 @@ type Config struct {
 	// LeaseTTL is the stores' --worker-lease-ttl.
 	LeaseTTL time.Duration
 	// DataDirTmpfs puts every data dir on a tmpfs of this many bytes
-	// (cluster.Options.DataDirTmpfs), for the disk-full faults; 0: none.
+	// (launch.Options.DataDirTmpfs), for the disk-full faults; 0: none.
 	DataDirTmpfs int64
 
 	// TagWorkers create, update, delete, reserve on and read the
@@ -95,6 +95,11 @@ type Config struct {
 	// allocsvrs' --seq-heartbeat-interval (they fence seqFenceMargin
 	// before an unrenewed lease ends).
 	SeqLeaseTTL, SeqHeartbeat time.Duration
+
+	// Paths are the serving paths (history.Paths; "leaf" for both Leaf
+	// paths) that carry load besides connect-go over HTTP/2, which always
+	// does; empty: all of them (see paths.go for the shares).
+	Paths []string
 
 	// OpTimeout bounds one client call.
 	OpTimeout time.Duration
