@@ -16,6 +16,9 @@ var (
 	// ErrMemberHeld: AddMember of an ID that a live member holds at
 	// another Raft address.
 	ErrMemberHeld = errs.New(errs.FailedPrecondition, "node-id held by a live member")
+	// ErrOtherCluster: a join between members of two different clusters
+	// (their cluster IDs differ).
+	ErrOtherCluster = errs.New(errs.FailedPrecondition, "member of another cluster")
 	// ErrDiskFull: this member's data dir refused a write for lack of
 	// space; it refuses writes until a write succeeds again (no restart
 	// needed). Unavailable: another member may take the call.

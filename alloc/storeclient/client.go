@@ -69,6 +69,17 @@ type Client struct {
 	clients map[string]seqsvrv1connect.StoreServiceClient
 	leader  string // base URL of the believed leader; "" if unknown
 	next    int    // round-robin position among urls while no leader is known
+	// clusterID is the store's cluster ID from the last ClusterStatus
+	// answer that carried one.
+	clusterID string
+}
+
+// ClusterID is the store's cluster ID as last seen in a ClusterStatus
+// answer ("" before the first).
+func (c *Client) ClusterID() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.clusterID
 }
 
 // New returns a client for the store members at urls (base URLs

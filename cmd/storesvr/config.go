@@ -28,6 +28,7 @@ type config struct {
 	SeqLeaseTTL                                                          time.Duration
 
 	memberSecurity
+	restoreFlags
 	ordinal
 
 	serve.Common
@@ -65,6 +66,10 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	fs.DurationVar(&c.WorkerLeaseTTL, "worker-lease-ttl", d.WorkerLeaseTTL, "snowflake worker lease TTL")
 	fs.DurationVar(&c.WorkerRetention, "worker-retention", d.WorkerRetention, "how long an expired worker ID is kept before it may be reclaimed")
 	fs.DurationVar(&c.SeqLeaseTTL, "seq-lease-ttl", d.SeqLeaseTTL, "per-key sequence lease of an allocsvr: its sections move this long after its last heartbeat")
+	fs.StringVar(&c.Restore, "restore", "", "on an empty DATA-DIR: bootstrap a new one-member cluster (new cluster ID) from this backup file, every counter jumped; other members --join it")
+	fs.DurationVar(&c.RestoreJump, "restore-jump", 0, "with --restore or --recover: jump each tag and section by its highest recorded rate times this (0: max(2 x the state's age, 1h))")
+	fs.Int64Var(&c.MinJump, "restore-min-jump", 0, "with --restore or --recover: the smallest jump of any tag or section, in IDs (a floor of 2 x the largest segment applies anyway)")
+	fs.BoolVar(&c.Recover, "recover", false, "on a member whose peers are gone for good: continue as a one-member cluster (new cluster ID) from its own data, every counter jumped; refused while another member answers")
 	c.memberSecurity.register(fs)
 	c.ordinal.register(fs)
 	c.Common.Register(fs)
@@ -72,6 +77,11 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 		return nil, err
 	}
 	errs := c.ordinal.apply(c) // first: it fills --node-id and --peers or --join
+	if c.ordinal.Domain != "" && (c.Restore != "" || c.Recover) {
+		// The derived --peers or --join describe a normal start; a restore
+		// or recovery starts this member alone (the others join it).
+		c.Peers, c.Join = "", ""
+	}
 	if c.NodeID == "" {
 		errs = append(errs, errors.New("--node-id is required"))
 	}
@@ -83,6 +93,15 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	}
 	if c.Bootstrap && (c.Peers != "" || c.Join != "") {
 		errs = append(errs, errors.New("--bootstrap starts a one-member cluster: it goes without --peers and --join"))
+	}
+	if c.Restore != "" && (c.Recover || c.Peers != "" || c.Join != "" || c.Bootstrap) {
+		errs = append(errs, errors.New("--restore starts a new one-member cluster: it goes without --recover, --peers, --join and --bootstrap"))
+	}
+	if c.Recover && (c.Peers != "" || c.Join != "" || c.Bootstrap) {
+		errs = append(errs, errors.New("--recover continues this member's own cluster alone: it goes without --peers, --join and --bootstrap"))
+	}
+	if c.RestoreJump < 0 || c.MinJump < 0 {
+		errs = append(errs, errors.New("--restore-jump and --restore-min-jump must not be negative"))
 	}
 	if c.Peers != "" && c.Join != "" {
 		errs = append(errs, errors.New("--peers and --join are exclusive: --peers bootstraps a new cluster, --join adds to a running one"))

@@ -21,9 +21,9 @@ func TestClusterVersionRaiseAndSnapshot(t *testing.T) {
 	if v := m.ClusterVersion(); v != BaseLevel {
 		t.Fatalf("fresh: %d, want %d", v, BaseLevel)
 	}
-	m.applyCommand(noopAt(2))
-	m.applyCommand(noopAt(1))
-	m.applyCommand(noopAt(0))
+	m.applyCommand(noopAt(2), 1, 1)
+	m.applyCommand(noopAt(1), 2, 1)
+	m.applyCommand(noopAt(0), 3, 1)
 	if v := m.ClusterVersion(); v != 2 {
 		t.Fatalf("after raise to 2 and stale 1, 0: %d", v)
 	}

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file seqsvr/v1/raft.proto.
  */
 export const file_seqsvr_v1_raft: GenFile = /*@__PURE__*/
-  fileDesc("ChRzZXFzdnIvdjEvcmFmdC5wcm90bxIJc2Vxc3ZyLnYxIqkFCgdDb21tYW5kEg4KBm5vd19tcxgBIAEoAxIxCgpjcmVhdGVfdGFnGAogASgLMhsuc2Vxc3ZyLnYxLkNyZWF0ZVRhZ0NvbW1hbmRIABIxCgp1cGRhdGVfdGFnGAsgASgLMhsuc2Vxc3ZyLnYxLlVwZGF0ZVRhZ0NvbW1hbmRIABIxCgpkZWxldGVfdGFnGAwgASgLMhsuc2Vxc3ZyLnYxLkRlbGV0ZVRhZ0NvbW1hbmRIABI7Cg9yZXNlcnZlX3NlZ21lbnQYDSABKAsyIC5zZXFzdnIudjEuUmVzZXJ2ZVNlZ21lbnRDb21tYW5kSAASOwoPcmVnaXN0ZXJfd29ya2VyGA4gASgLMiAuc2Vxc3ZyLnYxLlJlZ2lzdGVyV29ya2VyQ29tbWFuZEgAEjUKDHJlbmV3X3dvcmtlchgPIAEoCzIdLnNlcXN2ci52MS5SZW5ld1dvcmtlckNvbW1hbmRIABIxCgpzZXRfbWVtYmVyGBAgASgLMhsuc2Vxc3ZyLnYxLlNldE1lbWJlckNvbW1hbmRIABI3Cg1yZW1vdmVfbWVtYmVyGBEgASgLMh4uc2Vxc3ZyLnYxLlJlbW92ZU1lbWJlckNvbW1hbmRIABImCgRub29wGBIgASgLMhYuc2Vxc3ZyLnYxLk5vb3BDb21tYW5kSAASNQoMY3JlYXRlX3NwYWNlGBMgASgLMh0uc2Vxc3ZyLnYxLkNyZWF0ZVNwYWNlQ29tbWFuZEgAEjcKDXNlcV9oZWFydGJlYXQYFCABKAsyHi5zZXFzdnIudjEuU2VxSGVhcnRiZWF0Q29tbWFuZEgAEjkKDnJhaXNlX3NlY3Rpb25zGBUgASgLMh8uc2Vxc3ZyLnYxLlJhaXNlU2VjdGlvbnNDb21tYW5kSABCBQoDY21kIlEKEENyZWF0ZVRhZ0NvbW1hbmQSCwoDdGFnGAEgASgJEg0KBXN0YXJ0GAIgASgDEgwKBHN0ZXAYAyABKAMSEwoLZGVzY3JpcHRpb24YBCABKAkiVwoQVXBkYXRlVGFnQ29tbWFuZBILCgN0YWcYASABKAkSDAoEc3RlcBgCIAEoAxIYCgtkZXNjcmlwdGlvbhgDIAEoCUgAiAEBQg4KDF9kZXNjcmlwdGlvbiIfChBEZWxldGVUYWdDb21tYW5kEgsKA3RhZxgBIAEoCSJcChVSZXNlcnZlU2VnbWVudENvbW1hbmQSCwoDdGFnGAEgASgJEgwKBHNpemUYAiABKAMSEgoKcmVxdWVzdF9pZBgDIAEoCRIUCgxyZWNvcmRfbGltaXQYBCABKAMieQoVUmVnaXN0ZXJXb3JrZXJDb21tYW5kEg8KB25vZGVfaWQYASABKAkSDgoGbm93X21zGAIgASgDEhMKC2luc3RhbmNlX2lkGAMgASgJEhQKDGxlYXNlX3R0bF9tcxgEIAEoAxIUCgxyZXRlbnRpb25fbXMYBSABKAMicwoSUmVuZXdXb3JrZXJDb21tYW5kEg8KB25vZGVfaWQYASABKAkSEQoJd29ya2VyX2lkGAIgASgDEg4KBm5vd19tcxgDIAEoAxITCgtpbnN0YW5jZV9pZBgEIAEoCRIUCgxsZWFzZV90dGxfbXMYBSABKAMiRAoQU2V0TWVtYmVyQ29tbWFuZBIKCgJpZBgBIAEoCRIRCglyYWZ0X2FkZHIYAiABKAkSEQoJaHR0cF9hZGRyGAMgASgJIiEKE1JlbW92ZU1lbWJlckNvbW1hbmQSCgoCaWQYASABKAkiJgoLTm9vcENvbW1hbmQSFwoPY2x1c3Rlcl92ZXJzaW9uGAIgASgNIooDCgtGU01TbmFwc2hvdBIhCgR0YWdzGAEgAygLMhMuc2Vxc3ZyLnYxLlRhZ1N0YXRlEioKCHJlcXVlc3RzGAIgAygLMhguc2Vxc3ZyLnYxLlJlcXVlc3RSZWNvcmQSJwoHd29ya2VycxgDIAMoCzIWLnNlcXN2ci52MS5Xb3JrZXJTdGF0ZRImCgdtZW1iZXJzGAQgAygLMhUuc2Vxc3ZyLnYxLk1lbWJlckluZm8SKgoGbGF5b3V0GAUgASgLMhouc2Vxc3ZyLnYxLlNub3dmbGFrZUxheW91dBIWCg5uZXh0X3dvcmtlcl9pZBgGIAEoAxIlCgZzcGFjZXMYByADKAsyFS5zZXFzdnIudjEuU3BhY2VTdGF0ZRIuCgtzZXFfbWVtYmVycxgIIAMoCzIZLnNlcXN2ci52MS5TZXFNZW1iZXJTdGF0ZRInCgp0b21ic3RvbmVzGAkgAygLMhMuc2Vxc3ZyLnYxLlRhZ1N0YXRlEhcKD2NsdXN0ZXJfdmVyc2lvbhgQIAEoDSJiCghUYWdTdGF0ZRILCgN0YWcYASABKAkSDgoGbWF4X2lkGAIgASgDEgwKBHN0ZXAYAyABKAMSEwoLZGVzY3JpcHRpb24YBCABKAkSFgoOdXBkYXRlX3RpbWVfbXMYBSABKAMiTQoNUmVxdWVzdFJlY29yZBISCgpyZXF1ZXN0X2lkGAEgASgJEgsKA3RhZxgCIAEoCRINCgVmaXJzdBgDIAEoAxIMCgRsYXN0GAQgASgDIpIBCgtXb3JrZXJTdGF0ZRIPCgdub2RlX2lkGAEgASgJEhEKCXdvcmtlcl9pZBgCIAEoAxIZChFsYXN0X3RpbWVzdGFtcF9tcxgDIAEoAxIYChBsZWFzZV9leHBpcmVzX21zGAQgASgDEhMKC2luc3RhbmNlX2lkGAUgASgJEhUKDXJlZ2lzdGVyZWRfbXMYBiABKAMiPgoKTWVtYmVySW5mbxIKCgJpZBgBIAEoCRIRCglyYWZ0X2FkZHIYAiABKAkSEQoJaHR0cF9hZGRyGAMgASgJIm8KEkNyZWF0ZVNwYWNlQ29tbWFuZBINCgVzcGFjZRgBIAEoCRIRCglrZXlfY291bnQYAiABKAQSFAoMc2VjdGlvbl9zaXplGAMgASgEEgwKBHN0ZXAYBCABKAMSEwoLZGVzY3JpcHRpb24YBSABKAkimQEKE1NlcUhlYXJ0YmVhdENvbW1hbmQSDwoHbm9kZV9pZBgBIAEoCRITCgtpbnN0YW5jZV9pZBgCIAEoCRILCgN1cmwYAyABKAkSDwoHbGVhdmluZxgEIAEoCBIoCghyZWxlYXNlZBgFIAMoCzIWLnNlcXN2ci52MS5TZWN0aW9uU3BhbhIUCgxsZWFzZV90dGxfbXMYBiABKAMidgoUUmFpc2VTZWN0aW9uc0NvbW1hbmQSDwoHbm9kZV9pZBgBIAEoCRITCgtpbnN0YW5jZV9pZBgCIAEoCRINCgVzcGFjZRgDIAEoCRIpCghzZWN0aW9ucxgEIAMoCzIXLnNlcXN2ci52MS5TZWN0aW9uUmFpc2Ui7gEKClNwYWNlU3RhdGUSDQoFc3BhY2UYASABKAkSEQoJa2V5X2NvdW50GAIgASgEEhQKDHNlY3Rpb25fc2l6ZRgDIAEoBBIMCgRzdGVwGAQgASgDEhMKC2Rlc2NyaXB0aW9uGAUgASgJEhYKDmNyZWF0ZV90aW1lX21zGAYgASgDEhcKD3JvdXRpbmdfdmVyc2lvbhgHIAEoBBIpCghzZWN0aW9ucxgIIAMoCzIXLnNlcXN2ci52MS5TZWN0aW9uUmFuZ2USKQoFbWF4ZXMYCSADKAsyGi5zZXFzdnIudjEuU2VjdGlvbk1heFN0YXRlIlcKD1NlY3Rpb25NYXhTdGF0ZRIPCgdzZWN0aW9uGAEgASgEEg8KB21heF9zZXEYAiABKAMSFAoMdXNlZF90cmFja2VkGAMgASgIEgwKBHVzZWQYBCABKAwibgoOU2VxTWVtYmVyU3RhdGUSDwoHbm9kZV9pZBgBIAEoCRITCgtpbnN0YW5jZV9pZBgCIAEoCRILCgN1cmwYAyABKAkSGAoQbGVhc2VfZXhwaXJlc19tcxgEIAEoAxIPCgdsZWF2aW5nGAUgASgIQjFaL2dpdGh1Yi5jb20vc2Vxc3ZyL3NlcXN2ci9nZW4vc2Vxc3ZyL3YxO3NlcXN2cnYxYgZwcm90bzM", [file_seqsvr_v1_store]);
+  fileDesc("ChRzZXFzdnIvdjEvcmFmdC5wcm90bxIJc2Vxc3ZyLnYxIqkFCgdDb21tYW5kEg4KBm5vd19tcxgBIAEoAxIxCgpjcmVhdGVfdGFnGAogASgLMhsuc2Vxc3ZyLnYxLkNyZWF0ZVRhZ0NvbW1hbmRIABIxCgp1cGRhdGVfdGFnGAsgASgLMhsuc2Vxc3ZyLnYxLlVwZGF0ZVRhZ0NvbW1hbmRIABIxCgpkZWxldGVfdGFnGAwgASgLMhsuc2Vxc3ZyLnYxLkRlbGV0ZVRhZ0NvbW1hbmRIABI7Cg9yZXNlcnZlX3NlZ21lbnQYDSABKAsyIC5zZXFzdnIudjEuUmVzZXJ2ZVNlZ21lbnRDb21tYW5kSAASOwoPcmVnaXN0ZXJfd29ya2VyGA4gASgLMiAuc2Vxc3ZyLnYxLlJlZ2lzdGVyV29ya2VyQ29tbWFuZEgAEjUKDHJlbmV3X3dvcmtlchgPIAEoCzIdLnNlcXN2ci52MS5SZW5ld1dvcmtlckNvbW1hbmRIABIxCgpzZXRfbWVtYmVyGBAgASgLMhsuc2Vxc3ZyLnYxLlNldE1lbWJlckNvbW1hbmRIABI3Cg1yZW1vdmVfbWVtYmVyGBEgASgLMh4uc2Vxc3ZyLnYxLlJlbW92ZU1lbWJlckNvbW1hbmRIABImCgRub29wGBIgASgLMhYuc2Vxc3ZyLnYxLk5vb3BDb21tYW5kSAASNQoMY3JlYXRlX3NwYWNlGBMgASgLMh0uc2Vxc3ZyLnYxLkNyZWF0ZVNwYWNlQ29tbWFuZEgAEjcKDXNlcV9oZWFydGJlYXQYFCABKAsyHi5zZXFzdnIudjEuU2VxSGVhcnRiZWF0Q29tbWFuZEgAEjkKDnJhaXNlX3NlY3Rpb25zGBUgASgLMh8uc2Vxc3ZyLnYxLlJhaXNlU2VjdGlvbnNDb21tYW5kSABCBQoDY21kIlEKEENyZWF0ZVRhZ0NvbW1hbmQSCwoDdGFnGAEgASgJEg0KBXN0YXJ0GAIgASgDEgwKBHN0ZXAYAyABKAMSEwoLZGVzY3JpcHRpb24YBCABKAkiVwoQVXBkYXRlVGFnQ29tbWFuZBILCgN0YWcYASABKAkSDAoEc3RlcBgCIAEoAxIYCgtkZXNjcmlwdGlvbhgDIAEoCUgAiAEBQg4KDF9kZXNjcmlwdGlvbiIfChBEZWxldGVUYWdDb21tYW5kEgsKA3RhZxgBIAEoCSJcChVSZXNlcnZlU2VnbWVudENvbW1hbmQSCwoDdGFnGAEgASgJEgwKBHNpemUYAiABKAMSEgoKcmVxdWVzdF9pZBgDIAEoCRIUCgxyZWNvcmRfbGltaXQYBCABKAMieQoVUmVnaXN0ZXJXb3JrZXJDb21tYW5kEg8KB25vZGVfaWQYASABKAkSDgoGbm93X21zGAIgASgDEhMKC2luc3RhbmNlX2lkGAMgASgJEhQKDGxlYXNlX3R0bF9tcxgEIAEoAxIUCgxyZXRlbnRpb25fbXMYBSABKAMicwoSUmVuZXdXb3JrZXJDb21tYW5kEg8KB25vZGVfaWQYASABKAkSEQoJd29ya2VyX2lkGAIgASgDEg4KBm5vd19tcxgDIAEoAxITCgtpbnN0YW5jZV9pZBgEIAEoCRIUCgxsZWFzZV90dGxfbXMYBSABKAMiRAoQU2V0TWVtYmVyQ29tbWFuZBIKCgJpZBgBIAEoCRIRCglyYWZ0X2FkZHIYAiABKAkSEQoJaHR0cF9hZGRyGAMgASgJIiEKE1JlbW92ZU1lbWJlckNvbW1hbmQSCgoCaWQYASABKAkiOgoLTm9vcENvbW1hbmQSEgoKY2x1c3Rlcl9pZBgBIAEoCRIXCg9jbHVzdGVyX3ZlcnNpb24YAiABKA0ijAQKC0ZTTVNuYXBzaG90EiEKBHRhZ3MYASADKAsyEy5zZXFzdnIudjEuVGFnU3RhdGUSKgoIcmVxdWVzdHMYAiADKAsyGC5zZXFzdnIudjEuUmVxdWVzdFJlY29yZBInCgd3b3JrZXJzGAMgAygLMhYuc2Vxc3ZyLnYxLldvcmtlclN0YXRlEiYKB21lbWJlcnMYBCADKAsyFS5zZXFzdnIudjEuTWVtYmVySW5mbxIqCgZsYXlvdXQYBSABKAsyGi5zZXFzdnIudjEuU25vd2ZsYWtlTGF5b3V0EhYKDm5leHRfd29ya2VyX2lkGAYgASgDEiUKBnNwYWNlcxgHIAMoCzIVLnNlcXN2ci52MS5TcGFjZVN0YXRlEi4KC3NlcV9tZW1iZXJzGAggAygLMhkuc2Vxc3ZyLnYxLlNlcU1lbWJlclN0YXRlEicKCnRvbWJzdG9uZXMYCSADKAsyEy5zZXFzdnIudjEuVGFnU3RhdGUSEgoKY2x1c3Rlcl9pZBgKIAEoCRISCgpsYXN0X2luZGV4GAsgASgEEhEKCWxhc3RfdGVybRgMIAEoBBITCgtsYXN0X25vd19tcxgNIAEoAxIYChByZXN0b3JlX2ZlbmNlX21zGA4gASgDEhYKDmZvcm1hdF92ZXJzaW9uGA8gASgNEhcKD2NsdXN0ZXJfdmVyc2lvbhgQIAEoDSJWCglSYXRlU3RhdGUSFwoPd2luZG93X3N0YXJ0X21zGAEgASgDEhoKEndpbmRvd19zdGFydF92YWx1ZRgCIAEoAxIUCgxwZWFrX3Blcl9zZWMYAyABKAMihgEKCFRhZ1N0YXRlEgsKA3RhZxgBIAEoCRIOCgZtYXhfaWQYAiABKAMSDAoEc3RlcBgDIAEoAxITCgtkZXNjcmlwdGlvbhgEIAEoCRIWCg51cGRhdGVfdGltZV9tcxgFIAEoAxIiCgRyYXRlGAYgASgLMhQuc2Vxc3ZyLnYxLlJhdGVTdGF0ZSJNCg1SZXF1ZXN0UmVjb3JkEhIKCnJlcXVlc3RfaWQYASABKAkSCwoDdGFnGAIgASgJEg0KBWZpcnN0GAMgASgDEgwKBGxhc3QYBCABKAMikgEKC1dvcmtlclN0YXRlEg8KB25vZGVfaWQYASABKAkSEQoJd29ya2VyX2lkGAIgASgDEhkKEWxhc3RfdGltZXN0YW1wX21zGAMgASgDEhgKEGxlYXNlX2V4cGlyZXNfbXMYBCABKAMSEwoLaW5zdGFuY2VfaWQYBSABKAkSFQoNcmVnaXN0ZXJlZF9tcxgGIAEoAyI+CgpNZW1iZXJJbmZvEgoKAmlkGAEgASgJEhEKCXJhZnRfYWRkchgCIAEoCRIRCglodHRwX2FkZHIYAyABKAkibwoSQ3JlYXRlU3BhY2VDb21tYW5kEg0KBXNwYWNlGAEgASgJEhEKCWtleV9jb3VudBgCIAEoBBIUCgxzZWN0aW9uX3NpemUYAyABKAQSDAoEc3RlcBgEIAEoAxITCgtkZXNjcmlwdGlvbhgFIAEoCSKZAQoTU2VxSGVhcnRiZWF0Q29tbWFuZBIPCgdub2RlX2lkGAEgASgJEhMKC2luc3RhbmNlX2lkGAIgASgJEgsKA3VybBgDIAEoCRIPCgdsZWF2aW5nGAQgASgIEigKCHJlbGVhc2VkGAUgAygLMhYuc2Vxc3ZyLnYxLlNlY3Rpb25TcGFuEhQKDGxlYXNlX3R0bF9tcxgGIAEoAyJ2ChRSYWlzZVNlY3Rpb25zQ29tbWFuZBIPCgdub2RlX2lkGAEgASgJEhMKC2luc3RhbmNlX2lkGAIgASgJEg0KBXNwYWNlGAMgASgJEikKCHNlY3Rpb25zGAQgAygLMhcuc2Vxc3ZyLnYxLlNlY3Rpb25SYWlzZSLuAQoKU3BhY2VTdGF0ZRINCgVzcGFjZRgBIAEoCRIRCglrZXlfY291bnQYAiABKAQSFAoMc2VjdGlvbl9zaXplGAMgASgEEgwKBHN0ZXAYBCABKAMSEwoLZGVzY3JpcHRpb24YBSABKAkSFgoOY3JlYXRlX3RpbWVfbXMYBiABKAMSFwoPcm91dGluZ192ZXJzaW9uGAcgASgEEikKCHNlY3Rpb25zGAggAygLMhcuc2Vxc3ZyLnYxLlNlY3Rpb25SYW5nZRIpCgVtYXhlcxgJIAMoCzIaLnNlcXN2ci52MS5TZWN0aW9uTWF4U3RhdGUiewoPU2VjdGlvbk1heFN0YXRlEg8KB3NlY3Rpb24YASABKAQSDwoHbWF4X3NlcRgCIAEoAxIUCgx1c2VkX3RyYWNrZWQYAyABKAgSDAoEdXNlZBgEIAEoDBIiCgRyYXRlGAUgASgLMhQuc2Vxc3ZyLnYxLlJhdGVTdGF0ZSJuCg5TZXFNZW1iZXJTdGF0ZRIPCgdub2RlX2lkGAEgASgJEhMKC2luc3RhbmNlX2lkGAIgASgJEgsKA3VybBgDIAEoCRIYChBsZWFzZV9leHBpcmVzX21zGAQgASgDEg8KB2xlYXZpbmcYBSABKAhCMVovZ2l0aHViLmNvbS9zZXFzdnIvc2Vxc3ZyL2dlbi9zZXFzdnIvdjE7c2Vxc3ZydjFiBnByb3RvMw", [file_seqsvr_v1_store]);
 
 /**
  * Command is the Raft log format: one entry, one Command. The FSM applies it
@@ -349,15 +349,23 @@ export const RemoveMemberCommandSchema: GenMessage<RemoveMemberCommand> = /*@__P
 
 /**
  * NoopCommand is applied by a new leader so reads wait for it (a barrier).
- * It also raises the cluster version: a binary of the base release, which
- * knows NoopCommand but not this field, applies it as a no-op instead of
- * stopping on an unknown command.
+ * It also carries the cluster's identity: each new leader proposes one
+ * with the cluster ID (a fresh random one, generated by the leader, never
+ * in Apply, when it has none yet). The first ID applied wins; later ones
+ * change nothing. And it raises the cluster version. Both ride in a Noop
+ * so that a binary of the base release, which knows NoopCommand but not
+ * these fields, applies them as a no-op instead of stopping on an
+ * unknown command.
  *
  * @generated from message seqsvr.v1.NoopCommand
  */
 export type NoopCommand = Message<"seqsvr.v1.NoopCommand"> & {
   /**
-   * Field 1 is the cluster ID (issue 22).
+   * @generated from field: string cluster_id = 1;
+   */
+  clusterId: string;
+
+  /**
    * The cluster version (feature level) to raise to; 0 leaves it. The
    * level never goes down: a lower one changes nothing.
    *
@@ -429,8 +437,48 @@ export type FSMSnapshot = Message<"seqsvr.v1.FSMSnapshot"> & {
   tombstones: TagState[];
 
   /**
-   * Fields 10..15 are issue 22's (cluster ID, last applied, restore
-   * fence, format version).
+   * The cluster's identity (NoopCommand.cluster_id, or a restore).
+   *
+   * @generated from field: string cluster_id = 10;
+   */
+  clusterId: string;
+
+  /**
+   * Raft index and term of the last command applied, and the largest
+   * now_ms of any command applied (the time of the last applied entry).
+   *
+   * @generated from field: uint64 last_index = 11;
+   */
+  lastIndex: bigint;
+
+  /**
+   * @generated from field: uint64 last_term = 12;
+   */
+  lastTerm: bigint;
+
+  /**
+   * @generated from field: int64 last_now_ms = 13;
+   */
+  lastNowMs: bigint;
+
+  /**
+   * After a restore or recovery: no snowflake worker ID and no per-key
+   * section is granted before this time (Unix ms, leader's clock), when
+   * every lease of the old cluster has ended.
+   *
+   * @generated from field: int64 restore_fence_ms = 14;
+   */
+  restoreFenceMs: bigint;
+
+  /**
+   * The persisted format of this state (FormatVersion in package fsm); a
+   * binary refuses a newer one.
+   *
+   * @generated from field: uint32 format_version = 15;
+   */
+  formatVersion: number;
+
+  /**
    * The cluster version (NoopCommand.cluster_version); 0, as in a
    * snapshot of the base release, is level 1.
    *
@@ -445,6 +493,38 @@ export type FSMSnapshot = Message<"seqsvr.v1.FSMSnapshot"> & {
  */
 export const FSMSnapshotSchema: GenMessage<FSMSnapshot> = /*@__PURE__*/
   messageDesc(file_seqsvr_v1_raft, 10);
+
+/**
+ * RateState is how fast a counter (a tag's max_id, a section's max_seq)
+ * advanced, recorded in Apply from the commands' now_ms: the counter's
+ * value when the current window began, and the highest rate of any window
+ * measured so far (per second, rounded up).
+ *
+ * @generated from message seqsvr.v1.RateState
+ */
+export type RateState = Message<"seqsvr.v1.RateState"> & {
+  /**
+   * @generated from field: int64 window_start_ms = 1;
+   */
+  windowStartMs: bigint;
+
+  /**
+   * @generated from field: int64 window_start_value = 2;
+   */
+  windowStartValue: bigint;
+
+  /**
+   * @generated from field: int64 peak_per_sec = 3;
+   */
+  peakPerSec: bigint;
+};
+
+/**
+ * Describes the message seqsvr.v1.RateState.
+ * Use `create(RateStateSchema)` to create a new message.
+ */
+export const RateStateSchema: GenMessage<RateState> = /*@__PURE__*/
+  messageDesc(file_seqsvr_v1_raft, 11);
 
 /**
  * @generated from message seqsvr.v1.TagState
@@ -474,6 +554,11 @@ export type TagState = Message<"seqsvr.v1.TagState"> & {
    * @generated from field: int64 update_time_ms = 5;
    */
   updateTimeMs: bigint;
+
+  /**
+   * @generated from field: seqsvr.v1.RateState rate = 6;
+   */
+  rate?: RateState | undefined;
 };
 
 /**
@@ -481,7 +566,7 @@ export type TagState = Message<"seqsvr.v1.TagState"> & {
  * Use `create(TagStateSchema)` to create a new message.
  */
 export const TagStateSchema: GenMessage<TagState> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_raft, 11);
+  messageDesc(file_seqsvr_v1_raft, 12);
 
 /**
  * RequestRecord remembers the answer to one ReserveSegment request_id, in
@@ -516,7 +601,7 @@ export type RequestRecord = Message<"seqsvr.v1.RequestRecord"> & {
  * Use `create(RequestRecordSchema)` to create a new message.
  */
 export const RequestRecordSchema: GenMessage<RequestRecord> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_raft, 12);
+  messageDesc(file_seqsvr_v1_raft, 13);
 
 /**
  * @generated from message seqsvr.v1.WorkerState
@@ -558,7 +643,7 @@ export type WorkerState = Message<"seqsvr.v1.WorkerState"> & {
  * Use `create(WorkerStateSchema)` to create a new message.
  */
 export const WorkerStateSchema: GenMessage<WorkerState> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_raft, 13);
+  messageDesc(file_seqsvr_v1_raft, 14);
 
 /**
  * @generated from message seqsvr.v1.MemberInfo
@@ -585,7 +670,7 @@ export type MemberInfo = Message<"seqsvr.v1.MemberInfo"> & {
  * Use `create(MemberInfoSchema)` to create a new message.
  */
 export const MemberInfoSchema: GenMessage<MemberInfo> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_raft, 14);
+  messageDesc(file_seqsvr_v1_raft, 15);
 
 /**
  * @generated from message seqsvr.v1.CreateSpaceCommand
@@ -622,7 +707,7 @@ export type CreateSpaceCommand = Message<"seqsvr.v1.CreateSpaceCommand"> & {
  * Use `create(CreateSpaceCommandSchema)` to create a new message.
  */
 export const CreateSpaceCommandSchema: GenMessage<CreateSpaceCommand> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_raft, 15);
+  messageDesc(file_seqsvr_v1_raft, 16);
 
 /**
  * @generated from message seqsvr.v1.SeqHeartbeatCommand
@@ -666,7 +751,7 @@ export type SeqHeartbeatCommand = Message<"seqsvr.v1.SeqHeartbeatCommand"> & {
  * Use `create(SeqHeartbeatCommandSchema)` to create a new message.
  */
 export const SeqHeartbeatCommandSchema: GenMessage<SeqHeartbeatCommand> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_raft, 16);
+  messageDesc(file_seqsvr_v1_raft, 17);
 
 /**
  * @generated from message seqsvr.v1.RaiseSectionsCommand
@@ -698,7 +783,7 @@ export type RaiseSectionsCommand = Message<"seqsvr.v1.RaiseSectionsCommand"> & {
  * Use `create(RaiseSectionsCommandSchema)` to create a new message.
  */
 export const RaiseSectionsCommandSchema: GenMessage<RaiseSectionsCommand> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_raft, 17);
+  messageDesc(file_seqsvr_v1_raft, 18);
 
 /**
  * SpaceState is a space with its routing table and the durable max_seq of
@@ -760,7 +845,7 @@ export type SpaceState = Message<"seqsvr.v1.SpaceState"> & {
  * Use `create(SpaceStateSchema)` to create a new message.
  */
 export const SpaceStateSchema: GenMessage<SpaceState> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_raft, 18);
+  messageDesc(file_seqsvr_v1_raft, 19);
 
 /**
  * @generated from message seqsvr.v1.SectionMaxState
@@ -791,6 +876,11 @@ export type SectionMaxState = Message<"seqsvr.v1.SectionMaxState"> & {
    * @generated from field: bytes used = 4;
    */
   used: Uint8Array;
+
+  /**
+   * @generated from field: seqsvr.v1.RateState rate = 5;
+   */
+  rate?: RateState | undefined;
 };
 
 /**
@@ -798,7 +888,7 @@ export type SectionMaxState = Message<"seqsvr.v1.SectionMaxState"> & {
  * Use `create(SectionMaxStateSchema)` to create a new message.
  */
 export const SectionMaxStateSchema: GenMessage<SectionMaxState> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_raft, 19);
+  messageDesc(file_seqsvr_v1_raft, 20);
 
 /**
  * @generated from message seqsvr.v1.SeqMemberState
@@ -835,5 +925,5 @@ export type SeqMemberState = Message<"seqsvr.v1.SeqMemberState"> & {
  * Use `create(SeqMemberStateSchema)` to create a new message.
  */
 export const SeqMemberStateSchema: GenMessage<SeqMemberState> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_raft, 20);
+  messageDesc(file_seqsvr_v1_raft, 21);
 
