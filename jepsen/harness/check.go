@@ -83,7 +83,7 @@ func Check(in Inputs, outDir string) []Verdict {
 	ops := in.Ops
 	out := []Verdict{
 		ran(checker.Progress(ops)),
-		ran(checker.Linearizable(ops, outDir, linearizableTimeout)),
+		ran(checker.LinearizableAcross(ops, outDir, linearizableTimeout, lostSpans(in.Events))),
 		ran(checker.SegmentsDisjoint(ops)),
 	}
 	f := in.Final
@@ -118,7 +118,7 @@ func Check(in Inputs, outDir string) []Verdict {
 			ran(checker.SnowflakeDecode(ops, l)))
 	}
 	out = append(out, ran(checker.SeqOrder(ops)), ran(checker.SeqUnique(ops)), ran(checker.Idempotent(ops)),
-		ran(checker.NoBurnedIDs(ops, checker.SegmentBounds{Min: soloStep, Max: allocMaxStep})))
+		ran(checker.NoBurnedIDs(ops, burnedBounds(in.Events))))
 	switch {
 	case f == nil:
 		return append(out, skipped(checker.SeqAvailabilityName, noFinal+": needs the per-key lease TTL"))

@@ -102,9 +102,10 @@ func Full(d time.Duration, withPartitions bool) []Config {
 	}
 	out = append(out, seqAlloc)
 	out = append(out, diskScenario())
+	out = append(out, disasterScenario(d)) // last: the others keep their seeds
 	for i := range out {
 		out[i].Duration = d
-		if !slices.Contains([]string{"membership", "idempotency", "takeover", "cutoff", "seq-alloc"}, out[i].Name) {
+		if !slices.Contains([]string{"membership", "idempotency", "takeover", "cutoff", "seq-alloc", "disaster"}, out[i].Name) {
 			out[i].Copies = 2
 		}
 	}
@@ -172,6 +173,12 @@ func PlantedBug(bug string, d time.Duration) Config {
 		// the small steps switch segments every few calls anyway.
 		c.Faults = []string{"kill-alloc-slow"}
 		c.AllocWorkers = 6
+	case faults.BugRestoreNoJump:
+		// The disaster scenario: restores whose counters continue where
+		// the oldest backup left them.
+		d := c.Duration
+		c = disasterScenario(d)
+		c.Name, c.Bugs = "bug-"+bug, []string{bug}
 	case faults.BugSeqNoHandoverWait:
 		// Allocsvrs join again and again; the store gives the sections
 		// that move to them away at once, while their old owners keep
@@ -198,7 +205,7 @@ func Bugs() []string {
 // and run in -mode bugs.
 func QuickBugs() []string {
 	return []string{faults.BugReserveBeforeCommit, faults.BugStaleReads, faults.BugSnapshotDropsMaxID, faults.BugNoSelfFence, faults.BugSeqNoHandoverWait,
-		faults.BugFrontRepeatsCarry}
+		faults.BugFrontRepeatsCarry, faults.BugRestoreNoJump}
 }
 
 // Catchers are the checkers that must report a found violation (not an
@@ -223,6 +230,8 @@ func Catchers(bug string) []string {
 		return []string{checker.SegmentNoBurned}
 	case faults.BugFrontRepeatsCarry:
 		return []string{checker.SegmentUnique, checker.SegmentMonotonic}
+	case faults.BugRestoreNoJump:
+		return []string{checker.SegmentUnique, checker.SnowflakeUnique, checker.SeqUniqueName, checker.SeqOrderName}
 	}
 	return nil
 }
