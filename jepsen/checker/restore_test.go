@@ -54,4 +54,3 @@ func TestNoBurnedIDsExcusesJumps(t *testing.T) {
 		t.Fatalf("a burn after a jump passed: %+v", r)
 	}
 }
-
