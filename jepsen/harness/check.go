@@ -83,7 +83,7 @@ func Check(in Inputs, outDir string) []Verdict {
 	ops := in.Ops
 	out := []Verdict{
 		ran(checker.Progress(ops)),
-		ran(checker.LinearizableAcross(ops, outDir, linearizableTimeout, lostSpans(in.Events))),
+		ran(linearizableFirst(ops, outDir, in.Events)),
 		ran(checker.SegmentsDisjoint(ops)),
 	}
 	f := in.Final
@@ -117,7 +117,7 @@ func Check(in Inputs, outDir string) []Verdict {
 			ran(checker.WorkerExclusive(ops, l, f.LeaseTTL*2/3)),
 			ran(checker.SnowflakeDecode(ops, l)))
 	}
-	out = append(out, ran(checker.SeqOrder(ops)), ran(checker.SeqUnique(ops)), ran(checker.Idempotent(ops)),
+	out = append(out, ran(checker.SeqOrder(ops)), ran(checker.SeqUnique(ops)), ran(idempotentPerCluster(ops, in.Events)),
 		ran(checker.NoBurnedIDs(ops, burnedBounds(in.Events))))
 	switch {
 	case f == nil:
