@@ -197,7 +197,8 @@ func PlantedBug(bug string, d time.Duration) Config {
 // Bugs lists the planted bugs the harness must catch: -mode bugs runs
 // them all.
 func Bugs() []string {
-	return append(QuickBugs(), faults.BugTakeoverNoMargin, faults.BugRestartIgnoresHWM, faults.BugIgnoreRequestID, faults.BugSwitchDropsCarry)
+	return append(QuickBugs(), faults.BugTakeoverNoMargin, faults.BugRestartIgnoresHWM, faults.BugIgnoreRequestID, faults.BugSwitchDropsCarry,
+		faults.BugRestoreNoJump)
 }
 
 // QuickBugs are the planted bugs whose runs `make test` repeats (short
@@ -205,7 +206,7 @@ func Bugs() []string {
 // and run in -mode bugs.
 func QuickBugs() []string {
 	return []string{faults.BugReserveBeforeCommit, faults.BugStaleReads, faults.BugSnapshotDropsMaxID, faults.BugNoSelfFence, faults.BugSeqNoHandoverWait,
-		faults.BugFrontRepeatsCarry, faults.BugRestoreNoJump}
+		faults.BugFrontRepeatsCarry}
 }
 
 // Catchers are the checkers that must report a found violation (not an
