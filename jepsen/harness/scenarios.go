@@ -232,7 +232,7 @@ func Catchers(bug string) []string {
 	case faults.BugFrontRepeatsCarry:
 		return []string{checker.SegmentUnique, checker.SegmentMonotonic}
 	case faults.BugRestoreNoJump:
-		return []string{checker.SegmentUnique, checker.SnowflakeUnique, checker.SeqUniqueName, checker.SeqOrderName}
+		return []string{checker.SegmentUnique, checker.SegmentsDisjointName, checker.SegmentWithinReserved, checker.SeqUniqueName, checker.SeqOrderName}
 	}
 	return nil
 }
