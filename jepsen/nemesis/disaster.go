@@ -153,6 +153,10 @@ const disasterRestLo, disasterRestHi = 3 * time.Second, 6 * time.Second
 func disaster(ctx context.Context, e *Env, r *rand.Rand) error {
 	e.memberMu.Lock()
 	defer e.memberMu.Unlock()
+	if e.backups.oldest() == "" {
+		e.Log.Skip("disaster", "no backup of this cluster taken yet")
+		return nil
+	}
 	if err := restoreOldest(context.WithoutCancel(ctx), e); err != nil {
 		return err
 	}
