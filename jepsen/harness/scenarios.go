@@ -102,9 +102,10 @@ func Full(d time.Duration, withPartitions bool) []Config {
 	}
 	out = append(out, seqAlloc)
 	out = append(out, diskScenario())
+	out = append(out, disasterScenario(d)) // last: the others keep their seeds
 	for i := range out {
 		out[i].Duration = d
-		if !slices.Contains([]string{"membership", "idempotency", "takeover", "cutoff", "seq-alloc"}, out[i].Name) {
+		if !slices.Contains([]string{"membership", "idempotency", "takeover", "cutoff", "seq-alloc", "disaster"}, out[i].Name) {
 			out[i].Copies = 2
 		}
 	}
@@ -172,6 +173,12 @@ func PlantedBug(bug string, d time.Duration) Config {
 		// the small steps switch segments every few calls anyway.
 		c.Faults = []string{"kill-alloc-slow"}
 		c.AllocWorkers = 6
+	case faults.BugRestoreNoJump:
+		// The disaster scenario: restores whose counters continue where
+		// the oldest backup left them.
+		d := c.Duration
+		c = disasterScenario(d)
+		c.Name, c.Bugs = "bug-"+bug, []string{bug}
 	case faults.BugSeqNoHandoverWait:
 		// Allocsvrs join again and again; the store gives the sections
 		// that move to them away at once, while their old owners keep
@@ -190,7 +197,8 @@ func PlantedBug(bug string, d time.Duration) Config {
 // Bugs lists the planted bugs the harness must catch: -mode bugs runs
 // them all.
 func Bugs() []string {
-	return append(QuickBugs(), faults.BugTakeoverNoMargin, faults.BugRestartIgnoresHWM, faults.BugIgnoreRequestID, faults.BugSwitchDropsCarry)
+	return append(QuickBugs(), faults.BugTakeoverNoMargin, faults.BugRestartIgnoresHWM, faults.BugIgnoreRequestID, faults.BugSwitchDropsCarry,
+		faults.BugRestoreNoJump)
 }
 
 // QuickBugs are the planted bugs whose runs `make test` repeats (short
@@ -223,6 +231,8 @@ func Catchers(bug string) []string {
 		return []string{checker.SegmentNoBurned}
 	case faults.BugFrontRepeatsCarry:
 		return []string{checker.SegmentUnique, checker.SegmentMonotonic}
+	case faults.BugRestoreNoJump:
+		return []string{checker.SegmentUnique, checker.SegmentsDisjointName, checker.SegmentWithinReserved, checker.SeqUniqueName, checker.SeqOrderName}
 	}
 	return nil
 }
