@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"testing"
 
@@ -55,25 +56,55 @@ func TestRoutesMatchConnect(t *testing.T) {
 // A follower's front declines before proposing anything: the connection
 // goes to net/http, whose handlers forward the call to the leader, and it
 // stays there.
+//
+// The counts mean something only while the member stays a follower:
+// under load (-race, other tests on the 2 cores) a leader change once
+// made it the leader mid-test, and its front then served both calls. An
+// attempt during which the term moved is run again on a follower of the
+// new leader; three such attempts in a row fail the test.
 func TestRoutesReserveOnFollowerHandsOff(t *testing.T) {
 	c := newTestCluster(t, 3, nil)
-	leader := c.waitForLeader()
-	createTestTag(t, leader)
-	follower := c.followers(leader)[0]
-	tb := follower.store.Routes()
-	url, slow, front := routestest.ServeH1(t, routestest.Mount(tb), tb.Front(1<<20, testLogger()))
-	cl := seqsvrv1connect.NewStoreServiceClient(routestest.H1Client(t), url)
-	for i, want := range [][2]int64{{1, 3}, {4, 6}} {
-		res, err := cl.ReserveSegment(context.Background(), connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: "t", Size: 3}))
+	createTestTag(t, c.waitForLeader())
+	for attempt := 1; ; attempt++ {
+		leader := c.waitForLeader()
+		follower := c.followers(leader)[0]
+		term := follower.store.raft.CurrentTerm()
+		tag, err := leader.client().GetTag(context.Background(), connect.NewRequest(&seqsvrv1.GetTagRequest{Tag: "t"}))
 		if err != nil {
-			t.Fatalf("call %d: %v", i, err)
+			t.Fatal(err)
 		}
-		if res.Msg.GetFirst() != want[0] || res.Msg.GetLast() != want[1] {
-			t.Fatalf("call %d: segment %v, want %v", i, res.Msg, want)
+		next := tag.Msg.GetMaxId() + 1
+		tb := follower.store.Routes()
+		url, slow, front := routestest.ServeH1(t, routestest.Mount(tb), tb.Front(1<<20, testLogger()))
+		cl := seqsvrv1connect.NewStoreServiceClient(routestest.H1Client(t), url)
+		var callErr error
+		for i := range 2 {
+			res, err := cl.ReserveSegment(context.Background(), connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: "t", Size: 3}))
+			if err != nil {
+				callErr = fmt.Errorf("call %d: %w", i, err)
+				break
+			}
+			if want := [2]int64{next, next + 2}; res.Msg.GetFirst() != want[0] || res.Msg.GetLast() != want[1] {
+				callErr = fmt.Errorf("call %d: segment %v, want %v", i, res.Msg, want)
+				break
+			}
+			next += 3
 		}
-	}
-	if st := front.Stats(); st.Served != 0 || st.HandOffs["declined"] != 1 || slow.Load() != 2 {
-		t.Fatalf("front served %d, declined %d connections, net/http got %d; want 0, 1, 2",
-			st.Served, st.HandOffs["declined"], slow.Load())
+		st := front.Stats()
+		if moved := follower.store.raft.CurrentTerm(); moved != term {
+			if attempt == 3 {
+				t.Fatalf("the term moved during each of %d attempts (last: %d to %d); no attempt ran on a steady follower", attempt, term, moved)
+			}
+			t.Logf("attempt %d: the term moved from %d to %d (%v); again on the new leader's follower", attempt, term, moved, callErr)
+			continue
+		}
+		if callErr != nil {
+			t.Fatal(callErr)
+		}
+		if st.Served != 0 || st.HandOffs["declined"] != 1 || slow.Load() != 2 {
+			t.Fatalf("front served %d, declined %d connections, net/http got %d; want 0, 1, 2",
+				st.Served, st.HandOffs["declined"], slow.Load())
+		}
+		return
 	}
 }
