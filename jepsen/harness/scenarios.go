@@ -182,13 +182,35 @@ func PlantedBug(bug string, d time.Duration) Config {
 	case faults.BugSeqNoHandoverWait:
 		// Allocsvrs join again and again; the store gives the sections
 		// that move to them away at once, while their old owners keep
-		// serving from memory until their next heartbeat answer (1 s
-		// apart here) or a refused raise (a large step: rarely). Clients
-		// call the old owners directly and the new ones through any
-		// allocsvr, so the same keys are served by both.
-		c.Faults = []string{"seq-add-alloc"}
-		c.SeqWorkers = 8
-		c.SeqHeartbeat, c.SeqLeaseTTL, c.SeqStep = time.Second, 3*time.Second, 1000
+		// serving from memory until their next heartbeat answer or a
+		// refused raise (a large step: rarely). Clients call the old
+		// owners directly and the new ones through any allocsvr, so the
+		// same keys are served by both.
+		//
+		// The window runs from the moment the workers reach the joining
+		// allocsvr (after its start and /readyz, which take longer the
+		// busier the machine is) to the old owner's next heartbeat. With
+		// plain seq-add-alloc that heartbeat falls anywhere in the
+		// interval after the join, and with 1 s heartbeats a busy 2-core
+		// machine missed every window of a run. So the joins are aimed
+		// (seq-add-alloc-aimed: right after the old owner's heartbeat,
+		// a graceful stop), and heartbeats are 3 s apart: each join leaves
+		// the old owner serving for seconds, and a stop before it heard of
+		// the move gives the sections back to a memory that stays stale.
+		// The lease (6 s, fenced 0.5 s early) outlasts a heartbeat
+		// answered 2.5 s late. Guarantee 9's bounds (2 s after a start or
+		// a graceful stop) assume heartbeats well under a second: with 3 s
+		// ones its check may fail here with or without the bug, and is not
+		// one of this bug's catchers.
+		//
+		// Ten hot keys (one per section) instead of 30, and one worker of
+		// each other kind, so that a busy machine still makes several
+		// calls per moving key within a window: the catch needs one key
+		// answered by the new owner and then by the old.
+		c.Faults = []string{"seq-add-alloc-aimed"}
+		c.SeqWorkers, c.SeqHotKeys = 8, 10
+		c.StoreWorkers, c.AllocWorkers, c.TagWorkers = 1, 1, 1
+		c.SeqHeartbeat, c.SeqLeaseTTL, c.SeqStep = 3*time.Second, 6*time.Second, 1000
 		c.GapLo, c.GapHi = 200*time.Millisecond, 500*time.Millisecond
 	}
 	return c

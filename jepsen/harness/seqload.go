@@ -211,6 +211,8 @@ var (
 	seqDeaths = []string{"seq-kill-alloc", "kill-alloc", "seq-pause-alloc", "pause-alloc", "isolate-alloc"}
 	// seqGraceful stop one with a release (SIGTERM).
 	seqGraceful = []string{"seq-term-alloc"}
+	// seqAdds start the extra allocsvr and stop it again.
+	seqAdds = []string{"seq-add-alloc", "seq-add-alloc-aimed"}
 )
 
 // SeqAvailability is checker.SeqAvailability on a run's history and
@@ -239,7 +241,7 @@ func seqG9Events(events []nemesis.Event, ttl time.Duration) ([]checker.SeqScale,
 		switch {
 		case slices.Contains(seqDeaths, o.fault), slices.Contains(seqGraceful, o.fault):
 			down[o.target] = append(down[o.target], checker.Span{From: o.at, To: at})
-		case o.fault == "seq-add-alloc":
+		case slices.Contains(seqAdds, o.fault):
 			// The extra allocsvr is up between inject and heal; after
 			// the heal it is gone for good.
 			down[o.target] = append(down[o.target], checker.Span{From: at, To: end})
@@ -260,7 +262,7 @@ func seqG9Events(events []nemesis.Event, ttl time.Duration) ([]checker.SeqScale,
 			switch {
 			case slices.Contains(seqDeaths, e.Fault):
 				scale = append(scale, checker.SeqScale{At: e.At, Bound: death, What: what, Target: e.Target})
-			case slices.Contains(seqGraceful, e.Fault), e.Fault == "seq-add-alloc":
+			case slices.Contains(seqGraceful, e.Fault), slices.Contains(seqAdds, e.Fault):
 				scale = append(scale, checker.SeqScale{At: e.At, Bound: checker.SeqBlip, What: what, Target: e.Target})
 			}
 		case "heal":
@@ -288,9 +290,9 @@ func seqG9Events(events []nemesis.Event, ttl time.Duration) ([]checker.SeqScale,
 			}
 			opened = keep
 			switch {
-			case e.Fault == "seq-add-alloc" && strings.Contains(e.Detail, "SIGKILL"):
+			case slices.Contains(seqAdds, e.Fault) && strings.Contains(e.Detail, "SIGKILL"):
 				scale = append(scale, checker.SeqScale{At: e.At, Bound: death, What: what + " SIGKILL", Target: e.Target})
-			case slices.Contains(seqDeaths, e.Fault), slices.Contains(seqGraceful, e.Fault), e.Fault == "seq-add-alloc":
+			case slices.Contains(seqDeaths, e.Fault), slices.Contains(seqGraceful, e.Fault), slices.Contains(seqAdds, e.Fault):
 				// A restart, a SIGCONT, a reconnection or a SIGTERM: sections
 				// move to or away from it, within the blip.
 				scale = append(scale, checker.SeqScale{At: e.At, Bound: checker.SeqBlip, What: what, Target: e.Target})

@@ -62,3 +62,24 @@ func TestSeqG9Events(t *testing.T) {
 		}
 	}
 }
+
+// TestSeqG9EventsAimedAdd: seq-add-alloc-aimed is read as seq-add-alloc
+// (a start within the blip, a graceful stop within the blip, the extra
+// allocsvr down after its heal), not as an unexplained fault excused for
+// a lease TTL.
+func TestSeqG9EventsAimedAdd(t *testing.T) {
+	s := func(x float64) time.Duration { return time.Duration(x * float64(time.Second)) }
+	scale, excused, down := seqG9Events([]nemesis.Event{
+		{At: s(3), Fault: "seq-add-alloc-aimed", Phase: "inject", Target: "ax", Detail: "started"},
+		{At: s(5), Fault: "seq-add-alloc-aimed", Phase: "heal", Target: "ax", Detail: "SIGTERM after 2s"},
+	}, 2*time.Second)
+	if len(scale) != 2 || scale[0].At != s(3) || scale[1].At != s(5) || scale[0].Bound != checker.SeqBlip || scale[1].Bound != checker.SeqBlip {
+		t.Errorf("scale events %+v, want a start at 3s and a stop at 5s, each within %s", scale, checker.SeqBlip)
+	}
+	if len(excused) != 0 {
+		t.Errorf("excused %v, want none", excused)
+	}
+	if got := down["ax"]; len(got) != 1 || got[0] != (checker.Span{From: s(5), To: time.Duration(math.MaxInt64)}) {
+		t.Errorf("down[ax] = %v, want from 5s on", got)
+	}
+}

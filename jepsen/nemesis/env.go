@@ -30,6 +30,9 @@ type Env struct {
 	// SeqLeaseTTL is the per-key sequence lease the stores were given
 	// (--seq-lease-ttl): how long a dead allocsvr keeps its sections.
 	SeqLeaseTTL time.Duration
+	// SeqSpace is the per-key workload's space (seq-add-alloc-aimed
+	// watches its routing table).
+	SeqSpace string
 	// AfterResume runs right after a paused store is resumed, so the
 	// workload can aim reads at a member that may believe stale things.
 	AfterResume func(p *launch.Proc)

@@ -42,6 +42,7 @@ func Catalogue() map[string]Fault {
 		{"restart-below-issued", "alloc", restartBelowIssued, 0},
 		{"restart-above-issued", "alloc", restartAboveIssued, 0},
 		{"seq-add-alloc", "alloc", seqAddAlloc, 0},
+		{"seq-add-alloc-aimed", "alloc", seqAddAllocAimed, 0},
 		{"seq-term-alloc", "alloc", onRandomAlloc(seqTermAlloc), 0},
 		{"seq-kill-alloc", "alloc", onRandomAlloc(seqKillAlloc), 0},
 		{"seq-pause-alloc", "alloc", onRandomAlloc(seqPauseAlloc), 0},
