@@ -16,6 +16,7 @@
 //	ignore-request-id      storage: ReserveSegment ignores the request_id record
 //	restart-ignores-hwm    alloc: a restart's snowflake floor ignores the local high-water mark
 //	switch-drops-carry     alloc: a segment switch drops the IDs carried from a failed request
+//	ungated-new-field      storage: reservations carry a field the base release ignores, without the cluster-version gate
 package faults
 
 import "time"
@@ -31,6 +32,7 @@ const (
 	BugIgnoreRequestID     = "ignore-request-id"
 	BugRestartIgnoresHWM   = "restart-ignores-hwm"
 	BugSwitchDropsCarry    = "switch-drops-carry"
+	BugUngatedNewField     = "ungated-new-field"
 )
 
 // Now is the wall clock every time-reading part of the service should use
