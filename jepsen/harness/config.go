@@ -96,6 +96,12 @@ type Config struct {
 	// before an unrenewed lease ends).
 	SeqLeaseTTL, SeqHeartbeat time.Duration
 
+	// Upgrade runs the upgrade scenario (upgrade.go) instead of the
+	// nemesis: the cluster starts on the base release's binaries, built
+	// (once per commit) into BaseCache, default <module>/jepsen/results/bin.
+	Upgrade   bool
+	BaseCache string
+
 	// OpTimeout bounds one client call.
 	OpTimeout time.Duration
 

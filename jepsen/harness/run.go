@@ -115,11 +115,21 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		rep.Notes = append(rep.Notes, "secure: HTTPS, bearer tokens, client certificates, Raft over mutual TLS")
 	}
-	c, err := launch.Start(ctx, opts)
+	c, err := launch.New(opts)
 	if err != nil {
 		return nil, err
 	}
 	defer c.Close()
+	var up *upgrader
+	if cfg.Upgrade {
+		if up, err = prepareUpgrade(ctx, cfg, c, nlog); err != nil {
+			return nil, err
+		}
+		rep.Notes = append(rep.Notes, "upgrade from the base release "+up.out.Base)
+	}
+	if err := c.Launch(ctx); err != nil {
+		return nil, err
+	}
 
 	w := &workload{cfg: cfg, c: c, rec: rec, runID: fmt.Sprintf("%s-%d-%d", cfg.Name, cfg.Seed, time.Now().UnixNano())}
 	for i := range cfg.LinTags {
@@ -181,8 +191,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if len(faults) > 0 {
 		nemErr = nemesis.Schedule(runCtx, env, faults, cfg.Seed, cfg.Copies, cfg.GapLo, cfg.GapHi)
 	}
+	if up != nil {
+		up.run(runCtx)
+	}
 	<-runCtx.Done()
 	wg.Wait()
+	if up != nil {
+		up.finish()
+	}
 	if nemErr != nil {
 		rep.Notes = append(rep.Notes, "nemesis error: "+nemErr.Error())
 	}
@@ -244,6 +260,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	// still be checked offline (Recheck) from the same inputs.
 	in := Inputs{Ops: ops, Events: nlog.Events(), Final: &Final{Tags: tags, MaxID: final, Snowflake: layout,
 		LeaseTTL: cfg.LeaseTTL, SeqLeaseTTL: cfg.SeqLeaseTTL}}
+	if up != nil {
+		in.Final.Upgrade = &up.out
+	}
 	if err := SaveInputs(out, in); err != nil {
 		return nil, err
 	}

@@ -101,9 +101,13 @@ func Full(d time.Duration, withPartitions bool) []Config {
 	}
 	out = append(out, seqAlloc)
 	out = append(out, diskScenario())
+	// upgrade: the base release's binaries replaced one process at a time
+	// by the current build, a leader kill while mixed, one member rolled
+	// back (upgrade.go).
+	out = append(out, upgradeScenario())
 	for i := range out {
 		out[i].Duration = d
-		if !slices.Contains([]string{"membership", "idempotency", "takeover", "cutoff", "seq-alloc"}, out[i].Name) {
+		if !slices.Contains([]string{"membership", "idempotency", "takeover", "cutoff", "seq-alloc", "upgrade"}, out[i].Name) {
 			out[i].Copies = 2
 		}
 	}
@@ -161,6 +165,12 @@ func PlantedBug(bug string, d time.Duration) Config {
 		// Every re-send reserves anew.
 		c.Faults = []string{"leader-change-resend", "snapshot-resend"}
 		c.StoreArgs = snapshotOften
+	case faults.BugUngatedNewField:
+		// The upgrade: the field is proposed by a current leader while a
+		// base member applies (after the mixed leader kill, and on the
+		// rolled-back member to the end).
+		u := upgradeScenario()
+		c.Upgrade, c.SeqWorkers, c.StoreArgs = true, u.SeqWorkers, u.StoreArgs
 	case faults.BugSeqNoHandoverWait:
 		// Allocsvrs join again and again; the store gives the sections
 		// that move to them away at once, while their old owners keep
@@ -179,7 +189,8 @@ func PlantedBug(bug string, d time.Duration) Config {
 // Bugs lists the planted bugs the harness must catch: -mode bugs runs
 // them all.
 func Bugs() []string {
-	return append(QuickBugs(), faults.BugTakeoverNoMargin, faults.BugRestartIgnoresHWM, faults.BugIgnoreRequestID, faults.BugSwitchDropsCarry)
+	return append(QuickBugs(), faults.BugTakeoverNoMargin, faults.BugRestartIgnoresHWM, faults.BugIgnoreRequestID, faults.BugSwitchDropsCarry,
+		faults.BugUngatedNewField)
 }
 
 // QuickBugs are the planted bugs whose runs `make test` repeats (short
@@ -209,6 +220,11 @@ func Catchers(bug string) []string {
 		return []string{checker.IdempotentName, checker.Linearizability}
 	case faults.BugSwitchDropsCarry:
 		return []string{checker.SegmentNoBurned}
+	case faults.BugUngatedNewField:
+		// The members' states part: the rolled-back member's max_ids
+		// stay below the others'. (Porcupine fails too, on any run of
+		// the bug: its model is the base release's reservation.)
+		return []string{checker.FinalMaxID}
 	}
 	return nil
 }

@@ -1,0 +1,371 @@
+package harness
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/seqsvr/seqsvr/internal/launch"
+	"github.com/seqsvr/seqsvr/jepsen/checker"
+	"github.com/seqsvr/seqsvr/jepsen/nemesis"
+)
+
+// The upgrade scenario (issue 23): the cluster starts on the base
+// release's binaries (BaseRelease, BuildBase) under the full load, and
+// the upgrader replaces one process at a time with the current build, the
+// way docs/upgrading.md tells an operator to:
+//
+//  1. each storesvr in turn, followers first and the leader last
+//     (SIGTERM, swap the binary, start on the same data dir, wait for
+//     /readyz); after the first one the leader is SIGKILLed once, while
+//     the versions are mixed, and restarted on its old binary;
+//  2. then each allocsvr the same way;
+//  3. then one follower storesvr is rolled back to the base binary on its
+//     data dir. It must serve, or refuse with an error; it must not crash
+//     and must not serve wrong state: it stays on the base binary to the
+//     end, so the final state read from every member and every checker
+//     cover it.
+//
+// The steps are upgradeGaps apart (Duration/upgradeSlots), so with the
+// full matrix's 100 s the versions are mixed for about 50 s.
+
+// Fault names in the nemesis log (and the report's fault lines).
+const (
+	upgradeStore  = "upgrade-store"
+	upgradeAlloc  = "upgrade-alloc"
+	upgradeKill   = "kill-leader"
+	rollbackStore = "rollback-store"
+)
+
+// upgradeSlots divides the run: 3 store swaps, the leader kill, 2 alloc
+// swaps and the rollback take one slot each; the rest is load before the
+// first step and after the rollback.
+const upgradeSlots = 12
+
+// upgradeScenario is `upgrade` of the full matrix: the per-key workload
+// too, and snapshots often, so that members restart, and the rolled-back
+// one starts, from snapshots the other version wrote.
+func upgradeScenario() Config {
+	return Config{Name: "upgrade", Upgrade: true, SeqWorkers: 3, StoreArgs: snapshotOften}
+}
+
+// UpgradeSmoke is the short upgrade run of `make test`.
+func UpgradeSmoke(d time.Duration) Config {
+	c := upgradeScenario()
+	c.Name, c.Duration = "upgrade-smoke", d
+	return c
+}
+
+// Upgrade is what the upgrader did, saved in final.json; Check turns it
+// into the UpgradeName verdict.
+type Upgrade struct {
+	Base        string `json:"base"` // commit (and version) of the base release
+	StoresDone  int    `json:"stores_done"`
+	AllocsDone  int    `json:"allocs_done"`
+	LeaderKills int    `json:"leader_kills"`
+	// Mixed is how long base and current binaries served together
+	// during the upgrade (first swap to last), before the rollback.
+	Mixed time.Duration `json:"mixed"`
+	// Rollback is the rolled-back member, and RollbackResult what it did:
+	// "served" (ready and still running at the end), "refused" (exited
+	// without a panic; RollbackLog has its last lines), "crashed" (a
+	// panic or a fatal signal) or "not ready".
+	Rollback       string   `json:"rollback,omitempty"`
+	RollbackResult string   `json:"rollback_result,omitempty"`
+	RollbackLog    []string `json:"rollback_log,omitempty"`
+	// Stores and Allocs are the counts of the cluster, what "done" means.
+	Stores int    `json:"stores"`
+	Allocs int    `json:"allocs"`
+	Err    string `json:"error,omitempty"`
+}
+
+// UpgradeName is the upgrade scenario's own verdict.
+const UpgradeName = "upgrade steps ran; rolled-back member served or refused cleanly"
+
+// Verdict checks that every step ran and the rollback did not crash.
+func (u *Upgrade) Verdict() checker.Result {
+	r := checker.Result{Name: UpgradeName, Checked: u.StoresDone + u.AllocsDone + u.LeaderKills}
+	var miss []string
+	if u.StoresDone < u.Stores {
+		miss = append(miss, fmt.Sprintf("%d of %d storesvrs upgraded", u.StoresDone, u.Stores))
+	}
+	if u.AllocsDone < u.Allocs {
+		miss = append(miss, fmt.Sprintf("%d of %d allocsvrs upgraded", u.AllocsDone, u.Allocs))
+	}
+	if u.LeaderKills == 0 {
+		miss = append(miss, "the leader was never killed while versions were mixed")
+	}
+	switch u.RollbackResult {
+	case "served", "refused":
+	case "":
+		miss = append(miss, "no rollback")
+	default:
+		miss = append(miss, fmt.Sprintf("rollback of %s: %s: %s", u.Rollback, u.RollbackResult, strings.Join(u.RollbackLog, " | ")))
+	}
+	if u.Err != "" {
+		miss = append(miss, u.Err)
+	}
+	if len(miss) > 0 {
+		r.Detail = strings.Join(miss, "; ")
+		return r
+	}
+	r.OK = true
+	r.Detail = fmt.Sprintf("from %s: %d storesvrs and %d allocsvrs replaced, leader killed %d×, versions mixed for %s; %s rolled back: %s",
+		u.Base, u.StoresDone, u.AllocsDone, u.LeaderKills, u.Mixed.Round(100*time.Millisecond), u.Rollback, u.RollbackResult)
+	if u.RollbackResult == "refused" {
+		r.Detail += " (" + strings.Join(u.RollbackLog, " | ") + ")"
+	}
+	return r
+}
+
+// upgrader runs the steps on the cluster; cur and base are the bin dirs.
+type upgrader struct {
+	c         *launch.Cluster
+	log       *nemesis.Log
+	cur, base string
+	gap       time.Duration
+	out       Upgrade
+	rolled    *launch.Proc
+}
+
+func newUpgrader(c *launch.Cluster, log *nemesis.Log, cur, base string, b Base, d time.Duration) *upgrader {
+	name := b.Commit[:min(len(b.Commit), 12)]
+	if b.Version != "" {
+		name += " (" + b.Version + ")"
+	}
+	return &upgrader{c: c, log: log, cur: cur, base: base, gap: d / upgradeSlots,
+		out: Upgrade{Base: name, Stores: len(c.Stores), Allocs: len(c.Allocs)}}
+}
+
+// useBase points every process at the base binaries (before Launch).
+func (u *upgrader) useBase() {
+	for _, p := range u.c.All() {
+		p.Binary = filepath.Join(u.base, string(p.Kind))
+	}
+}
+
+// run does the steps until they are done or ctx ends (the run is over:
+// what was not done shows in the verdict).
+func (u *upgrader) run(ctx context.Context) {
+	if err := u.steps(ctx); err != nil && ctx.Err() == nil {
+		u.out.Err = err.Error()
+		u.log.Error("upgrade", "", err)
+	}
+}
+
+func (u *upgrader) steps(ctx context.Context) error {
+	var mixedFrom time.Duration
+	for u.out.StoresDone < len(u.c.Stores) {
+		if err := launch.Sleep(ctx, u.gap); err != nil {
+			return err
+		}
+		p, err := u.nextStore(ctx)
+		if err != nil {
+			return err
+		}
+		if u.out.StoresDone == 0 {
+			mixedFrom = u.log.Since()
+		}
+		if err := u.swap(ctx, p, u.cur, upgradeStore); err != nil {
+			return err
+		}
+		u.out.StoresDone++
+		if u.out.LeaderKills == 0 && u.out.StoresDone < len(u.c.Stores) {
+			if err := launch.Sleep(ctx, u.gap); err != nil {
+				return err
+			}
+			if err := u.killLeader(ctx); err != nil {
+				return err
+			}
+			u.out.LeaderKills++
+		}
+	}
+	for _, a := range u.c.Allocs {
+		if err := launch.Sleep(ctx, u.gap); err != nil {
+			return err
+		}
+		if err := u.swap(ctx, a, u.cur, upgradeAlloc); err != nil {
+			return err
+		}
+		u.out.AllocsDone++
+	}
+	u.out.Mixed = u.log.Since() - mixedFrom
+	if err := launch.Sleep(ctx, u.gap); err != nil {
+		return err
+	}
+	return u.rollback(ctx)
+}
+
+// nextStore is a store still on the base binary: a follower while there
+// is one, the leader last.
+func (u *upgrader) nextStore(ctx context.Context) (*launch.Proc, error) {
+	lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	l, err := u.c.Leader(lctx)
+	if err != nil {
+		return nil, err
+	}
+	var leaderOld bool
+	for _, s := range u.c.Stores {
+		if s.Binary == filepath.Join(u.cur, string(s.Kind)) {
+			continue
+		}
+		if s != l {
+			return s, nil
+		}
+		leaderOld = true
+	}
+	if leaderOld {
+		return l, nil
+	}
+	return nil, fmt.Errorf("no storesvr left on the base binary")
+}
+
+// swap stops p with SIGTERM, points it at binDir's binary and starts it
+// on the same data dir, then waits for /readyz.
+func (u *upgrader) swap(ctx context.Context, p *launch.Proc, binDir, fault string) error {
+	since := u.log.Since()
+	u.log.Inject(fault, p.Name, "SIGTERM, start on %s", binDir)
+	if err := p.Stop(); err != nil {
+		return err
+	}
+	p.Binary = filepath.Join(binDir, string(p.Kind))
+	if err := p.Start(context.Background()); err != nil {
+		return err
+	}
+	rctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	if err := u.c.WaitReady(rctx, p); err != nil {
+		u.log.Error(fault, p.Name, err)
+		return err
+	}
+	u.log.Heal(fault, p.Name, "ready on %s", binDir)
+	u.log.Window(fault, since)
+	return nil
+}
+
+// killLeader SIGKILLs the leader while the versions are mixed and starts
+// it again on the binary it had.
+func (u *upgrader) killLeader(ctx context.Context) error {
+	lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	l, err := u.c.Leader(lctx)
+	if err != nil {
+		return err
+	}
+	since := u.log.Since()
+	if err := l.Kill(); err != nil {
+		return err
+	}
+	u.log.Inject(upgradeKill, l.Name, "SIGKILL (versions mixed; it runs %s)", filepath.Dir(l.Binary))
+	_ = launch.Sleep(ctx, 2*ElectionTimeout)
+	if err := l.Start(context.Background()); err != nil {
+		return err
+	}
+	u.log.Heal(upgradeKill, l.Name, "restarted")
+	u.log.Window(upgradeKill, since)
+	return nil
+}
+
+// rollback puts a follower back on the base binary and watches it start:
+// ready, or an exit whose log says why.
+func (u *upgrader) rollback(ctx context.Context) error {
+	lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	l, err := u.c.Leader(lctx)
+	if err != nil {
+		return err
+	}
+	var f *launch.Proc
+	for _, s := range u.c.Stores {
+		if s != l {
+			f = s
+			break
+		}
+	}
+	if f == nil {
+		return fmt.Errorf("rollback: no follower")
+	}
+	u.rolled, u.out.Rollback = f, f.Name
+	u.log.Inject(rollbackStore, f.Name, "SIGTERM, start on the base release %s", u.base)
+	if err := f.Stop(); err != nil {
+		return err
+	}
+	f.Binary = filepath.Join(u.base, string(f.Kind))
+	if err := f.Start(context.Background()); err != nil {
+		return err
+	}
+	rctx, rcancel := context.WithTimeout(ctx, 60*time.Second)
+	defer rcancel()
+	if err := u.c.WaitReady(rctx, f); err != nil {
+		u.out.RollbackResult = "not ready"
+		if !f.Running() {
+			u.out.RollbackResult = exitKind(f)
+		}
+		u.out.RollbackLog = lastLines(f.LogPath, 6)
+		u.log.Error(rollbackStore, f.Name, fmt.Errorf("%s: %s", u.out.RollbackResult, strings.Join(u.out.RollbackLog, " | ")))
+		return nil
+	}
+	u.out.RollbackResult = "served"
+	u.log.Heal(rollbackStore, f.Name, "ready on the base release; stays on it to the end")
+	return nil
+}
+
+// finish runs after the load stopped, before the final reads: a
+// rolled-back member that exited since it became ready is judged on its
+// log, and any member that is down goes back on the current binary so the
+// final state can be read from every member.
+func (u *upgrader) finish() {
+	if f := u.rolled; f != nil && !f.Running() {
+		if u.out.RollbackResult == "served" {
+			u.out.RollbackResult = exitKind(f)
+			u.out.RollbackLog = lastLines(f.LogPath, 6)
+			u.log.Error(rollbackStore, f.Name, fmt.Errorf("exited on the base release: %s", strings.Join(u.out.RollbackLog, " | ")))
+		}
+		f.Binary = filepath.Join(u.cur, string(f.Kind))
+		u.log.Heal(rollbackStore, f.Name, "back on the current binary for the final reads")
+	}
+}
+
+// exitKind sorts an exit on the base binary: a panic or a fatal runtime
+// error is a crash, anything else a refusal (which its log must explain).
+func exitKind(p *launch.Proc) string {
+	for _, l := range linesSinceStart(p.LogPath) {
+		if strings.HasPrefix(l, "panic:") || strings.HasPrefix(l, "fatal error:") {
+			return "crashed"
+		}
+	}
+	return "refused"
+}
+
+// lastLines are the last n lines p wrote in its latest lifetime.
+func lastLines(path string, n int) []string {
+	ls := linesSinceStart(path)
+	return ls[max(0, len(ls)-n):]
+}
+
+// linesSinceStart are the log lines after the launcher's last start
+// marker.
+func linesSinceStart(path string) []string {
+	f, err := os.Open(path)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		l := sc.Text()
+		if strings.HasPrefix(l, "=== cluster: start #") {
+			out = out[:0]
+			continue
+		}
+		out = append(out, l)
+	}
+	return out
+}
