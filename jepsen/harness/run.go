@@ -51,6 +51,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := launch.Build(ctx, cfg.BinDir, "faults"); err != nil {
 		return nil, err
 	}
+	var baseDir string
+	var base Base
+	if cfg.Upgrade {
+		var err error
+		if baseDir, base, err = baseBinaries(ctx, cfg); err != nil {
+			return nil, err
+		}
+	}
 	rep := &Report{Name: cfg.Name, Seed: cfg.Seed, OutDir: out, Bugs: cfg.Bugs, Faults: map[string]int{}}
 
 	nemesisFile, err := os.Create(filepath.Join(out, "nemesis.log"))
@@ -122,7 +130,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	defer c.Close()
 	var up *upgrader
 	if cfg.Upgrade {
-		if up, err = prepareUpgrade(ctx, cfg, c, nlog); err != nil {
+		if up, err = newUpgrader(c, nlog, cfg.BinDir, baseDir, base, cfg.Duration); err != nil {
 			return nil, err
 		}
 		rep.Notes = append(rep.Notes, "upgrade from the base release "+up.out.Base)

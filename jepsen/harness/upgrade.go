@@ -130,22 +130,25 @@ type upgrader struct {
 	gap       time.Duration
 	out       Upgrade
 	rolled    *launch.Proc
+	rolledAt  time.Duration // run clock of the rollback
 }
 
-func newUpgrader(c *launch.Cluster, log *nemesis.Log, cur, base string, b Base, d time.Duration) *upgrader {
+// newUpgrader points every process of c at the base binaries (in base);
+// c is not launched yet. cur holds the current build.
+func newUpgrader(c *launch.Cluster, log *nemesis.Log, cur, base string, b Base, d time.Duration) (*upgrader, error) {
+	cur, err := filepath.Abs(cur)
+	if err != nil {
+		return nil, err
+	}
 	name := b.Commit[:min(len(b.Commit), 12)]
 	if b.Version != "" {
 		name += " (" + b.Version + ")"
 	}
-	return &upgrader{c: c, log: log, cur: cur, base: base, gap: d / upgradeSlots,
-		out: Upgrade{Base: name, Stores: len(c.Stores), Allocs: len(c.Allocs)}}
-}
-
-// useBase points every process at the base binaries (before Launch).
-func (u *upgrader) useBase() {
-	for _, p := range u.c.All() {
-		p.Binary = filepath.Join(u.base, string(p.Kind))
+	for _, p := range c.All() {
+		p.Binary = filepath.Join(base, string(p.Kind))
 	}
+	return &upgrader{c: c, log: log, cur: cur, base: base, gap: d / upgradeSlots,
+		out: Upgrade{Base: name, Stores: len(c.Stores), Allocs: len(c.Allocs)}}, nil
 }
 
 // run does the steps until they are done or ctx ends (the run is over:
@@ -290,7 +293,7 @@ func (u *upgrader) rollback(ctx context.Context) error {
 	if f == nil {
 		return fmt.Errorf("rollback: no follower")
 	}
-	u.rolled, u.out.Rollback = f, f.Name
+	u.rolled, u.out.Rollback, u.rolledAt = f, f.Name, u.log.Since()
 	u.log.Inject(rollbackStore, f.Name, "SIGTERM, start on the base release %s", u.base)
 	if err := f.Stop(); err != nil {
 		return err
@@ -320,6 +323,10 @@ func (u *upgrader) rollback(ctx context.Context) error {
 // log, and any member that is down goes back on the current binary so the
 // final state can be read from every member.
 func (u *upgrader) finish() {
+	if u.rolled != nil {
+		// The rollback's window: to now, the end of the load.
+		u.log.Window(rollbackStore, u.rolledAt)
+	}
 	if f := u.rolled; f != nil && !f.Running() {
 		if u.out.RollbackResult == "served" {
 			u.out.RollbackResult = exitKind(f)

@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	"github.com/seqsvr/seqsvr/internal/launch"
-	"github.com/seqsvr/seqsvr/jepsen/nemesis"
 )
 
 // BaseFile names the base release the upgrade scenario starts from,
@@ -127,30 +126,21 @@ func baseBuilt(dir string) bool {
 	return true
 }
 
-// prepareUpgrade builds (or finds) the base release's binaries and points
-// every process of c at them, before c is launched.
-func prepareUpgrade(ctx context.Context, cfg Config, c *launch.Cluster, log *nemesis.Log) (*upgrader, error) {
+// baseBinaries builds (or finds) the base release's binaries: before the
+// run's clock starts, so a first build does not eat into the run.
+func baseBinaries(ctx context.Context, cfg Config) (string, Base, error) {
 	root, err := launch.ModuleRoot(ctx)
 	if err != nil {
-		return nil, err
+		return "", Base{}, err
 	}
 	b, err := BaseRelease(ctx, root)
 	if err != nil {
-		return nil, err
+		return "", b, err
 	}
 	cache := cfg.BaseCache
 	if cache == "" {
 		cache = filepath.Join(root, "jepsen", "results", "bin")
 	}
-	baseDir, err := BuildBase(ctx, root, cache, b)
-	if err != nil {
-		return nil, err
-	}
-	cur, err := filepath.Abs(cfg.BinDir)
-	if err != nil {
-		return nil, err
-	}
-	u := newUpgrader(c, log, cur, baseDir, b, cfg.Duration)
-	u.useBase()
-	return u, nil
+	dir, err := BuildBase(ctx, root, cache, b)
+	return dir, b, err
 }
