@@ -20,6 +20,10 @@
 // fails, and so does a run in which some kind of operation never
 // succeeded.
 //
+// The upgrade scenario (upgrade.go) starts the cluster on the base
+// release's binaries, built from its commit (upgradebase.go), and
+// replaces them one process at a time instead of injecting faults.
+//
 // Everything the checkers read is saved before they run (history.jsonl,
 // final.json), so Recheck can run them again on a results folder, through
 // the same Check.
