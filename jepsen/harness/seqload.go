@@ -165,7 +165,7 @@ var (
 	seqDeaths = []string{"seq-kill-alloc", "kill-alloc", "seq-pause-alloc", "pause-alloc", "isolate-alloc"}
 	// seqGraceful stop one with a release (SIGTERM; the upgrade's swap
 	// too).
-	seqGraceful = []string{"seq-term-alloc", upgradeAlloc}
+	seqGraceful = []string{"seq-term-alloc", upgradeAlloc, rollbackAlloc}
 )
 
 // SeqAvailability is checker.SeqAvailability on a run's history and

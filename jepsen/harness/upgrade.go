@@ -23,15 +23,16 @@ import (
 //     (SIGTERM, swap the binary, start on the same data dir, wait for
 //     /readyz); after the first one the leader is SIGKILLed once, while
 //     the versions are mixed, and restarted on its old binary;
-//  2. then each allocsvr the same way;
-//  3. then one follower storesvr is rolled back to the base binary on its
-//     data dir. It must serve, or refuse with an error; it must not crash
-//     and must not serve wrong state: it stays on the base binary to the
-//     end, so the final state read from every member and every checker
-//     cover it.
+//  2. once the cluster version (when the build has one) reached the new
+//     level, each allocsvr the same way;
+//  3. then one follower storesvr, and then one allocsvr, are rolled back
+//     to the base binary on their data dirs. Each must serve, or refuse
+//     with an error; it must not crash and must not serve wrong state: it
+//     stays on the base binary to the end, so the final state read from
+//     every member and every checker cover it.
 //
-// The steps are upgradeGaps apart (Duration/upgradeSlots), so with the
-// full matrix's 100 s the versions are mixed for about 50 s.
+// The steps are Duration/upgradeSlots apart, so with the
+// full matrix's 100 s the versions are mixed for about 45 s.
 
 // Fault names in the nemesis log (and the report's fault lines).
 const (
@@ -39,12 +40,13 @@ const (
 	upgradeAlloc  = "upgrade-alloc"
 	upgradeKill   = "kill-leader"
 	rollbackStore = "rollback-store"
+	rollbackAlloc = "rollback-alloc"
 )
 
 // upgradeSlots divides the run: 3 store swaps, the leader kill, 2 alloc
-// swaps and the rollback take one slot each; the rest is load before the
-// first step and after the rollback.
-const upgradeSlots = 12
+// swaps and 2 rollbacks take one slot each; the rest is load before the
+// first step and after the rollbacks.
+const upgradeSlots = 13
 
 // upgradeScenario is `upgrade` of the full matrix: the per-key workload
 // too, and snapshots often, so that members restart, and the rolled-back
@@ -68,27 +70,40 @@ type Upgrade struct {
 	AllocsDone  int    `json:"allocs_done"`
 	LeaderKills int    `json:"leader_kills"`
 	// Mixed is how long base and current binaries served together
-	// during the upgrade (first swap to last), before the rollback.
+	// during the upgrade (first swap to last), before the rollbacks.
 	Mixed time.Duration `json:"mixed"`
-	// Rollback is the rolled-back member, and RollbackResult what it did:
-	// "served" (ready and still running at the end), "refused" (exited
-	// without a panic; RollbackLog has its last lines), "crashed" (a
-	// panic or a fatal signal) or "not ready".
-	Rollback       string   `json:"rollback,omitempty"`
-	RollbackResult string   `json:"rollback_result,omitempty"`
-	RollbackLog    []string `json:"rollback_log,omitempty"`
+	// ClusterVersion is what the wait for the cluster version said
+	// (clusterversion.go); ClusterVersionStuck, that it did not rise.
+	ClusterVersion      string `json:"cluster_version,omitempty"`
+	ClusterVersionStuck bool   `json:"cluster_version_stuck,omitempty"`
+	// Rollbacks are the members put back on the base binary: a storesvr
+	// follower, then an allocsvr.
+	Rollbacks []Rollback `json:"rollbacks,omitempty"`
 	// Stores and Allocs are the counts of the cluster, what "done" means.
 	Stores int    `json:"stores"`
 	Allocs int    `json:"allocs"`
 	Err    string `json:"error,omitempty"`
 }
 
-// UpgradeName is the upgrade scenario's own verdict.
-const UpgradeName = "upgrade steps ran; rolled-back member served or refused cleanly"
+// Rollback is one member put back on the base binary and what it did:
+// "served" (ready, and still running when the load stopped), "refused"
+// (exited without a panic; Log has its last lines), "crashed" (a panic or
+// a fatal runtime error) or "not ready".
+type Rollback struct {
+	Member string   `json:"member"`
+	Result string   `json:"result"`
+	Log    []string `json:"log,omitempty"`
+}
 
-// Verdict checks that every step ran and the rollback did not crash.
+// upgradeRollbacks is how many members the scenario rolls back.
+const upgradeRollbacks = 2
+
+// UpgradeName is the upgrade scenario's own verdict.
+const UpgradeName = "upgrade steps ran; rolled-back members served or refused cleanly"
+
+// Verdict checks that every step ran and no rollback crashed.
 func (u *Upgrade) Verdict() checker.Result {
-	r := checker.Result{Name: UpgradeName, Checked: u.StoresDone + u.AllocsDone + u.LeaderKills}
+	r := checker.Result{Name: UpgradeName, Checked: u.StoresDone + u.AllocsDone + u.LeaderKills + len(u.Rollbacks)}
 	var miss []string
 	if u.StoresDone < u.Stores {
 		miss = append(miss, fmt.Sprintf("%d of %d storesvrs upgraded", u.StoresDone, u.Stores))
@@ -99,12 +114,22 @@ func (u *Upgrade) Verdict() checker.Result {
 	if u.LeaderKills == 0 {
 		miss = append(miss, "the leader was never killed while versions were mixed")
 	}
-	switch u.RollbackResult {
-	case "served", "refused":
-	case "":
-		miss = append(miss, "no rollback")
-	default:
-		miss = append(miss, fmt.Sprintf("rollback of %s: %s: %s", u.Rollback, u.RollbackResult, strings.Join(u.RollbackLog, " | ")))
+	if u.ClusterVersionStuck {
+		miss = append(miss, "cluster version: "+u.ClusterVersion)
+	}
+	if len(u.Rollbacks) < upgradeRollbacks {
+		miss = append(miss, fmt.Sprintf("%d of %d rollbacks", len(u.Rollbacks), upgradeRollbacks))
+	}
+	var rolled []string
+	for _, rb := range u.Rollbacks {
+		switch rb.Result {
+		case "served":
+			rolled = append(rolled, rb.Member+" served")
+		case "refused":
+			rolled = append(rolled, fmt.Sprintf("%s refused (%s)", rb.Member, strings.Join(rb.Log, " | ")))
+		default:
+			miss = append(miss, fmt.Sprintf("rollback of %s: %s: %s", rb.Member, rb.Result, strings.Join(rb.Log, " | ")))
+		}
 	}
 	if u.Err != "" {
 		miss = append(miss, u.Err)
@@ -114,11 +139,8 @@ func (u *Upgrade) Verdict() checker.Result {
 		return r
 	}
 	r.OK = true
-	r.Detail = fmt.Sprintf("from %s: %d storesvrs and %d allocsvrs replaced, leader killed %d×, versions mixed for %s; %s rolled back: %s",
-		u.Base, u.StoresDone, u.AllocsDone, u.LeaderKills, u.Mixed.Round(100*time.Millisecond), u.Rollback, u.RollbackResult)
-	if u.RollbackResult == "refused" {
-		r.Detail += " (" + strings.Join(u.RollbackLog, " | ") + ")"
-	}
+	r.Detail = fmt.Sprintf("from %s: %d storesvrs and %d allocsvrs replaced, leader killed %d×, versions mixed for %s, %s; rolled back to the base: %s",
+		u.Base, u.StoresDone, u.AllocsDone, u.LeaderKills, u.Mixed.Round(100*time.Millisecond), u.ClusterVersion, strings.Join(rolled, ", "))
 	return r
 }
 
@@ -129,8 +151,13 @@ type upgrader struct {
 	cur, base string
 	gap       time.Duration
 	out       Upgrade
-	rolled    *launch.Proc
-	rolledAt  time.Duration // run clock of the rollback
+	rolled    []rolled
+}
+
+// rolled is a member on the base binary again, since at on the run clock.
+type rolled struct {
+	p  *launch.Proc
+	at time.Duration
 }
 
 // newUpgrader points every process of c at the base binaries (in base);
@@ -187,6 +214,10 @@ func (u *upgrader) steps(ctx context.Context) error {
 			u.out.LeaderKills++
 		}
 	}
+	// docs/upgrading.md: the cluster version reaches the new level before
+	// the allocsvrs are replaced.
+	u.out.ClusterVersion, u.out.ClusterVersionStuck = u.waitClusterVersion(ctx)
+	u.log.Heal(upgradeStore, "stores", "cluster version: %s", u.out.ClusterVersion)
 	for _, a := range u.c.Allocs {
 		if err := launch.Sleep(ctx, u.gap); err != nil {
 			return err
@@ -200,7 +231,28 @@ func (u *upgrader) steps(ctx context.Context) error {
 	if err := launch.Sleep(ctx, u.gap); err != nil {
 		return err
 	}
-	return u.rollback(ctx)
+	l, err := u.leader(ctx)
+	if err != nil {
+		return err
+	}
+	for _, s := range u.c.Stores {
+		if s != l {
+			if err := u.rollback(ctx, s, rollbackStore); err != nil {
+				return err
+			}
+			break
+		}
+	}
+	if err := launch.Sleep(ctx, u.gap); err != nil {
+		return err
+	}
+	return u.rollback(ctx, u.c.Allocs[0], rollbackAlloc)
+}
+
+func (u *upgrader) leader(ctx context.Context) (*launch.Proc, error) {
+	lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return u.c.Leader(lctx)
 }
 
 // nextStore is a store still on the base binary: a follower while there
@@ -274,68 +326,60 @@ func (u *upgrader) killLeader(ctx context.Context) error {
 	return nil
 }
 
-// rollback puts a follower back on the base binary and watches it start:
-// ready, or an exit whose log says why.
-func (u *upgrader) rollback(ctx context.Context) error {
-	lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	l, err := u.c.Leader(lctx)
-	if err != nil {
+// rollback puts p back on the base binary and watches it start: ready,
+// or an exit whose log says why. It stays there to the end.
+func (u *upgrader) rollback(ctx context.Context, p *launch.Proc, fault string) error {
+	u.rolled = append(u.rolled, rolled{p, u.log.Since()})
+	u.log.Inject(fault, p.Name, "SIGTERM, start on the base release %s", u.base)
+	if err := p.Stop(); err != nil {
 		return err
 	}
-	var f *launch.Proc
-	for _, s := range u.c.Stores {
-		if s != l {
-			f = s
-			break
-		}
-	}
-	if f == nil {
-		return fmt.Errorf("rollback: no follower")
-	}
-	u.rolled, u.out.Rollback, u.rolledAt = f, f.Name, u.log.Since()
-	u.log.Inject(rollbackStore, f.Name, "SIGTERM, start on the base release %s", u.base)
-	if err := f.Stop(); err != nil {
-		return err
-	}
-	f.Binary = filepath.Join(u.base, string(f.Kind))
-	if err := f.Start(context.Background()); err != nil {
+	p.Binary = filepath.Join(u.base, string(p.Kind))
+	if err := p.Start(context.Background()); err != nil {
 		return err
 	}
 	rctx, rcancel := context.WithTimeout(ctx, 60*time.Second)
 	defer rcancel()
-	if err := u.c.WaitReady(rctx, f); err != nil {
-		u.out.RollbackResult = "not ready"
-		if !f.Running() {
-			u.out.RollbackResult = exitKind(f)
+	rb := Rollback{Member: p.Name, Result: "served"}
+	if err := u.c.WaitReady(rctx, p); err != nil {
+		rb.Result = "not ready"
+		if !p.Running() {
+			rb.Result = exitKind(p)
 		}
-		u.out.RollbackLog = lastLines(f.LogPath, 6)
-		u.log.Error(rollbackStore, f.Name, fmt.Errorf("%s: %s", u.out.RollbackResult, strings.Join(u.out.RollbackLog, " | ")))
-		return nil
+		rb.Log = lastLines(p.LogPath, 6)
+		u.log.Error(fault, p.Name, fmt.Errorf("%s: %s", rb.Result, strings.Join(rb.Log, " | ")))
+	} else {
+		u.log.Heal(fault, p.Name, "ready on the base release; stays on it to the end")
 	}
-	u.out.RollbackResult = "served"
-	u.log.Heal(rollbackStore, f.Name, "ready on the base release; stays on it to the end")
+	u.out.Rollbacks = append(u.out.Rollbacks, rb)
 	return nil
 }
 
 // finish runs after the load stopped, before the final reads: a
 // rolled-back member that exited since it became ready is judged on its
-// log, and any member that is down goes back on the current binary so the
-// final state can be read from every member.
+// log, and one that is down goes back on the current binary so the final
+// state can be read from every member.
 func (u *upgrader) finish() {
-	if u.rolled != nil {
-		// The rollback's window: to now, the end of the load.
-		u.log.Window(rollbackStore, u.rolledAt)
-	}
-	if f := u.rolled; f != nil && !f.Running() {
-		if u.out.RollbackResult == "served" {
-			u.out.RollbackResult = exitKind(f)
-			u.out.RollbackLog = lastLines(f.LogPath, 6)
-			u.log.Error(rollbackStore, f.Name, fmt.Errorf("exited on the base release: %s", strings.Join(u.out.RollbackLog, " | ")))
+	for i, r := range u.rolled {
+		u.log.Window(faultOf(r.p), r.at) // to now, the end of the load
+		if r.p.Running() {
+			continue
 		}
-		f.Binary = filepath.Join(u.cur, string(f.Kind))
-		u.log.Heal(rollbackStore, f.Name, "back on the current binary for the final reads")
+		if i < len(u.out.Rollbacks) && u.out.Rollbacks[i].Result == "served" {
+			rb := &u.out.Rollbacks[i]
+			rb.Result, rb.Log = exitKind(r.p), lastLines(r.p.LogPath, 6)
+			u.log.Error(faultOf(r.p), r.p.Name, fmt.Errorf("exited on the base release: %s", strings.Join(rb.Log, " | ")))
+		}
+		r.p.Binary = filepath.Join(u.cur, string(r.p.Kind))
+		u.log.Heal(faultOf(r.p), r.p.Name, "back on the current binary for the final reads")
 	}
+}
+
+func faultOf(p *launch.Proc) string {
+	if p.Kind == launch.KindStore {
+		return rollbackStore
+	}
+	return rollbackAlloc
 }
 
 // exitKind sorts an exit on the base binary: a panic or a fatal runtime

@@ -9,32 +9,36 @@ import (
 	"testing"
 )
 
-// The upgrade verdict passes only when every step ran and the rollback
-// served or refused; a crash, a missing step or no rollback fails it.
+// The upgrade verdict passes only when every step ran and each rollback
+// served or refused; a crash, a missing step or rollback, or a cluster
+// version that did not rise fails it.
 func TestUpgradeVerdict(t *testing.T) {
-	done := Upgrade{Base: "abc", Stores: 3, Allocs: 2, StoresDone: 3, AllocsDone: 2, LeaderKills: 1, Rollback: "s1", RollbackResult: "served"}
+	done := Upgrade{Base: "abc", Stores: 3, Allocs: 2, StoresDone: 3, AllocsDone: 2, LeaderKills: 1, ClusterVersion: "2 after 2s",
+		Rollbacks: []Rollback{{Member: "s1", Result: "served"}, {Member: "a1", Result: "served"}}}
 	for _, tc := range []struct {
 		name   string
 		edit   func(*Upgrade)
 		ok     bool
 		detail string
 	}{
-		{"all steps, served", func(*Upgrade) {}, true, "s1 rolled back: served"},
+		{"all steps, served", func(*Upgrade) {}, true, "s1 served, a1 served"},
 		{"refused with its error", func(u *Upgrade) {
-			u.RollbackResult, u.RollbackLog = "refused", []string{"data dir format 2 is newer than 1"}
+			u.Rollbacks[1] = Rollback{Member: "a1", Result: "refused", Log: []string{"data dir format 2 is newer than 1"}}
 		}, true, "format 2"},
 		{"crashed", func(u *Upgrade) {
-			u.RollbackResult, u.RollbackLog = "crashed", []string{"panic: storage: unknown raft command <nil>"}
+			u.Rollbacks[0] = Rollback{Member: "s1", Result: "crashed", Log: []string{"panic: storage: unknown raft command <nil>"}}
 		}, false, "unknown raft command"},
-		{"not ready", func(u *Upgrade) { u.RollbackResult = "not ready" }, false, "not ready"},
-		{"no rollback", func(u *Upgrade) { u.RollbackResult = "" }, false, "no rollback"},
+		{"not ready", func(u *Upgrade) { u.Rollbacks[1].Result = "not ready" }, false, "a1: not ready"},
+		{"one rollback", func(u *Upgrade) { u.Rollbacks = u.Rollbacks[:1] }, false, "1 of 2 rollbacks"},
 		{"a store left on the base", func(u *Upgrade) { u.StoresDone = 2 }, false, "2 of 3 storesvrs"},
 		{"an allocsvr left on the base", func(u *Upgrade) { u.AllocsDone = 1 }, false, "1 of 2 allocsvrs"},
 		{"no leader kill", func(u *Upgrade) { u.LeaderKills = 0 }, false, "never killed"},
+		{"cluster version stuck", func(u *Upgrade) { u.ClusterVersion, u.ClusterVersionStuck = "still 1", true }, false, "still 1"},
 		{"an error", func(u *Upgrade) { u.Err = "cluster: no leader" }, false, "no leader"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			u := done
+			u.Rollbacks = append([]Rollback{}, done.Rollbacks...)
 			tc.edit(&u)
 			r := u.Verdict()
 			if r.OK != tc.ok || !strings.Contains(r.Detail, tc.detail) {
