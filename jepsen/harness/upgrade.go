@@ -41,11 +41,13 @@ const (
 	upgradeKill   = "kill-leader"
 	rollbackStore = "rollback-store"
 	rollbackAlloc = "rollback-alloc"
+	// clusterVersionStep logs the wait for the cluster version (no fault).
+	clusterVersionStep = "cluster-version"
 )
 
 // upgradeSlots divides the run: 3 store swaps, the leader kill, 2 alloc
-// swaps and 2 rollbacks take one slot each; the rest is load before the
-// first step and after the rollbacks.
+// swaps and 2 rollbacks take one slot each and the stores stay mixed one
+// more; the rest is load before the first step and after the rollbacks.
 const upgradeSlots = 13
 
 // upgradeScenario is `upgrade` of the full matrix: the per-key workload
@@ -70,8 +72,10 @@ type Upgrade struct {
 	AllocsDone  int    `json:"allocs_done"`
 	LeaderKills int    `json:"leader_kills"`
 	// Mixed is how long base and current binaries served together
-	// during the upgrade (first swap to last), before the rollbacks.
-	Mixed time.Duration `json:"mixed"`
+	// during the upgrade (first swap to last), before the rollbacks;
+	// StoresMixed, how long the storesvrs alone were mixed.
+	Mixed       time.Duration `json:"mixed"`
+	StoresMixed time.Duration `json:"stores_mixed"`
 	// ClusterVersion is what the wait for the cluster version said
 	// (clusterversion.go); ClusterVersionStuck, that it did not rise.
 	ClusterVersion      string `json:"cluster_version,omitempty"`
@@ -139,8 +143,9 @@ func (u *Upgrade) Verdict() checker.Result {
 		return r
 	}
 	r.OK = true
-	r.Detail = fmt.Sprintf("from %s: %d storesvrs and %d allocsvrs replaced, leader killed %d×, versions mixed for %s, %s; rolled back to the base: %s",
-		u.Base, u.StoresDone, u.AllocsDone, u.LeaderKills, u.Mixed.Round(100*time.Millisecond), u.ClusterVersion, strings.Join(rolled, ", "))
+	r.Detail = fmt.Sprintf("from %s: %d storesvrs and %d allocsvrs replaced, leader killed %d×, versions mixed for %s (storesvrs %s), cluster version %s; rolled back to the base: %s",
+		u.Base, u.StoresDone, u.AllocsDone, u.LeaderKills, u.Mixed.Round(100*time.Millisecond), u.StoresMixed.Round(100*time.Millisecond),
+		u.ClusterVersion, strings.Join(rolled, ", "))
 	return r
 }
 
@@ -189,10 +194,12 @@ func (u *upgrader) run(ctx context.Context) {
 
 func (u *upgrader) steps(ctx context.Context) error {
 	var mixedFrom time.Duration
+	wait := u.gap
 	for u.out.StoresDone < len(u.c.Stores) {
-		if err := launch.Sleep(ctx, u.gap); err != nil {
+		if err := launch.Sleep(ctx, wait); err != nil {
 			return err
 		}
+		wait = u.gap
 		p, err := u.nextStore(ctx)
 		if err != nil {
 			return err
@@ -212,12 +219,16 @@ func (u *upgrader) steps(ctx context.Context) error {
 				return err
 			}
 			u.out.LeaderKills++
+			// Two slots before the next swap: the stores' versions stay
+			// mixed for four (30 s of the full matrix's 100 s).
+			wait = 2 * u.gap
 		}
 	}
+	u.out.StoresMixed = u.log.Since() - mixedFrom
 	// docs/upgrading.md: the cluster version reaches the new level before
 	// the allocsvrs are replaced.
 	u.out.ClusterVersion, u.out.ClusterVersionStuck = u.waitClusterVersion(ctx)
-	u.log.Heal(upgradeStore, "stores", "cluster version: %s", u.out.ClusterVersion)
+	u.log.Heal(clusterVersionStep, "stores", "%s", u.out.ClusterVersion)
 	for _, a := range u.c.Allocs {
 		if err := launch.Sleep(ctx, u.gap); err != nil {
 			return err
