@@ -68,7 +68,7 @@ func TestUpgradeSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: real-process upgrade run")
 	}
-	rep := runCfg(t, UpgradeSmoke(36*time.Second))
+	rep := runCfg(t, UpgradeSmoke(upgradeMinDuration))
 	if !rep.OK {
 		t.Fatalf("checkers failed: %v", rep.Failed())
 	}

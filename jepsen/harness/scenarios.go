@@ -171,6 +171,8 @@ func PlantedBug(bug string, d time.Duration) Config {
 		// rolled-back member to the end).
 		u := upgradeScenario()
 		c.Upgrade, c.SeqWorkers, c.StoreArgs = true, u.SeqWorkers, u.StoreArgs
+		// Room for every step (each waits for readiness besides its slot).
+		c.Duration = max(d, upgradeMinDuration)
 	case faults.BugSeqNoHandoverWait:
 		// Allocsvrs join again and again; the store gives the sections
 		// that move to them away at once, while their old owners keep

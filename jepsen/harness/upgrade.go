@@ -57,6 +57,10 @@ func upgradeScenario() Config {
 	return Config{Name: "upgrade", Upgrade: true, SeqWorkers: 3, StoreArgs: snapshotOften}
 }
 
+// upgradeMinDuration fits every step of the scenario: each waits for a
+// process to be ready (about a second here) besides its slot.
+const upgradeMinDuration = 40 * time.Second
+
 // UpgradeSmoke is the short upgrade run of `make test`.
 func UpgradeSmoke(d time.Duration) Config {
 	c := upgradeScenario()
