@@ -11,7 +11,8 @@ GRPCURL_VERSION               := v1.9.3
 FUZZTIME ?= 15s
 # --version of every binary; `go build` without it falls back to the VCS revision.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
-LDFLAGS := -X github.com/seqsvr/seqsvr/internal/version.Version=$(VERSION)
+LDFLAGS := -X github.com/seqsvr/seqsvr/internal/version.Version=$(VERSION) \
+  -X github.com/seqsvr/seqsvr/internal/version.Commit=$(shell git rev-parse HEAD 2>/dev/null)
 export PATH := $(TOOLS)/bin:$(PATH)
 
 .DEFAULT_GOAL := help
@@ -174,20 +175,62 @@ bench-peers-smoke: peer-servers bench-peers-bin ## part of make test: the bench-
 	bin/bench/benchpeers -smoke -bin bin/bench -etcd $(TOOLS)/bin/etcd $(SMOKE_ARGS)
 
 .PHONY: jepsen
-jepsen: ## the full fault-injection matrix (about 20 minutes), with coverage of storage and alloc
+jepsen: ## the full fault-injection matrix (about 20 minutes), with coverage of storage and alloc and the serving-path gate
 	@# servers built with go build -cover (counters in GOCOVERDIR); jepsen/cover.sh names what no scenario reached
+	@# and fails when a function of alloc/servingpaths.go (routes, Leaf API, RPC handlers) was reached by none
 	@dir=$(CURDIR)/jepsen/results/cover-$$(date +%Y%m%d-%H%M%S); mkdir -p $$dir; \
-	SEQSVR_COVERPKG=./storage/...,./alloc/...,./cmd/storesvr,./cmd/allocsvr GOCOVERDIR=$$dir \
+	SEQSVR_COVERPKG=./storage/...,./alloc/...,./internal/routes,./cmd/storesvr,./cmd/allocsvr GOCOVERDIR=$$dir \
 	  $(GO) run -tags $(TAGS) ./jepsen/cmd/jepsen -mode full $(JEPSEN_ARGS); rc=$$?; \
-	./jepsen/cover.sh $$dir || rc=1; exit $$rc
+	GO=$(GO) ./jepsen/cover.sh $$dir || rc=1; exit $$rc
 
 .PHONY: lint
-lint: tools ## gofmt, go vet, buf lint
+lint: tools ## gofmt, go vet, buf lint, buf breaking against the base release's proto
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^gen/')); [ -z "$$out" ] || { echo "gofmt: $$out"; exit 1; }
 	$(GO) vet -tags $(TAGS) ./...
 	$(GO) vet -tags faults ./...
 	$(BUF) lint
+	$(MAKE) --no-print-directory breaking
+
+# The base release (jepsen/upgrade-base): what a rolling upgrade starts
+# from, so its wire format is what the current proto must stay compatible
+# with. Its proto is taken from git history (no network).
+BASE_COMMIT := $(shell sed -n 's/^commit=//p' jepsen/upgrade-base)
+
+.PHONY: breaking
+breaking: $(BUF) ## buf breaking: the proto against the base release's (jepsen/upgrade-base), buf.yaml's FILE rules (wire, JSON and generated code)
+	@base=$$(mktemp -d) && trap 'rm -rf $$base' EXIT && \
+	  git archive $(BASE_COMMIT) proto buf.yaml | tar -x -C $$base && \
+	  $(BUF) breaking --against $$base && echo "buf breaking: compatible with $(BASE_COMMIT) (buf.yaml's rules)"
+
+# Release binaries: static (CGO off), stamped with VERSION, for each
+# RELEASE_PLATFORMS entry, with SHA256SUMS; dist/VERSION/NAME-VERSION-OS-ARCH.
+RELEASE_PLATFORMS := linux/amd64 linux/arm64
+DIST := dist/$(VERSION)
+
+.PHONY: release
+release: ## make release VERSION=x.y.z: static storesvr, allocsvr, seqctl for linux/amd64 and arm64 into dist/VERSION, with SHA256SUMS
+	@[[ "$(VERSION)" =~ ^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$$ ]] || { echo "make release needs VERSION=x.y.z (got $(VERSION))"; exit 2; }
+	rm -rf $(DIST) && mkdir -p $(DIST)
+	@set -e; for p in $(RELEASE_PLATFORMS); do os=$${p%/*}; arch=$${p#*/}; \
+	  for b in storesvr allocsvr seqctl; do \
+	    echo "build $$b $$os/$$arch"; \
+	    CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -tags $(TAGS) -trimpath -ldflags '$(LDFLAGS) -s -w' \
+	      -o $(DIST)/$$b-$(VERSION)-$$os-$$arch ./cmd/$$b; \
+	  done; done
+	cd $(DIST) && sha256sum *-$(VERSION)-* > SHA256SUMS
+	@echo "release $(VERSION) in $(DIST):" && cat $(DIST)/SHA256SUMS
+
+.PHONY: release-check
+release-check: ## make release into a temp VERSION, then check: the amd64 binaries print it for --version, static, and SHA256SUMS verifies
+	$(MAKE) --no-print-directory release VERSION=0.0.0-check
+	cd dist/0.0.0-check && sha256sum -c SHA256SUMS
+	@set -e; for b in storesvr allocsvr seqctl; do f=dist/0.0.0-check/$$b-0.0.0-check-linux-amd64; \
+	  out=$$($$f --version); echo "$$out"; [[ "$$out" == *" 0.0.0-check "* ]] || { echo "$$f --version: $$out"; exit 1; }; \
+	  ! file $$f | grep -q 'dynamically linked' || { echo "$$f is not static"; exit 1; }; done
+	@file dist/0.0.0-check/storesvr-0.0.0-check-linux-arm64 | grep -q aarch64 || { echo "arm64 binary is not aarch64"; exit 1; }
+	rm -rf dist/0.0.0-check
+	@echo "release-check: ok"
 
 .PHONY: clean
 clean: ## remove build output and local run data
-	rm -rf bin run
+	rm -rf bin run dist

@@ -44,6 +44,7 @@ func (s *Service) nextIDsFast(ctx context.Context, body []byte) ([]byte, error) 
 	if err != nil {
 		return nil, err
 	}
+	repeatCarried(ids) // a planted bug in -tags faults builds (planted_faults.go), else nothing
 	return appendIDs(body[:0], ids), nil
 }
 

@@ -44,7 +44,12 @@ type Service struct {
 	seg    SegmentSource
 	snow   atomic.Pointer[snowState]
 	seq    SeqSource // nil while per-key sequences are off
+	// clusterID reports the store's cluster ID (nil: none known).
+	clusterID atomic.Pointer[func() string]
 }
+
+// SetClusterID makes Status report the store's cluster ID as f answers it.
+func (s *Service) SetClusterID(f func() string) { s.clusterID.Store(&f) }
 
 type snowState struct {
 	src    SnowflakeSource // nil until started
@@ -187,6 +192,9 @@ func (s *Service) DecodeSnowflake(_ context.Context, req *connect.Request[seqsvr
 // lease, as Leaf's cache page.
 func (s *Service) Status(context.Context, *connect.Request[seqsvrv1.StatusRequest]) (*connect.Response[seqsvrv1.StatusResponse], error) {
 	out := &seqsvrv1.StatusResponse{NodeId: s.nodeID, Tags: s.seg.Status(), Seq: s.seqStatus(), NowMs: time.Now().UnixMilli()}
+	if f := s.clusterID.Load(); f != nil {
+		out.ClusterId = (*f)()
+	}
 	if st := s.snow.Load(); st.src != nil {
 		out.Snowflake = st.src.Status()
 	} else {

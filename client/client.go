@@ -51,7 +51,7 @@ type Client struct {
 // option is given, http:// otherwise). It contacts nothing until the
 // first call.
 func New(endpoints []string, opts ...Option) (*Client, error) {
-	cfg := defaults()
+	cfg := defaultConfig()
 	for _, o := range opts {
 		if err := o(&cfg); err != nil {
 			return nil, err

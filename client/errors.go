@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"connectrpc.com/connect"
+
+	"github.com/seqsvr/seqsvr/internal/errs"
 )
 
 // ErrClosed is returned by calls on a Client after Close.
@@ -23,28 +25,15 @@ func Code(err error) connect.Code {
 }
 
 // retryable says whether another attempt, on another endpoint, may
-// succeed where err failed: the server was unreachable, broke the
-// connection, timed out, or said unavailable. Answers about the request
-// itself (invalid_argument, not_found, unauthenticated, ...) are final.
-// snowflake adds failed_precondition: one allocsvr's worker lease is
-// lost, another's is not.
+// succeed where err failed: errs.Judge's rule for an allocsvr call (a
+// snowflake call also retries failed_precondition: one allocsvr's worker
+// lease is lost, another's is not).
 func retryable(err error, snowflake bool) bool {
-	var ce *connect.Error
-	if !errors.As(err, &ce) {
-		return true // not even a Connect error: transport trouble
+	who := errs.AllocCall
+	if snowflake {
+		who = errs.SnowflakeCall
 	}
-	switch ce.Code() {
-	case connect.CodeUnavailable, connect.CodeDeadlineExceeded, connect.CodeAborted,
-		connect.CodeUnknown, connect.CodeInternal:
-		return true
-	case connect.CodeFailedPrecondition:
-		return snowflake
-	case connect.CodeCanceled:
-		// The attempt's own context, not the caller's (the caller's is
-		// checked first): a broken stream surfaces this way too.
-		return true
-	}
-	return !connect.IsWireError(ce)
+	return errs.Judge(who, err).Retry
 }
 
 // ctxError is what a call answers when the caller's context ends before

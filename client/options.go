@@ -38,7 +38,11 @@ type config struct {
 	interceptors  []connect.Interceptor
 }
 
-func defaults() config {
+// defaultConfig is every default of a Client, defined here only: New
+// starts from it and each Option sets a value or refuses a zero one, so
+// nothing else defaults. It stays unexported: the public API is the
+// options, whose documentation names these values.
+func defaultConfig() config {
 	return config{
 		timeout:       10 * time.Second,
 		attemptTimout: 3 * time.Second,

@@ -72,7 +72,8 @@ func TestRetryable(t *testing.T) {
 		{errors.New("connection refused"), false, true},
 		{connect.NewError(connect.CodeUnavailable, errors.New("x")), false, true},
 		{connect.NewError(connect.CodeDeadlineExceeded, errors.New("x")), false, true},
-		{connect.NewError(connect.CodeInvalidArgument, errors.New("x")), false, true}, // not from a server
+		{connect.NewError(connect.CodeInvalidArgument, errors.New("x")), false, false}, // the code decides, wherever it came from
+		{wire(connect.CodeInternal), false, true},
 		{wire(connect.CodeInvalidArgument), false, false},
 		{wire(connect.CodeNotFound), false, false},
 		{wire(connect.CodeUnauthenticated), false, false},

@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
-# cover.sh DIR: the coverage report of a `make jepsen` run whose
+# cover.sh DIR: the coverage report and gate of a `make jepsen` run whose
 # instrumented storesvr/allocsvr binaries wrote their counters into DIR
 # (GOCOVERDIR). Prints the total, the number of functions of storage and
 # alloc no scenario reached, and those on the safety paths (lease, fence,
 # floor, carry, switch); writes every function's figure to DIR.func.txt
-# and the unreached ones to DIR.unreached.txt.
+# and the unreached ones to DIR.unreached.txt. Then the gate: every
+# function of alloc.ServingPaths (alloc/servingpaths.go: the fronts'
+# routes, the Leaf API, the per-key fast route, the RPC handlers) must
+# have been reached by some scenario; exits 1 if one was not, or is not
+# in the profile.
 set -euo pipefail
 dir=${1:?usage: cover.sh GOCOVERDIR}
-pkgs=github.com/seqsvr/seqsvr/storage/...,github.com/seqsvr/seqsvr/alloc/...
-go tool covdata percent -i="$dir" -pkg="$pkgs"
-go tool covdata func -i="$dir" -pkg="$pkgs" | grep -v '^total' > "$dir.func.txt"
+pkgs=github.com/seqsvr/seqsvr/storage/...,github.com/seqsvr/seqsvr/alloc/...,github.com/seqsvr/seqsvr/internal/routes
+"${GO:-go}" tool covdata percent -i="$dir" -pkg="$pkgs"
+"${GO:-go}" tool covdata func -i="$dir" -pkg="$pkgs" | grep -v '^total' > "$dir.func.txt"
 awk '$NF == "0.0%" { print $1, $2 }' "$dir.func.txt" > "$dir.unreached.txt"
 echo "functions of storage and alloc: $(wc -l < "$dir.func.txt"), reached by no scenario: $(wc -l < "$dir.unreached.txt") (list: $dir.unreached.txt)"
 safety=$(grep -Ei 'lease|fence|floor|carry|switch' "$dir.unreached.txt" || true)
@@ -19,3 +23,5 @@ if [ -n "$safety" ]; then
 else
 	echo "unreached on the safety paths (lease, fence, floor, carry, switch): none"
 fi
+echo "coverage gate (alloc/servingpaths.go):"
+"${GO:-go}" run -tags hashicorpmetrics ./jepsen/cmd/covergate "$dir.func.txt"

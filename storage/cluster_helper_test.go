@@ -14,6 +14,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 	"github.com/seqsvr/seqsvr/internal/poll"
 )
@@ -198,4 +199,12 @@ func skipShort(t testing.TB) {
 	if testing.Short() {
 		t.Skip("starts raft members; skipped with -short")
 	}
+}
+
+// stateOnly is st without the record of the last command applied (its
+// index, term and time), which a command refused by the state machine
+// moves too.
+func stateOnly(st *seqsvrv1.FSMSnapshot) *seqsvrv1.FSMSnapshot {
+	st.LastIndex, st.LastTerm, st.LastNowMs = 0, 0, 0
+	return st
 }

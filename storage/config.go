@@ -13,7 +13,7 @@ import (
 	"github.com/seqsvr/seqsvr/internal/spec"
 )
 
-// Config configures one store member. Zero values take the defaults;
+// Config configures one store member. Zero values take DefaultConfig's;
 // Open applies them once, so a Config holds only what its caller set.
 type Config struct {
 	NodeID, RaftAddr, HTTPAddr, DataDir string
@@ -34,7 +34,7 @@ type Config struct {
 	Logger    *slog.Logger
 
 	// Raft timing; zero values take package raftconf's LAN defaults
-	// (raftconf.DefaultHeartbeatTimeout...).
+	// (raftconf.DefaultTiming, applied by raftconf.New).
 	HeartbeatTimeout, ElectionTimeout, LeaderLeaseTimeout, CommitTimeout time.Duration
 	SnapshotThreshold                                                    uint64
 	SnapshotInterval                                                     time.Duration
@@ -75,8 +75,34 @@ type Config struct {
 // defaultApplyTimeout bounds a proposal whose context has no deadline.
 const defaultApplyTimeout = 10 * time.Second
 
-// withDefaults checks c and fills in its defaults. Raft timing is left to
-// raftconf.New, which defaults it where it builds the raft.Config.
+// DefaultConfig is the configuration where the caller sets nothing but the
+// required addresses and IDs: every default of a store member, gathered
+// here (storesvr's flags show these values). A zero field of the Config
+// given to Open takes its value from here. HTTPClient nil means
+// DefaultHTTPClient(); the raft timing is raftconf.DefaultTiming.
+func DefaultConfig() Config {
+	t := raftconf.DefaultTiming()
+	return Config{
+		Logger:             slog.Default(),
+		HeartbeatTimeout:   t.HeartbeatTimeout,
+		ElectionTimeout:    t.ElectionTimeout,
+		LeaderLeaseTimeout: t.LeaderLeaseTimeout,
+		CommitTimeout:      t.CommitTimeout,
+		SnapshotThreshold:  t.SnapshotThreshold,
+		SnapshotInterval:   t.SnapshotInterval,
+		RequestRecordLimit: DefaultRequestRecordLimit,
+		WorkerLeaseTTL:     spec.DefaultWorkerLeaseTTL,
+		WorkerRetention:    spec.DefaultWorkerRetention,
+		SeqLeaseTTL:        spec.DefaultSeqLeaseTTL,
+		MaxSegmentSize:     DefaultMaxSegmentSize,
+		Clock:              clock.System(),
+		HTTPScheme:         "http",
+	}
+}
+
+// withDefaults checks c and gives every unset field its DefaultConfig
+// value. Raft timing is left to raftconf.New, which defaults it where it
+// builds the raft.Config.
 func (c Config) withDefaults() (Config, error) {
 	if c.NodeID == "" {
 		return c, errors.New("storage: NodeID is required")
@@ -90,26 +116,29 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Bootstrap && (c.Join != "" || len(c.Peers) > 0) {
 		return c, errors.New("storage: Bootstrap starts a one-member cluster: set it without Peers and Join")
 	}
+	d := DefaultConfig()
 	if c.Logger == nil {
-		c.Logger = slog.Default()
+		c.Logger = d.Logger
 	}
 	c.Logger = c.Logger.With("node_id", c.NodeID)
-	setDur(&c.WorkerLeaseTTL, spec.DefaultWorkerLeaseTTL)
-	setDur(&c.WorkerRetention, spec.DefaultWorkerRetention)
-	setDur(&c.SeqLeaseTTL, spec.DefaultSeqLeaseTTL)
+	setDur(&c.WorkerLeaseTTL, d.WorkerLeaseTTL)
+	setDur(&c.WorkerRetention, d.WorkerRetention)
+	setDur(&c.SeqLeaseTTL, d.SeqLeaseTTL)
 	if c.RequestRecordLimit <= 0 {
-		c.RequestRecordLimit = DefaultRequestRecordLimit
+		c.RequestRecordLimit = d.RequestRecordLimit
 	}
 	if c.MaxSegmentSize <= 0 {
-		c.MaxSegmentSize = DefaultMaxSegmentSize
+		c.MaxSegmentSize = d.MaxSegmentSize
 	}
-	c.Clock = clock.Or(c.Clock)
+	if c.Clock == nil {
+		c.Clock = d.Clock
+	}
 	if c.HTTPClient == nil {
 		c.HTTPClient = DefaultHTTPClient()
 	}
 	switch c.HTTPScheme {
 	case "":
-		c.HTTPScheme = "http"
+		c.HTTPScheme = d.HTTPScheme
 	case "http", "https":
 	default:
 		return c, errors.New(`storage: HTTPScheme must be "http" or "https"`)

@@ -16,6 +16,9 @@ var (
 	// ErrMemberHeld: AddMember of an ID that a live member holds at
 	// another Raft address.
 	ErrMemberHeld = errs.New(errs.FailedPrecondition, "node-id held by a live member")
+	// ErrOtherCluster: a join between members of two different clusters
+	// (their cluster IDs differ).
+	ErrOtherCluster = errs.New(errs.FailedPrecondition, "member of another cluster")
 	// ErrDiskFull: this member's data dir refused a write for lack of
 	// space; it refuses writes until a write succeeds again (no restart
 	// needed). Unavailable: another member may take the call.
@@ -23,4 +26,7 @@ var (
 	// ErrDiskIO: this member's data dir failed a write or fsync with an
 	// I/O error; it refuses writes until it is restarted.
 	ErrDiskIO = errs.New(errs.Unavailable, "data dir I/O error")
+	// ErrClusterVersion: a command or field of a feature level the cluster
+	// has not reached (some member may run an older release).
+	ErrClusterVersion = errs.New(errs.FailedPrecondition, "cluster version too low")
 )

@@ -47,6 +47,9 @@ func (s *Store) onLeader(ctx context.Context) error {
 	if err := s.ensureBarrier(ctx); err != nil {
 		return err
 	}
+	if err := s.ensureClusterID(ctx); err != nil {
+		return err
+	}
 	want := []Peer{{ID: s.cfg.NodeID, RaftAddr: s.cfg.RaftAddr, HTTPAddr: s.cfg.HTTPAddr}}
 	for _, p := range s.cfg.Peers {
 		if p.ID != s.cfg.NodeID {

@@ -25,6 +25,9 @@ func (s *Store) addMember(ctx context.Context, r *seqsvrv1.AddMemberRequest) (*s
 	if s.raft.State() != raft.Leader {
 		return nil, ErrNotLeader
 	}
+	if err := s.checkJoinerCluster(ctx, r); err != nil {
+		return nil, err
+	}
 	cf := s.raft.GetConfiguration()
 	if err := cf.Error(); err != nil {
 		return nil, mapRaftErr(err)
@@ -112,6 +115,7 @@ func (s *Store) status() (*seqsvrv1.ClusterStatusResponse, error) {
 		AppliedIndex: s.raft.AppliedIndex(),
 		NodeId:       s.cfg.NodeID,
 		NowMs:        s.cfg.Clock.Now().UnixMilli(),
+		ClusterId:    s.fsm.ClusterID(),
 	}
 	if leader != "" {
 		out.LeaderHttpAddr = s.httpAddrOf(string(leader))
@@ -133,6 +137,7 @@ func (s *Store) status() (*seqsvrv1.ClusterStatusResponse, error) {
 			Suffrage: strings.ToLower(srv.Suffrage.String()), State: state,
 		})
 	}
+	s.fillVersions(out)
 	return out, nil
 }
 
@@ -148,10 +153,18 @@ func (s *Store) joinLoop() {
 		}
 		// Derived from stopCtx: Close must not wait for a slow join call.
 		ctx, cancel := context.WithTimeout(s.stopCtx, 10*time.Second)
-		_, err := s.client(s.cfg.Join).AddMember(ctx, connect.NewRequest(&seqsvrv1.AddMemberRequest{
-			Id: s.cfg.NodeID, RaftAddr: s.cfg.RaftAddr, HttpAddr: s.cfg.HTTPAddr}))
+		res, err := s.client(s.cfg.Join).AddMember(ctx, connect.NewRequest(&seqsvrv1.AddMemberRequest{
+			Id: s.cfg.NodeID, RaftAddr: s.cfg.RaftAddr, HttpAddr: s.cfg.HTTPAddr, ClusterId: s.fsm.ClusterID()}))
 		cancel()
 		if err == nil {
+			if own, theirs := s.fsm.ClusterID(), res.Msg.GetClusterId(); own != "" && theirs != "" && own != theirs {
+				err = fmt.Errorf("%w: this member belongs to cluster %s, the cluster at %s is %s", ErrOtherCluster, own, s.cfg.Join, theirs)
+				s.log.Error("joined a member of another cluster; exiting", "err", err)
+				if s.cfg.Fatal != nil {
+					s.cfg.Fatal(err)
+				}
+				return
+			}
 			s.log.Info("joined cluster", "through", s.cfg.Join, "attempts", attempt)
 			return
 		}

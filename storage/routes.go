@@ -44,6 +44,7 @@ func (s *Store) Routes() routes.Table {
 		routes.Unary(seqsvrv1connect.StoreServiceGetRoutingProcedure, svc.GetRouting),
 		routes.Unary(seqsvrv1connect.StoreServiceSeqHeartbeatProcedure, svc.SeqHeartbeat),
 		routes.Unary(seqsvrv1connect.StoreServiceRaiseSectionsProcedure, svc.RaiseSections),
+		routes.ServerStream(seqsvrv1connect.StoreServiceBackupProcedure, svc.Backup),
 	}}
 }
 

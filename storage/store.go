@@ -33,6 +33,9 @@ type Store struct {
 
 	clients sync.Map // http addr -> seqsvrv1connect.StoreServiceClient
 
+	versions      versionBook   // the other members' release and feature level
+	levelOverride atomic.Uint32 // tests: the level this member reports, if not 0
+
 	barrierMu   sync.Mutex
 	barrierTerm atomic.Uint64 // the term whose leader has applied a barrier
 
@@ -83,6 +86,9 @@ func diskRaft(cfg Config) (raftParts, error) {
 	}
 	snaps := cleanSnapshots{SnapshotStore: fileSnaps, dir: filepath.Join(cfg.DataDir, "snapshots"), log: cfg.Logger}
 	snaps.reapSnapshotTmp()
+	if err := checkNewestSnapshot(fileSnaps, snaps.dir); err != nil {
+		return raftParts{}, err
+	}
 	adv, err := net.ResolveTCPAddr("tcp", cfg.RaftAddr)
 	if err != nil {
 		return raftParts{}, fmt.Errorf("storage: raft address %q: %w", cfg.RaftAddr, err)
@@ -198,6 +204,8 @@ func start(cfg Config, rc *raft.Config, p raftParts) (*Store, error) {
 	}
 	s.wg.Add(1)
 	go s.leaderLoop()
+	s.wg.Add(1)
+	go s.versionLoop()
 	if s.disk != nil {
 		s.disk.retry.Store(true)
 		s.wg.Add(1)
@@ -320,6 +328,9 @@ func (s *Store) propose(ctx context.Context, cmd *seqsvrv1.Command) (fsm.Result,
 	}
 	if s.raft.State() != raft.Leader {
 		return fsm.Result{}, ErrNotLeader
+	}
+	if err := s.requireLevel(fsm.CommandLevel(cmd)); err != nil {
+		return fsm.Result{}, err
 	}
 	cmd.NowMs = s.cfg.Clock.Now().UnixMilli()
 	b, err := proto.Marshal(cmd)

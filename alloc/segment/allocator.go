@@ -30,7 +30,7 @@ type TagGetter interface {
 	GetTag(ctx context.Context, tag string) (*seqsvrv1.Tag, error)
 }
 
-// Config tunes the segment allocator. Zero values take the defaults.
+// Config tunes the segment allocator. Zero values take DefaultConfig's.
 type Config struct {
 	// MaxStep caps the dynamic step (default 1,000,000). A tag whose stored
 	// step is larger always reserves its stored step.
@@ -70,43 +70,58 @@ type Config struct {
 	Registerer prometheus.Registerer
 }
 
+// DefaultConfig is the configuration where the caller sets nothing: every
+// default of the allocator, defined here only (the allocsvr's flags show
+// these values). A zero field of the Config given to New takes its value
+// from here.
+func DefaultConfig() Config {
+	return Config{
+		MaxStep:          1_000_000,
+		FastRefill:       15 * time.Minute,
+		SlowRefill:       30 * time.Minute,
+		PrefetchRatio:    0.1,
+		NegativeCacheTTL: 500 * time.Millisecond,
+		EmptyWait:        500 * time.Millisecond,
+		LoadTimeout:      5 * time.Second,
+		TagCheckInterval: 5 * time.Second,
+		LoadBackoff:      50 * time.Millisecond,
+		LoadBackoffMax:   2 * time.Second,
+		Clock:            clock.System(),
+		Logger:           slog.Default(),
+	}
+}
+
+// setDefaults gives every unset field its DefaultConfig value.
 func (c *Config) setDefaults() {
-	if c.MaxStep <= 0 {
-		c.MaxStep = 1_000_000
-	}
-	if c.FastRefill <= 0 {
-		c.FastRefill = 15 * time.Minute
-	}
-	if c.SlowRefill <= 0 {
-		c.SlowRefill = 30 * time.Minute
-	}
+	d := DefaultConfig()
+	orDefault(&c.MaxStep, d.MaxStep)
+	orDefault(&c.FastRefill, d.FastRefill)
+	orDefault(&c.SlowRefill, d.SlowRefill)
 	if c.PrefetchRatio <= 0 || c.PrefetchRatio > 1 {
-		c.PrefetchRatio = 0.1
+		c.PrefetchRatio = d.PrefetchRatio
 	}
-	if c.NegativeCacheTTL <= 0 {
-		c.NegativeCacheTTL = 500 * time.Millisecond
+	orDefault(&c.NegativeCacheTTL, d.NegativeCacheTTL)
+	orDefault(&c.EmptyWait, d.EmptyWait)
+	orDefault(&c.LoadTimeout, d.LoadTimeout)
+	if c.TagCheckInterval == 0 { // negative: never
+		c.TagCheckInterval = d.TagCheckInterval
 	}
-	if c.EmptyWait <= 0 {
-		c.EmptyWait = 500 * time.Millisecond
-	}
-	if c.LoadTimeout <= 0 {
-		c.LoadTimeout = 5 * time.Second
-	}
-	if c.TagCheckInterval == 0 {
-		c.TagCheckInterval = 5 * time.Second
-	}
-	if c.LoadBackoff <= 0 {
-		c.LoadBackoff = 50 * time.Millisecond
-	}
+	orDefault(&c.LoadBackoff, d.LoadBackoff)
 	if c.LoadBackoffMax < c.LoadBackoff {
-		c.LoadBackoffMax = 2 * time.Second
-		if c.LoadBackoffMax < c.LoadBackoff {
-			c.LoadBackoffMax = c.LoadBackoff
-		}
+		c.LoadBackoffMax = max(d.LoadBackoffMax, c.LoadBackoff)
 	}
-	c.Clock = clock.Or(c.Clock)
+	if c.Clock == nil {
+		c.Clock = d.Clock
+	}
 	if c.Logger == nil {
-		c.Logger = slog.Default()
+		c.Logger = d.Logger
+	}
+}
+
+// orDefault sets *v to d when *v is not positive (unset).
+func orDefault[T int64 | time.Duration](v *T, d T) {
+	if *v <= 0 {
+		*v = d
 	}
 }
 

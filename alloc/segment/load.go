@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"time"
 
-	"connectrpc.com/connect"
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/internal/errs"
 )
@@ -183,9 +182,11 @@ func (a *Allocator) loadFailedLocked(t *tagState, err error, size int64) {
 		t.sizeCap = max(t.baseStep, size/2)
 		t.step = min(t.step, t.sizeCap)
 	}
-	if definite(err) || errors.Is(err, errBadSegment) {
-		// A definite answer: the reservation did not happen, a new one gets
-		// a fresh request_id (and a freshly computed size).
+	if errs.Judge(errs.StoreCall, err).Definite || errors.Is(err, errBadSegment) {
+		// A definite answer (errs.Judge): the reservation did not happen,
+		// a new one gets a fresh request_id (and a freshly computed size).
+		// Otherwise (timeouts, unavailable, internal) it may have been
+		// committed: the retry reuses the request_id and size.
 		t.pendingReq = ""
 	}
 	backoff := a.cfg.LoadBackoff << min(t.failures-1, 20)
@@ -215,18 +216,4 @@ func (a *Allocator) loadFailedLocked(t *tagState, err error, size int64) {
 	} else {
 		a.log.Warn("segment load failed", "tag", t.name, "failures", t.failures, "retry_in", backoff, "err", err)
 	}
-}
-
-// definite reports whether a failed reservation is a definite refusal: the
-// store did not perform it, so the next attempt needs no idempotency key
-// reuse. Timeouts, cancellations and unavailable answers are not definite:
-// the reservation may have been committed.
-func definite(err error) bool {
-	switch errs.Code(err) {
-	case connect.CodeInvalidArgument, connect.CodeNotFound, connect.CodeAlreadyExists,
-		connect.CodeFailedPrecondition, connect.CodeResourceExhausted, connect.CodePermissionDenied,
-		connect.CodeUnauthenticated, connect.CodeUnimplemented:
-		return true
-	}
-	return false
 }

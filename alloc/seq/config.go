@@ -24,7 +24,7 @@ type Store interface {
 // owner; the owner serves it or refuses, it never forwards it again.
 const ForwardedHeader = "Seqsvr-Forwarded"
 
-// Config tunes a Node. Zero durations take the defaults.
+// Config tunes a Node. Zero values take DefaultConfig's.
 type Config struct {
 	// InstanceID names this process's lease at the store (default: a new
 	// random one). LoadInstance keeps it across restarts on one data dir.
@@ -55,24 +55,46 @@ type Config struct {
 	Registerer prometheus.Registerer
 }
 
+// DefaultConfig is the configuration where the caller sets nothing but
+// the required NodeID and URL: every default of a Node, defined here only
+// (the allocsvr's flags show these values). A zero field of the Config
+// given to New takes its value from here; HTTPClient is built anew per
+// call (a pooled client of its own).
+func DefaultConfig() Config {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 32
+	return Config{
+		HeartbeatInterval: 500 * time.Millisecond,
+		HeartbeatTimeout:  2 * time.Second,
+		FenceMargin:       time.Second,
+		RaiseTimeout:      5 * time.Second,
+		LeaveTimeout:      2 * time.Second,
+		HTTPClient:        &http.Client{Transport: tr},
+		Clock:             clock.System(),
+		Logger:            slog.Default(),
+	}
+}
+
+// setDefaults gives every unset field its DefaultConfig value.
 func (c *Config) setDefaults() {
-	def := func(d *time.Duration, v time.Duration) {
-		if *d <= 0 {
-			*d = v
+	d := DefaultConfig()
+	def := func(v *time.Duration, dv time.Duration) {
+		if *v <= 0 {
+			*v = dv
 		}
 	}
-	def(&c.HeartbeatInterval, 500*time.Millisecond)
-	def(&c.HeartbeatTimeout, 2*time.Second)
-	def(&c.FenceMargin, time.Second)
-	def(&c.RaiseTimeout, 5*time.Second)
-	def(&c.LeaveTimeout, 2*time.Second)
+	def(&c.HeartbeatInterval, d.HeartbeatInterval)
+	def(&c.HeartbeatTimeout, d.HeartbeatTimeout)
+	def(&c.FenceMargin, d.FenceMargin)
+	def(&c.RaiseTimeout, d.RaiseTimeout)
+	def(&c.LeaveTimeout, d.LeaveTimeout)
 	if c.HTTPClient == nil {
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.MaxIdleConnsPerHost = 32
-		c.HTTPClient = &http.Client{Transport: tr}
+		c.HTTPClient = d.HTTPClient
 	}
-	c.Clock = clock.Or(c.Clock)
+	if c.Clock == nil {
+		c.Clock = d.Clock
+	}
 	if c.Logger == nil {
-		c.Logger = slog.Default()
+		c.Logger = d.Logger
 	}
 }

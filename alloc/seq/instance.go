@@ -10,12 +10,16 @@ import (
 	"path/filepath"
 
 	"github.com/seqsvr/seqsvr/internal/dirlock"
+	"github.com/seqsvr/seqsvr/internal/durable"
 )
 
 // Files of LoadInstance in the allocsvr's data dir.
 const (
 	instanceLock = "seq.lock"
 	instanceFile = "seq-instance.json"
+	// instanceVersion is the durable header's version; files from before
+	// the header (the same JSON) read as durable.Unversioned.
+	instanceVersion = 1
 )
 
 type instanceData struct {
@@ -46,10 +50,10 @@ func LoadInstance(dir, node string) (id string, release func(), err error) {
 	}
 	path := filepath.Join(dir, instanceFile)
 	var d instanceData
-	b, err := os.ReadFile(path)
+	_, b, err := durable.Read(path, instanceVersion)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
+	case err != nil: // a newer release's file too: it may hold what this one cannot read
 		unlock()
 		return "", nil, fmt.Errorf("seq instance: %w", err)
 	default:
@@ -60,12 +64,7 @@ func LoadInstance(dir, node string) (id string, release func(), err error) {
 	}
 	d = instanceData{NodeID: node, InstanceID: rand.Text()}
 	b, _ = json.Marshal(d)
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		unlock()
-		return "", nil, fmt.Errorf("seq instance: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := durable.Write(path, instanceVersion, b, 0o644); err != nil {
 		unlock()
 		return "", nil, fmt.Errorf("seq instance: %w", err)
 	}

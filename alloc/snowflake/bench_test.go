@@ -2,7 +2,10 @@ package snowflake
 
 import (
 	"context"
+	"slices"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/seqsvr/seqsvr/internal/clock"
 	"github.com/seqsvr/seqsvr/internal/clock/clocktest"
@@ -108,4 +111,106 @@ func BenchmarkSnowflakeGenerateCost(b *testing.B) {
 	if ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N); ns > 0 {
 		b.ReportMetric(1e6/limitPerMs/ns, "x-headroom")
 	}
+}
+
+// oldHighWater is the high-water cache as it was before the fix: it wrote
+// only when the mark was below the issued timestamp, so the generator's
+// background extension (which asks while the mark still covers the
+// timestamp) never wrote, and once per highWaterAhead an ID passed the
+// mark and paid the write and its fsyncs on the ID path.
+type oldHighWater struct {
+	c       *cache
+	aheadMs int64
+}
+
+func (h oldHighWater) Reserve(_, targetMs int64) (int64, error) {
+	return h.c.Reserve(targetMs-h.aheadMs, targetMs)
+}
+
+// Load of BenchmarkSnowflakeP999UnderLoad: loadCallers goroutines each
+// call NextIDs(1) every loadInterval (about 16,000 calls a second), for
+// loadRound per side and round.
+const (
+	loadCallers  = 16
+	loadInterval = time.Millisecond
+	loadRound    = 3 * time.Second
+)
+
+// BenchmarkSnowflakeP999UnderLoad measures the latency of Service.NextIDs
+// (what the NextSnowflakeIDs RPC calls) under a steady load, with the
+// data-dir high-water mark on the real file system, once as fixed and
+// once with the old cache rule (oldHighWater), in alternating rounds of
+// loadRound each (b.N rounds; run with -benchtime=3x or more). It reports
+// each side's p50 and p999 in µs and the old p999 as a ratio to the fixed
+// one (x-old-p999): a synchronous fsync on the ID path once a second
+// shows there, the background extension does not.
+func BenchmarkSnowflakeP999UnderLoad(b *testing.B) {
+	clk := clock.System()
+	cfg := testConfig("bench", clk, b.TempDir())
+	cfg.RenewInterval = time.Second // rounds outlast the lease
+	s, err := Start(context.Background(), newFakeWorkerStore(clk), cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	g := s.gen.Load()
+	fixed, old := highWater(s.cache), oldHighWater{c: s.cache, aheadMs: highWaterAhead.Milliseconds()}
+	var lat [2][]time.Duration // 0: fixed, 1: old
+	b.ResetTimer()
+	for range b.N {
+		for side, hw := range []highWater{fixed, old} {
+			g.mu.Lock()
+			g.hw = hw
+			g.mu.Unlock()
+			lat[side] = append(lat[side], loadRoundLatencies(b, s)...)
+		}
+	}
+	b.StopTimer()
+	p := func(side int, q float64) float64 {
+		l := lat[side]
+		slices.Sort(l)
+		return float64(l[min(len(l)-1, int(q*float64(len(l))))].Nanoseconds()) / 1e3
+	}
+	b.ReportMetric(p(0, 0.5), "p50-fixed-µs")
+	b.ReportMetric(p(1, 0.5), "p50-old-µs")
+	b.ReportMetric(p(0, 0.999), "p999-fixed-µs")
+	b.ReportMetric(p(1, 0.999), "p999-old-µs")
+	b.ReportMetric(p(1, 0.999)/p(0, 0.999), "x-old-p999")
+	b.ReportMetric(float64(len(lat[0])), "calls/side")
+}
+
+// loadRoundLatencies runs one round of the load on s and returns every
+// call's latency.
+func loadRoundLatencies(b *testing.B, s *Service) []time.Duration {
+	ctx := context.Background()
+	out := make([][]time.Duration, loadCallers)
+	var wg sync.WaitGroup
+	end := time.Now().Add(loadRound)
+	for w := range loadCallers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			next := time.Now()
+			for next.Before(end) {
+				start := time.Now()
+				if _, err := s.NextIDs(ctx, 1); err != nil {
+					b.Error(err)
+					return
+				}
+				out[w] = append(out[w], time.Since(start))
+				next = next.Add(loadInterval)
+				if d := time.Until(next); d > 0 {
+					time.Sleep(d)
+				} else {
+					next = time.Now() // fell behind: no burst to catch up
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	var all []time.Duration
+	for _, l := range out {
+		all = append(all, l...)
+	}
+	return all
 }

@@ -10,13 +10,18 @@ import (
 	"sync"
 
 	"github.com/seqsvr/seqsvr/internal/dirlock"
+	"github.com/seqsvr/seqsvr/internal/durable"
 )
 
 // Files of the snowflake cache in --data-dir.
 const (
-	cacheFile   = "snowflake-worker.json"
-	lockFile    = "snowflake-worker.lock"
-	cacheFormat = 1
+	cacheFile = "snowflake-worker.json"
+	lockFile  = "snowflake-worker.lock"
+	// cacheVersion is the durable header's version. Version 1 was the
+	// same JSON with "format": 1 in it and no header (releases before
+	// internal/durable); it is still read.
+	cacheVersion = 2
+	legacyFormat = 1
 )
 
 // cacheData is what survives a restart. HighWaterMs is written (and
@@ -26,7 +31,7 @@ const (
 // renewal lets this node issue IDs (lease TTL minus the fence margin,
 // counted from when that request was sent).
 type cacheData struct {
-	Format            int    `json:"format"`
+	Format            int    `json:"format,omitempty"` // legacy files only`
 	NodeID            string `json:"node_id"`
 	WorkerID          int64  `json:"worker_id"`
 	EpochMs           int64  `json:"epoch_ms"`
@@ -43,9 +48,8 @@ type cacheData struct {
 // for the process lifetime: two processes sharing one cache could both
 // start from it and serve the same worker ID.
 type cache struct {
-	dir     string
-	aheadMs int64
-	unlock  func()
+	dir    string
+	unlock func()
 
 	mu   sync.Mutex
 	data cacheData
@@ -54,7 +58,7 @@ type cache struct {
 
 // openCache locks dir and loads the cache. A missing or unreadable cache
 // is not an error (ok stays false); a lock held by another process is.
-func openCache(dir string, aheadMs int64) (*cache, error) {
+func openCache(dir string) (*cache, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("snowflake cache: %w", err)
 	}
@@ -62,8 +66,8 @@ func openCache(dir string, aheadMs int64) (*cache, error) {
 	if err != nil {
 		return nil, fmt.Errorf("snowflake cache %s: %w", dir, err)
 	}
-	c := &cache{dir: dir, aheadMs: aheadMs, unlock: unlock}
-	b, err := os.ReadFile(filepath.Join(dir, cacheFile))
+	c := &cache{dir: dir, unlock: unlock}
+	v, b, err := durable.Read(filepath.Join(dir, cacheFile), cacheVersion)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
@@ -71,7 +75,8 @@ func openCache(dir string, aheadMs int64) (*cache, error) {
 		return nil, fmt.Errorf("snowflake cache: %w", err)
 	default:
 		var d cacheData
-		if json.Unmarshal(b, &d) == nil && d.Format == cacheFormat {
+		if json.Unmarshal(b, &d) == nil && (v == cacheVersion || d.Format == legacyFormat) {
+			d.Format = 0
 			c.data, c.ok = d, true
 		}
 	}
@@ -91,7 +96,6 @@ func (c *cache) update(f func(*cacheData)) error {
 	defer c.mu.Unlock()
 	d := c.data
 	f(&d)
-	d.Format = cacheFormat
 	if err := c.write(d); err != nil {
 		return err
 	}
@@ -99,17 +103,25 @@ func (c *cache) update(f func(*cacheData)) error {
 	return nil
 }
 
-// Reserve makes a high-water mark of at least ms+ahead durable and returns
-// the durable mark. The mark never moves down here.
-func (c *cache) Reserve(ms int64) (int64, error) {
+// Reserve makes a high-water mark of at least minMs durable and returns
+// the durable mark. When the mark is below minMs it writes targetMs (at
+// least minMs); otherwise it writes nothing. The mark never moves down.
+//
+// The generator asks for minMs = the issued timestamp, when an ID is
+// about to pass the mark (on the ID path), and for minMs = one past the
+// mark it knows, from its background extension: the extension must write
+// even though the mark still covers every timestamp issued so far. (A
+// Reserve that took one argument and wrote only when the mark was below
+// it did nothing for the extension, so every extension became an fsync
+// on the ID path once per generator ahead time: docs/benchmarks.md, Snowflake.)
+func (c *cache) Reserve(minMs, targetMs int64) (int64, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.data.HighWaterMs >= ms {
+	if c.data.HighWaterMs >= minMs {
 		return c.data.HighWaterMs, nil
 	}
 	d := c.data
-	d.Format = cacheFormat
-	d.HighWaterMs = ms + c.aheadMs
+	d.HighWaterMs = max(minMs, targetMs)
 	if err := c.write(d); err != nil {
 		return 0, err
 	}
@@ -117,35 +129,14 @@ func (c *cache) Reserve(ms int64) (int64, error) {
 	return d.HighWaterMs, nil
 }
 
-// write replaces the file atomically: temp file, fsync, rename, fsync dir.
+// write replaces the file durably (internal/durable), owner-only (0600)
+// as the cache file always was.
 func (c *cache) write(d cacheData) error {
 	b, err := json.MarshalIndent(d, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(c.dir, cacheFile+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // no-op after the rename
-	if _, err = tmp.Write(append(b, '\n')); err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), filepath.Join(c.dir, cacheFile)); err != nil {
-		return err
-	}
-	dir, err := os.Open(c.dir)
-	if err != nil {
-		return err
-	}
-	defer dir.Close()
-	return dir.Sync()
+	return durable.Write(filepath.Join(c.dir, cacheFile), cacheVersion, append(b, '\n'), 0o600)
 }
 
 func (c *cache) close() {

@@ -14,9 +14,8 @@ import (
 	"github.com/seqsvr/seqsvr/internal/spec"
 )
 
-// The default clock tolerance and the generator's internal limits.
+// The generator's internal limits.
 const (
-	defaultMaxBackwardWait  = 5 * time.Millisecond
 	noLimit                 = math.MaxInt64
 	sleepSpinThreshold      = 2 * time.Millisecond
 	highWaterExtendFraction = 2 // extend in the background when within ahead/2 of the mark
@@ -57,16 +56,18 @@ type Generator struct {
 }
 
 // highWater persists a timestamp bound ahead of use. Reserve makes sure
-// a bound of at least ms is durable and returns the durable bound.
+// a bound of at least minMs is durable, writing targetMs when it must,
+// and returns the durable bound.
 type highWater interface {
-	Reserve(ms int64) (int64, error)
+	Reserve(minMs, targetMs int64) (int64, error)
 }
 
 // Option tunes a Generator.
 type Option func(*Generator)
 
 // WithMaxBackwardWait sets how far back the clock may move and be waited
-// out (default 5 ms); more is refused with errs.Unavailable.
+// out (default DefaultConfig().MaxBackwardWait); more is refused with
+// errs.Unavailable.
 func WithMaxBackwardWait(d time.Duration) Option {
 	return func(g *Generator) {
 		if d >= 0 {
@@ -105,7 +106,7 @@ func NewGenerator(layout *seqsvrv1.SnowflakeLayout, workerID, floorMs int64, clk
 	clk = clock.Or(clk)
 	g := &Generator{
 		clock:     clk,
-		maxBackMs: defaultMaxBackwardWait.Milliseconds(),
+		maxBackMs: DefaultConfig().MaxBackwardWait.Milliseconds(),
 		lay:       lay,
 		workerID:  workerID,
 		lastMs:    max(floorMs, lay.epochMs),
@@ -213,7 +214,8 @@ func (g *Generator) admit(ts int64) error {
 		return g.stoppedErr()
 	}
 	if ts > g.hwmMs {
-		lim, err := g.hw.Reserve(ts)
+		// On the ID path: only when the background extension fell behind.
+		lim, err := g.hw.Reserve(ts, ts+g.hwAheadMs)
 		if err != nil {
 			g.failHighWater(err)
 			return g.stoppedErr()
@@ -222,11 +224,14 @@ func (g *Generator) admit(ts int64) error {
 	}
 	if !g.extending && ts > g.hwmMs-g.hwAheadMs/highWaterExtendFraction {
 		// Extend off the hot path so the fsync rarely stalls callers.
+		// It asks for more than the mark it knows (not for ts, which the
+		// mark already covers), so it really writes.
 		g.extending = true
 		g.extWG.Add(1)
+		known := g.hwmMs
 		go func() {
 			defer g.extWG.Done()
-			lim, err := g.hw.Reserve(ts)
+			lim, err := g.hw.Reserve(known+1, ts+g.hwAheadMs)
 			g.mu.Lock()
 			defer g.mu.Unlock()
 			g.extending = false

@@ -260,23 +260,25 @@ func TestGeneratorUniqueUnderConcurrency(t *testing.T) {
 	}
 }
 
-// memHighWater records reservations like the data-dir cache would.
+// memHighWater records reservations with the data-dir cache's rule
+// (TestGeneratorExtendsRealCache runs the real one).
 type memHighWater struct {
-	mu      sync.Mutex
-	mark    int64
-	aheadMs int64
-	calls   int
-	fail    error
+	mu    sync.Mutex
+	mark  int64
+	calls int
+	fail  error
 }
 
-func (h *memHighWater) Reserve(ms int64) (int64, error) {
+func (h *memHighWater) Reserve(minMs, targetMs int64) (int64, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.calls++
 	if h.fail != nil {
 		return 0, h.fail
 	}
-	h.mark = max(h.mark, ms+h.aheadMs)
+	if h.mark < minMs {
+		h.mark = max(minMs, targetMs)
+	}
 	return h.mark, nil
 }
 
@@ -288,7 +290,7 @@ func (h *memHighWater) get() (int64, int) {
 
 func TestGeneratorPersistsHighWaterAheadOfUse(t *testing.T) {
 	clk := clocktest.New(t0)
-	hw := &memHighWater{aheadMs: 1000}
+	hw := &memHighWater{}
 	g := newTestGen(t, 1, 0, clk, withHighWater(hw, 0, time.Second))
 	for range 50 {
 		id := mustID(t, g)

@@ -50,7 +50,10 @@ func (g *Generator) retryLocked(ms int64) error {
 	if g.hwErr == nil || g.hw == nil || g.clock.Now().Sub(g.hwErrAt) < hwRetryInterval {
 		return g.hwErr
 	}
-	lim, err := g.hw.Reserve(ms)
+	// One past the known mark: a retry must write, to learn whether the
+	// data dir takes writes again (a mark that already covers ms would
+	// otherwise be answered without touching the disk).
+	lim, err := g.hw.Reserve(max(ms, g.hwmMs+1), ms+g.hwAheadMs)
 	if err != nil {
 		g.failHighWater(err)
 		return err

@@ -17,7 +17,7 @@ import (
 // resumes it, IDs still increasing.
 func TestGeneratorStopsOnHighWaterFailure(t *testing.T) {
 	clk := clocktest.New(t0)
-	hw := &memHighWater{aheadMs: 1000}
+	hw := &memHighWater{}
 	g := newTestGen(t, 1, 0, clk, withHighWater(hw, 0, time.Second))
 	first := mustID(t, g)
 	mark, _ := hw.get()

@@ -21,16 +21,13 @@ import (
 	"github.com/seqsvr/seqsvr/internal/spec"
 )
 
-// Defaults of Config.
+// Internal timing, not configuration.
 const (
-	defaultRenewInterval  = 3 * time.Second
-	defaultFenceMargin    = 2 * time.Second
-	defaultMaxClockOffset = time.Second
-	highWaterAhead        = time.Second
-	registerBackoffMin    = 100 * time.Millisecond
+	highWaterAhead     = time.Second
+	registerBackoffMin = 100 * time.Millisecond
 )
 
-// Config configures Start. Zero values take the defaults.
+// Config configures Start. Zero values take DefaultConfig's.
 type Config struct {
 	NodeID  string
 	DataDir string      // "" = no cache (restarts rely on the store alone)
@@ -136,7 +133,7 @@ func Start(ctx context.Context, store WorkerStore, cfg Config) (*Service, error)
 		s.log.Warn(plantedNote("snowflake IDs keep flowing after the lease is lost"))
 	}
 	if cfg.DataDir != "" {
-		c, err := openCache(cfg.DataDir, highWaterAhead.Milliseconds())
+		c, err := openCache(cfg.DataDir)
 		if err != nil {
 			return nil, err
 		}
@@ -160,22 +157,39 @@ func Start(ctx context.Context, store WorkerStore, cfg Config) (*Service, error)
 	return s, nil
 }
 
+// DefaultConfig is the configuration where the caller sets nothing but
+// the required NodeID: every default of the snowflake side, defined here
+// only (the allocsvr's flags show these values). A zero field of the
+// Config given to Start takes its value from here.
+func DefaultConfig() Config {
+	return Config{
+		Clock:           clock.System(),
+		Logger:          slog.Default(),
+		RenewInterval:   3 * time.Second,
+		FenceMargin:     2 * time.Second,
+		MaxClockOffset:  time.Second,
+		MaxBackwardWait: 5 * time.Millisecond,
+	}
+}
+
+// withDefaults gives every unset field of cfg its DefaultConfig value.
 func withDefaults(cfg Config) Config {
-	cfg.Clock = clock.Or(cfg.Clock)
+	d := DefaultConfig()
+	if cfg.Clock == nil {
+		cfg.Clock = d.Clock
+	}
 	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
+		cfg.Logger = d.Logger
 	}
-	if cfg.RenewInterval <= 0 {
-		cfg.RenewInterval = defaultRenewInterval
-	}
-	if cfg.FenceMargin <= 0 {
-		cfg.FenceMargin = defaultFenceMargin
-	}
-	if cfg.MaxClockOffset <= 0 {
-		cfg.MaxClockOffset = defaultMaxClockOffset
-	}
-	if cfg.MaxBackwardWait <= 0 {
-		cfg.MaxBackwardWait = defaultMaxBackwardWait
+	for _, f := range []struct{ v, d *time.Duration }{
+		{&cfg.RenewInterval, &d.RenewInterval},
+		{&cfg.FenceMargin, &d.FenceMargin},
+		{&cfg.MaxClockOffset, &d.MaxClockOffset},
+		{&cfg.MaxBackwardWait, &d.MaxBackwardWait},
+	} {
+		if *f.v <= 0 {
+			*f.v = *f.d
+		}
 	}
 	return cfg
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -18,6 +17,7 @@ import (
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/internal/clock"
 	"github.com/seqsvr/seqsvr/internal/clock/clocktest"
+	"github.com/seqsvr/seqsvr/internal/durable"
 	"github.com/seqsvr/seqsvr/internal/errs"
 	"github.com/seqsvr/seqsvr/internal/poll"
 	"github.com/seqsvr/seqsvr/internal/spec"
@@ -471,7 +471,7 @@ func regReq(node, instance string, clk clock.Clock) *seqsvrv1.RegisterWorkerRequ
 
 func readCache(t *testing.T, dir string) cacheData {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, cacheFile))
+	_, b, err := durable.Read(filepath.Join(dir, cacheFile), cacheVersion)
 	if err != nil {
 		t.Fatal(err)
 	}

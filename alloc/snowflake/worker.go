@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"connectrpc.com/connect"
-
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/internal/errs"
 	"github.com/seqsvr/seqsvr/internal/spec"
@@ -35,14 +33,14 @@ type workerLease struct {
 	fromCache      bool
 }
 
-// workerLeaseLost reports whether the store said the lease is held by
-// another process, or does not know it (then only a new registration helps).
+// workerLeaseLost reports whether the store definitely refused a renewal
+// or registration (errs.Judge): the lease is held by another process, or
+// unknown to the store, or the request is refused for good. Repeating the
+// same call cannot help; only a new registration can, and until it
+// succeeds no ID is issued. Anything else (no answer, unavailable) keeps
+// the lease until its fence and is tried again.
 func workerLeaseLost(err error) bool {
-	switch errs.Code(err) {
-	case connect.CodeFailedPrecondition, connect.CodeNotFound:
-		return true
-	}
-	return false
+	return errs.Judge(errs.StoreCall, err).Definite
 }
 
 // workerTTL is the lease TTL the store granted.

@@ -109,6 +109,16 @@ func (c *Client) discover(ctx context.Context) string {
 // learnLeader records the leader named by the member at from. An address
 // with an unspecified host (":7001", "0.0.0.0:7001") takes from's host.
 func (c *Client) learnLeader(from string, cs *seqsvrv1.ClusterStatusResponse) string {
+	if id := cs.GetClusterId(); id != "" {
+		c.mu.Lock()
+		if c.clusterID != id {
+			if c.clusterID != "" {
+				c.log.Warn("the store's cluster ID changed: it was restored or recovered", "was", c.clusterID, "now", id)
+			}
+			c.clusterID = id
+		}
+		c.mu.Unlock()
+	}
 	addr := cs.GetLeaderHttpAddr()
 	if addr == "" {
 		return ""

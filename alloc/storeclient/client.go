@@ -21,7 +21,7 @@ import (
 	"github.com/seqsvr/seqsvr/internal/errs"
 )
 
-// Options tunes a Client. Zero values take the defaults.
+// Options tunes a Client. Zero values take DefaultOptions'.
 type Options struct {
 	// HTTPClient defaults to the package's own HTTP/1.1 keep-alive client
 	// (h1client.go: each call on the caller's goroutine, up to
@@ -69,6 +69,17 @@ type Client struct {
 	clients map[string]seqsvrv1connect.StoreServiceClient
 	leader  string // base URL of the believed leader; "" if unknown
 	next    int    // round-robin position among urls while no leader is known
+	// clusterID is the store's cluster ID from the last ClusterStatus
+	// answer that carried one.
+	clusterID string
+}
+
+// ClusterID is the store's cluster ID as last seen in a ClusterStatus
+// answer ("" before the first).
+func (c *Client) ClusterID() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.clusterID
 }
 
 // New returns a client for the store members at urls (base URLs
@@ -100,23 +111,39 @@ func New(urls []string, opts Options) (*Client, error) {
 		c.opts.ClientOptions = append(c.opts.ClientOptions[:len(c.opts.ClientOptions):len(c.opts.ClientOptions)],
 			connect.WithInterceptors(auth.Bearer(c.opts.Token)))
 	}
+	d := DefaultOptions()
 	if c.opts.Logger == nil {
-		c.opts.Logger = slog.Default()
+		c.opts.Logger = d.Logger
 	}
 	c.log = c.opts.Logger
 	if c.opts.RequestTimeout <= 0 {
-		c.opts.RequestTimeout = 2 * time.Second
+		c.opts.RequestTimeout = d.RequestTimeout
 	}
 	if c.opts.BackoffInitial <= 0 {
-		c.opts.BackoffInitial = 20 * time.Millisecond
+		c.opts.BackoffInitial = d.BackoffInitial
 	}
 	if c.opts.BackoffMax < c.opts.BackoffInitial {
-		c.opts.BackoffMax = max(time.Second, c.opts.BackoffInitial)
+		c.opts.BackoffMax = max(d.BackoffMax, c.opts.BackoffInitial)
 	}
 	if c.opts.RetryBudget <= 0 {
-		c.opts.RetryBudget = 10 * time.Second
+		c.opts.RetryBudget = d.RetryBudget
 	}
 	return c, nil
+}
+
+// DefaultOptions are the options where the caller sets nothing: every
+// default of the store client, defined here only (the allocsvr's flags
+// show these values). A zero field of the Options given to New takes its
+// value from here; a nil HTTPClient means the package's own HTTP/1.1
+// client.
+func DefaultOptions() Options {
+	return Options{
+		Logger:         slog.Default(),
+		RequestTimeout: 2 * time.Second,
+		BackoffInitial: 20 * time.Millisecond,
+		BackoffMax:     time.Second,
+		RetryBudget:    10 * time.Second,
+	}
 }
 
 func parseURL(raw string) (*url.URL, error) {

@@ -185,6 +185,7 @@ func TestH1ConnectionsFollowConcurrency(t *testing.T) {
 		mu   sync.Mutex
 		n    int
 		gate = make(chan struct{})
+		done = make(chan struct{}) // the test ended: no handler waits on
 	)
 	inner := recordingStore(&s)
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -202,6 +203,8 @@ func TestH1ConnectionsFollowConcurrency(t *testing.T) {
 			case <-g:
 			case <-r.Context().Done():
 				return
+			case <-done:
+				return
 			}
 		}
 		inner.ServeHTTP(w, r)
@@ -209,7 +212,17 @@ func TestH1ConnectionsFollowConcurrency(t *testing.T) {
 	srv.Config.ConnState = countConns(&s)
 	srv.Start()
 	t.Cleanup(srv.Close)
-	c := testClient(t, []string{srv.URL})
+	t.Cleanup(func() { close(done) }) // before srv.Close, which waits for the handlers
+	// Attempts long enough that a round's 64 dials and calls finish under
+	// -race on a loaded machine: a retried attempt dials a connection of
+	// its own and throws the rounds' gate out of step (testClient's 1 s
+	// made this test fail, and then hang in srv.Close, under load).
+	c, err := New([]string{srv.URL}, Options{
+		RequestTimeout: 15 * time.Second, BackoffInitial: time.Millisecond, BackoffMax: 10 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx := testCtx(t)
 	for round := range 5 {
 		var wg sync.WaitGroup

@@ -8,11 +8,16 @@ import (
 	"os"
 	"time"
 
+	"github.com/seqsvr/seqsvr/alloc/segment"
+	"github.com/seqsvr/seqsvr/alloc/seq"
+	"github.com/seqsvr/seqsvr/alloc/snowflake"
+	"github.com/seqsvr/seqsvr/alloc/storeclient"
 	"github.com/seqsvr/seqsvr/cmd/internal/serve"
 )
 
 // config is everything allocsvr reads from flags and SEQSVR_* variables.
-// Zero tuning values leave package alloc's defaults in force.
+// The tuning flags' defaults are the packages' DefaultConfig values; a zero
+// (or negative) value given explicitly also takes that default.
 type config struct {
 	NodeID, HTTPAddr, DataDir string
 	Stores                    []string
@@ -54,21 +59,24 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	fs.StringVar(&c.HTTPAddr, "http-addr", "127.0.0.1:8080", "Connect/gRPC/gRPC-web API, Leaf HTTP API, /healthz, /readyz, /metrics")
 	fs.StringVar(&c.storesRaw, "store", "", "HTTP base URLs of any storesvr members, comma-separated (required)")
 	fs.StringVar(&c.DataDir, "data-dir", "", "local cache of the snowflake worker ID and its last timestamp (required with --snowflake)")
-	fs.Int64Var(&c.MaxStep, "max-step", 0, "cap of the dynamic segment size (0: 1,000,000)")
-	fs.Float64Var(&c.PrefetchRatio, "prefetch-ratio", 0, "used fraction of a segment at which the next is reserved (0: 0.1)")
-	fs.DurationVar(&c.EmptyWait, "empty-wait", 0, "how long a request waits for an in-flight load when both buffers are empty (0: 500ms)")
-	fs.DurationVar(&c.LoadTimeout, "load-timeout", 0, "bound of one segment reservation including retries (0: 5s)")
-	fs.DurationVar(&c.NegativeCacheTTL, "negative-cache-ttl", 0, "how long an unknown tag is remembered as unknown (0: 500ms)")
+	// Every tuning default comes from its package's DefaultConfig, so
+	// --help shows the values in force and no number is written twice.
+	seg, sf, sq, sc := segment.DefaultConfig(), snowflake.DefaultConfig(), seq.DefaultConfig(), storeclient.DefaultOptions()
+	fs.Int64Var(&c.MaxStep, "max-step", seg.MaxStep, "cap of the dynamic segment size")
+	fs.Float64Var(&c.PrefetchRatio, "prefetch-ratio", seg.PrefetchRatio, "used fraction of a segment at which the next is reserved")
+	fs.DurationVar(&c.EmptyWait, "empty-wait", seg.EmptyWait, "how long a request waits for an in-flight load when both buffers are empty")
+	fs.DurationVar(&c.LoadTimeout, "load-timeout", seg.LoadTimeout, "bound of one segment reservation including retries")
+	fs.DurationVar(&c.NegativeCacheTTL, "negative-cache-ttl", seg.NegativeCacheTTL, "how long an unknown tag is remembered as unknown")
 	fs.BoolVar(&c.Snowflake, "snowflake", true, "serve snowflake IDs (registers a worker ID in the store)")
-	fs.DurationVar(&c.SnowflakeMaxClockOffset, "snowflake-max-clock-offset", 0, "refuse to start when the local clock differs from the store leader's by more (0: alloc default)")
-	fs.DurationVar(&c.SnowflakeRenewInterval, "snowflake-renew-interval", 0, "worker lease renewal period (0: alloc default, about 3s)")
-	fs.DurationVar(&c.SnowflakeFenceMargin, "snowflake-fence-margin", 0, "stop serving snowflake IDs this long before an unrenewed lease expires (0: alloc default)")
-	fs.DurationVar(&c.SnowflakeMaxBackward, "snowflake-max-backward-wait", 0, "clock steps back up to this are waited out; larger ones answer unavailable (0: 5ms)")
+	fs.DurationVar(&c.SnowflakeMaxClockOffset, "snowflake-max-clock-offset", sf.MaxClockOffset, "refuse to start when the local clock differs from the store leader's by more")
+	fs.DurationVar(&c.SnowflakeRenewInterval, "snowflake-renew-interval", sf.RenewInterval, "worker lease renewal period")
+	fs.DurationVar(&c.SnowflakeFenceMargin, "snowflake-fence-margin", sf.FenceMargin, "stop serving snowflake IDs this long before an unrenewed lease expires")
+	fs.DurationVar(&c.SnowflakeMaxBackward, "snowflake-max-backward-wait", sf.MaxBackwardWait, "clock steps back up to this are waited out; larger ones answer unavailable")
 	fs.BoolVar(&c.Seq, "seq", true, "serve per-key sequences (SeqService; heartbeats a lease in the store)")
-	fs.DurationVar(&c.SeqHeartbeatInterval, "seq-heartbeat-interval", 500*time.Millisecond, "per-key sequence lease renewal period")
-	fs.DurationVar(&c.SeqFenceMargin, "seq-fence-margin", time.Second, "stop serving per-key sections this long before an unrenewed lease (measured from the heartbeat's send) ends")
+	fs.DurationVar(&c.SeqHeartbeatInterval, "seq-heartbeat-interval", sq.HeartbeatInterval, "per-key sequence lease renewal period")
+	fs.DurationVar(&c.SeqFenceMargin, "seq-fence-margin", sq.FenceMargin, "stop serving per-key sections this long before an unrenewed lease (measured from the heartbeat's send) ends")
 	fs.StringVar(&c.AdvertiseURL, "advertise-url", "", "base URL other allocsvrs forward per-key calls to (default: http:// + the actual listen address)")
-	fs.DurationVar(&c.StoreRequestTimeout, "store-request-timeout", 0, "bound of one attempt against one store member (0: 2s)")
+	fs.DurationVar(&c.StoreRequestTimeout, "store-request-timeout", sc.RequestTimeout, "bound of one attempt against one store member")
 	fs.StringVar(&c.StoreTokenFile, "store-token-file", "", "file holding the bearer token (role alloc) presented to the store and to other allocsvrs")
 	fs.StringVar(&c.StoreCA, "store-ca", "", "PEM CA to trust for https:// store URLs (and other allocsvrs' HTTPS)")
 	c.Common.Register(fs)

@@ -3,10 +3,16 @@ package main
 import (
 	"bytes"
 	"os"
+	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/seqsvr/seqsvr/alloc/segment"
+	"github.com/seqsvr/seqsvr/alloc/seq"
+	"github.com/seqsvr/seqsvr/alloc/snowflake"
+	"github.com/seqsvr/seqsvr/alloc/storeclient"
 	"github.com/seqsvr/seqsvr/cmd/internal/serve"
 )
 
@@ -56,5 +62,42 @@ func TestConfigSeqFlags(t *testing.T) {
 	}
 	if _, err := parseConfig([]string{"--store", "http://a:1", "--snowflake=false", "--seq-heartbeat-interval", "0s"}, getenv, &out); err == nil {
 		t.Fatal("--seq-heartbeat-interval 0 accepted")
+	}
+}
+
+// The tuning flags default to their packages' DefaultConfig values, and no
+// help text repeats a default as a number of its own ("0: 500ms").
+func TestConfigDefaultsFromPackages(t *testing.T) {
+	var out bytes.Buffer
+	c, err := parseConfig([]string{"--store", "http://a:1", "--data-dir", "/d"}, func(string) string { return "" }, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seg, sf, sq, sc := segment.DefaultConfig(), snowflake.DefaultConfig(), seq.DefaultConfig(), storeclient.DefaultOptions()
+	for _, f := range []struct {
+		name      string
+		got, want any
+	}{
+		{"max-step", c.MaxStep, seg.MaxStep},
+		{"prefetch-ratio", c.PrefetchRatio, seg.PrefetchRatio},
+		{"empty-wait", c.EmptyWait, seg.EmptyWait},
+		{"load-timeout", c.LoadTimeout, seg.LoadTimeout},
+		{"negative-cache-ttl", c.NegativeCacheTTL, seg.NegativeCacheTTL},
+		{"snowflake-max-clock-offset", c.SnowflakeMaxClockOffset, sf.MaxClockOffset},
+		{"snowflake-renew-interval", c.SnowflakeRenewInterval, sf.RenewInterval},
+		{"snowflake-fence-margin", c.SnowflakeFenceMargin, sf.FenceMargin},
+		{"snowflake-max-backward-wait", c.SnowflakeMaxBackward, sf.MaxBackwardWait},
+		{"seq-heartbeat-interval", c.SeqHeartbeatInterval, sq.HeartbeatInterval},
+		{"seq-fence-margin", c.SeqFenceMargin, sq.FenceMargin},
+		{"store-request-timeout", c.StoreRequestTimeout, sc.RequestTimeout},
+	} {
+		if f.got != f.want || reflect.ValueOf(f.got).IsZero() {
+			t.Errorf("--%s defaults to %v, want the package's %v", f.name, f.got, f.want)
+		}
+	}
+	out.Reset()
+	serve.Main("allocsvr", []string{"--help"}, func(string) string { return "" }, &out, parseConfig)
+	if m := regexp.MustCompile(`\(0: [^)]*\d`).FindString(out.String()); m != "" {
+		t.Errorf("--help repeats a default as text: %q", m)
 	}
 }

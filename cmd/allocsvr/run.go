@@ -42,6 +42,7 @@ func (cfg *config) open(ctx context.Context, env serve.Env) (*serve.App, error) 
 		Registerer:       env.Registry,
 	})
 	svc := alloc.NewService(cfg.NodeID, seg)
+	svc.SetClusterID(store.ClusterID)
 	table := svc.Routes()
 	closeSeq := func() {}
 	if cfg.Seq {

@@ -146,7 +146,7 @@ Usage: seqctl [flags] COMMAND [ARGS] [flags]
 Commands:
 `)
 	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
-	for _, g := range []string{"tag", "space", "member", "status", "next", "snowflake", "decode", "seq"} {
+	for _, g := range []string{"tag", "space", "member", "status", "backup", "next", "snowflake", "decode", "seq"} {
 		for _, c := range commands {
 			first, _, _ := strings.Cut(c.path, " ")
 			if first != g || group != "" && !strings.HasPrefix(c.path+" ", group+" ") {

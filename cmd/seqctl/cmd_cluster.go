@@ -15,7 +15,10 @@ import (
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 )
 
-var memberHeader = []string{"ID", "RAFT_ADDR", "HTTP_ADDR", "SUFFRAGE", "STATE", "LEADER"}
+// VERSION and LEVEL are each member's release and feature level as the
+// answering member last polled them (empty from a base-release store,
+// which reports neither); CLUSTER_VERSION is the cluster's level.
+var memberHeader = []string{"ID", "RAFT_ADDR", "HTTP_ADDR", "SUFFRAGE", "STATE", "LEADER", "VERSION", "LEVEL", "CLUSTER_VERSION"}
 
 func (a *app) members(st *seqsvrv1.ClusterStatusResponse) error {
 	var rows [][]string
@@ -24,7 +27,15 @@ func (a *app) members(st *seqsvrv1.ClusterStatusResponse) error {
 		if m.GetId() == st.GetLeaderId() {
 			leader = "*"
 		}
-		rows = append(rows, []string{m.GetId(), m.GetRaftAddr(), m.GetHttpAddr(), m.GetSuffrage(), m.GetState(), leader})
+		level, cv := "", ""
+		if m.GetLevel() != 0 {
+			level = u(uint64(m.GetLevel()))
+		}
+		if st.GetClusterVersion() != 0 {
+			cv = u(uint64(st.GetClusterVersion()))
+		}
+		rows = append(rows, []string{m.GetId(), m.GetRaftAddr(), m.GetHttpAddr(), m.GetSuffrage(), m.GetState(), leader,
+			m.GetVersion(), level, cv})
 	}
 	return a.out(st, memberHeader, rows)
 }

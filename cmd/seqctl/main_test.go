@@ -78,7 +78,7 @@ func TestVersionEveryBinary(t *testing.T) {
 			t.Errorf("%s --version: %v", name, err)
 			continue
 		}
-		if !regexp.MustCompile(`^` + name + ` \S+ \(go\S+ \w+/\w+\)\n$`).Match(out) {
+		if !regexp.MustCompile(`^` + name + ` \S+ \(go\S+ \w+/\w+(, commit [0-9a-f]+(\+dirty)?)?\)\n$`).Match(out) {
 			t.Errorf("%s --version printed %q", name, out)
 		}
 	}
@@ -106,6 +106,7 @@ func TestCommands(t *testing.T) {
 		"SEQCTL_KEY":        sec.KeyFile,
 		"SEQCTL_TOKEN_FILE": sec.AdminTokenFile,
 	}
+	bk := filepath.Join(dir, "seqsvr.backup")
 	var snowflake string
 	steps := []struct {
 		args       []string
@@ -126,6 +127,10 @@ func TestCommands(t *testing.T) {
 		{[]string{"space", "create", "clisp", "--key-count", "1000", "--section-size", "100"}, 0, `(?m)^clisp\s+1000\s+100\s+10\s+10000`, ""},
 		{[]string{"space", "get", "clisp", "-o", "json"}, 0, `"sectionCount": "10"`, ""},
 		{[]string{"space", "list"}, 0, `(?m)^clisp\s`, ""},
+		{[]string{"backup", bk}, 0, `(?m)^FILE\s+BYTES.*\n\S+\s+\d+\s+[0-9a-f]{16}\s`, ""},
+		{[]string{"backup", "inspect", bk}, 0, `(?m)^cli\s+tag\s+200\s+200\s+\d+\n`, ""},
+		{[]string{"backup", "inspect", bk, "-o", "json"}, 0, `"cluster_id": "[0-9a-f]{16}"`, ""},
+		{[]string{"backup", filepath.Join(dir, "denied"), "--token-file", clientTok}, 1, `^$`, `^seqctl: permission_denied: `},
 		{[]string{"space", "get", "nope"}, 1, `^$`, `^seqctl: not_found: `},
 		{[]string{"member", "list"}, 0, `(?m)^s1\s.*\n^s2\s.*\n^s3\s`, ""},
 		{[]string{"status"}, 0, `(?s)STORE\s+ID\s+STATE.*leader.*ALLOC\s+ID.*serving`, ""},
@@ -146,6 +151,25 @@ func TestCommands(t *testing.T) {
 		}
 		if s.args[0] == "snowflake" {
 			snowflake, _, _ = strings.Cut(out, "\n")
+		}
+	}
+
+	// A damaged backup file is refused, exit 1, naming the damage.
+	file, err := os.ReadFile(bk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	future := append([]byte(nil), file...)
+	future[11]++ // the format version's low byte
+	corrupt := append([]byte(nil), file...)
+	corrupt[len(corrupt)/2] ^= 0xff
+	for name, b := range map[string][]byte{"truncated": file[:len(file)-10], "corrupt": corrupt, "newer format": future} {
+		path := filepath.Join(dir, strings.ReplaceAll(name, " ", "-"))
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if code, out, errOut := invoke(env, "backup", "inspect", path); code != 1 || out != "" || !strings.Contains(errOut, name) {
+			t.Errorf("backup inspect of a %s file: exit %d, %q %q", name, code, out, errOut)
 		}
 	}
 

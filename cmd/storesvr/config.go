@@ -2,15 +2,18 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"time"
 
 	"github.com/seqsvr/seqsvr/cmd/internal/serve"
+	"github.com/seqsvr/seqsvr/internal/raftconf"
 	"github.com/seqsvr/seqsvr/storage"
 )
 
 // config is everything storesvr reads from flags and SEQSVR_* variables.
-// Zero tuning values leave package storage's defaults in force.
+// The tuning flags' defaults are storage.DefaultConfig's values; a zero
+// value given explicitly also takes that default.
 type config struct {
 	NodeID, RaftAddr, HTTPAddr, DataDir string
 	Peers, Join                         string
@@ -25,6 +28,7 @@ type config struct {
 	SeqLeaseTTL                                                          time.Duration
 
 	memberSecurity
+	restoreFlags
 	ordinal
 
 	serve.Common
@@ -47,17 +51,25 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	fs.StringVar(&c.Peers, "peers", "", "initial members ID=RAFTADDR@HTTPADDR,...; the same list on every initial member; ignored once DATA-DIR holds state")
 	fs.StringVar(&c.Join, "join", "", "join an existing cluster through any member's HTTPADDR (instead of --peers)")
 	fs.BoolVar(&c.Bootstrap, "bootstrap", false, "with neither --peers nor --join, bootstrap a one-member cluster (without it, such a start with an empty DATA-DIR is an error)")
-	fs.Int64Var(&c.MaxSegmentSize, "max-segment-size", storage.DefaultMaxSegmentSize, "the largest ReserveSegment size and tag step; above it invalid_argument")
-	fs.DurationVar(&c.HeartbeatTimeout, "heartbeat-timeout", 0, "Raft heartbeat timeout (0: storage default, tuned for a LAN)")
-	fs.DurationVar(&c.ElectionTimeout, "election-timeout", 0, "Raft election timeout (0: storage default)")
-	fs.DurationVar(&c.LeaderLeaseTimeout, "leader-lease-timeout", 0, "Raft leader lease timeout (0: storage default)")
-	fs.DurationVar(&c.CommitTimeout, "commit-timeout", 0, "Raft commit timeout (0: storage default)")
-	fs.Uint64Var(&c.SnapshotThreshold, "snapshot-threshold", 0, "log entries between snapshots (0: storage default)")
-	fs.DurationVar(&c.SnapshotInterval, "snapshot-interval", 0, "how often to check for a snapshot (0: storage default)")
-	fs.IntVar(&c.RequestRecordLimit, "request-record-limit", 0, "request_ids remembered for idempotent retries (0: storage default)")
-	fs.DurationVar(&c.WorkerLeaseTTL, "worker-lease-ttl", 0, "snowflake worker lease TTL (0: storage default, about 10s)")
-	fs.DurationVar(&c.WorkerRetention, "worker-retention", 0, "how long an expired worker ID is kept before it may be reclaimed (0: storage default)")
-	fs.DurationVar(&c.SeqLeaseTTL, "seq-lease-ttl", 0, "per-key sequence lease of an allocsvr: its sections move this long after its last heartbeat (0: storage default, 5s)")
+	// Every tuning default comes from storage.DefaultConfig, so --help
+	// shows the values in force and no number is written twice.
+	d := storage.DefaultConfig()
+	fs.Int64Var(&c.MaxSegmentSize, "max-segment-size", d.MaxSegmentSize, "the largest ReserveSegment size and tag step; above it invalid_argument")
+	fs.DurationVar(&c.HeartbeatTimeout, "heartbeat-timeout", d.HeartbeatTimeout, "Raft heartbeat timeout (tuned for a LAN)")
+	fs.DurationVar(&c.ElectionTimeout, "election-timeout", d.ElectionTimeout, "Raft election timeout")
+	fs.DurationVar(&c.LeaderLeaseTimeout, "leader-lease-timeout", d.LeaderLeaseTimeout,
+		fmt.Sprintf("Raft leader lease timeout (0: --heartbeat-timeout, at most %v; never longer than --heartbeat-timeout)", raftconf.DefaultLeaderLeaseTimeout))
+	fs.DurationVar(&c.CommitTimeout, "commit-timeout", d.CommitTimeout, "Raft commit timeout")
+	fs.Uint64Var(&c.SnapshotThreshold, "snapshot-threshold", d.SnapshotThreshold, "log entries between snapshots")
+	fs.DurationVar(&c.SnapshotInterval, "snapshot-interval", d.SnapshotInterval, "how often to check for a snapshot")
+	fs.IntVar(&c.RequestRecordLimit, "request-record-limit", d.RequestRecordLimit, "request_ids remembered for idempotent retries")
+	fs.DurationVar(&c.WorkerLeaseTTL, "worker-lease-ttl", d.WorkerLeaseTTL, "snowflake worker lease TTL")
+	fs.DurationVar(&c.WorkerRetention, "worker-retention", d.WorkerRetention, "how long an expired worker ID is kept before it may be reclaimed")
+	fs.DurationVar(&c.SeqLeaseTTL, "seq-lease-ttl", d.SeqLeaseTTL, "per-key sequence lease of an allocsvr: its sections move this long after its last heartbeat")
+	fs.StringVar(&c.Restore, "restore", "", "on an empty DATA-DIR: bootstrap a new one-member cluster (new cluster ID) from this backup file, every counter jumped; other members --join it")
+	fs.DurationVar(&c.RestoreJump, "restore-jump", 0, "with --restore or --recover: jump each tag and section by its highest recorded rate times this (0: max(2 x the state's age, 1h))")
+	fs.Int64Var(&c.MinJump, "restore-min-jump", 0, "with --restore or --recover: the smallest jump of any tag or section, in IDs (a floor of 2 x the largest segment applies anyway)")
+	fs.BoolVar(&c.Recover, "recover", false, "on a member whose peers are gone for good: continue as a one-member cluster (new cluster ID) from its own data, every counter jumped; refused while another member answers")
 	c.memberSecurity.register(fs)
 	c.ordinal.register(fs)
 	c.Common.Register(fs)
@@ -65,6 +77,11 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 		return nil, err
 	}
 	errs := c.ordinal.apply(c) // first: it fills --node-id and --peers or --join
+	if c.ordinal.Domain != "" && (c.Restore != "" || c.Recover) {
+		// The derived --peers or --join describe a normal start; a restore
+		// or recovery starts this member alone (the others join it).
+		c.Peers, c.Join = "", ""
+	}
 	if c.NodeID == "" {
 		errs = append(errs, errors.New("--node-id is required"))
 	}
@@ -76,6 +93,15 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	}
 	if c.Bootstrap && (c.Peers != "" || c.Join != "") {
 		errs = append(errs, errors.New("--bootstrap starts a one-member cluster: it goes without --peers and --join"))
+	}
+	if c.Restore != "" && (c.Recover || c.Peers != "" || c.Join != "" || c.Bootstrap) {
+		errs = append(errs, errors.New("--restore starts a new one-member cluster: it goes without --recover, --peers, --join and --bootstrap"))
+	}
+	if c.Recover && (c.Peers != "" || c.Join != "" || c.Bootstrap) {
+		errs = append(errs, errors.New("--recover continues this member's own cluster alone: it goes without --peers, --join and --bootstrap"))
+	}
+	if c.RestoreJump < 0 || c.MinJump < 0 {
+		errs = append(errs, errors.New("--restore-jump and --restore-min-jump must not be negative"))
 	}
 	if c.Peers != "" && c.Join != "" {
 		errs = append(errs, errors.New("--peers and --join are exclusive: --peers bootstraps a new cluster, --join adds to a running one"))

@@ -20,7 +20,7 @@ func (cfg *config) Process() serve.Process {
 // open opens the store; Close closes it. serve.Run binds the port first,
 // so a busy port fails fast and other members reach this one as soon as
 // Raft starts (answered 503 until the store is open).
-func (cfg *config) open(_ context.Context, env serve.Env) (*serve.App, error) {
+func (cfg *config) open(ctx context.Context, env serve.Env) (*serve.App, error) {
 	logger := env.Logger
 	if err := serve.InstallRaftMetrics(env.Registry); err != nil {
 		return nil, err
@@ -40,7 +40,7 @@ func (cfg *config) open(_ context.Context, env serve.Env) (*serve.App, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := storage.Open(storage.Config{
+	scfg := storage.Config{
 		NodeID:             cfg.NodeID,
 		RaftAddr:           cfg.RaftAddr,
 		HTTPAddr:           cfg.HTTPAddr,
@@ -64,7 +64,11 @@ func (cfg *config) open(_ context.Context, env serve.Env) (*serve.App, error) {
 		RaftTLS:            raftTLS,
 		HTTPClient:         client,
 		HTTPScheme:         env.Scheme,
-	})
+	}
+	if err := cfg.rewrite(ctx, scfg, logger.With("component", "restore")); err != nil {
+		return nil, err
+	}
+	st, err := storage.Open(scfg)
 	if errors.Is(err, storage.ErrNoCluster) {
 		return nil, fmt.Errorf("%s holds no cluster state and neither --peers nor --join is set: pass --peers (every initial member, to start a new cluster), --join HTTPADDR (to add this member to a running cluster) or --bootstrap (to start a one-member cluster)", cfg.DataDir)
 	}

@@ -67,6 +67,7 @@ var Procedures = map[string]Role{
 	seqsvrv1connect.StoreServiceAddMemberProcedure:      Admin,
 	seqsvrv1connect.StoreServiceRemoveMemberProcedure:   Admin,
 	seqsvrv1connect.StoreServiceCreateSpaceProcedure:    Admin,
+	seqsvrv1connect.StoreServiceBackupProcedure:         Admin,
 
 	seqsvrv1connect.AllocServiceNextIDsProcedure:          Client,
 	seqsvrv1connect.AllocServiceNextIDRangesProcedure:     Client,

@@ -16,6 +16,7 @@
 //	ignore-request-id      storage: ReserveSegment ignores the request_id record
 //	restart-ignores-hwm    alloc: a restart's snowflake floor ignores the local high-water mark
 //	switch-drops-carry     alloc: a segment switch drops the IDs carried from a failed request
+//	front-repeats-carry    alloc: the HTTP/1.1 front's NextIDs answer repeats the last ID of a carried range
 //	ungated-new-field      storage: reservations carry a field the base release ignores, without the cluster-version gate
 package faults
 
@@ -32,6 +33,7 @@ const (
 	BugIgnoreRequestID     = "ignore-request-id"
 	BugRestartIgnoresHWM   = "restart-ignores-hwm"
 	BugSwitchDropsCarry    = "switch-drops-carry"
+	BugFrontRepeatsCarry   = "front-repeats-carry"
 	BugUngatedNewField     = "ungated-new-field"
 )
 

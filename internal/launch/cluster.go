@@ -17,6 +17,7 @@ import (
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
+	"github.com/seqsvr/seqsvr/internal/errs"
 )
 
 // Options describe a cluster to launch.
@@ -291,20 +292,17 @@ func (c *Cluster) CreateSpace(ctx context.Context, req *seqsvrv1.CreateSpaceRequ
 }
 
 // create retries call (2 s per attempt) until it succeeds, answers
-// already_exists, or fails in a way retrying cannot help.
+// already_exists, or fails in a way retrying cannot help (errs.Judge).
 func create(ctx context.Context, what string, call func(context.Context) error) error {
 	for {
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		err := call(cctx)
 		cancel()
-		switch connect.CodeOf(err) {
-		case connect.CodeAlreadyExists:
+		if err == nil || connect.CodeOf(err) == connect.CodeAlreadyExists {
 			return nil
-		case connect.CodeInvalidArgument, connect.CodeFailedPrecondition, connect.CodePermissionDenied:
-			return fmt.Errorf("create %s: %w", what, err) // retrying cannot help
 		}
-		if err == nil {
-			return nil
+		if !errs.Judge(errs.StoreCall, err).Retry {
+			return fmt.Errorf("create %s: %w", what, err) // retrying cannot help
 		}
 		if Sleep(ctx, 100*time.Millisecond) != nil {
 			return fmt.Errorf("create %s: %w", what, err)

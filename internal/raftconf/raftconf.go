@@ -52,11 +52,27 @@ const (
 )
 
 // Timing is the per-deployment part of the configuration. A zero field
-// takes its default above.
+// takes its DefaultTiming value.
 type Timing struct {
 	HeartbeatTimeout, ElectionTimeout, LeaderLeaseTimeout, CommitTimeout time.Duration
 	SnapshotThreshold                                                    uint64
 	SnapshotInterval                                                     time.Duration
+}
+
+// DefaultTiming is the timing where the caller sets nothing: the defaults
+// above, gathered once (storesvr's flags show these values). Its
+// LeaderLeaseTimeout is 0, which New reads as "the heartbeat timeout, at
+// most DefaultLeaderLeaseTimeout": raft refuses a lease longer than the
+// heartbeat timeout, so a fixed default would break a shorter
+// --heartbeat-timeout.
+func DefaultTiming() Timing {
+	return Timing{
+		HeartbeatTimeout:  DefaultHeartbeatTimeout,
+		ElectionTimeout:   DefaultElectionTimeout,
+		CommitTimeout:     DefaultCommitTimeout,
+		SnapshotThreshold: DefaultSnapshotThreshold,
+		SnapshotInterval:  DefaultSnapshotInterval,
+	}
 }
 
 // New is the one raft.Config of seqsvr: raft's defaults, t (each zero
@@ -72,14 +88,15 @@ func New(id raft.ServerID, t Timing, logger hclog.Logger) (*raft.Config, error) 
 	rc := raft.DefaultConfig()
 	rc.LocalID = id
 	rc.Logger = logger
-	rc.HeartbeatTimeout = or(t.HeartbeatTimeout, DefaultHeartbeatTimeout)
-	rc.ElectionTimeout = or(t.ElectionTimeout, DefaultElectionTimeout)
+	d := DefaultTiming()
+	rc.HeartbeatTimeout = or(t.HeartbeatTimeout, d.HeartbeatTimeout)
+	rc.ElectionTimeout = or(t.ElectionTimeout, d.ElectionTimeout)
 	// Raft refuses a lease longer than the heartbeat timeout: the default
 	// follows a shorter --heartbeat-timeout down.
 	rc.LeaderLeaseTimeout = or(t.LeaderLeaseTimeout, min(DefaultLeaderLeaseTimeout, rc.HeartbeatTimeout))
-	rc.CommitTimeout = or(t.CommitTimeout, DefaultCommitTimeout)
-	rc.SnapshotThreshold = or(t.SnapshotThreshold, DefaultSnapshotThreshold)
-	rc.SnapshotInterval = or(t.SnapshotInterval, DefaultSnapshotInterval)
+	rc.CommitTimeout = or(t.CommitTimeout, d.CommitTimeout)
+	rc.SnapshotThreshold = or(t.SnapshotThreshold, d.SnapshotThreshold)
+	rc.SnapshotInterval = or(t.SnapshotInterval, d.SnapshotInterval)
 	rc.MaxAppendEntries = MaxAppendEntries
 	rc.BatchApplyCh = true
 	if err := raft.ValidateConfig(rc); err != nil {

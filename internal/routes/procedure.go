@@ -34,12 +34,29 @@ func Unary[Req, Res any](procedure string, h func(context.Context, *connect.Requ
 	checkType[Req](procedure, "request", md.Input())
 	checkType[Res](procedure, "response", md.Output())
 	return Procedure{Name: procedure, method: md, handler: func(opts []connect.HandlerOption) http.Handler {
-		o := []connect.HandlerOption{connect.WithSchema(md)}
-		if mo, ok := md.Options().(*descriptorpb.MethodOptions); ok && mo.GetIdempotencyLevel() != descriptorpb.MethodOptions_IDEMPOTENCY_UNKNOWN {
-			o = append(o, connect.WithIdempotency(connect.IdempotencyLevel(mo.GetIdempotencyLevel())))
-		}
-		return connect.NewUnaryHandler(procedure, h, append(o, connect.WithHandlerOptions(opts...))...)
+		return connect.NewUnaryHandler(procedure, h, handlerOptions(md, opts)...)
 	}}
+}
+
+// ServerStream makes the entry of a server-streaming procedure served by
+// h (StoreService.Backup); it panics as Unary does. It has no front route.
+func ServerStream[Req, Res any](procedure string, h func(context.Context, *connect.Request[Req], *connect.ServerStream[Res]) error) Procedure {
+	md := method(procedure)
+	checkType[Req](procedure, "request", md.Input())
+	checkType[Res](procedure, "response", md.Output())
+	return Procedure{Name: procedure, method: md, handler: func(opts []connect.HandlerOption) http.Handler {
+		return connect.NewServerStreamHandler(procedure, h, handlerOptions(md, opts)...)
+	}}
+}
+
+// handlerOptions are a procedure's connect-go options: its schema, its
+// idempotency level from the proto, then the process's opts.
+func handlerOptions(md protoreflect.MethodDescriptor, opts []connect.HandlerOption) []connect.HandlerOption {
+	o := []connect.HandlerOption{connect.WithSchema(md)}
+	if mo, ok := md.Options().(*descriptorpb.MethodOptions); ok && mo.GetIdempotencyLevel() != descriptorpb.MethodOptions_IDEMPOTENCY_UNKNOWN {
+		o = append(o, connect.WithIdempotency(connect.IdempotencyLevel(mo.GetIdempotencyLevel())))
+	}
+	return append(o, connect.WithHandlerOptions(opts...))
 }
 
 // WithFast gives the procedure a route on the front: f answers a Connect

@@ -49,9 +49,46 @@ func String() string {
 	return "devel-" + rev + dirty
 }
 
-// Line is what `NAME --version` prints: "NAME VERSION (GOVERSION OS/ARCH)".
+// Commit is set at link time (make build, make release) to the commit
+// built; empty means "ask the build info".
+var Commit = ""
+
+// CommitString is the commit the binary was built from: Commit, else the
+// VCS revision the Go toolchain recorded ("+dirty" for a modified tree),
+// else "".
+func CommitString() string {
+	if Commit != "" {
+		return Commit
+	}
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return ""
+	}
+	var rev, dirty string
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "+dirty"
+			}
+		}
+	}
+	if rev == "" {
+		return ""
+	}
+	return rev + dirty
+}
+
+// Line is what `NAME --version` prints: "NAME VERSION (GOVERSION
+// OS/ARCH, commit COMMIT)", the commit left out when unknown.
 func Line(name string) string {
-	return fmt.Sprintf("%s %s (%s %s/%s)", name, String(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	c := ""
+	if commit := CommitString(); commit != "" {
+		c = ", commit " + commit
+	}
+	return fmt.Sprintf("%s %s (%s %s/%s%s)", name, String(), runtime.Version(), runtime.GOOS, runtime.GOARCH, c)
 }
 
 // Requested reports whether args ask for the version: -version or

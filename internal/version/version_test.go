@@ -35,3 +35,12 @@ func TestLine(t *testing.T) {
 		t.Fatal("String is empty without a linked version")
 	}
 }
+
+func TestLineCommit(t *testing.T) {
+	old, oldC := Version, Commit
+	t.Cleanup(func() { Version, Commit = old, oldC })
+	Version, Commit = "1.2.3", "955cac4ae3050ae2967e5743cdfb4493e88c69ae"
+	if l := Line("storesvr"); !strings.HasPrefix(l, "storesvr 1.2.3 (go") || !strings.HasSuffix(l, ", commit 955cac4ae3050ae2967e5743cdfb4493e88c69ae)") {
+		t.Fatalf("Line = %q, want the version and the commit", l)
+	}
+}

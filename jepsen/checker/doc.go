@@ -18,6 +18,7 @@ const (
 	SnowflakeMonotonic    = "snowflake IDs increasing per allocsvr lifetime"
 	SnowflakeTimeline     = "snowflake per-worker timestamps increasing"
 	SnowflakeExclusive    = "snowflake worker IDs held by one live process"
+	SnowflakeDecoded      = "snowflake IDs decoded as their bits say"
 	SeqOrderName          = "per-key sequences in real-time order"
 	SeqUniqueName         = "per-key NextSeq values unique"
 	IdempotentName        = "re-sent request_ids answer their first segment"

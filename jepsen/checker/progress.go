@@ -16,6 +16,9 @@ const ProgressName = "every workload made progress"
 // delete) and the per-key sequence calls count only in histories that
 // issued them (older runs, runs without per-key workers).
 //
+// Each serving path (history.Paths) that carried calls must also have
+// had one succeed.
+//
 // A tag write also counts when the store answered it with not_found or
 // already_exists: such an answer is about the committed state, and the
 // linearizability check must explain it, so the kind is not checked
@@ -34,7 +37,7 @@ func Progress(ops []*history.Op) Result {
 			ok[op.Kind]++
 		}
 	}
-	for _, k := range []string{history.Create, history.Update, history.Delete, history.SeqNext, history.SeqNexts, history.SeqCurrent} {
+	for _, k := range []string{history.Create, history.Update, history.Delete, history.SeqNext, history.SeqNexts, history.SeqCurrent, history.Decode, history.Status} {
 		if total[k] > 0 {
 			kinds = append(kinds, k)
 		}
@@ -44,6 +47,28 @@ func Progress(ops []*history.Op) Result {
 		parts = append(parts, fmt.Sprintf("%s %d/%d", k, ok[k], total[k]))
 		if ok[k] == 0 {
 			idle = append(idle, k)
+		}
+	}
+	// Every serving path that carried calls must have had one answered:
+	// a path whose every call failed would pass the other checks on its
+	// share of the load vacuously.
+	pathOK, pathTotal := map[string]int{}, map[string]int{}
+	for _, op := range ops {
+		if op.Path == "" {
+			continue // a history from before paths
+		}
+		pathTotal[op.Path]++
+		if op.OK && !op.Resolved {
+			pathOK[op.Path]++
+		}
+	}
+	for _, p := range history.Paths {
+		if pathTotal[p] == 0 {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("path %s %d/%d", p, pathOK[p], pathTotal[p]))
+		if pathOK[p] == 0 {
+			idle = append(idle, "path "+p)
 		}
 	}
 	if len(idle) > 0 {

@@ -110,12 +110,14 @@ func Check(in Inputs, outDir string) []Verdict {
 	if f == nil {
 		out = append(out,
 			skipped(checker.SnowflakeTimeline, noFinal+": needs the snowflake layout"),
-			skipped(checker.SnowflakeExclusive, noFinal+": needs the snowflake layout and the lease TTL"))
+			skipped(checker.SnowflakeExclusive, noFinal+": needs the snowflake layout and the lease TTL"),
+			skipped(checker.SnowflakeDecoded, noFinal+": needs the snowflake layout"))
 	} else {
 		l := f.Snowflake.checker()
 		out = append(out,
 			ran(checker.WorkerTimeline(ops, l)),
-			ran(checker.WorkerExclusive(ops, l, f.LeaseTTL*2/3)))
+			ran(checker.WorkerExclusive(ops, l, f.LeaseTTL*2/3)),
+			ran(checker.SnowflakeDecode(ops, l)))
 	}
 	if f != nil && f.Upgrade != nil {
 		out = append(out, ran(f.Upgrade.Verdict()))
@@ -151,6 +153,7 @@ func agreedMax(final map[string]map[string]int64) map[string]int64 {
 func (r *Report) check(in Inputs) {
 	r.Ops = len(in.Ops)
 	r.OpsByKind = map[string][2]int{}
+	r.OpsByPath = map[string][2]int{}
 	r.Resolved, r.Unresolved, r.NotSent, r.OpenWrites = 0, 0, 0, 0
 	for _, op := range in.Ops {
 		v := r.OpsByKind[op.Kind]
@@ -159,6 +162,12 @@ func (r *Report) check(in Inputs) {
 			v[1]++
 		}
 		r.OpsByKind[op.Kind] = v
+		v = r.OpsByPath[op.PathOf()]
+		v[0]++
+		if op.OK {
+			v[1]++
+		}
+		r.OpsByPath[op.PathOf()] = v
 		switch {
 		case op.Resolved:
 			r.Resolved++

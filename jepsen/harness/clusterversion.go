@@ -2,12 +2,8 @@ package harness
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
-
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/seqsvr/seqsvr/internal/launch"
 )
@@ -20,9 +16,6 @@ const clusterVersionWait = 30 * time.Second
 // cluster_version at the highest feature level any member reports, as
 // docs/upgrading.md has the operator do before replacing the allocsvrs.
 // It answers what it saw and whether the version failed to rise in time.
-// A build whose ClusterStatus has no cluster_version (the cluster version
-// came with issue 23) skips the wait; the fields are read by name so the
-// harness builds with and without them.
 func (u *upgrader) waitClusterVersion(ctx context.Context) (string, bool) {
 	start := time.Now()
 	wctx, cancel := context.WithTimeout(ctx, clusterVersionWait)
@@ -31,8 +24,6 @@ func (u *upgrader) waitClusterVersion(ctx context.Context) (string, bool) {
 	for {
 		cv, top, err := u.clusterVersion(wctx)
 		switch {
-		case errors.Is(err, errNoClusterVersion):
-			return "not in this build's ClusterStatus", false
 		case err != nil:
 			last = err.Error()
 		case top > 0 && cv >= top:
@@ -49,11 +40,9 @@ func (u *upgrader) waitClusterVersion(ctx context.Context) (string, bool) {
 	}
 }
 
-var errNoClusterVersion = errors.New("no cluster_version field")
-
 // clusterVersion is the leader's cluster_version and the highest level of
 // its members.
-func (u *upgrader) clusterVersion(ctx context.Context) (cv, top uint64, err error) {
+func (u *upgrader) clusterVersion(ctx context.Context) (cv, top uint32, err error) {
 	l, err := u.c.Leader(ctx)
 	if err != nil {
 		return 0, 0, err
@@ -62,29 +51,8 @@ func (u *upgrader) clusterVersion(ctx context.Context) (cv, top uint64, err erro
 	if err != nil {
 		return 0, 0, err
 	}
-	cv, ok := uintField(st, "cluster_version")
-	if !ok {
-		return 0, 0, errNoClusterVersion
-	}
 	for _, m := range st.GetMembers() {
-		lv, _ := uintField(m, "level")
-		top = max(top, lv)
+		top = max(top, m.GetLevel())
 	}
-	return cv, top, nil
-}
-
-// uintField reads an unsigned integer field of m by its proto name.
-func uintField(m proto.Message, name protoreflect.Name) (uint64, bool) {
-	r := m.ProtoReflect()
-	fd := r.Descriptor().Fields().ByName(name)
-	if fd == nil {
-		return 0, false
-	}
-	switch fd.Kind() {
-	case protoreflect.Uint32Kind, protoreflect.Uint64Kind, protoreflect.Fixed32Kind, protoreflect.Fixed64Kind:
-		return r.Get(fd).Uint(), true
-	case protoreflect.Int32Kind, protoreflect.Int64Kind, protoreflect.Sint32Kind, protoreflect.Sint64Kind:
-		return uint64(max(r.Get(fd).Int(), 0)), true
-	}
-	return 0, false
+	return st.GetClusterVersion(), top, nil
 }

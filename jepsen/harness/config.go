@@ -66,7 +66,7 @@ type Config struct {
 	// LeaseTTL is the stores' --worker-lease-ttl.
 	LeaseTTL time.Duration
 	// DataDirTmpfs puts every data dir on a tmpfs of this many bytes
-	// (cluster.Options.DataDirTmpfs), for the disk-full faults; 0: none.
+	// (launch.Options.DataDirTmpfs), for the disk-full faults; 0: none.
 	DataDirTmpfs int64
 
 	// TagWorkers create, update, delete, reserve on and read the
@@ -105,6 +105,10 @@ type Config struct {
 	// (once per commit) into BaseCache, default <module>/jepsen/results/bin.
 	Upgrade   bool
 	BaseCache string
+	// Paths are the serving paths (history.Paths; "leaf" for both Leaf
+	// paths) that carry load besides connect-go over HTTP/2, which always
+	// does; empty: all of them (see paths.go for the shares).
+	Paths []string
 
 	// OpTimeout bounds one client call.
 	OpTimeout time.Duration

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seqsvr/seqsvr/jepsen/history"
 	"github.com/seqsvr/seqsvr/jepsen/nemesis"
 )
 
@@ -58,6 +59,21 @@ func TestSmoke(t *testing.T) {
 	}
 	if !rep.OK {
 		t.Fatalf("checkers failed: %v", rep.Failed())
+	}
+	// Every serving path carried calls that were answered (Progress
+	// fails a path with none answered; this fails a path left out), and
+	// the allocsvrs' fronts answered some of them themselves.
+	for _, p := range history.Paths {
+		if rep.OpsByPath[p][1] == 0 {
+			t.Errorf("serving path %s: no answered call (%v)", p, rep.OpsByPath[p])
+		}
+	}
+	front := int64(0)
+	for _, a := range []string{"a1", "a2"} {
+		front += rep.FrontAnswered[a]
+	}
+	if front == 0 {
+		t.Errorf("the allocsvrs' HTTP/1.1 fronts answered nothing: %v", rep.FrontAnswered)
 	}
 }
 

@@ -113,7 +113,7 @@ var allCheckers = []string{
 	checker.ProgressName, checker.Linearizability, checker.SegmentsDisjointName, checker.FinalMaxID,
 	checker.SegmentUnique, checker.SegmentMonotonic, checker.SegmentWithinReserved,
 	checker.SnowflakeUnique, checker.SnowflakeMonotonic, checker.SnowflakeTimeline, checker.SnowflakeExclusive,
-	checker.SeqOrderName, checker.SeqUniqueName, checker.IdempotentName, checker.SegmentNoBurned,
+	checker.SnowflakeDecoded, checker.SeqOrderName, checker.SeqUniqueName, checker.IdempotentName, checker.SegmentNoBurned,
 	checker.SeqAvailabilityName,
 }
 
@@ -185,7 +185,7 @@ func TestRecheckOlderFolder(t *testing.T) {
 		t.Fatalf("older folder: ok=%v failed=%q", rep.OK, rep.Failed())
 	}
 	wantSkipped := []string{checker.FinalMaxID, checker.SegmentWithinReserved, checker.SnowflakeTimeline, checker.SnowflakeExclusive,
-		checker.SeqAvailabilityName}
+		checker.SnowflakeDecoded, checker.SeqAvailabilityName}
 	var skippedNames []string
 	for _, v := range rep.Results {
 		if v.Skipped != "" {

@@ -31,6 +31,16 @@ type Report struct {
 	// stayed unknown; porcupine lets each take effect anywhere after its
 	// call, or never.
 	OpenWrites int `json:"open_writes"`
+	// OpsByPath counts the operations of each serving path
+	// (history.Paths): path -> [total, ok].
+	OpsByPath map[string][2]int `json:"ops_by_path,omitempty"`
+	// FrontAnswered is each process's count of requests its HTTP/1.1
+	// front answered (seqsvr_http_fast_requests_total) over its lifetimes,
+	// read every 2 s (frontTally).
+	FrontAnswered map[string]int64 `json:"front_answered,omitempty"`
+	// FrontHandoffs is each process's connections handed by its front to
+	// net/http, by reason (seqsvr_http_handoffs_total), likewise.
+	FrontHandoffs map[string]map[string]int64 `json:"front_handoffs,omitempty"`
 	// Spaces sums up the per-key calls of each space.
 	Spaces map[string]SpaceFigures `json:"spaces,omitempty"`
 
@@ -125,6 +135,28 @@ func (r *Report) Table() string {
 	}
 	fmt.Fprintf(&b, "); unknown reservations resolved %d, unresolved %d (%d more failed to connect: not sent); tag writes of unknown outcome %d\n",
 		r.Resolved, r.Unresolved, r.NotSent, r.OpenWrites)
+	if len(r.OpsByPath) > 0 {
+		b.WriteString("serving paths:")
+		for _, p := range history.Paths {
+			if v, ok := r.OpsByPath[p]; ok {
+				fmt.Fprintf(&b, " %s %d/%d ok;", p, v[1], v[0])
+			}
+		}
+		if len(r.FrontAnswered) > 0 {
+			b.WriteString(" answered by the HTTP/1.1 fronts (read every 2 s):")
+			for _, name := range slices.Sorted(maps.Keys(r.FrontAnswered)) {
+				fmt.Fprintf(&b, " %s %d", name, r.FrontAnswered[name])
+				if h := r.FrontHandoffs[name]; len(h) > 0 {
+					var parts []string
+					for _, reason := range slices.Sorted(maps.Keys(h)) {
+						parts = append(parts, fmt.Sprintf("%s %d", reason, h[reason]))
+					}
+					fmt.Fprintf(&b, " (connections handed off: %s)", strings.Join(parts, ", "))
+				}
+			}
+		}
+		b.WriteString("\n")
+	}
 	for _, name := range slices.Sorted(maps.Keys(r.Spaces)) {
 		f := r.Spaces[name]
 		fmt.Fprintf(&b, "space %s: calls %d/%d ok, %d keys, %d values taken, max value %d\n", name, f.OK, f.Calls, f.Keys, f.Taken, f.MaxSeq)

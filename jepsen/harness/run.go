@@ -139,7 +139,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 
-	w := &workload{cfg: cfg, c: c, rec: rec, runID: fmt.Sprintf("%s-%d-%d", cfg.Name, cfg.Seed, time.Now().UnixNano())}
+	tr, err := newTransports(opts.Security)
+	if err != nil {
+		return nil, err
+	}
+	w := &workload{cfg: cfg, c: c, tr: tr, rec: rec, runID: fmt.Sprintf("%s-%d-%d", cfg.Name, cfg.Seed, time.Now().UnixNano())}
 	for i := range cfg.LinTags {
 		w.linTags = append(w.linTags, fmt.Sprintf("lin-%d", i))
 	}
@@ -194,6 +198,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 
 	runCtx, stop := context.WithTimeout(ctx, cfg.Duration)
 	defer stop()
+	go tr.renew(runCtx)
+	front := newFrontTally(tr.allocH1)
+	go front.run(runCtx, w.procs)
 	wg := w.run(runCtx, cfg.Seed)
 	var nemErr error
 	if len(faults) > 0 {
@@ -251,6 +258,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	fctx, fcancel := context.WithTimeout(ctx, 30*time.Second)
 	defer fcancel()
 	layout := snowflakeLayout(fctx, c)
+	front.read(fctx, w.procs())
+	rep.FrontAnswered, rep.FrontHandoffs = front.figures()
 	// The allocsvrs write on their own (prefetch, lease renewals): stop
 	// them so the members can reach one applied index and stay there.
 	for _, a := range c.Allocs {

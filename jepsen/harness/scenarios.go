@@ -8,6 +8,7 @@ import (
 
 	"github.com/seqsvr/seqsvr/internal/faults"
 	"github.com/seqsvr/seqsvr/jepsen/checker"
+	"github.com/seqsvr/seqsvr/jepsen/history"
 )
 
 var (
@@ -158,6 +159,9 @@ func PlantedBug(bug string, d time.Duration) Config {
 		// the first segment after the reconnection drops them.
 		c.Faults = []string{"isolate-alloc-long"}
 		c.Allocs, c.AllocWorkers, c.SoloShare, c.MinCount, c.Partitions = 1, 6, 100, 13, true
+		// No Leaf GETs: they take one ID of a shared tag, never the solo
+		// one this run watches.
+		c.Paths = []string{history.PathH1, history.PathClientH2, history.PathClientH1}
 		// Time between cuts to reconnect and load again (the failed loads'
 		// backoff runs out first).
 		c.GapLo, c.GapHi = 2500*time.Millisecond, 3500*time.Millisecond
@@ -173,6 +177,13 @@ func PlantedBug(bug string, d time.Duration) Config {
 		c.Upgrade, c.SeqWorkers, c.StoreArgs = true, u.SeqWorkers, u.StoreArgs
 		// Room for every step (each waits for readiness besides its slot).
 		c.Duration = max(d, upgradeMinDuration)
+	case faults.BugFrontRepeatsCarry:
+		// Only the front's answers are wrong: NextIDs over HTTP/1.1 (a
+		// share of every alloc worker's calls) that spans a segment's end.
+		// Allocsvrs killed now and then start over with fresh segments;
+		// the small steps switch segments every few calls anyway.
+		c.Faults = []string{"kill-alloc-slow"}
+		c.AllocWorkers = 6
 	case faults.BugSeqNoHandoverWait:
 		// Allocsvrs join again and again; the store gives the sections
 		// that move to them away at once, while their old owners keep
@@ -199,7 +210,8 @@ func Bugs() []string {
 // runs that catch them); the others need the aimed faults' longer cycles
 // and run in -mode bugs.
 func QuickBugs() []string {
-	return []string{faults.BugReserveBeforeCommit, faults.BugStaleReads, faults.BugSnapshotDropsMaxID, faults.BugNoSelfFence, faults.BugSeqNoHandoverWait}
+	return []string{faults.BugReserveBeforeCommit, faults.BugStaleReads, faults.BugSnapshotDropsMaxID, faults.BugNoSelfFence, faults.BugSeqNoHandoverWait,
+		faults.BugFrontRepeatsCarry}
 }
 
 // Catchers are the checkers that must report a found violation (not an
@@ -227,6 +239,8 @@ func Catchers(bug string) []string {
 		// stay below the others'. (Porcupine fails too, on any run of
 		// the bug: its model is the base release's reservation.)
 		return []string{checker.FinalMaxID}
+	case faults.BugFrontRepeatsCarry:
+		return []string{checker.SegmentUnique, checker.SegmentMonotonic}
 	}
 	return nil
 }

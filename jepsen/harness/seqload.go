@@ -88,26 +88,45 @@ func (w *workload) pickKeys(r *rand.Rand) []uint64 {
 }
 
 // seqOp is a NextSeq (half of the calls), a NextSeqs (3 in 10) or a
-// CurrentSeqs on p. It reports whether the call succeeded.
+// CurrentSeqs on p, over a serving path of pickPath; a Leaf call is a
+// GET of one key's next value (4 in 5) or current value. It reports
+// whether the call succeeded.
 func (w *workload) seqOp(ctx context.Context, r *rand.Rand, client int, p *launch.Proc) bool {
 	cctx, cancel := context.WithTimeout(ctx, w.cfg.OpTimeout)
 	defer cancel()
+	path := w.pickPath(r)
+	if path == history.PathLeafH1 || path == history.PathLeafH2 {
+		kind := history.SeqNext
+		if r.Intn(5) == 0 {
+			kind = history.SeqCurrent
+		}
+		return w.seqLeaf(cctx, client, p, path, kind, w.seqKeys[r.Intn(len(w.seqKeys))]).OK
+	}
 	switch n := r.Intn(10); {
 	case n < 5:
-		return w.seqCall(cctx, client, p, history.SeqNext, []uint64{w.seqKeys[r.Intn(len(w.seqKeys))]}).OK
+		return w.seqCallVia(cctx, client, p, path, history.SeqNext, []uint64{w.seqKeys[r.Intn(len(w.seqKeys))]}).OK
 	case n < 8:
-		return w.seqCall(cctx, client, p, history.SeqNexts, w.pickKeys(r)).OK
+		return w.seqCallVia(cctx, client, p, path, history.SeqNexts, w.pickKeys(r)).OK
 	default:
-		return w.seqCall(cctx, client, p, history.SeqCurrent, w.pickKeys(r)).OK
+		return w.seqCallVia(cctx, client, p, path, history.SeqCurrent, w.pickKeys(r)).OK
 	}
 }
 
 // seqCall makes one per-key call of kind on p and records it; any error
 // leaves its outcome unknown (the checkers ignore it).
 func (w *workload) seqCall(ctx context.Context, client int, p *launch.Proc, kind string, keys []uint64) *history.Op {
+	return w.seqCallVia(ctx, client, p, history.PathH2, kind, keys)
+}
+
+// seqCallVia is seqCall over a Connect path (PathH2 or PathH1).
+func (w *workload) seqCallVia(ctx context.Context, client int, p *launch.Proc, path, kind string, keys []uint64) *history.Op {
 	op := w.begin(client, kind, "", p)
-	op.Space, op.Keys = seqSpace, keys
+	op.Space, op.Keys, op.Path = seqSpace, keys, path
 	cli := w.c.SeqClient(p)
+	if path == history.PathH1 {
+		// NextSeq is the front's route; the others it hands off.
+		cli = w.tr.seqClientH1(p, seqPool(kind))
+	}
 	var err error
 	switch kind {
 	case history.SeqNext:
@@ -125,6 +144,33 @@ func (w *workload) seqCall(ctx context.Context, client int, p *launch.Proc, kind
 		if resp, err = cli.CurrentSeqs(ctx, connect.NewRequest(&seqsvrv1.CurrentSeqsRequest{Space: seqSpace, Keys: keys})); err == nil {
 			op.Seqs = resp.Msg.GetSeqs()
 		}
+	}
+	w.end(op, p, err)
+	return op
+}
+
+// seqPool is the HTTP/1.1 pool of a per-key call: NextSeq and the next
+// GET are the front's routes.
+func seqPool(kind string) int {
+	if kind == history.SeqNext {
+		return poolSeq
+	}
+	return poolOther
+}
+
+// seqLeaf is GET /api/seq/next/{space}/{key} (kind SeqNext) or
+// /api/seq/current/... (SeqCurrent) over a Leaf path, recorded as the
+// one-key call it is.
+func (w *workload) seqLeaf(ctx context.Context, client int, p *launch.Proc, path, kind string, key uint64) *history.Op {
+	op := w.begin(client, kind, "", p)
+	op.Space, op.Keys, op.Path = seqSpace, []uint64{key}, path
+	verb := "next"
+	if kind == history.SeqCurrent {
+		verb = "current"
+	}
+	v, err := w.leafGet(ctx, p, path, fmt.Sprintf("/api/seq/%s/%s/%d", verb, seqSpace, key), seqPool(kind))
+	if err == nil {
+		op.Seqs = []int64{v}
 	}
 	w.end(op, p, err)
 	return op

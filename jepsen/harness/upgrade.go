@@ -20,8 +20,8 @@ import (
 //     (SIGTERM, swap the binary, start on the same data dir, wait for
 //     /readyz); after the first one the leader is SIGKILLed once, while
 //     the versions are mixed, and restarted on its old binary;
-//  2. once the cluster version (when the build has one) reached the new
-//     level, each allocsvr the same way;
+//  2. once the cluster version reached the new level, each allocsvr the
+//     same way;
 //  3. then one follower storesvr, and then one allocsvr, are rolled back
 //     to the base binary on their data dirs. Each must serve, or refuse
 //     with an error; it must not crash and must not serve wrong state: it

@@ -15,6 +15,7 @@ import (
 	"connectrpc.com/connect"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 	"github.com/seqsvr/seqsvr/internal/launch"
 	"github.com/seqsvr/seqsvr/jepsen/history"
 )
@@ -23,6 +24,7 @@ import (
 type workload struct {
 	cfg   Config
 	c     *launch.Cluster
+	tr    *transports // the HTTP/1.1 and HTTP/2 clients of the serving paths (paths.go)
 	rec   *history.Recorder
 	runID string
 
@@ -125,6 +127,13 @@ func (w *workload) removeAlloc(p *launch.Proc) {
 	w.allocs = slices.DeleteFunc(w.allocs, func(q *launch.Proc) bool { return q == p })
 }
 
+// procs are the stores and every allocsvr clients may call now.
+func (w *workload) procs() []*launch.Proc {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append(append([]*launch.Proc{}, w.c.Stores...), w.allocs...)
+}
+
 func (w *workload) pickAlloc(r *rand.Rand) *launch.Proc {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -201,7 +210,7 @@ func (w *workload) run(ctx context.Context, seed int64) *sync.WaitGroup {
 }
 
 func (w *workload) begin(client int, kind, tag string, p *launch.Proc) *history.Op {
-	return &history.Op{Client: client, Kind: kind, Tag: tag, Target: p.Name, Life: p.Starts(), Pid: p.Pid(), Call: w.rec.Now()}
+	return &history.Op{Client: client, Kind: kind, Tag: tag, Target: p.Name, Path: history.PathH2, Life: p.Starts(), Pid: p.Pid(), Call: w.rec.Now()}
 }
 
 func (w *workload) end(op *history.Op, p *launch.Proc, err error) {
@@ -243,7 +252,11 @@ func (w *workload) storeOp(ctx context.Context, r *rand.Rand, client int, p *lau
 		}
 	}
 	if r.Intn(10) < 6 {
-		op := w.reserve(cctx, r, client, p, tag, int64(1+r.Intn(5)))
+		path := history.PathH2
+		if r.Intn(100) < storeShareH1 && w.allowed(history.PathH1) {
+			path = history.PathH1 // the store's front answers it on the leader
+		}
+		op := w.reserveVia(cctx, r, client, p, tag, int64(1+r.Intn(5)), path)
 		if op.OK {
 			w.remember(r, op)
 			if r.Intn(resendAtOnce) == 0 {
@@ -312,10 +325,19 @@ const nemesisClientBase = 1_000_000
 // reserve is a ReserveSegment with a fresh request_id, so that resolve can
 // learn its outcome if it is unknown.
 func (w *workload) reserve(ctx context.Context, r *rand.Rand, client int, p *launch.Proc, tag string, size int64) *history.Op {
+	return w.reserveVia(ctx, r, client, p, tag, size, history.PathH2)
+}
+
+// reserveVia is reserve over path (PathH2 or PathH1).
+func (w *workload) reserveVia(ctx context.Context, r *rand.Rand, client int, p *launch.Proc, tag string, size int64, path string) *history.Op {
 	op := w.begin(client, history.Reserve, tag, p)
-	op.Size = size
+	op.Size, op.Path = size, path
 	op.RequestID = fmt.Sprintf("%s-c%d-%d", w.runID, client, r.Int63())
-	resp, err := w.c.StoreClient(p).ReserveSegment(ctx, connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: tag, Size: size, RequestId: op.RequestID}))
+	cli := w.c.StoreClient(p)
+	if path == history.PathH1 {
+		cli = w.tr.storeClientH1(p)
+	}
+	resp, err := cli.ReserveSegment(ctx, connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: tag, Size: size, RequestId: op.RequestID}))
 	if err == nil {
 		op.First, op.Last, op.TagStep = resp.Msg.GetFirst(), resp.Msg.GetLast(), resp.Msg.GetStep()
 	}
@@ -425,38 +447,111 @@ func (w *workload) probe(p *launch.Proc, client int) {
 	wg.Wait()
 }
 
-// allocOp: NextIDs on an alloc tag or NextSnowflakeIDs.
+// allocOp: NextIDs on an alloc tag or NextSnowflakeIDs, over a serving
+// path of pickPath: connect-go over HTTP/2 or HTTP/1.1, or a Leaf GET
+// (one ID). Leaf GETs never ask for a solo tag: net/http's client
+// re-sends a GET whose kept-alive connection broke before the answer,
+// and an ID taken by the lost first send would look burned
+// (checker.NoBurnedIDs).
 func (w *workload) allocOp(ctx context.Context, r *rand.Rand, client int, p *launch.Proc) {
+	path := w.pickPath(r)
 	cli := w.c.AllocClient(p)
+	leaf := path == history.PathLeafH1 || path == history.PathLeafH2
 	cctx, cancel := context.WithTimeout(ctx, w.cfg.OpTimeout)
 	defer cancel()
 	count := w.cfg.MinCount + r.Intn(21-w.cfg.MinCount)
+	if leaf {
+		count = 1
+	}
 	if r.Intn(2) == 0 {
 		tag := w.allocTags[r.Intn(len(w.allocTags))]
-		if solo, ok := w.soloTags[p.Name]; ok && r.Intn(100) < w.cfg.SoloShare {
+		if solo, ok := w.soloTags[p.Name]; ok && !leaf && r.Intn(100) < w.cfg.SoloShare {
 			tag = solo
 		}
 		op := w.begin(client, history.NextIDs, tag, p)
-		op.Count = count
-		resp, err := cli.NextIDs(cctx, connect.NewRequest(&seqsvrv1.NextIDsRequest{Tag: op.Tag, Count: int32(count)}))
-		if err == nil {
-			op.IDs = resp.Msg.GetIds()
+		op.Count, op.Path = count, path
+		var err error
+		if leaf {
+			var id int64
+			if id, err = w.leafGet(cctx, p, path, "/api/segment/get/"+tag, poolFront); err == nil {
+				op.IDs = []int64{id}
+			}
+		} else {
+			if path == history.PathH1 {
+				cli = w.tr.allocClientH1(p, poolFront)
+			}
+			var resp *connect.Response[seqsvrv1.NextIDsResponse]
+			if resp, err = cli.NextIDs(cctx, connect.NewRequest(&seqsvrv1.NextIDsRequest{Tag: op.Tag, Count: int32(count)})); err == nil {
+				op.IDs = resp.Msg.GetIds()
+			}
 		}
 		w.end(op, p, err)
 	} else {
 		op := w.begin(client, history.Snowflake, "", p)
-		op.Count = count
-		resp, err := cli.NextSnowflakeIDs(cctx, connect.NewRequest(&seqsvrv1.NextSnowflakeIDsRequest{Count: int32(count)}))
-		if err == nil {
-			op.IDs = resp.Msg.GetIds()
+		op.Count, op.Path = count, path
+		var err error
+		if leaf {
+			var id int64
+			if id, err = w.leafGet(cctx, p, path, "/api/snowflake/get/"+w.allocTags[0], poolOther); err == nil {
+				op.IDs = []int64{id}
+			}
+		} else {
+			if path == history.PathH1 {
+				cli = w.tr.allocClientH1(p, poolOther)
+			}
+			var resp *connect.Response[seqsvrv1.NextSnowflakeIDsResponse]
+			if resp, err = cli.NextSnowflakeIDs(cctx, connect.NewRequest(&seqsvrv1.NextSnowflakeIDsRequest{Count: int32(count)})); err == nil {
+				op.IDs = resp.Msg.GetIds()
+			}
 		}
 		w.end(op, p, err)
 		w.noteSnowflake(op, p)
+		if op.OK && r.Intn(decodeEvery) == 0 {
+			w.decode(cctx, client, p, cli, path, op.IDs[0])
+		}
+	}
+	if !leaf && r.Intn(statusEvery) == 0 {
+		w.status(cctx, client, p, path)
 	}
 	if ctx.Err() == nil && !p.Running() {
 		// Do not spin on a dead process.
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// statusEvery: one Connect call of an alloc worker in statusEvery is
+// followed by a Status call over the same path.
+const statusEvery = 50
+
+func (w *workload) status(ctx context.Context, client int, p *launch.Proc, path string) {
+	op := w.begin(client, history.Status, "", p)
+	op.Path = path
+	cli := w.c.AllocClient(p)
+	if path == history.PathH1 {
+		cli = w.tr.allocClientH1(p, poolOther) // not a front route
+	}
+	_, err := cli.Status(ctx, connect.NewRequest(&seqsvrv1.StatusRequest{}))
+	w.end(op, p, err)
+}
+
+// decodeEvery: one snowflake call in decodeEvery is followed by a
+// DecodeSnowflake of its first ID, over the same Connect path (a Leaf
+// call's over HTTP/2), which checker.SnowflakeDecode compares with the
+// layout.
+const decodeEvery = 10
+
+func (w *workload) decode(ctx context.Context, client int, p *launch.Proc, cli seqsvrv1connect.AllocServiceClient, path string, id int64) {
+	op := w.begin(client, history.Decode, "", p)
+	op.IDs = []int64{id}
+	if path != history.PathH1 {
+		path = history.PathH2
+	}
+	op.Path = path
+	resp, err := cli.DecodeSnowflake(ctx, connect.NewRequest(&seqsvrv1.DecodeSnowflakeRequest{Id: id}))
+	if err == nil {
+		op.Decoded = &history.Decoded{TimestampMs: resp.Msg.GetTimestampMs(), Worker: resp.Msg.GetWorkerId(), Sequence: resp.Msg.GetSequence()}
+	}
+	w.end(op, p, err)
 }
 
 // resolveParallel bounds the concurrent re-issues of resolve: enough to

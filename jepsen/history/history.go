@@ -36,7 +36,51 @@ const (
 	SeqNext    = "seq-next"    // NextSeq (one key)
 	SeqNexts   = "seq-nexts"   // NextSeqs (repeats allowed)
 	SeqCurrent = "seq-current" // CurrentSeqs
+
+	// Decode is AllocService.DecodeSnowflake of a snowflake ID the run
+	// was handed (IDs[0]); Decoded is the answer.
+	Decode = "decode"
+	// Status is AllocService.Status (what Leaf shows on its cache page):
+	// no checker reads its answer; Progress wants one answered.
+	Status = "status"
 )
+
+// Serving paths: how an operation reached its server (Op.Path). Each
+// path runs different server code in front of the shared core, so every
+// scenario's load takes all of them.
+const (
+	// PathH2 is connect-go over HTTP/2 (h2 by ALPN; in the plain mode
+	// the harness's own client speaks HTTP/1.1): net/http and the
+	// connect-go handlers. Ops recorded before paths existed have no Path
+	// and count as this one.
+	PathH2 = "connect-h2"
+	// PathH1 is the Connect protocol with the binary codec over HTTP/1.1
+	// keep-alive (TLS with ALPN http/1.1 in the secure mode): the front
+	// (internal/h1) answers its routes, and hands the rest to net/http.
+	PathH1 = "connect-h1"
+	// PathLeafH1 and PathLeafH2 are the Leaf GETs (segment, snowflake,
+	// per-key next and current), over HTTP/1.1, where the front answers
+	// the segment and per-key next GETs, and over HTTP/2, where net/http's
+	// Leaf routes do.
+	PathLeafH1 = "leaf-h1"
+	PathLeafH2 = "leaf-h2"
+	// PathClientH2 and PathClientH1 are the Go client (package client)
+	// with a local buffer, whose refills are NextIDRanges calls, over
+	// HTTP/2 and over HTTP/1.1 (the front's NextIDRanges and NextSeq
+	// routes).
+	PathClientH2 = "client-h2"
+	PathClientH1 = "client-h1"
+)
+
+// Paths lists every serving path, in the order of the reports.
+var Paths = []string{PathH2, PathH1, PathLeafH1, PathLeafH2, PathClientH2, PathClientH1}
+
+// Decoded is a DecodeSnowflake answer.
+type Decoded struct {
+	TimestampMs int64 `json:"timestamp_ms"`
+	Worker      int64 `json:"worker_id"`
+	Sequence    int64 `json:"sequence"`
+}
 
 // Codes of the failures that are answers: the store gives them only from
 // its committed state (a tag absent or present), so such a call is an
@@ -52,6 +96,9 @@ type Op struct {
 	Client int    `json:"client"` // worker number; porcupine's ClientId
 	Kind   string `json:"kind"`
 	Target string `json:"target"` // process name, e.g. "s2" or "a1"
+	// Path is the serving path the call took (PathH2, ...; empty in
+	// histories from before paths: PathH2).
+	Path string `json:"path,omitempty"`
 	// Life numbers the target's process lifetime at call and at return
 	// (Proc.Starts); Pid is its pid at call.
 	Life       int `json:"life"`
@@ -90,6 +137,8 @@ type Op struct {
 	// TagStep is the step in the answer (a Tag, or a Segment answered
 	// by its first issue); 0 when not recorded.
 	TagStep int64 `json:"tag_step,omitempty"`
+	// Decoded is a Decode op's answer.
+	Decoded *Decoded `json:"decoded,omitempty"`
 
 	// Resolved marks a reservation whose outcome was unknown (error or
 	// timeout) and was learned after the run by re-issuing its request_id;
@@ -129,6 +178,14 @@ func (op *Op) Open() bool {
 // SeqIncrements reports whether op is a NextSeq or NextSeqs: each
 // occurrence of a key in it takes that key's next value.
 func (op *Op) SeqIncrements() bool { return op.Kind == SeqNext || op.Kind == SeqNexts }
+
+// PathOf is op's serving path, PathH2 for a history from before paths.
+func (op *Op) PathOf() string {
+	if op.Path == "" {
+		return PathH2
+	}
+	return op.Path
+}
 
 // Recorder collects operations from many goroutines.
 type Recorder struct {

@@ -11,6 +11,7 @@ import (
 	"connectrpc.com/connect"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/internal/errs"
 	"github.com/seqsvr/seqsvr/internal/launch"
 	"github.com/seqsvr/seqsvr/jepsen/history"
 )
@@ -147,8 +148,7 @@ func (e *Env) removeMember(ctx context.Context, via, m *launch.Proc) error {
 		if err == nil {
 			return nil
 		}
-		code := connect.CodeOf(err)
-		retryable := code == connect.CodeUnavailable || code == connect.CodeDeadlineExceeded
+		retryable := errs.Judge(errs.StoreCall, err).Retry
 		if !retryable || ctx.Err() != nil || time.Now().After(deadline) {
 			if retryable {
 				// Ambiguous to the end (the run may be over, or no leader

@@ -55,6 +55,16 @@
 //     is all-or-nothing. So a new owner's first load answers at least
 //     everything a previous owner could hand out, and a stale owner cannot
 //     commit a limit after losing its section.
+//   - The cluster ID is the first one applied (NoopCommand.cluster_id,
+//     proposed by each new leader; a restore writes it into the state);
+//     later ones change nothing.
+//   - Every tag and section records the highest rate at which it advanced
+//     (RateWindowMs windows, from the commands' now_ms), for a restore's
+//     jump; the last applied command's index, term and now_ms are kept
+//     with the state.
+//   - Before the restore fence (set by a restore or recovery) no snowflake
+//     worker ID is granted (unavailable) and no section is given an owner.
+//   - A snapshot of a newer FormatVersion is refused, never misread.
 //
 // Planted bugs (internal/faults, only in -tags faults builds):
 // snapshot-drops-maxid, seq-no-handover-wait, takeover-no-margin,

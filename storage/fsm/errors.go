@@ -26,4 +26,7 @@ var (
 	// ErrNotSectionOwner: a RaiseSections from a caller that is not the
 	// live owner of every section it names; it must stop serving them.
 	ErrNotSectionOwner = errs.New(errs.FailedPrecondition, "not the section owner")
+	// ErrRestoreFence: a worker registration before the restore fence
+	// (the old cluster's leases may still run); retry after it.
+	ErrRestoreFence = errs.New(errs.Unavailable, "restored cluster still waiting for the old leases to end")
 )

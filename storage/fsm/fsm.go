@@ -49,6 +49,7 @@ type Machine struct {
 type fsmState struct {
 	tags         map[string]*seqsvrv1.TagState
 	tombstones   map[string]int64 // deleted tag -> its max_id; never shown by GetTag/ListTags
+	tombRates    map[string]int64 // deleted tag -> its peak rate per second (for a restore's jump)
 	requests     map[string]*seqsvrv1.RequestRecord
 	order        []string // request IDs oldest first; order[head:] is live
 	head         int
@@ -58,6 +59,17 @@ type fsmState struct {
 	nextWorkerID int64
 	spaces       map[string]*space
 	seqMembers   map[string]*seqsvrv1.SeqMemberState // by node_id
+	// clusterVersion is the feature level raised by NoopCommand; 0 (the
+	// base release's state) reads as BaseLevel.
+	clusterVersion uint32
+	// clusterID is fixed once (NoopCommand.cluster_id or a restore).
+	clusterID string
+	// The last command applied: its Raft index and term, and the largest
+	// now_ms seen (the time of the last applied entry, for --recover).
+	lastIndex, lastTerm uint64
+	lastNowMs           int64
+	// restoreFenceMs: no worker ID or section is granted before it.
+	restoreFenceMs int64
 }
 
 // New makes an empty state machine. A nil layout is the store's,
@@ -73,6 +85,7 @@ func newState(layout *seqsvrv1.SnowflakeLayout) *fsmState {
 	return &fsmState{
 		tags:       map[string]*seqsvrv1.TagState{},
 		tombstones: map[string]int64{},
+		tombRates:  map[string]int64{},
 		requests:   map[string]*seqsvrv1.RequestRecord{},
 		workers:    map[string]*seqsvrv1.WorkerState{},
 		members:    map[string]*seqsvrv1.MemberInfo{},
@@ -90,13 +103,14 @@ func (f *Machine) Apply(l *raft.Log) interface{} {
 	if err := proto.Unmarshal(l.Data, &cmd); err != nil {
 		panic(fmt.Sprintf("storage: undecodable raft entry at index %d: %v", l.Index, err))
 	}
-	return f.applyCommand(&cmd)
+	return f.applyCommand(&cmd, l.Index, l.Term)
 }
 
-func (f *Machine) applyCommand(cmd *seqsvrv1.Command) Result {
+func (f *Machine) applyCommand(cmd *seqsvrv1.Command, index, term uint64) Result {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	now := cmd.GetNowMs()
+	f.st.lastIndex, f.st.lastTerm, f.st.lastNowMs = index, term, max(f.st.lastNowMs, now)
 	switch c := cmd.GetCmd().(type) {
 	case *seqsvrv1.Command_CreateTag:
 		return f.st.applyCreateTag(now, c.CreateTag)
@@ -121,7 +135,8 @@ func (f *Machine) applyCommand(cmd *seqsvrv1.Command) Result {
 	case *seqsvrv1.Command_RaiseSections:
 		return f.st.applyRaiseSections(now, c.RaiseSections)
 	case *seqsvrv1.Command_Noop:
-		return Result{}
+		f.st.applyClusterVersion(c.Noop)
+		return f.st.applyNoop(c.Noop)
 	default:
 		panic(fmt.Sprintf("storage: unknown raft command %T", c))
 	}
@@ -144,6 +159,11 @@ func (f *Machine) Restore(rc io.ReadCloser) error {
 	b, err := io.ReadAll(rc)
 	if err != nil {
 		return fmt.Errorf("storage: read snapshot: %w", err)
+	}
+	// A newer release's snapshot (one sent by a newer leader during a
+	// rollback) is refused rather than misread.
+	if err := CheckSnapshotFormat("snapshot", b); err != nil {
+		return err
 	}
 	var snap seqsvrv1.FSMSnapshot
 	if err := proto.Unmarshal(b, &snap); err != nil {

@@ -54,6 +54,9 @@ func (st *fsmState) applyRaiseSections(now int64, c *seqsvrv1.RaiseSectionsComma
 			// Never handed out a value: an empty set is exact.
 			tracked = true
 		}
+		if m.GetMaxSeq() != sp.maxes[sec] {
+			sp.rates[sec] = observeRate(sp.rates[sec], now, sp.maxes[sec], m.GetMaxSeq())
+		}
 		sp.maxes[sec] = m.GetMaxSeq()
 		if !tracked {
 			m.AllUsed = true

@@ -100,6 +100,11 @@ func ceilDiv(a, b uint64) uint64 { return (a + b - 1) / b }
 // A space whose runs changed gets routing_version+1. Deterministic: it
 // reads the member table and now only.
 func (st *fsmState) rebalance(now int64) {
+	if now < st.restoreFenceMs {
+		// A restored cluster grants no section before the old cluster's
+		// leases have all ended; the first heartbeat after that does.
+		return
+	}
 	live := st.liveMembers(now)
 	for _, name := range sortedKeys(st.spaces) {
 		sp := st.spaces[name]

@@ -34,12 +34,20 @@ func (s *fsmSnapshot) Release() {}
 // toProto copies the state. Maps are written in key order so equal states
 // give equal bytes; the request record keeps its FIFO order.
 func (st *fsmState) toProto() *seqsvrv1.FSMSnapshot {
-	snap := &seqsvrv1.FSMSnapshot{Layout: proto.Clone(st.layout).(*seqsvrv1.SnowflakeLayout), NextWorkerId: st.nextWorkerID}
+	snap := &seqsvrv1.FSMSnapshot{Layout: proto.Clone(st.layout).(*seqsvrv1.SnowflakeLayout), NextWorkerId: st.nextWorkerID,
+		ClusterId: st.clusterID, LastIndex: st.lastIndex, LastTerm: st.lastTerm, LastNowMs: st.lastNowMs,
+		RestoreFenceMs: st.restoreFenceMs, FormatVersion: FormatVersion}
 	for _, k := range sortedKeys(st.tags) {
-		snap.Tags = append(snap.Tags, cloneTag(st.tags[k]))
+		t := cloneTag(st.tags[k])
+		t.Rate = cloneRate(st.tags[k].GetRate())
+		snap.Tags = append(snap.Tags, t)
 	}
 	for _, k := range sortedKeys(st.tombstones) {
-		snap.Tombstones = append(snap.Tombstones, &seqsvrv1.TagState{Tag: k, MaxId: st.tombstones[k]})
+		t := &seqsvrv1.TagState{Tag: k, MaxId: st.tombstones[k]}
+		if peak := st.tombRates[k]; peak > 0 {
+			t.Rate = &seqsvrv1.RateState{PeakPerSec: peak}
+		}
+		snap.Tombstones = append(snap.Tombstones, t)
 	}
 	// Records and members (both kinds) are never changed after they are stored (eviction
 	// and SetMember replace map entries), so the snapshot may share them;
@@ -59,6 +67,7 @@ func (st *fsmState) toProto() *seqsvrv1.FSMSnapshot {
 	for _, k := range sortedKeys(st.seqMembers) {
 		snap.SeqMembers = append(snap.SeqMembers, st.seqMembers[k])
 	}
+	snap.ClusterVersion = st.clusterVersion
 	return snap
 }
 
@@ -69,11 +78,17 @@ func stateFromProto(snap *seqsvrv1.FSMSnapshot, defaultLayout *seqsvrv1.Snowflak
 	}
 	st := newState(layout)
 	st.nextWorkerID = snap.GetNextWorkerId()
+	st.clusterVersion = snap.GetClusterVersion()
+	st.clusterID, st.lastIndex, st.lastTerm, st.lastNowMs = snap.GetClusterId(), snap.GetLastIndex(), snap.GetLastTerm(), snap.GetLastNowMs()
+	st.restoreFenceMs = snap.GetRestoreFenceMs()
 	for _, t := range snap.GetTags() {
 		st.tags[t.GetTag()] = t
 	}
 	for _, t := range snap.GetTombstones() {
 		st.tombstones[t.GetTag()] = t.GetMaxId()
+		if peak := t.GetRate().GetPeakPerSec(); peak > 0 {
+			st.tombRates[t.GetTag()] = peak
+		}
 	}
 	for _, r := range snap.GetRequests() {
 		if _, dup := st.requests[r.GetRequestId()]; !dup {
@@ -100,4 +115,11 @@ func stateFromProto(snap *seqsvrv1.FSMSnapshot, defaultLayout *seqsvrv1.Snowflak
 // not depend on Go's map order.
 func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
 	return slices.Sorted(maps.Keys(m))
+}
+
+// SnapshotOf is a raft snapshot that persists st as it is (after a restore
+// or recovery built it), stamped with this binary's format version.
+func SnapshotOf(st *seqsvrv1.FSMSnapshot) raft.FSMSnapshot {
+	st.FormatVersion = FormatVersion
+	return &fsmSnapshot{snap: st}
 }

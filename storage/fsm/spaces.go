@@ -25,6 +25,8 @@ type space struct {
 	routingVersion uint64
 	runs           []run
 	maxes          map[uint64]int64
+	// rates: how fast each raised section's max_seq advanced.
+	rates map[uint64]*seqsvrv1.RateState
 	// used holds the used-set of every section whose keys the store
 	// tracks (see usedSet); a section raised but absent here was raised
 	// before the store kept used-sets, and all its keys count as used.
@@ -70,6 +72,7 @@ func (st *fsmState) applyCreateSpace(now int64, c *seqsvrv1.CreateSpaceCommand) 
 	sp := &space{
 		name: c.GetSpace(), keyCount: keys, size: size, sections: spec.SectionCount(keys, size), step: step,
 		description: c.GetDescription(), createTimeMs: now, routingVersion: 1, maxes: map[uint64]int64{}, used: map[uint64]usedSet{},
+		rates: map[uint64]*seqsvrv1.RateState{},
 	}
 	sp.runs = []run{{first: 0, last: sp.sections - 1}}
 	st.spaces[sp.name] = sp
@@ -97,7 +100,8 @@ func (sp *space) state() *seqsvrv1.SpaceState {
 	}
 	for _, sec := range sortedKeys(sp.maxes) {
 		u, tracked := sp.used[sec]
-		s.Maxes = append(s.Maxes, &seqsvrv1.SectionMaxState{Section: sec, MaxSeq: sp.maxes[sec], UsedTracked: tracked, Used: u.bytes()})
+		s.Maxes = append(s.Maxes, &seqsvrv1.SectionMaxState{Section: sec, MaxSeq: sp.maxes[sec], UsedTracked: tracked, Used: u.bytes(),
+			Rate: cloneRate(sp.rates[sec])})
 	}
 	return s
 }
@@ -106,7 +110,7 @@ func spaceFromState(s *seqsvrv1.SpaceState) *space {
 	sp := &space{
 		name: s.GetSpace(), keyCount: s.GetKeyCount(), size: s.GetSectionSize(), step: s.GetStep(),
 		description: s.GetDescription(), createTimeMs: s.GetCreateTimeMs(), routingVersion: s.GetRoutingVersion(),
-		maxes: make(map[uint64]int64, len(s.GetMaxes())), used: map[uint64]usedSet{},
+		maxes: make(map[uint64]int64, len(s.GetMaxes())), used: map[uint64]usedSet{}, rates: map[uint64]*seqsvrv1.RateState{},
 	}
 	sp.sections = spec.SectionCount(sp.keyCount, sp.size)
 	for _, r := range s.GetSections() {
@@ -114,6 +118,9 @@ func spaceFromState(s *seqsvrv1.SpaceState) *space {
 	}
 	for _, m := range s.GetMaxes() {
 		sp.maxes[m.GetSection()] = m.GetMaxSeq()
+		if m.GetRate() != nil {
+			sp.rates[m.GetSection()] = cloneRate(m.GetRate())
+		}
 		if m.GetUsedTracked() {
 			sp.used[m.GetSection()] = usedSet(slices.Clone(m.GetUsed()))
 		}

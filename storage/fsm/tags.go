@@ -28,11 +28,17 @@ func (st *fsmState) applyCreateTag(now int64, c *seqsvrv1.CreateTagCommand) Resu
 		step = DefaultStep
 	}
 	maxID := c.GetStart()
+	var rate *seqsvrv1.RateState
 	if dead, ok := st.tombstones[c.GetTag()]; ok {
 		maxID = max(maxID, dead)
+		if peak := st.tombRates[c.GetTag()]; peak > 0 {
+			// The name's peak carries over its lives, for a restore's jump.
+			rate = &seqsvrv1.RateState{WindowStartMs: now, WindowStartValue: maxID, PeakPerSec: peak}
+		}
 		delete(st.tombstones, c.GetTag())
+		delete(st.tombRates, c.GetTag())
 	}
-	t := &seqsvrv1.TagState{Tag: c.GetTag(), MaxId: maxID, Step: step, Description: c.GetDescription(), UpdateTimeMs: now}
+	t := &seqsvrv1.TagState{Tag: c.GetTag(), MaxId: maxID, Step: step, Description: c.GetDescription(), UpdateTimeMs: now, Rate: rate}
 	st.tags[t.Tag] = t
 	return Result{Tag: cloneTag(t)}
 }
@@ -66,6 +72,9 @@ func (st *fsmState) applyDeleteTag(c *seqsvrv1.DeleteTagCommand) Result {
 	// replaced by its next life): forgetting it would let a re-created tag
 	// issue the deleted tag's IDs again.
 	st.tombstones[t.GetTag()] = t.GetMaxId()
+	if peak := t.GetRate().GetPeakPerSec(); peak > 0 {
+		st.tombRates[t.GetTag()] = peak
+	}
 	delete(st.tags, c.GetTag())
 	return Result{}
 }
@@ -95,6 +104,7 @@ func (st *fsmState) applyReserveSegment(now int64, c *seqsvrv1.ReserveSegmentCom
 	gap := reserveGap(c)
 	first, last = first+gap, last+gap
 	rec := &seqsvrv1.RequestRecord{RequestId: c.GetRequestId(), Tag: t.GetTag(), First: first, Last: last}
+	t.Rate = observeRate(t.Rate, now, t.GetMaxId(), rec.Last)
 	t.MaxId = rec.Last
 	t.UpdateTimeMs = now
 	if rec.RequestId != "" {
@@ -147,6 +157,7 @@ func cloneTag(t *seqsvrv1.TagState) *seqsvrv1.TagState {
 		return nil
 	}
 	// Field copies: proto.Clone is reflective and this is the hot path.
+	// The rate is left out: answers do not need it (snapshots copy it).
 	return &seqsvrv1.TagState{Tag: t.GetTag(), MaxId: t.GetMaxId(), Step: t.GetStep(), Description: t.GetDescription(), UpdateTimeMs: t.GetUpdateTimeMs()}
 }
 

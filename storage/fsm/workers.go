@@ -22,6 +22,9 @@ func (st *fsmState) applyRegisterWorker(now int64, c *seqsvrv1.RegisterWorkerCom
 	if c.GetNodeId() == "" {
 		return Result{Err: fmt.Errorf("%w: node_id must not be empty", errs.InvalidArgument)}
 	}
+	if err := st.fenced(now, "snowflake worker ID"); err != nil {
+		return Result{Err: err}
+	}
 	if w, ok := st.workers[c.GetNodeId()]; ok {
 		if w.GetInstanceId() != c.GetInstanceId() && w.GetLeaseExpiresMs() > now {
 			return Result{Err: fmt.Errorf("%w: worker %d of node %q is leased by instance %q for another %d ms",

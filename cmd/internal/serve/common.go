@@ -23,9 +23,10 @@ type Common struct {
 // logging flags, --pprof, the security flags (Security) and the limits
 // (Limits) to fs.
 func (c *Common) Register(fs *flag.FlagSet) {
-	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", DefaultMaxBodyBytes, "largest request body accepted")
-	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", 5*time.Second, "how long in-flight requests may finish on SIGINT/SIGTERM")
-	fs.BoolVar(&c.FastHTTP, "fast-http", true, "answer the hot calls (binary Connect NextIDs, NextIDRanges, NextSeq, ReserveSegment;\nthe Leaf GETs) on a lean HTTP/1.1 front before net/http; false serves every call with\nnet/http and connect-go")
+	d := DefaultCommon()
+	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", d.MaxBodyBytes, "largest request body accepted")
+	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", d.ShutdownGrace, "how long in-flight requests may finish on SIGINT/SIGTERM")
+	fs.BoolVar(&c.FastHTTP, "fast-http", d.FastHTTP, "answer the hot calls (binary Connect NextIDs, NextIDRanges, NextSeq, ReserveSegment;\nthe Leaf GETs) on a lean HTTP/1.1 front before net/http; false serves every call with\nnet/http and connect-go")
 	c.Log.Register(fs)
 	c.Debug.Register(fs)
 	c.Security.Register(fs)

@@ -2,11 +2,13 @@ package serve
 
 import (
 	"net/http"
+	"strings"
 
 	"connectrpc.com/connect"
 
 	"github.com/seqsvr/seqsvr/internal/auth"
 	"github.com/seqsvr/seqsvr/internal/errs"
+	"github.com/seqsvr/seqsvr/internal/rpcmetrics"
 )
 
 // gate checks the token of every guarded request (auth.GateRole) on its
@@ -19,8 +21,9 @@ import (
 // (auth.Leaf, on every Options.Routes path, known to the gate or not)
 // still check behind it. Checking here first also puts the auth answer
 // before the size answer for a caller without a token. A nil Authorizer
-// (no --auth-file) installs no gate.
-func gate(a *auth.Authorizer, next http.Handler) http.Handler {
+// (no --auth-file) installs no gate. A refused RPC is counted in m (per
+// procedure, protocol and code) as the interceptor would have counted it.
+func gate(a *auth.Authorizer, m *rpcmetrics.Metrics, next http.Handler) http.Handler {
 	if a == nil {
 		return next
 	}
@@ -37,11 +40,29 @@ func gate(a *auth.Authorizer, next http.Handler) http.Handler {
 				auth.WriteLeafRefusal(w, err)
 				return
 			}
-			_ = ew.Write(w, r, errs.Connect(err))
+			ce := errs.Connect(err)
+			if m != nil {
+				m.Observe(r.URL.Path, protocol(r), connect.CodeOf(ce).String(), 0)
+			}
+			_ = ew.Write(w, r, ce)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// protocol names a call's protocol as connect-go's Peer.Protocol does,
+// from its Content-Type.
+func protocol(r *http.Request) string {
+	ct := r.Header.Get("Content-Type")
+	switch {
+	case strings.HasPrefix(ct, "application/grpc-web"):
+		return connect.ProtocolGRPCWeb
+	case strings.HasPrefix(ct, "application/grpc"):
+		return connect.ProtocolGRPC
+	default:
+		return connect.ProtocolConnect
+	}
 }
 
 func isLeaf(path string) bool { return len(path) >= 5 && path[:5] == "/api/" }

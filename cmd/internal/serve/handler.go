@@ -16,6 +16,7 @@ import (
 	"github.com/seqsvr/seqsvr/internal/auth"
 	"github.com/seqsvr/seqsvr/internal/errs"
 	"github.com/seqsvr/seqsvr/internal/faults"
+	"github.com/seqsvr/seqsvr/internal/rpcmetrics"
 	"github.com/seqsvr/seqsvr/web"
 )
 
@@ -79,6 +80,9 @@ type Options struct {
 	// read (gate). /healthz, /readyz and grpc.health.v1 stay open;
 	// /metrics is open without its tag and space names (metricsHandler).
 	Auth *auth.Authorizer
+	// RPCMetrics counts the calls the gate refuses (connect-go never sees
+	// them, so its interceptor cannot); nil counts nothing.
+	RPCMetrics *rpcmetrics.Metrics
 	// Page is the status page served at "/" (web.StorePage or
 	// web.AllocPage; "" for none). It is open like /healthz: it holds no
 	// data, and calls the RPCs with the token its user gives it.
@@ -143,7 +147,7 @@ func NewHandler(o Options) http.Handler {
 	if h := faults.AdminHandler(); h != nil {
 		mux.Handle("/debug/faults/", limitBody(h, o.MaxBodyBytes))
 	}
-	return withCORS(gate(o.Auth, rt))
+	return withCORS(gate(o.Auth, o.RPCMetrics, rt))
 }
 
 // router hands calls to the process's own Connect services straight to

@@ -207,7 +207,7 @@ func open(ctx context.Context, p Process, srv *Server, reg *prometheus.Registry,
 		return nil, err
 	}
 	o := app.Handler
-	o.Logger, o.Gatherer, o.Auth = logger, reg, sec.auth
+	o.Logger, o.Gatherer, o.Auth, o.RPCMetrics = logger, reg, sec.auth, rpcm
 	fast := mount(&o, app, env.ConnectOptions, p.Common.MaxBodyBytes, logger)
 	if sec.auth != nil {
 		srv.SetAuth(sec.auth)

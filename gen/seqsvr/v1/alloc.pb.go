@@ -836,7 +836,9 @@ type StatusResponse struct {
 	Seq       *SeqStatus             `protobuf:"bytes,4,opt,name=seq,proto3" json:"seq,omitempty"`
 	// This process's clock when it answered (Unix ms), so a reader can turn
 	// lease_expires_ms into time left without trusting its own clock.
-	NowMs         int64 `protobuf:"varint,5,opt,name=now_ms,json=nowMs,proto3" json:"now_ms,omitempty"`
+	NowMs int64 `protobuf:"varint,5,opt,name=now_ms,json=nowMs,proto3" json:"now_ms,omitempty"`
+	// The store cluster's ID as last seen by this allocsvr.
+	ClusterId     string `protobuf:"bytes,6,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -904,6 +906,13 @@ func (x *StatusResponse) GetNowMs() int64 {
 		return x.NowMs
 	}
 	return 0
+}
+
+func (x *StatusResponse) GetClusterId() string {
+	if x != nil {
+		return x.ClusterId
+	}
+	return ""
 }
 
 // SeqStatus is this allocsvr's share of per-key sequences.
@@ -1145,13 +1154,15 @@ const file_seqsvr_v1_alloc_proto_rawDesc = "" +
 	"\x11last_timestamp_ms\x18\x06 \x01(\x03R\x0flastTimestampMs\x12\x16\n" +
 	"\x06fenced\x18\a \x01(\bR\x06fenced\x12\x16\n" +
 	"\x06reason\x18\b \x01(\tR\x06reason\x122\n" +
-	"\x06layout\x18\t \x01(\v2\x1a.seqsvr.v1.SnowflakeLayoutR\x06layout\"\xcc\x01\n" +
+	"\x06layout\x18\t \x01(\v2\x1a.seqsvr.v1.SnowflakeLayoutR\x06layout\"\xeb\x01\n" +
 	"\x0eStatusResponse\x12(\n" +
 	"\x04tags\x18\x01 \x03(\v2\x14.seqsvr.v1.TagStatusR\x04tags\x128\n" +
 	"\tsnowflake\x18\x02 \x01(\v2\x1a.seqsvr.v1.SnowflakeStatusR\tsnowflake\x12\x17\n" +
 	"\anode_id\x18\x03 \x01(\tR\x06nodeId\x12&\n" +
 	"\x03seq\x18\x04 \x01(\v2\x14.seqsvr.v1.SeqStatusR\x03seq\x12\x15\n" +
-	"\x06now_ms\x18\x05 \x01(\x03R\x05nowMs\"\x87\x02\n" +
+	"\x06now_ms\x18\x05 \x01(\x03R\x05nowMs\x12\x1d\n" +
+	"\n" +
+	"cluster_id\x18\x06 \x01(\tR\tclusterId\"\x87\x02\n" +
 	"\tSeqStatus\x12\x1f\n" +
 	"\vlease_valid\x18\x01 \x01(\bR\n" +
 	"leaseValid\x12\"\n" +

@@ -22,6 +22,88 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type BackupRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BackupRequest) Reset() {
+	*x = BackupRequest{}
+	mi := &file_seqsvr_v1_store_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BackupRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BackupRequest) ProtoMessage() {}
+
+func (x *BackupRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_seqsvr_v1_store_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BackupRequest.ProtoReflect.Descriptor instead.
+func (*BackupRequest) Descriptor() ([]byte, []int) {
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{0}
+}
+
+// BackupChunk is the next piece of the backup file; the file is the
+// concatenation of every chunk's data, in order.
+type BackupChunk struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Data          []byte                 `protobuf:"bytes,1,opt,name=data,proto3" json:"data,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BackupChunk) Reset() {
+	*x = BackupChunk{}
+	mi := &file_seqsvr_v1_store_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BackupChunk) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BackupChunk) ProtoMessage() {}
+
+func (x *BackupChunk) ProtoReflect() protoreflect.Message {
+	mi := &file_seqsvr_v1_store_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BackupChunk.ProtoReflect.Descriptor instead.
+func (*BackupChunk) Descriptor() ([]byte, []int) {
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *BackupChunk) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
 type Tag struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Tag   string                 `protobuf:"bytes,1,opt,name=tag,proto3" json:"tag,omitempty"`
@@ -36,7 +118,7 @@ type Tag struct {
 
 func (x *Tag) Reset() {
 	*x = Tag{}
-	mi := &file_seqsvr_v1_store_proto_msgTypes[0]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -48,7 +130,7 @@ func (x *Tag) String() string {
 func (*Tag) ProtoMessage() {}
 
 func (x *Tag) ProtoReflect() protoreflect.Message {
-	mi := &file_seqsvr_v1_store_proto_msgTypes[0]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -61,7 +143,7 @@ func (x *Tag) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Tag.ProtoReflect.Descriptor instead.
 func (*Tag) Descriptor() ([]byte, []int) {
-	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{0}
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *Tag) GetTag() string {
@@ -113,7 +195,7 @@ type CreateTagRequest struct {
 
 func (x *CreateTagRequest) Reset() {
 	*x = CreateTagRequest{}
-	mi := &file_seqsvr_v1_store_proto_msgTypes[1]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -125,7 +207,7 @@ func (x *CreateTagRequest) String() string {
 func (*CreateTagRequest) ProtoMessage() {}
 
 func (x *CreateTagRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_seqsvr_v1_store_proto_msgTypes[1]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -138,7 +220,7 @@ func (x *CreateTagRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTagRequest.ProtoReflect.Descriptor instead.
 func (*CreateTagRequest) Descriptor() ([]byte, []int) {
-	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{1}
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *CreateTagRequest) GetTag() string {
@@ -183,7 +265,7 @@ type GetTagRequest struct {
 
 func (x *GetTagRequest) Reset() {
 	*x = GetTagRequest{}
-	mi := &file_seqsvr_v1_store_proto_msgTypes[2]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -195,7 +277,7 @@ func (x *GetTagRequest) String() string {
 func (*GetTagRequest) ProtoMessage() {}
 
 func (x *GetTagRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_seqsvr_v1_store_proto_msgTypes[2]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -208,7 +290,7 @@ func (x *GetTagRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTagRequest.ProtoReflect.Descriptor instead.
 func (*GetTagRequest) Descriptor() ([]byte, []int) {
-	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{2}
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *GetTagRequest) GetTag() string {
@@ -235,7 +317,7 @@ type ListTagsRequest struct {
 
 func (x *ListTagsRequest) Reset() {
 	*x = ListTagsRequest{}
-	mi := &file_seqsvr_v1_store_proto_msgTypes[3]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -247,7 +329,7 @@ func (x *ListTagsRequest) String() string {
 func (*ListTagsRequest) ProtoMessage() {}
 
 func (x *ListTagsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_seqsvr_v1_store_proto_msgTypes[3]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -260,7 +342,7 @@ func (x *ListTagsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTagsRequest.ProtoReflect.Descriptor instead.
 func (*ListTagsRequest) Descriptor() ([]byte, []int) {
-	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{3}
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ListTagsRequest) GetPageSize() int32 {
@@ -287,7 +369,7 @@ type ListTagsResponse struct {
 
 func (x *ListTagsResponse) Reset() {
 	*x = ListTagsResponse{}
-	mi := &file_seqsvr_v1_store_proto_msgTypes[4]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -299,7 +381,7 @@ func (x *ListTagsResponse) String() string {
 func (*ListTagsResponse) ProtoMessage() {}
 
 func (x *ListTagsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_seqsvr_v1_store_proto_msgTypes[4]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -312,7 +394,7 @@ func (x *ListTagsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTagsResponse.ProtoReflect.Descriptor instead.
 func (*ListTagsResponse) Descriptor() ([]byte, []int) {
-	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{4}
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ListTagsResponse) GetTags() []*Tag {
@@ -342,7 +424,7 @@ type UpdateTagRequest struct {
 
 func (x *UpdateTagRequest) Reset() {
 	*x = UpdateTagRequest{}
-	mi := &file_seqsvr_v1_store_proto_msgTypes[5]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -354,7 +436,7 @@ func (x *UpdateTagRequest) String() string {
 func (*UpdateTagRequest) ProtoMessage() {}
 
 func (x *UpdateTagRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_seqsvr_v1_store_proto_msgTypes[5]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -367,7 +449,7 @@ func (x *UpdateTagRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateTagRequest.ProtoReflect.Descriptor instead.
 func (*UpdateTagRequest) Descriptor() ([]byte, []int) {
-	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{5}
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *UpdateTagRequest) GetTag() string {
@@ -400,7 +482,7 @@ type DeleteTagRequest struct {
 
 func (x *DeleteTagRequest) Reset() {
 	*x = DeleteTagRequest{}
-	mi := &file_seqsvr_v1_store_proto_msgTypes[6]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -412,7 +494,7 @@ func (x *DeleteTagRequest) String() string {
 func (*DeleteTagRequest) ProtoMessage() {}
 
 func (x *DeleteTagRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_seqsvr_v1_store_proto_msgTypes[6]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -425,7 +507,7 @@ func (x *DeleteTagRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTagRequest.ProtoReflect.Descriptor instead.
 func (*DeleteTagRequest) Descriptor() ([]byte, []int) {
-	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{6}
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *DeleteTagRequest) GetTag() string {
@@ -443,7 +525,7 @@ type DeleteTagResponse struct {
 
 func (x *DeleteTagResponse) Reset() {
 	*x = DeleteTagResponse{}
-	mi := &file_seqsvr_v1_store_proto_msgTypes[7]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -455,7 +537,7 @@ func (x *DeleteTagResponse) String() string {
 func (*DeleteTagResponse) ProtoMessage() {}
 
 func (x *DeleteTagResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_seqsvr_v1_store_proto_msgTypes[7]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -468,7 +550,7 @@ func (x *DeleteTagResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTagResponse.ProtoReflect.Descriptor instead.
 func (*DeleteTagResponse) Descriptor() ([]byte, []int) {
-	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{7}
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{9}
 }
 
 type ReserveSegmentRequest struct {
@@ -484,7 +566,7 @@ type ReserveSegmentRequest struct {
 
 func (x *ReserveSegmentRequest) Reset() {
 	*x = ReserveSegmentRequest{}
-	mi := &file_seqsvr_v1_store_proto_msgTypes[8]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -496,7 +578,7 @@ func (x *ReserveSegmentRequest) String() string {
 func (*ReserveSegmentRequest) ProtoMessage() {}
 
 func (x *ReserveSegmentRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_seqsvr_v1_store_proto_msgTypes[8]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -509,7 +591,7 @@ func (x *ReserveSegmentRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReserveSegmentRequest.ProtoReflect.Descriptor instead.
 func (*ReserveSegmentRequest) Descriptor() ([]byte, []int) {
-	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{8}
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ReserveSegmentRequest) GetTag() string {
@@ -547,7 +629,7 @@ type Segment struct {
 
 func (x *Segment) Reset() {
 	*x = Segment{}
-	mi := &file_seqsvr_v1_store_proto_msgTypes[9]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -559,7 +641,7 @@ func (x *Segment) String() string {
 func (*Segment) ProtoMessage() {}
 
 func (x *Segment) ProtoReflect() protoreflect.Message {
-	mi := &file_seqsvr_v1_store_proto_msgTypes[9]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -572,7 +654,7 @@ func (x *Segment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Segment.ProtoReflect.Descriptor instead.
 func (*Segment) Descriptor() ([]byte, []int) {
-	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{9}
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Segment) GetTag() string {
@@ -617,7 +699,7 @@ type RegisterWorkerRequest struct {
 
 func (x *RegisterWorkerRequest) Reset() {
 	*x = RegisterWorkerRequest{}
-	mi := &file_seqsvr_v1_store_proto_msgTypes[10]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -629,7 +711,7 @@ func (x *RegisterWorkerRequest) String() string {
 func (*RegisterWorkerRequest) ProtoMessage() {}
 
 func (x *RegisterWorkerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_seqsvr_v1_store_proto_msgTypes[10]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -642,7 +724,7 @@ func (x *RegisterWorkerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterWorkerRequest.ProtoReflect.Descriptor instead.
 func (*RegisterWorkerRequest) Descriptor() ([]byte, []int) {
-	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{10}
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RegisterWorkerRequest) GetNodeId() string {
@@ -678,7 +760,7 @@ type RenewWorkerRequest struct {
 
 func (x *RenewWorkerRequest) Reset() {
 	*x = RenewWorkerRequest{}
-	mi := &file_seqsvr_v1_store_proto_msgTypes[11]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -690,7 +772,7 @@ func (x *RenewWorkerRequest) String() string {
 func (*RenewWorkerRequest) ProtoMessage() {}
 
 func (x *RenewWorkerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_seqsvr_v1_store_proto_msgTypes[11]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -703,7 +785,7 @@ func (x *RenewWorkerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenewWorkerRequest.ProtoReflect.Descriptor instead.
 func (*RenewWorkerRequest) Descriptor() ([]byte, []int) {
-	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{11}
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RenewWorkerRequest) GetNodeId() string {
@@ -748,7 +830,7 @@ type SnowflakeLayout struct {
 
 func (x *SnowflakeLayout) Reset() {
 	*x = SnowflakeLayout{}
-	mi := &file_seqsvr_v1_store_proto_msgTypes[12]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -760,7 +842,7 @@ func (x *SnowflakeLayout) String() string {
 func (*SnowflakeLayout) ProtoMessage() {}
 
 func (x *SnowflakeLayout) ProtoReflect() protoreflect.Message {
-	mi := &file_seqsvr_v1_store_proto_msgTypes[12]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -773,7 +855,7 @@ func (x *SnowflakeLayout) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnowflakeLayout.ProtoReflect.Descriptor instead.
 func (*SnowflakeLayout) Descriptor() ([]byte, []int) {
-	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{12}
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SnowflakeLayout) GetEpochMs() int64 {
@@ -823,7 +905,7 @@ type Worker struct {
 
 func (x *Worker) Reset() {
 	*x = Worker{}
-	mi := &file_seqsvr_v1_store_proto_msgTypes[13]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -835,7 +917,7 @@ func (x *Worker) String() string {
 func (*Worker) ProtoMessage() {}
 
 func (x *Worker) ProtoReflect() protoreflect.Message {
-	mi := &file_seqsvr_v1_store_proto_msgTypes[13]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -848,7 +930,7 @@ func (x *Worker) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Worker.ProtoReflect.Descriptor instead.
 func (*Worker) Descriptor() ([]byte, []int) {
-	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{13}
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Worker) GetNodeId() string {
@@ -915,7 +997,7 @@ type ClusterStatusRequest struct {
 
 func (x *ClusterStatusRequest) Reset() {
 	*x = ClusterStatusRequest{}
-	mi := &file_seqsvr_v1_store_proto_msgTypes[14]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -927,7 +1009,7 @@ func (x *ClusterStatusRequest) String() string {
 func (*ClusterStatusRequest) ProtoMessage() {}
 
 func (x *ClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_seqsvr_v1_store_proto_msgTypes[14]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -940,7 +1022,7 @@ func (x *ClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*ClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{14}
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{16}
 }
 
 type Member struct {
@@ -951,14 +1033,19 @@ type Member struct {
 	// "voter", "nonvoter" or "staging".
 	Suffrage string `protobuf:"bytes,4,opt,name=suffrage,proto3" json:"suffrage,omitempty"`
 	// "leader", "follower", "candidate", "shutdown" or "unknown" as this member sees it.
-	State         string `protobuf:"bytes,5,opt,name=state,proto3" json:"state,omitempty"`
+	State string `protobuf:"bytes,5,opt,name=state,proto3" json:"state,omitempty"`
+	// The member's release version and feature level, as it last answered
+	// the answering member's poll ("" and 0 when it has not answered yet;
+	// a binary of the base release answers no level, shown as 1).
+	Version       string `protobuf:"bytes,6,opt,name=version,proto3" json:"version,omitempty"`
+	Level         uint32 `protobuf:"varint,7,opt,name=level,proto3" json:"level,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Member) Reset() {
 	*x = Member{}
-	mi := &file_seqsvr_v1_store_proto_msgTypes[15]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -970,7 +1057,7 @@ func (x *Member) String() string {
 func (*Member) ProtoMessage() {}
 
 func (x *Member) ProtoReflect() protoreflect.Message {
-	mi := &file_seqsvr_v1_store_proto_msgTypes[15]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -983,7 +1070,7 @@ func (x *Member) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Member.ProtoReflect.Descriptor instead.
 func (*Member) Descriptor() ([]byte, []int) {
-	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{15}
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Member) GetId() string {
@@ -1021,6 +1108,20 @@ func (x *Member) GetState() string {
 	return ""
 }
 
+func (x *Member) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *Member) GetLevel() uint32 {
+	if x != nil {
+		return x.Level
+	}
+	return 0
+}
+
 type ClusterStatusResponse struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
 	LeaderId     string                 `protobuf:"bytes,1,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
@@ -1032,14 +1133,21 @@ type ClusterStatusResponse struct {
 	NodeId         string `protobuf:"bytes,6,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
 	LeaderHttpAddr string `protobuf:"bytes,7,opt,name=leader_http_addr,json=leaderHttpAddr,proto3" json:"leader_http_addr,omitempty"`
 	// The answering member's wall clock in Unix milliseconds.
-	NowMs         int64 `protobuf:"varint,8,opt,name=now_ms,json=nowMs,proto3" json:"now_ms,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	NowMs int64 `protobuf:"varint,8,opt,name=now_ms,json=nowMs,proto3" json:"now_ms,omitempty"`
+	// The cluster's identity, fixed when it was bootstrapped or restored
+	// ("" until the first leader has recorded it).
+	ClusterId string `protobuf:"bytes,9,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	// The cluster version: the feature level every member supported when the
+	// leader last raised it (1 for a cluster of the base release). Commands
+	// and fields of a higher level are not proposed below it.
+	ClusterVersion uint32 `protobuf:"varint,10,opt,name=cluster_version,json=clusterVersion,proto3" json:"cluster_version,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ClusterStatusResponse) Reset() {
 	*x = ClusterStatusResponse{}
-	mi := &file_seqsvr_v1_store_proto_msgTypes[16]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1051,7 +1159,7 @@ func (x *ClusterStatusResponse) String() string {
 func (*ClusterStatusResponse) ProtoMessage() {}
 
 func (x *ClusterStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_seqsvr_v1_store_proto_msgTypes[16]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1064,7 +1172,7 @@ func (x *ClusterStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatusResponse.ProtoReflect.Descriptor instead.
 func (*ClusterStatusResponse) Descriptor() ([]byte, []int) {
-	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{16}
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ClusterStatusResponse) GetLeaderId() string {
@@ -1123,18 +1231,35 @@ func (x *ClusterStatusResponse) GetNowMs() int64 {
 	return 0
 }
 
+func (x *ClusterStatusResponse) GetClusterId() string {
+	if x != nil {
+		return x.ClusterId
+	}
+	return ""
+}
+
+func (x *ClusterStatusResponse) GetClusterVersion() uint32 {
+	if x != nil {
+		return x.ClusterVersion
+	}
+	return 0
+}
+
 type AddMemberRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	RaftAddr      string                 `protobuf:"bytes,2,opt,name=raft_addr,json=raftAddr,proto3" json:"raft_addr,omitempty"`
-	HttpAddr      string                 `protobuf:"bytes,3,opt,name=http_addr,json=httpAddr,proto3" json:"http_addr,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Id       string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	RaftAddr string                 `protobuf:"bytes,2,opt,name=raft_addr,json=raftAddr,proto3" json:"raft_addr,omitempty"`
+	HttpAddr string                 `protobuf:"bytes,3,opt,name=http_addr,json=httpAddr,proto3" json:"http_addr,omitempty"`
+	// The joining member's cluster ID, "" for a member without state. A
+	// member of another cluster is refused.
+	ClusterId     string `protobuf:"bytes,4,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AddMemberRequest) Reset() {
 	*x = AddMemberRequest{}
-	mi := &file_seqsvr_v1_store_proto_msgTypes[17]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1146,7 +1271,7 @@ func (x *AddMemberRequest) String() string {
 func (*AddMemberRequest) ProtoMessage() {}
 
 func (x *AddMemberRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_seqsvr_v1_store_proto_msgTypes[17]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1159,7 +1284,7 @@ func (x *AddMemberRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddMemberRequest.ProtoReflect.Descriptor instead.
 func (*AddMemberRequest) Descriptor() ([]byte, []int) {
-	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{17}
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *AddMemberRequest) GetId() string {
@@ -1183,6 +1308,13 @@ func (x *AddMemberRequest) GetHttpAddr() string {
 	return ""
 }
 
+func (x *AddMemberRequest) GetClusterId() string {
+	if x != nil {
+		return x.ClusterId
+	}
+	return ""
+}
+
 type RemoveMemberRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -1194,7 +1326,7 @@ type RemoveMemberRequest struct {
 
 func (x *RemoveMemberRequest) Reset() {
 	*x = RemoveMemberRequest{}
-	mi := &file_seqsvr_v1_store_proto_msgTypes[18]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1206,7 +1338,7 @@ func (x *RemoveMemberRequest) String() string {
 func (*RemoveMemberRequest) ProtoMessage() {}
 
 func (x *RemoveMemberRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_seqsvr_v1_store_proto_msgTypes[18]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1219,7 +1351,7 @@ func (x *RemoveMemberRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveMemberRequest.ProtoReflect.Descriptor instead.
 func (*RemoveMemberRequest) Descriptor() ([]byte, []int) {
-	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{18}
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *RemoveMemberRequest) GetId() string {
@@ -1262,7 +1394,7 @@ type Space struct {
 
 func (x *Space) Reset() {
 	*x = Space{}
-	mi := &file_seqsvr_v1_store_proto_msgTypes[19]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1274,7 +1406,7 @@ func (x *Space) String() string {
 func (*Space) ProtoMessage() {}
 
 func (x *Space) ProtoReflect() protoreflect.Message {
-	mi := &file_seqsvr_v1_store_proto_msgTypes[19]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1287,7 +1419,7 @@ func (x *Space) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Space.ProtoReflect.Descriptor instead.
 func (*Space) Descriptor() ([]byte, []int) {
-	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{19}
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Space) GetSpace() string {
@@ -1355,7 +1487,7 @@ type CreateSpaceRequest struct {
 
 func (x *CreateSpaceRequest) Reset() {
 	*x = CreateSpaceRequest{}
-	mi := &file_seqsvr_v1_store_proto_msgTypes[20]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1367,7 +1499,7 @@ func (x *CreateSpaceRequest) String() string {
 func (*CreateSpaceRequest) ProtoMessage() {}
 
 func (x *CreateSpaceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_seqsvr_v1_store_proto_msgTypes[20]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1380,7 +1512,7 @@ func (x *CreateSpaceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSpaceRequest.ProtoReflect.Descriptor instead.
 func (*CreateSpaceRequest) Descriptor() ([]byte, []int) {
-	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{20}
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *CreateSpaceRequest) GetSpace() string {
@@ -1427,7 +1559,7 @@ type GetSpaceRequest struct {
 
 func (x *GetSpaceRequest) Reset() {
 	*x = GetSpaceRequest{}
-	mi := &file_seqsvr_v1_store_proto_msgTypes[21]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1439,7 +1571,7 @@ func (x *GetSpaceRequest) String() string {
 func (*GetSpaceRequest) ProtoMessage() {}
 
 func (x *GetSpaceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_seqsvr_v1_store_proto_msgTypes[21]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1452,7 +1584,7 @@ func (x *GetSpaceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSpaceRequest.ProtoReflect.Descriptor instead.
 func (*GetSpaceRequest) Descriptor() ([]byte, []int) {
-	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{21}
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *GetSpaceRequest) GetSpace() string {
@@ -1472,7 +1604,7 @@ type ListSpacesRequest struct {
 
 func (x *ListSpacesRequest) Reset() {
 	*x = ListSpacesRequest{}
-	mi := &file_seqsvr_v1_store_proto_msgTypes[22]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1484,7 +1616,7 @@ func (x *ListSpacesRequest) String() string {
 func (*ListSpacesRequest) ProtoMessage() {}
 
 func (x *ListSpacesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_seqsvr_v1_store_proto_msgTypes[22]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1497,7 +1629,7 @@ func (x *ListSpacesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSpacesRequest.ProtoReflect.Descriptor instead.
 func (*ListSpacesRequest) Descriptor() ([]byte, []int) {
-	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{22}
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ListSpacesRequest) GetPageSize() int32 {
@@ -1524,7 +1656,7 @@ type ListSpacesResponse struct {
 
 func (x *ListSpacesResponse) Reset() {
 	*x = ListSpacesResponse{}
-	mi := &file_seqsvr_v1_store_proto_msgTypes[23]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1536,7 +1668,7 @@ func (x *ListSpacesResponse) String() string {
 func (*ListSpacesResponse) ProtoMessage() {}
 
 func (x *ListSpacesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_seqsvr_v1_store_proto_msgTypes[23]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1549,7 +1681,7 @@ func (x *ListSpacesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSpacesResponse.ProtoReflect.Descriptor instead.
 func (*ListSpacesResponse) Descriptor() ([]byte, []int) {
-	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{23}
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ListSpacesResponse) GetSpaces() []*Space {
@@ -1575,7 +1707,7 @@ type GetRoutingRequest struct {
 
 func (x *GetRoutingRequest) Reset() {
 	*x = GetRoutingRequest{}
-	mi := &file_seqsvr_v1_store_proto_msgTypes[24]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1587,7 +1719,7 @@ func (x *GetRoutingRequest) String() string {
 func (*GetRoutingRequest) ProtoMessage() {}
 
 func (x *GetRoutingRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_seqsvr_v1_store_proto_msgTypes[24]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1600,7 +1732,7 @@ func (x *GetRoutingRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRoutingRequest.ProtoReflect.Descriptor instead.
 func (*GetRoutingRequest) Descriptor() ([]byte, []int) {
-	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{24}
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *GetRoutingRequest) GetSpace() string {
@@ -1632,7 +1764,7 @@ type SectionRange struct {
 
 func (x *SectionRange) Reset() {
 	*x = SectionRange{}
-	mi := &file_seqsvr_v1_store_proto_msgTypes[25]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1644,7 +1776,7 @@ func (x *SectionRange) String() string {
 func (*SectionRange) ProtoMessage() {}
 
 func (x *SectionRange) ProtoReflect() protoreflect.Message {
-	mi := &file_seqsvr_v1_store_proto_msgTypes[25]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1657,7 +1789,7 @@ func (x *SectionRange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SectionRange.ProtoReflect.Descriptor instead.
 func (*SectionRange) Descriptor() ([]byte, []int) {
-	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{25}
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *SectionRange) GetFirstSection() uint64 {
@@ -1717,7 +1849,7 @@ type RoutingTable struct {
 
 func (x *RoutingTable) Reset() {
 	*x = RoutingTable{}
-	mi := &file_seqsvr_v1_store_proto_msgTypes[26]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1729,7 +1861,7 @@ func (x *RoutingTable) String() string {
 func (*RoutingTable) ProtoMessage() {}
 
 func (x *RoutingTable) ProtoReflect() protoreflect.Message {
-	mi := &file_seqsvr_v1_store_proto_msgTypes[26]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1742,7 +1874,7 @@ func (x *RoutingTable) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RoutingTable.ProtoReflect.Descriptor instead.
 func (*RoutingTable) Descriptor() ([]byte, []int) {
-	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{26}
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *RoutingTable) GetSpace() string {
@@ -1792,7 +1924,7 @@ type SectionSpan struct {
 
 func (x *SectionSpan) Reset() {
 	*x = SectionSpan{}
-	mi := &file_seqsvr_v1_store_proto_msgTypes[27]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1804,7 +1936,7 @@ func (x *SectionSpan) String() string {
 func (*SectionSpan) ProtoMessage() {}
 
 func (x *SectionSpan) ProtoReflect() protoreflect.Message {
-	mi := &file_seqsvr_v1_store_proto_msgTypes[27]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1817,7 +1949,7 @@ func (x *SectionSpan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SectionSpan.ProtoReflect.Descriptor instead.
 func (*SectionSpan) Descriptor() ([]byte, []int) {
-	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{27}
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *SectionSpan) GetSpace() string {
@@ -1862,7 +1994,7 @@ type SeqHeartbeatRequest struct {
 
 func (x *SeqHeartbeatRequest) Reset() {
 	*x = SeqHeartbeatRequest{}
-	mi := &file_seqsvr_v1_store_proto_msgTypes[28]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1874,7 +2006,7 @@ func (x *SeqHeartbeatRequest) String() string {
 func (*SeqHeartbeatRequest) ProtoMessage() {}
 
 func (x *SeqHeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_seqsvr_v1_store_proto_msgTypes[28]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1887,7 +2019,7 @@ func (x *SeqHeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeqHeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*SeqHeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{28}
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *SeqHeartbeatRequest) GetNodeId() string {
@@ -1946,7 +2078,7 @@ type SeqHeartbeatResponse struct {
 
 func (x *SeqHeartbeatResponse) Reset() {
 	*x = SeqHeartbeatResponse{}
-	mi := &file_seqsvr_v1_store_proto_msgTypes[29]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1958,7 +2090,7 @@ func (x *SeqHeartbeatResponse) String() string {
 func (*SeqHeartbeatResponse) ProtoMessage() {}
 
 func (x *SeqHeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_seqsvr_v1_store_proto_msgTypes[29]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1971,7 +2103,7 @@ func (x *SeqHeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeqHeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*SeqHeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{29}
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *SeqHeartbeatResponse) GetLeaseTtlMs() int64 {
@@ -2025,7 +2157,7 @@ type SectionRaise struct {
 
 func (x *SectionRaise) Reset() {
 	*x = SectionRaise{}
-	mi := &file_seqsvr_v1_store_proto_msgTypes[30]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2037,7 +2169,7 @@ func (x *SectionRaise) String() string {
 func (*SectionRaise) ProtoMessage() {}
 
 func (x *SectionRaise) ProtoReflect() protoreflect.Message {
-	mi := &file_seqsvr_v1_store_proto_msgTypes[30]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2050,7 +2182,7 @@ func (x *SectionRaise) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SectionRaise.ProtoReflect.Descriptor instead.
 func (*SectionRaise) Descriptor() ([]byte, []int) {
-	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{30}
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *SectionRaise) GetSection() uint64 {
@@ -2093,7 +2225,7 @@ type RaiseSectionsRequest struct {
 
 func (x *RaiseSectionsRequest) Reset() {
 	*x = RaiseSectionsRequest{}
-	mi := &file_seqsvr_v1_store_proto_msgTypes[31]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2105,7 +2237,7 @@ func (x *RaiseSectionsRequest) String() string {
 func (*RaiseSectionsRequest) ProtoMessage() {}
 
 func (x *RaiseSectionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_seqsvr_v1_store_proto_msgTypes[31]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2118,7 +2250,7 @@ func (x *RaiseSectionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RaiseSectionsRequest.ProtoReflect.Descriptor instead.
 func (*RaiseSectionsRequest) Descriptor() ([]byte, []int) {
-	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{31}
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *RaiseSectionsRequest) GetNodeId() string {
@@ -2168,7 +2300,7 @@ type SectionMax struct {
 
 func (x *SectionMax) Reset() {
 	*x = SectionMax{}
-	mi := &file_seqsvr_v1_store_proto_msgTypes[32]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2180,7 +2312,7 @@ func (x *SectionMax) String() string {
 func (*SectionMax) ProtoMessage() {}
 
 func (x *SectionMax) ProtoReflect() protoreflect.Message {
-	mi := &file_seqsvr_v1_store_proto_msgTypes[32]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2193,7 +2325,7 @@ func (x *SectionMax) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SectionMax.ProtoReflect.Descriptor instead.
 func (*SectionMax) Descriptor() ([]byte, []int) {
-	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{32}
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *SectionMax) GetSection() uint64 {
@@ -2241,7 +2373,7 @@ type RaiseSectionsResponse struct {
 
 func (x *RaiseSectionsResponse) Reset() {
 	*x = RaiseSectionsResponse{}
-	mi := &file_seqsvr_v1_store_proto_msgTypes[33]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2253,7 +2385,7 @@ func (x *RaiseSectionsResponse) String() string {
 func (*RaiseSectionsResponse) ProtoMessage() {}
 
 func (x *RaiseSectionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_seqsvr_v1_store_proto_msgTypes[33]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2266,7 +2398,7 @@ func (x *RaiseSectionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RaiseSectionsResponse.ProtoReflect.Descriptor instead.
 func (*RaiseSectionsResponse) Descriptor() ([]byte, []int) {
-	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{33}
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *RaiseSectionsResponse) GetSections() []*SectionMax {
@@ -2287,7 +2419,10 @@ var File_seqsvr_v1_store_proto protoreflect.FileDescriptor
 
 const file_seqsvr_v1_store_proto_rawDesc = "" +
 	"\n" +
-	"\x15seqsvr/v1/store.proto\x12\tseqsvr.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa1\x01\n" +
+	"\x15seqsvr/v1/store.proto\x12\tseqsvr.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x0f\n" +
+	"\rBackupRequest\"!\n" +
+	"\vBackupChunk\x12\x12\n" +
+	"\x04data\x18\x01 \x01(\fR\x04data\"\xa1\x01\n" +
 	"\x03Tag\x12\x10\n" +
 	"\x03tag\x18\x01 \x01(\tR\x03tag\x12\x15\n" +
 	"\x06max_id\x18\x02 \x01(\x03R\x05maxId\x12\x12\n" +
@@ -2356,13 +2491,15 @@ const file_seqsvr_v1_store_proto_rawDesc = "" +
 	"\rleader_now_ms\x18\a \x01(\x03R\vleaderNowMs\x12 \n" +
 	"\flease_ttl_ms\x18\b \x01(\x03R\n" +
 	"leaseTtlMs\"\x16\n" +
-	"\x14ClusterStatusRequest\"\x84\x01\n" +
+	"\x14ClusterStatusRequest\"\xb4\x01\n" +
 	"\x06Member\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\traft_addr\x18\x02 \x01(\tR\braftAddr\x12\x1b\n" +
 	"\thttp_addr\x18\x03 \x01(\tR\bhttpAddr\x12\x1a\n" +
 	"\bsuffrage\x18\x04 \x01(\tR\bsuffrage\x12\x14\n" +
-	"\x05state\x18\x05 \x01(\tR\x05state\"\x97\x02\n" +
+	"\x05state\x18\x05 \x01(\tR\x05state\x12\x18\n" +
+	"\aversion\x18\x06 \x01(\tR\aversion\x12\x14\n" +
+	"\x05level\x18\a \x01(\rR\x05level\"\xdf\x02\n" +
 	"\x15ClusterStatusResponse\x12\x1b\n" +
 	"\tleader_id\x18\x01 \x01(\tR\bleaderId\x12+\n" +
 	"\amembers\x18\x02 \x03(\v2\x11.seqsvr.v1.MemberR\amembers\x12\x12\n" +
@@ -2371,11 +2508,17 @@ const file_seqsvr_v1_store_proto_rawDesc = "" +
 	"\rapplied_index\x18\x05 \x01(\x04R\fappliedIndex\x12\x17\n" +
 	"\anode_id\x18\x06 \x01(\tR\x06nodeId\x12(\n" +
 	"\x10leader_http_addr\x18\a \x01(\tR\x0eleaderHttpAddr\x12\x15\n" +
-	"\x06now_ms\x18\b \x01(\x03R\x05nowMs\"\\\n" +
+	"\x06now_ms\x18\b \x01(\x03R\x05nowMs\x12\x1d\n" +
+	"\n" +
+	"cluster_id\x18\t \x01(\tR\tclusterId\x12'\n" +
+	"\x0fcluster_version\x18\n" +
+	" \x01(\rR\x0eclusterVersion\"{\n" +
 	"\x10AddMemberRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\traft_addr\x18\x02 \x01(\tR\braftAddr\x12\x1b\n" +
-	"\thttp_addr\x18\x03 \x01(\tR\bhttpAddr\"_\n" +
+	"\thttp_addr\x18\x03 \x01(\tR\bhttpAddr\x12\x1d\n" +
+	"\n" +
+	"cluster_id\x18\x04 \x01(\tR\tclusterId\"_\n" +
 	"\x13RemoveMemberRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\traft_addr\x18\x02 \x01(\tR\braftAddr\x12\x1b\n" +
@@ -2458,7 +2601,8 @@ const file_seqsvr_v1_store_proto_rawDesc = "" +
 	"\ball_used\x18\x05 \x01(\bR\aallUsed\"s\n" +
 	"\x15RaiseSectionsResponse\x121\n" +
 	"\bsections\x18\x01 \x03(\v2\x15.seqsvr.v1.SectionMaxR\bsections\x12'\n" +
-	"\x0frouting_version\x18\x02 \x01(\x04R\x0eroutingVersion2\xd2\t\n" +
+	"\x0frouting_version\x18\x02 \x01(\x04R\x0eroutingVersion2\x95\n" +
+	"\n" +
 	"\fStoreService\x128\n" +
 	"\tCreateTag\x12\x1b.seqsvr.v1.CreateTagRequest\x1a\x0e.seqsvr.v1.Tag\x127\n" +
 	"\x06GetTag\x12\x18.seqsvr.v1.GetTagRequest\x1a\x0e.seqsvr.v1.Tag\"\x03\x90\x02\x01\x12H\n" +
@@ -2478,7 +2622,8 @@ const file_seqsvr_v1_store_proto_rawDesc = "" +
 	"\n" +
 	"GetRouting\x12\x1c.seqsvr.v1.GetRoutingRequest\x1a\x17.seqsvr.v1.RoutingTable\"\x03\x90\x02\x01\x12O\n" +
 	"\fSeqHeartbeat\x12\x1e.seqsvr.v1.SeqHeartbeatRequest\x1a\x1f.seqsvr.v1.SeqHeartbeatResponse\x12R\n" +
-	"\rRaiseSections\x12\x1f.seqsvr.v1.RaiseSectionsRequest\x1a .seqsvr.v1.RaiseSectionsResponseB1Z/github.com/seqsvr/seqsvr/gen/seqsvr/v1;seqsvrv1b\x06proto3"
+	"\rRaiseSections\x12\x1f.seqsvr.v1.RaiseSectionsRequest\x1a .seqsvr.v1.RaiseSectionsResponse\x12A\n" +
+	"\x06Backup\x12\x18.seqsvr.v1.BackupRequest\x1a\x16.seqsvr.v1.BackupChunk\"\x03\x90\x02\x010\x01B1Z/github.com/seqsvr/seqsvr/gen/seqsvr/v1;seqsvrv1b\x06proto3"
 
 var (
 	file_seqsvr_v1_store_proto_rawDescOnce sync.Once
@@ -2492,92 +2637,96 @@ func file_seqsvr_v1_store_proto_rawDescGZIP() []byte {
 	return file_seqsvr_v1_store_proto_rawDescData
 }
 
-var file_seqsvr_v1_store_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
+var file_seqsvr_v1_store_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
 var file_seqsvr_v1_store_proto_goTypes = []any{
-	(*Tag)(nil),                   // 0: seqsvr.v1.Tag
-	(*CreateTagRequest)(nil),      // 1: seqsvr.v1.CreateTagRequest
-	(*GetTagRequest)(nil),         // 2: seqsvr.v1.GetTagRequest
-	(*ListTagsRequest)(nil),       // 3: seqsvr.v1.ListTagsRequest
-	(*ListTagsResponse)(nil),      // 4: seqsvr.v1.ListTagsResponse
-	(*UpdateTagRequest)(nil),      // 5: seqsvr.v1.UpdateTagRequest
-	(*DeleteTagRequest)(nil),      // 6: seqsvr.v1.DeleteTagRequest
-	(*DeleteTagResponse)(nil),     // 7: seqsvr.v1.DeleteTagResponse
-	(*ReserveSegmentRequest)(nil), // 8: seqsvr.v1.ReserveSegmentRequest
-	(*Segment)(nil),               // 9: seqsvr.v1.Segment
-	(*RegisterWorkerRequest)(nil), // 10: seqsvr.v1.RegisterWorkerRequest
-	(*RenewWorkerRequest)(nil),    // 11: seqsvr.v1.RenewWorkerRequest
-	(*SnowflakeLayout)(nil),       // 12: seqsvr.v1.SnowflakeLayout
-	(*Worker)(nil),                // 13: seqsvr.v1.Worker
-	(*ClusterStatusRequest)(nil),  // 14: seqsvr.v1.ClusterStatusRequest
-	(*Member)(nil),                // 15: seqsvr.v1.Member
-	(*ClusterStatusResponse)(nil), // 16: seqsvr.v1.ClusterStatusResponse
-	(*AddMemberRequest)(nil),      // 17: seqsvr.v1.AddMemberRequest
-	(*RemoveMemberRequest)(nil),   // 18: seqsvr.v1.RemoveMemberRequest
-	(*Space)(nil),                 // 19: seqsvr.v1.Space
-	(*CreateSpaceRequest)(nil),    // 20: seqsvr.v1.CreateSpaceRequest
-	(*GetSpaceRequest)(nil),       // 21: seqsvr.v1.GetSpaceRequest
-	(*ListSpacesRequest)(nil),     // 22: seqsvr.v1.ListSpacesRequest
-	(*ListSpacesResponse)(nil),    // 23: seqsvr.v1.ListSpacesResponse
-	(*GetRoutingRequest)(nil),     // 24: seqsvr.v1.GetRoutingRequest
-	(*SectionRange)(nil),          // 25: seqsvr.v1.SectionRange
-	(*RoutingTable)(nil),          // 26: seqsvr.v1.RoutingTable
-	(*SectionSpan)(nil),           // 27: seqsvr.v1.SectionSpan
-	(*SeqHeartbeatRequest)(nil),   // 28: seqsvr.v1.SeqHeartbeatRequest
-	(*SeqHeartbeatResponse)(nil),  // 29: seqsvr.v1.SeqHeartbeatResponse
-	(*SectionRaise)(nil),          // 30: seqsvr.v1.SectionRaise
-	(*RaiseSectionsRequest)(nil),  // 31: seqsvr.v1.RaiseSectionsRequest
-	(*SectionMax)(nil),            // 32: seqsvr.v1.SectionMax
-	(*RaiseSectionsResponse)(nil), // 33: seqsvr.v1.RaiseSectionsResponse
-	(*timestamppb.Timestamp)(nil), // 34: google.protobuf.Timestamp
+	(*BackupRequest)(nil),         // 0: seqsvr.v1.BackupRequest
+	(*BackupChunk)(nil),           // 1: seqsvr.v1.BackupChunk
+	(*Tag)(nil),                   // 2: seqsvr.v1.Tag
+	(*CreateTagRequest)(nil),      // 3: seqsvr.v1.CreateTagRequest
+	(*GetTagRequest)(nil),         // 4: seqsvr.v1.GetTagRequest
+	(*ListTagsRequest)(nil),       // 5: seqsvr.v1.ListTagsRequest
+	(*ListTagsResponse)(nil),      // 6: seqsvr.v1.ListTagsResponse
+	(*UpdateTagRequest)(nil),      // 7: seqsvr.v1.UpdateTagRequest
+	(*DeleteTagRequest)(nil),      // 8: seqsvr.v1.DeleteTagRequest
+	(*DeleteTagResponse)(nil),     // 9: seqsvr.v1.DeleteTagResponse
+	(*ReserveSegmentRequest)(nil), // 10: seqsvr.v1.ReserveSegmentRequest
+	(*Segment)(nil),               // 11: seqsvr.v1.Segment
+	(*RegisterWorkerRequest)(nil), // 12: seqsvr.v1.RegisterWorkerRequest
+	(*RenewWorkerRequest)(nil),    // 13: seqsvr.v1.RenewWorkerRequest
+	(*SnowflakeLayout)(nil),       // 14: seqsvr.v1.SnowflakeLayout
+	(*Worker)(nil),                // 15: seqsvr.v1.Worker
+	(*ClusterStatusRequest)(nil),  // 16: seqsvr.v1.ClusterStatusRequest
+	(*Member)(nil),                // 17: seqsvr.v1.Member
+	(*ClusterStatusResponse)(nil), // 18: seqsvr.v1.ClusterStatusResponse
+	(*AddMemberRequest)(nil),      // 19: seqsvr.v1.AddMemberRequest
+	(*RemoveMemberRequest)(nil),   // 20: seqsvr.v1.RemoveMemberRequest
+	(*Space)(nil),                 // 21: seqsvr.v1.Space
+	(*CreateSpaceRequest)(nil),    // 22: seqsvr.v1.CreateSpaceRequest
+	(*GetSpaceRequest)(nil),       // 23: seqsvr.v1.GetSpaceRequest
+	(*ListSpacesRequest)(nil),     // 24: seqsvr.v1.ListSpacesRequest
+	(*ListSpacesResponse)(nil),    // 25: seqsvr.v1.ListSpacesResponse
+	(*GetRoutingRequest)(nil),     // 26: seqsvr.v1.GetRoutingRequest
+	(*SectionRange)(nil),          // 27: seqsvr.v1.SectionRange
+	(*RoutingTable)(nil),          // 28: seqsvr.v1.RoutingTable
+	(*SectionSpan)(nil),           // 29: seqsvr.v1.SectionSpan
+	(*SeqHeartbeatRequest)(nil),   // 30: seqsvr.v1.SeqHeartbeatRequest
+	(*SeqHeartbeatResponse)(nil),  // 31: seqsvr.v1.SeqHeartbeatResponse
+	(*SectionRaise)(nil),          // 32: seqsvr.v1.SectionRaise
+	(*RaiseSectionsRequest)(nil),  // 33: seqsvr.v1.RaiseSectionsRequest
+	(*SectionMax)(nil),            // 34: seqsvr.v1.SectionMax
+	(*RaiseSectionsResponse)(nil), // 35: seqsvr.v1.RaiseSectionsResponse
+	(*timestamppb.Timestamp)(nil), // 36: google.protobuf.Timestamp
 }
 var file_seqsvr_v1_store_proto_depIdxs = []int32{
-	34, // 0: seqsvr.v1.Tag.update_time:type_name -> google.protobuf.Timestamp
-	0,  // 1: seqsvr.v1.ListTagsResponse.tags:type_name -> seqsvr.v1.Tag
-	12, // 2: seqsvr.v1.Worker.layout:type_name -> seqsvr.v1.SnowflakeLayout
-	15, // 3: seqsvr.v1.ClusterStatusResponse.members:type_name -> seqsvr.v1.Member
-	34, // 4: seqsvr.v1.Space.create_time:type_name -> google.protobuf.Timestamp
-	19, // 5: seqsvr.v1.ListSpacesResponse.spaces:type_name -> seqsvr.v1.Space
-	25, // 6: seqsvr.v1.RoutingTable.sections:type_name -> seqsvr.v1.SectionRange
-	27, // 7: seqsvr.v1.SeqHeartbeatRequest.released:type_name -> seqsvr.v1.SectionSpan
-	26, // 8: seqsvr.v1.SeqHeartbeatResponse.tables:type_name -> seqsvr.v1.RoutingTable
-	30, // 9: seqsvr.v1.RaiseSectionsRequest.sections:type_name -> seqsvr.v1.SectionRaise
-	32, // 10: seqsvr.v1.RaiseSectionsResponse.sections:type_name -> seqsvr.v1.SectionMax
-	1,  // 11: seqsvr.v1.StoreService.CreateTag:input_type -> seqsvr.v1.CreateTagRequest
-	2,  // 12: seqsvr.v1.StoreService.GetTag:input_type -> seqsvr.v1.GetTagRequest
-	3,  // 13: seqsvr.v1.StoreService.ListTags:input_type -> seqsvr.v1.ListTagsRequest
-	5,  // 14: seqsvr.v1.StoreService.UpdateTag:input_type -> seqsvr.v1.UpdateTagRequest
-	6,  // 15: seqsvr.v1.StoreService.DeleteTag:input_type -> seqsvr.v1.DeleteTagRequest
-	8,  // 16: seqsvr.v1.StoreService.ReserveSegment:input_type -> seqsvr.v1.ReserveSegmentRequest
-	10, // 17: seqsvr.v1.StoreService.RegisterWorker:input_type -> seqsvr.v1.RegisterWorkerRequest
-	11, // 18: seqsvr.v1.StoreService.RenewWorker:input_type -> seqsvr.v1.RenewWorkerRequest
-	14, // 19: seqsvr.v1.StoreService.ClusterStatus:input_type -> seqsvr.v1.ClusterStatusRequest
-	17, // 20: seqsvr.v1.StoreService.AddMember:input_type -> seqsvr.v1.AddMemberRequest
-	18, // 21: seqsvr.v1.StoreService.RemoveMember:input_type -> seqsvr.v1.RemoveMemberRequest
-	20, // 22: seqsvr.v1.StoreService.CreateSpace:input_type -> seqsvr.v1.CreateSpaceRequest
-	21, // 23: seqsvr.v1.StoreService.GetSpace:input_type -> seqsvr.v1.GetSpaceRequest
-	22, // 24: seqsvr.v1.StoreService.ListSpaces:input_type -> seqsvr.v1.ListSpacesRequest
-	24, // 25: seqsvr.v1.StoreService.GetRouting:input_type -> seqsvr.v1.GetRoutingRequest
-	28, // 26: seqsvr.v1.StoreService.SeqHeartbeat:input_type -> seqsvr.v1.SeqHeartbeatRequest
-	31, // 27: seqsvr.v1.StoreService.RaiseSections:input_type -> seqsvr.v1.RaiseSectionsRequest
-	0,  // 28: seqsvr.v1.StoreService.CreateTag:output_type -> seqsvr.v1.Tag
-	0,  // 29: seqsvr.v1.StoreService.GetTag:output_type -> seqsvr.v1.Tag
-	4,  // 30: seqsvr.v1.StoreService.ListTags:output_type -> seqsvr.v1.ListTagsResponse
-	0,  // 31: seqsvr.v1.StoreService.UpdateTag:output_type -> seqsvr.v1.Tag
-	7,  // 32: seqsvr.v1.StoreService.DeleteTag:output_type -> seqsvr.v1.DeleteTagResponse
-	9,  // 33: seqsvr.v1.StoreService.ReserveSegment:output_type -> seqsvr.v1.Segment
-	13, // 34: seqsvr.v1.StoreService.RegisterWorker:output_type -> seqsvr.v1.Worker
-	13, // 35: seqsvr.v1.StoreService.RenewWorker:output_type -> seqsvr.v1.Worker
-	16, // 36: seqsvr.v1.StoreService.ClusterStatus:output_type -> seqsvr.v1.ClusterStatusResponse
-	16, // 37: seqsvr.v1.StoreService.AddMember:output_type -> seqsvr.v1.ClusterStatusResponse
-	16, // 38: seqsvr.v1.StoreService.RemoveMember:output_type -> seqsvr.v1.ClusterStatusResponse
-	19, // 39: seqsvr.v1.StoreService.CreateSpace:output_type -> seqsvr.v1.Space
-	19, // 40: seqsvr.v1.StoreService.GetSpace:output_type -> seqsvr.v1.Space
-	23, // 41: seqsvr.v1.StoreService.ListSpaces:output_type -> seqsvr.v1.ListSpacesResponse
-	26, // 42: seqsvr.v1.StoreService.GetRouting:output_type -> seqsvr.v1.RoutingTable
-	29, // 43: seqsvr.v1.StoreService.SeqHeartbeat:output_type -> seqsvr.v1.SeqHeartbeatResponse
-	33, // 44: seqsvr.v1.StoreService.RaiseSections:output_type -> seqsvr.v1.RaiseSectionsResponse
-	28, // [28:45] is the sub-list for method output_type
-	11, // [11:28] is the sub-list for method input_type
+	36, // 0: seqsvr.v1.Tag.update_time:type_name -> google.protobuf.Timestamp
+	2,  // 1: seqsvr.v1.ListTagsResponse.tags:type_name -> seqsvr.v1.Tag
+	14, // 2: seqsvr.v1.Worker.layout:type_name -> seqsvr.v1.SnowflakeLayout
+	17, // 3: seqsvr.v1.ClusterStatusResponse.members:type_name -> seqsvr.v1.Member
+	36, // 4: seqsvr.v1.Space.create_time:type_name -> google.protobuf.Timestamp
+	21, // 5: seqsvr.v1.ListSpacesResponse.spaces:type_name -> seqsvr.v1.Space
+	27, // 6: seqsvr.v1.RoutingTable.sections:type_name -> seqsvr.v1.SectionRange
+	29, // 7: seqsvr.v1.SeqHeartbeatRequest.released:type_name -> seqsvr.v1.SectionSpan
+	28, // 8: seqsvr.v1.SeqHeartbeatResponse.tables:type_name -> seqsvr.v1.RoutingTable
+	32, // 9: seqsvr.v1.RaiseSectionsRequest.sections:type_name -> seqsvr.v1.SectionRaise
+	34, // 10: seqsvr.v1.RaiseSectionsResponse.sections:type_name -> seqsvr.v1.SectionMax
+	3,  // 11: seqsvr.v1.StoreService.CreateTag:input_type -> seqsvr.v1.CreateTagRequest
+	4,  // 12: seqsvr.v1.StoreService.GetTag:input_type -> seqsvr.v1.GetTagRequest
+	5,  // 13: seqsvr.v1.StoreService.ListTags:input_type -> seqsvr.v1.ListTagsRequest
+	7,  // 14: seqsvr.v1.StoreService.UpdateTag:input_type -> seqsvr.v1.UpdateTagRequest
+	8,  // 15: seqsvr.v1.StoreService.DeleteTag:input_type -> seqsvr.v1.DeleteTagRequest
+	10, // 16: seqsvr.v1.StoreService.ReserveSegment:input_type -> seqsvr.v1.ReserveSegmentRequest
+	12, // 17: seqsvr.v1.StoreService.RegisterWorker:input_type -> seqsvr.v1.RegisterWorkerRequest
+	13, // 18: seqsvr.v1.StoreService.RenewWorker:input_type -> seqsvr.v1.RenewWorkerRequest
+	16, // 19: seqsvr.v1.StoreService.ClusterStatus:input_type -> seqsvr.v1.ClusterStatusRequest
+	19, // 20: seqsvr.v1.StoreService.AddMember:input_type -> seqsvr.v1.AddMemberRequest
+	20, // 21: seqsvr.v1.StoreService.RemoveMember:input_type -> seqsvr.v1.RemoveMemberRequest
+	22, // 22: seqsvr.v1.StoreService.CreateSpace:input_type -> seqsvr.v1.CreateSpaceRequest
+	23, // 23: seqsvr.v1.StoreService.GetSpace:input_type -> seqsvr.v1.GetSpaceRequest
+	24, // 24: seqsvr.v1.StoreService.ListSpaces:input_type -> seqsvr.v1.ListSpacesRequest
+	26, // 25: seqsvr.v1.StoreService.GetRouting:input_type -> seqsvr.v1.GetRoutingRequest
+	30, // 26: seqsvr.v1.StoreService.SeqHeartbeat:input_type -> seqsvr.v1.SeqHeartbeatRequest
+	33, // 27: seqsvr.v1.StoreService.RaiseSections:input_type -> seqsvr.v1.RaiseSectionsRequest
+	0,  // 28: seqsvr.v1.StoreService.Backup:input_type -> seqsvr.v1.BackupRequest
+	2,  // 29: seqsvr.v1.StoreService.CreateTag:output_type -> seqsvr.v1.Tag
+	2,  // 30: seqsvr.v1.StoreService.GetTag:output_type -> seqsvr.v1.Tag
+	6,  // 31: seqsvr.v1.StoreService.ListTags:output_type -> seqsvr.v1.ListTagsResponse
+	2,  // 32: seqsvr.v1.StoreService.UpdateTag:output_type -> seqsvr.v1.Tag
+	9,  // 33: seqsvr.v1.StoreService.DeleteTag:output_type -> seqsvr.v1.DeleteTagResponse
+	11, // 34: seqsvr.v1.StoreService.ReserveSegment:output_type -> seqsvr.v1.Segment
+	15, // 35: seqsvr.v1.StoreService.RegisterWorker:output_type -> seqsvr.v1.Worker
+	15, // 36: seqsvr.v1.StoreService.RenewWorker:output_type -> seqsvr.v1.Worker
+	18, // 37: seqsvr.v1.StoreService.ClusterStatus:output_type -> seqsvr.v1.ClusterStatusResponse
+	18, // 38: seqsvr.v1.StoreService.AddMember:output_type -> seqsvr.v1.ClusterStatusResponse
+	18, // 39: seqsvr.v1.StoreService.RemoveMember:output_type -> seqsvr.v1.ClusterStatusResponse
+	21, // 40: seqsvr.v1.StoreService.CreateSpace:output_type -> seqsvr.v1.Space
+	21, // 41: seqsvr.v1.StoreService.GetSpace:output_type -> seqsvr.v1.Space
+	25, // 42: seqsvr.v1.StoreService.ListSpaces:output_type -> seqsvr.v1.ListSpacesResponse
+	28, // 43: seqsvr.v1.StoreService.GetRouting:output_type -> seqsvr.v1.RoutingTable
+	31, // 44: seqsvr.v1.StoreService.SeqHeartbeat:output_type -> seqsvr.v1.SeqHeartbeatResponse
+	35, // 45: seqsvr.v1.StoreService.RaiseSections:output_type -> seqsvr.v1.RaiseSectionsResponse
+	1,  // 46: seqsvr.v1.StoreService.Backup:output_type -> seqsvr.v1.BackupChunk
+	29, // [29:47] is the sub-list for method output_type
+	11, // [11:29] is the sub-list for method input_type
 	11, // [11:11] is the sub-list for extension type_name
 	11, // [11:11] is the sub-list for extension extendee
 	0,  // [0:11] is the sub-list for field type_name
@@ -2588,14 +2737,14 @@ func file_seqsvr_v1_store_proto_init() {
 	if File_seqsvr_v1_store_proto != nil {
 		return
 	}
-	file_seqsvr_v1_store_proto_msgTypes[5].OneofWrappers = []any{}
+	file_seqsvr_v1_store_proto_msgTypes[7].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_seqsvr_v1_store_proto_rawDesc), len(file_seqsvr_v1_store_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   34,
+			NumMessages:   36,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -75,6 +75,8 @@ const (
 	// StoreServiceRaiseSectionsProcedure is the fully-qualified name of the StoreService's
 	// RaiseSections RPC.
 	StoreServiceRaiseSectionsProcedure = "/seqsvr.v1.StoreService/RaiseSections"
+	// StoreServiceBackupProcedure is the fully-qualified name of the StoreService's Backup RPC.
+	StoreServiceBackupProcedure = "/seqsvr.v1.StoreService/Backup"
 )
 
 // StoreServiceClient is a client for the seqsvr.v1.StoreService service.
@@ -106,6 +108,10 @@ type StoreServiceClient interface {
 	// RaiseSections raises the durable max_seq of sections the caller owns,
 	// before any key of them passes it.
 	RaiseSections(context.Context, *connect.Request[v1.RaiseSectionsRequest]) (*connect.Response[v1.RaiseSectionsResponse], error)
+	// Backup streams a consistent, point-in-time copy of the whole state,
+	// taken on the leader after a barrier: the bytes of a backup file (see
+	// seqsvr.v1.Backup), in chunks. A follower relays the leader's stream.
+	Backup(context.Context, *connect.Request[v1.BackupRequest]) (*connect.ServerStreamForClient[v1.BackupChunk], error)
 }
 
 // NewStoreServiceClient constructs a client for the seqsvr.v1.StoreService service. By default, it
@@ -227,6 +233,13 @@ func NewStoreServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			connect.WithSchema(storeServiceMethods.ByName("RaiseSections")),
 			connect.WithClientOptions(opts...),
 		),
+		backup: connect.NewClient[v1.BackupRequest, v1.BackupChunk](
+			httpClient,
+			baseURL+StoreServiceBackupProcedure,
+			connect.WithSchema(storeServiceMethods.ByName("Backup")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -249,6 +262,7 @@ type storeServiceClient struct {
 	getRouting     *connect.Client[v1.GetRoutingRequest, v1.RoutingTable]
 	seqHeartbeat   *connect.Client[v1.SeqHeartbeatRequest, v1.SeqHeartbeatResponse]
 	raiseSections  *connect.Client[v1.RaiseSectionsRequest, v1.RaiseSectionsResponse]
+	backup         *connect.Client[v1.BackupRequest, v1.BackupChunk]
 }
 
 // CreateTag calls seqsvr.v1.StoreService.CreateTag.
@@ -336,6 +350,11 @@ func (c *storeServiceClient) RaiseSections(ctx context.Context, req *connect.Req
 	return c.raiseSections.CallUnary(ctx, req)
 }
 
+// Backup calls seqsvr.v1.StoreService.Backup.
+func (c *storeServiceClient) Backup(ctx context.Context, req *connect.Request[v1.BackupRequest]) (*connect.ServerStreamForClient[v1.BackupChunk], error) {
+	return c.backup.CallServerStream(ctx, req)
+}
+
 // StoreServiceHandler is an implementation of the seqsvr.v1.StoreService service.
 type StoreServiceHandler interface {
 	CreateTag(context.Context, *connect.Request[v1.CreateTagRequest]) (*connect.Response[v1.Tag], error)
@@ -365,6 +384,10 @@ type StoreServiceHandler interface {
 	// RaiseSections raises the durable max_seq of sections the caller owns,
 	// before any key of them passes it.
 	RaiseSections(context.Context, *connect.Request[v1.RaiseSectionsRequest]) (*connect.Response[v1.RaiseSectionsResponse], error)
+	// Backup streams a consistent, point-in-time copy of the whole state,
+	// taken on the leader after a barrier: the bytes of a backup file (see
+	// seqsvr.v1.Backup), in chunks. A follower relays the leader's stream.
+	Backup(context.Context, *connect.Request[v1.BackupRequest], *connect.ServerStream[v1.BackupChunk]) error
 }
 
 // NewStoreServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -482,6 +505,13 @@ func NewStoreServiceHandler(svc StoreServiceHandler, opts ...connect.HandlerOpti
 		connect.WithSchema(storeServiceMethods.ByName("RaiseSections")),
 		connect.WithHandlerOptions(opts...),
 	)
+	storeServiceBackupHandler := connect.NewServerStreamHandler(
+		StoreServiceBackupProcedure,
+		svc.Backup,
+		connect.WithSchema(storeServiceMethods.ByName("Backup")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/seqsvr.v1.StoreService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case StoreServiceCreateTagProcedure:
@@ -518,6 +548,8 @@ func NewStoreServiceHandler(svc StoreServiceHandler, opts ...connect.HandlerOpti
 			storeServiceSeqHeartbeatHandler.ServeHTTP(w, r)
 		case StoreServiceRaiseSectionsProcedure:
 			storeServiceRaiseSectionsHandler.ServeHTTP(w, r)
+		case StoreServiceBackupProcedure:
+			storeServiceBackupHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -593,4 +625,8 @@ func (UnimplementedStoreServiceHandler) SeqHeartbeat(context.Context, *connect.R
 
 func (UnimplementedStoreServiceHandler) RaiseSections(context.Context, *connect.Request[v1.RaiseSectionsRequest]) (*connect.Response[v1.RaiseSectionsResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("seqsvr.v1.StoreService.RaiseSections is not implemented"))
+}
+
+func (UnimplementedStoreServiceHandler) Backup(context.Context, *connect.Request[v1.BackupRequest], *connect.ServerStream[v1.BackupChunk]) error {
+	return connect.NewError(connect.CodeUnimplemented, errors.New("seqsvr.v1.StoreService.Backup is not implemented"))
 }

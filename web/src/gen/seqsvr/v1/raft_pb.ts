@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file seqsvr/v1/raft.proto.
  */
 export const file_seqsvr_v1_raft: GenFile = /*@__PURE__*/
-  fileDesc("ChRzZXFzdnIvdjEvcmFmdC5wcm90bxIJc2Vxc3ZyLnYxIqkFCgdDb21tYW5kEg4KBm5vd19tcxgBIAEoAxIxCgpjcmVhdGVfdGFnGAogASgLMhsuc2Vxc3ZyLnYxLkNyZWF0ZVRhZ0NvbW1hbmRIABIxCgp1cGRhdGVfdGFnGAsgASgLMhsuc2Vxc3ZyLnYxLlVwZGF0ZVRhZ0NvbW1hbmRIABIxCgpkZWxldGVfdGFnGAwgASgLMhsuc2Vxc3ZyLnYxLkRlbGV0ZVRhZ0NvbW1hbmRIABI7Cg9yZXNlcnZlX3NlZ21lbnQYDSABKAsyIC5zZXFzdnIudjEuUmVzZXJ2ZVNlZ21lbnRDb21tYW5kSAASOwoPcmVnaXN0ZXJfd29ya2VyGA4gASgLMiAuc2Vxc3ZyLnYxLlJlZ2lzdGVyV29ya2VyQ29tbWFuZEgAEjUKDHJlbmV3X3dvcmtlchgPIAEoCzIdLnNlcXN2ci52MS5SZW5ld1dvcmtlckNvbW1hbmRIABIxCgpzZXRfbWVtYmVyGBAgASgLMhsuc2Vxc3ZyLnYxLlNldE1lbWJlckNvbW1hbmRIABI3Cg1yZW1vdmVfbWVtYmVyGBEgASgLMh4uc2Vxc3ZyLnYxLlJlbW92ZU1lbWJlckNvbW1hbmRIABImCgRub29wGBIgASgLMhYuc2Vxc3ZyLnYxLk5vb3BDb21tYW5kSAASNQoMY3JlYXRlX3NwYWNlGBMgASgLMh0uc2Vxc3ZyLnYxLkNyZWF0ZVNwYWNlQ29tbWFuZEgAEjcKDXNlcV9oZWFydGJlYXQYFCABKAsyHi5zZXFzdnIudjEuU2VxSGVhcnRiZWF0Q29tbWFuZEgAEjkKDnJhaXNlX3NlY3Rpb25zGBUgASgLMh8uc2Vxc3ZyLnYxLlJhaXNlU2VjdGlvbnNDb21tYW5kSABCBQoDY21kIlEKEENyZWF0ZVRhZ0NvbW1hbmQSCwoDdGFnGAEgASgJEg0KBXN0YXJ0GAIgASgDEgwKBHN0ZXAYAyABKAMSEwoLZGVzY3JpcHRpb24YBCABKAkiVwoQVXBkYXRlVGFnQ29tbWFuZBILCgN0YWcYASABKAkSDAoEc3RlcBgCIAEoAxIYCgtkZXNjcmlwdGlvbhgDIAEoCUgAiAEBQg4KDF9kZXNjcmlwdGlvbiIfChBEZWxldGVUYWdDb21tYW5kEgsKA3RhZxgBIAEoCSJcChVSZXNlcnZlU2VnbWVudENvbW1hbmQSCwoDdGFnGAEgASgJEgwKBHNpemUYAiABKAMSEgoKcmVxdWVzdF9pZBgDIAEoCRIUCgxyZWNvcmRfbGltaXQYBCABKAMieQoVUmVnaXN0ZXJXb3JrZXJDb21tYW5kEg8KB25vZGVfaWQYASABKAkSDgoGbm93X21zGAIgASgDEhMKC2luc3RhbmNlX2lkGAMgASgJEhQKDGxlYXNlX3R0bF9tcxgEIAEoAxIUCgxyZXRlbnRpb25fbXMYBSABKAMicwoSUmVuZXdXb3JrZXJDb21tYW5kEg8KB25vZGVfaWQYASABKAkSEQoJd29ya2VyX2lkGAIgASgDEg4KBm5vd19tcxgDIAEoAxITCgtpbnN0YW5jZV9pZBgEIAEoCRIUCgxsZWFzZV90dGxfbXMYBSABKAMiRAoQU2V0TWVtYmVyQ29tbWFuZBIKCgJpZBgBIAEoCRIRCglyYWZ0X2FkZHIYAiABKAkSEQoJaHR0cF9hZGRyGAMgASgJIiEKE1JlbW92ZU1lbWJlckNvbW1hbmQSCgoCaWQYASABKAkiDQoLTm9vcENvbW1hbmQi8QIKC0ZTTVNuYXBzaG90EiEKBHRhZ3MYASADKAsyEy5zZXFzdnIudjEuVGFnU3RhdGUSKgoIcmVxdWVzdHMYAiADKAsyGC5zZXFzdnIudjEuUmVxdWVzdFJlY29yZBInCgd3b3JrZXJzGAMgAygLMhYuc2Vxc3ZyLnYxLldvcmtlclN0YXRlEiYKB21lbWJlcnMYBCADKAsyFS5zZXFzdnIudjEuTWVtYmVySW5mbxIqCgZsYXlvdXQYBSABKAsyGi5zZXFzdnIudjEuU25vd2ZsYWtlTGF5b3V0EhYKDm5leHRfd29ya2VyX2lkGAYgASgDEiUKBnNwYWNlcxgHIAMoCzIVLnNlcXN2ci52MS5TcGFjZVN0YXRlEi4KC3NlcV9tZW1iZXJzGAggAygLMhkuc2Vxc3ZyLnYxLlNlcU1lbWJlclN0YXRlEicKCnRvbWJzdG9uZXMYCSADKAsyEy5zZXFzdnIudjEuVGFnU3RhdGUiYgoIVGFnU3RhdGUSCwoDdGFnGAEgASgJEg4KBm1heF9pZBgCIAEoAxIMCgRzdGVwGAMgASgDEhMKC2Rlc2NyaXB0aW9uGAQgASgJEhYKDnVwZGF0ZV90aW1lX21zGAUgASgDIk0KDVJlcXVlc3RSZWNvcmQSEgoKcmVxdWVzdF9pZBgBIAEoCRILCgN0YWcYAiABKAkSDQoFZmlyc3QYAyABKAMSDAoEbGFzdBgEIAEoAyKSAQoLV29ya2VyU3RhdGUSDwoHbm9kZV9pZBgBIAEoCRIRCgl3b3JrZXJfaWQYAiABKAMSGQoRbGFzdF90aW1lc3RhbXBfbXMYAyABKAMSGAoQbGVhc2VfZXhwaXJlc19tcxgEIAEoAxITCgtpbnN0YW5jZV9pZBgFIAEoCRIVCg1yZWdpc3RlcmVkX21zGAYgASgDIj4KCk1lbWJlckluZm8SCgoCaWQYASABKAkSEQoJcmFmdF9hZGRyGAIgASgJEhEKCWh0dHBfYWRkchgDIAEoCSJvChJDcmVhdGVTcGFjZUNvbW1hbmQSDQoFc3BhY2UYASABKAkSEQoJa2V5X2NvdW50GAIgASgEEhQKDHNlY3Rpb25fc2l6ZRgDIAEoBBIMCgRzdGVwGAQgASgDEhMKC2Rlc2NyaXB0aW9uGAUgASgJIpkBChNTZXFIZWFydGJlYXRDb21tYW5kEg8KB25vZGVfaWQYASABKAkSEwoLaW5zdGFuY2VfaWQYAiABKAkSCwoDdXJsGAMgASgJEg8KB2xlYXZpbmcYBCABKAgSKAoIcmVsZWFzZWQYBSADKAsyFi5zZXFzdnIudjEuU2VjdGlvblNwYW4SFAoMbGVhc2VfdHRsX21zGAYgASgDInYKFFJhaXNlU2VjdGlvbnNDb21tYW5kEg8KB25vZGVfaWQYASABKAkSEwoLaW5zdGFuY2VfaWQYAiABKAkSDQoFc3BhY2UYAyABKAkSKQoIc2VjdGlvbnMYBCADKAsyFy5zZXFzdnIudjEuU2VjdGlvblJhaXNlIu4BCgpTcGFjZVN0YXRlEg0KBXNwYWNlGAEgASgJEhEKCWtleV9jb3VudBgCIAEoBBIUCgxzZWN0aW9uX3NpemUYAyABKAQSDAoEc3RlcBgEIAEoAxITCgtkZXNjcmlwdGlvbhgFIAEoCRIWCg5jcmVhdGVfdGltZV9tcxgGIAEoAxIXCg9yb3V0aW5nX3ZlcnNpb24YByABKAQSKQoIc2VjdGlvbnMYCCADKAsyFy5zZXFzdnIudjEuU2VjdGlvblJhbmdlEikKBW1heGVzGAkgAygLMhouc2Vxc3ZyLnYxLlNlY3Rpb25NYXhTdGF0ZSJXCg9TZWN0aW9uTWF4U3RhdGUSDwoHc2VjdGlvbhgBIAEoBBIPCgdtYXhfc2VxGAIgASgDEhQKDHVzZWRfdHJhY2tlZBgDIAEoCBIMCgR1c2VkGAQgASgMIm4KDlNlcU1lbWJlclN0YXRlEg8KB25vZGVfaWQYASABKAkSEwoLaW5zdGFuY2VfaWQYAiABKAkSCwoDdXJsGAMgASgJEhgKEGxlYXNlX2V4cGlyZXNfbXMYBCABKAMSDwoHbGVhdmluZxgFIAEoCEIxWi9naXRodWIuY29tL3NlcXN2ci9zZXFzdnIvZ2VuL3NlcXN2ci92MTtzZXFzdnJ2MWIGcHJvdG8z", [file_seqsvr_v1_store]);
+  fileDesc("ChRzZXFzdnIvdjEvcmFmdC5wcm90bxIJc2Vxc3ZyLnYxIqkFCgdDb21tYW5kEg4KBm5vd19tcxgBIAEoAxIxCgpjcmVhdGVfdGFnGAogASgLMhsuc2Vxc3ZyLnYxLkNyZWF0ZVRhZ0NvbW1hbmRIABIxCgp1cGRhdGVfdGFnGAsgASgLMhsuc2Vxc3ZyLnYxLlVwZGF0ZVRhZ0NvbW1hbmRIABIxCgpkZWxldGVfdGFnGAwgASgLMhsuc2Vxc3ZyLnYxLkRlbGV0ZVRhZ0NvbW1hbmRIABI7Cg9yZXNlcnZlX3NlZ21lbnQYDSABKAsyIC5zZXFzdnIudjEuUmVzZXJ2ZVNlZ21lbnRDb21tYW5kSAASOwoPcmVnaXN0ZXJfd29ya2VyGA4gASgLMiAuc2Vxc3ZyLnYxLlJlZ2lzdGVyV29ya2VyQ29tbWFuZEgAEjUKDHJlbmV3X3dvcmtlchgPIAEoCzIdLnNlcXN2ci52MS5SZW5ld1dvcmtlckNvbW1hbmRIABIxCgpzZXRfbWVtYmVyGBAgASgLMhsuc2Vxc3ZyLnYxLlNldE1lbWJlckNvbW1hbmRIABI3Cg1yZW1vdmVfbWVtYmVyGBEgASgLMh4uc2Vxc3ZyLnYxLlJlbW92ZU1lbWJlckNvbW1hbmRIABImCgRub29wGBIgASgLMhYuc2Vxc3ZyLnYxLk5vb3BDb21tYW5kSAASNQoMY3JlYXRlX3NwYWNlGBMgASgLMh0uc2Vxc3ZyLnYxLkNyZWF0ZVNwYWNlQ29tbWFuZEgAEjcKDXNlcV9oZWFydGJlYXQYFCABKAsyHi5zZXFzdnIudjEuU2VxSGVhcnRiZWF0Q29tbWFuZEgAEjkKDnJhaXNlX3NlY3Rpb25zGBUgASgLMh8uc2Vxc3ZyLnYxLlJhaXNlU2VjdGlvbnNDb21tYW5kSABCBQoDY21kIlEKEENyZWF0ZVRhZ0NvbW1hbmQSCwoDdGFnGAEgASgJEg0KBXN0YXJ0GAIgASgDEgwKBHN0ZXAYAyABKAMSEwoLZGVzY3JpcHRpb24YBCABKAkiVwoQVXBkYXRlVGFnQ29tbWFuZBILCgN0YWcYASABKAkSDAoEc3RlcBgCIAEoAxIYCgtkZXNjcmlwdGlvbhgDIAEoCUgAiAEBQg4KDF9kZXNjcmlwdGlvbiIfChBEZWxldGVUYWdDb21tYW5kEgsKA3RhZxgBIAEoCSJcChVSZXNlcnZlU2VnbWVudENvbW1hbmQSCwoDdGFnGAEgASgJEgwKBHNpemUYAiABKAMSEgoKcmVxdWVzdF9pZBgDIAEoCRIUCgxyZWNvcmRfbGltaXQYBCABKAMieQoVUmVnaXN0ZXJXb3JrZXJDb21tYW5kEg8KB25vZGVfaWQYASABKAkSDgoGbm93X21zGAIgASgDEhMKC2luc3RhbmNlX2lkGAMgASgJEhQKDGxlYXNlX3R0bF9tcxgEIAEoAxIUCgxyZXRlbnRpb25fbXMYBSABKAMicwoSUmVuZXdXb3JrZXJDb21tYW5kEg8KB25vZGVfaWQYASABKAkSEQoJd29ya2VyX2lkGAIgASgDEg4KBm5vd19tcxgDIAEoAxITCgtpbnN0YW5jZV9pZBgEIAEoCRIUCgxsZWFzZV90dGxfbXMYBSABKAMiRAoQU2V0TWVtYmVyQ29tbWFuZBIKCgJpZBgBIAEoCRIRCglyYWZ0X2FkZHIYAiABKAkSEQoJaHR0cF9hZGRyGAMgASgJIiEKE1JlbW92ZU1lbWJlckNvbW1hbmQSCgoCaWQYASABKAkiOgoLTm9vcENvbW1hbmQSEgoKY2x1c3Rlcl9pZBgBIAEoCRIXCg9jbHVzdGVyX3ZlcnNpb24YAiABKA0ijAQKC0ZTTVNuYXBzaG90EiEKBHRhZ3MYASADKAsyEy5zZXFzdnIudjEuVGFnU3RhdGUSKgoIcmVxdWVzdHMYAiADKAsyGC5zZXFzdnIudjEuUmVxdWVzdFJlY29yZBInCgd3b3JrZXJzGAMgAygLMhYuc2Vxc3ZyLnYxLldvcmtlclN0YXRlEiYKB21lbWJlcnMYBCADKAsyFS5zZXFzdnIudjEuTWVtYmVySW5mbxIqCgZsYXlvdXQYBSABKAsyGi5zZXFzdnIudjEuU25vd2ZsYWtlTGF5b3V0EhYKDm5leHRfd29ya2VyX2lkGAYgASgDEiUKBnNwYWNlcxgHIAMoCzIVLnNlcXN2ci52MS5TcGFjZVN0YXRlEi4KC3NlcV9tZW1iZXJzGAggAygLMhkuc2Vxc3ZyLnYxLlNlcU1lbWJlclN0YXRlEicKCnRvbWJzdG9uZXMYCSADKAsyEy5zZXFzdnIudjEuVGFnU3RhdGUSEgoKY2x1c3Rlcl9pZBgKIAEoCRISCgpsYXN0X2luZGV4GAsgASgEEhEKCWxhc3RfdGVybRgMIAEoBBITCgtsYXN0X25vd19tcxgNIAEoAxIYChByZXN0b3JlX2ZlbmNlX21zGA4gASgDEhYKDmZvcm1hdF92ZXJzaW9uGA8gASgNEhcKD2NsdXN0ZXJfdmVyc2lvbhgQIAEoDSJWCglSYXRlU3RhdGUSFwoPd2luZG93X3N0YXJ0X21zGAEgASgDEhoKEndpbmRvd19zdGFydF92YWx1ZRgCIAEoAxIUCgxwZWFrX3Blcl9zZWMYAyABKAMihgEKCFRhZ1N0YXRlEgsKA3RhZxgBIAEoCRIOCgZtYXhfaWQYAiABKAMSDAoEc3RlcBgDIAEoAxITCgtkZXNjcmlwdGlvbhgEIAEoCRIWCg51cGRhdGVfdGltZV9tcxgFIAEoAxIiCgRyYXRlGAYgASgLMhQuc2Vxc3ZyLnYxLlJhdGVTdGF0ZSJNCg1SZXF1ZXN0UmVjb3JkEhIKCnJlcXVlc3RfaWQYASABKAkSCwoDdGFnGAIgASgJEg0KBWZpcnN0GAMgASgDEgwKBGxhc3QYBCABKAMikgEKC1dvcmtlclN0YXRlEg8KB25vZGVfaWQYASABKAkSEQoJd29ya2VyX2lkGAIgASgDEhkKEWxhc3RfdGltZXN0YW1wX21zGAMgASgDEhgKEGxlYXNlX2V4cGlyZXNfbXMYBCABKAMSEwoLaW5zdGFuY2VfaWQYBSABKAkSFQoNcmVnaXN0ZXJlZF9tcxgGIAEoAyI+CgpNZW1iZXJJbmZvEgoKAmlkGAEgASgJEhEKCXJhZnRfYWRkchgCIAEoCRIRCglodHRwX2FkZHIYAyABKAkibwoSQ3JlYXRlU3BhY2VDb21tYW5kEg0KBXNwYWNlGAEgASgJEhEKCWtleV9jb3VudBgCIAEoBBIUCgxzZWN0aW9uX3NpemUYAyABKAQSDAoEc3RlcBgEIAEoAxITCgtkZXNjcmlwdGlvbhgFIAEoCSKZAQoTU2VxSGVhcnRiZWF0Q29tbWFuZBIPCgdub2RlX2lkGAEgASgJEhMKC2luc3RhbmNlX2lkGAIgASgJEgsKA3VybBgDIAEoCRIPCgdsZWF2aW5nGAQgASgIEigKCHJlbGVhc2VkGAUgAygLMhYuc2Vxc3ZyLnYxLlNlY3Rpb25TcGFuEhQKDGxlYXNlX3R0bF9tcxgGIAEoAyJ2ChRSYWlzZVNlY3Rpb25zQ29tbWFuZBIPCgdub2RlX2lkGAEgASgJEhMKC2luc3RhbmNlX2lkGAIgASgJEg0KBXNwYWNlGAMgASgJEikKCHNlY3Rpb25zGAQgAygLMhcuc2Vxc3ZyLnYxLlNlY3Rpb25SYWlzZSLuAQoKU3BhY2VTdGF0ZRINCgVzcGFjZRgBIAEoCRIRCglrZXlfY291bnQYAiABKAQSFAoMc2VjdGlvbl9zaXplGAMgASgEEgwKBHN0ZXAYBCABKAMSEwoLZGVzY3JpcHRpb24YBSABKAkSFgoOY3JlYXRlX3RpbWVfbXMYBiABKAMSFwoPcm91dGluZ192ZXJzaW9uGAcgASgEEikKCHNlY3Rpb25zGAggAygLMhcuc2Vxc3ZyLnYxLlNlY3Rpb25SYW5nZRIpCgVtYXhlcxgJIAMoCzIaLnNlcXN2ci52MS5TZWN0aW9uTWF4U3RhdGUiewoPU2VjdGlvbk1heFN0YXRlEg8KB3NlY3Rpb24YASABKAQSDwoHbWF4X3NlcRgCIAEoAxIUCgx1c2VkX3RyYWNrZWQYAyABKAgSDAoEdXNlZBgEIAEoDBIiCgRyYXRlGAUgASgLMhQuc2Vxc3ZyLnYxLlJhdGVTdGF0ZSJuCg5TZXFNZW1iZXJTdGF0ZRIPCgdub2RlX2lkGAEgASgJEhMKC2luc3RhbmNlX2lkGAIgASgJEgsKA3VybBgDIAEoCRIYChBsZWFzZV9leHBpcmVzX21zGAQgASgDEg8KB2xlYXZpbmcYBSABKAhCMVovZ2l0aHViLmNvbS9zZXFzdnIvc2Vxc3ZyL2dlbi9zZXFzdnIvdjE7c2Vxc3ZydjFiBnByb3RvMw", [file_seqsvr_v1_store]);
 
 /**
  * Command is the Raft log format: one entry, one Command. The FSM applies it
@@ -349,10 +349,29 @@ export const RemoveMemberCommandSchema: GenMessage<RemoveMemberCommand> = /*@__P
 
 /**
  * NoopCommand is applied by a new leader so reads wait for it (a barrier).
+ * It also carries the cluster's identity: each new leader proposes one
+ * with the cluster ID (a fresh random one, generated by the leader, never
+ * in Apply, when it has none yet). The first ID applied wins; later ones
+ * change nothing. And it raises the cluster version. Both ride in a Noop
+ * so that a binary of the base release, which knows NoopCommand but not
+ * these fields, applies them as a no-op instead of stopping on an
+ * unknown command.
  *
  * @generated from message seqsvr.v1.NoopCommand
  */
 export type NoopCommand = Message<"seqsvr.v1.NoopCommand"> & {
+  /**
+   * @generated from field: string cluster_id = 1;
+   */
+  clusterId: string;
+
+  /**
+   * The cluster version (feature level) to raise to; 0 leaves it. The
+   * level never goes down: a lower one changes nothing.
+   *
+   * @generated from field: uint32 cluster_version = 2;
+   */
+  clusterVersion: number;
 };
 
 /**
@@ -416,6 +435,56 @@ export type FSMSnapshot = Message<"seqsvr.v1.FSMSnapshot"> & {
    * @generated from field: repeated seqsvr.v1.TagState tombstones = 9;
    */
   tombstones: TagState[];
+
+  /**
+   * The cluster's identity (NoopCommand.cluster_id, or a restore).
+   *
+   * @generated from field: string cluster_id = 10;
+   */
+  clusterId: string;
+
+  /**
+   * Raft index and term of the last command applied, and the largest
+   * now_ms of any command applied (the time of the last applied entry).
+   *
+   * @generated from field: uint64 last_index = 11;
+   */
+  lastIndex: bigint;
+
+  /**
+   * @generated from field: uint64 last_term = 12;
+   */
+  lastTerm: bigint;
+
+  /**
+   * @generated from field: int64 last_now_ms = 13;
+   */
+  lastNowMs: bigint;
+
+  /**
+   * After a restore or recovery: no snowflake worker ID and no per-key
+   * section is granted before this time (Unix ms, leader's clock), when
+   * every lease of the old cluster has ended.
+   *
+   * @generated from field: int64 restore_fence_ms = 14;
+   */
+  restoreFenceMs: bigint;
+
+  /**
+   * The persisted format of this state (FormatVersion in package fsm); a
+   * binary refuses a newer one.
+   *
+   * @generated from field: uint32 format_version = 15;
+   */
+  formatVersion: number;
+
+  /**
+   * The cluster version (NoopCommand.cluster_version); 0, as in a
+   * snapshot of the base release, is level 1.
+   *
+   * @generated from field: uint32 cluster_version = 16;
+   */
+  clusterVersion: number;
 };
 
 /**
@@ -424,6 +493,38 @@ export type FSMSnapshot = Message<"seqsvr.v1.FSMSnapshot"> & {
  */
 export const FSMSnapshotSchema: GenMessage<FSMSnapshot> = /*@__PURE__*/
   messageDesc(file_seqsvr_v1_raft, 10);
+
+/**
+ * RateState is how fast a counter (a tag's max_id, a section's max_seq)
+ * advanced, recorded in Apply from the commands' now_ms: the counter's
+ * value when the current window began, and the highest rate of any window
+ * measured so far (per second, rounded up).
+ *
+ * @generated from message seqsvr.v1.RateState
+ */
+export type RateState = Message<"seqsvr.v1.RateState"> & {
+  /**
+   * @generated from field: int64 window_start_ms = 1;
+   */
+  windowStartMs: bigint;
+
+  /**
+   * @generated from field: int64 window_start_value = 2;
+   */
+  windowStartValue: bigint;
+
+  /**
+   * @generated from field: int64 peak_per_sec = 3;
+   */
+  peakPerSec: bigint;
+};
+
+/**
+ * Describes the message seqsvr.v1.RateState.
+ * Use `create(RateStateSchema)` to create a new message.
+ */
+export const RateStateSchema: GenMessage<RateState> = /*@__PURE__*/
+  messageDesc(file_seqsvr_v1_raft, 11);
 
 /**
  * @generated from message seqsvr.v1.TagState
@@ -453,6 +554,11 @@ export type TagState = Message<"seqsvr.v1.TagState"> & {
    * @generated from field: int64 update_time_ms = 5;
    */
   updateTimeMs: bigint;
+
+  /**
+   * @generated from field: seqsvr.v1.RateState rate = 6;
+   */
+  rate?: RateState | undefined;
 };
 
 /**
@@ -460,7 +566,7 @@ export type TagState = Message<"seqsvr.v1.TagState"> & {
  * Use `create(TagStateSchema)` to create a new message.
  */
 export const TagStateSchema: GenMessage<TagState> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_raft, 11);
+  messageDesc(file_seqsvr_v1_raft, 12);
 
 /**
  * RequestRecord remembers the answer to one ReserveSegment request_id, in
@@ -495,7 +601,7 @@ export type RequestRecord = Message<"seqsvr.v1.RequestRecord"> & {
  * Use `create(RequestRecordSchema)` to create a new message.
  */
 export const RequestRecordSchema: GenMessage<RequestRecord> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_raft, 12);
+  messageDesc(file_seqsvr_v1_raft, 13);
 
 /**
  * @generated from message seqsvr.v1.WorkerState
@@ -537,7 +643,7 @@ export type WorkerState = Message<"seqsvr.v1.WorkerState"> & {
  * Use `create(WorkerStateSchema)` to create a new message.
  */
 export const WorkerStateSchema: GenMessage<WorkerState> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_raft, 13);
+  messageDesc(file_seqsvr_v1_raft, 14);
 
 /**
  * @generated from message seqsvr.v1.MemberInfo
@@ -564,7 +670,7 @@ export type MemberInfo = Message<"seqsvr.v1.MemberInfo"> & {
  * Use `create(MemberInfoSchema)` to create a new message.
  */
 export const MemberInfoSchema: GenMessage<MemberInfo> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_raft, 14);
+  messageDesc(file_seqsvr_v1_raft, 15);
 
 /**
  * @generated from message seqsvr.v1.CreateSpaceCommand
@@ -601,7 +707,7 @@ export type CreateSpaceCommand = Message<"seqsvr.v1.CreateSpaceCommand"> & {
  * Use `create(CreateSpaceCommandSchema)` to create a new message.
  */
 export const CreateSpaceCommandSchema: GenMessage<CreateSpaceCommand> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_raft, 15);
+  messageDesc(file_seqsvr_v1_raft, 16);
 
 /**
  * @generated from message seqsvr.v1.SeqHeartbeatCommand
@@ -645,7 +751,7 @@ export type SeqHeartbeatCommand = Message<"seqsvr.v1.SeqHeartbeatCommand"> & {
  * Use `create(SeqHeartbeatCommandSchema)` to create a new message.
  */
 export const SeqHeartbeatCommandSchema: GenMessage<SeqHeartbeatCommand> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_raft, 16);
+  messageDesc(file_seqsvr_v1_raft, 17);
 
 /**
  * @generated from message seqsvr.v1.RaiseSectionsCommand
@@ -677,7 +783,7 @@ export type RaiseSectionsCommand = Message<"seqsvr.v1.RaiseSectionsCommand"> & {
  * Use `create(RaiseSectionsCommandSchema)` to create a new message.
  */
 export const RaiseSectionsCommandSchema: GenMessage<RaiseSectionsCommand> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_raft, 17);
+  messageDesc(file_seqsvr_v1_raft, 18);
 
 /**
  * SpaceState is a space with its routing table and the durable max_seq of
@@ -739,7 +845,7 @@ export type SpaceState = Message<"seqsvr.v1.SpaceState"> & {
  * Use `create(SpaceStateSchema)` to create a new message.
  */
 export const SpaceStateSchema: GenMessage<SpaceState> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_raft, 18);
+  messageDesc(file_seqsvr_v1_raft, 19);
 
 /**
  * @generated from message seqsvr.v1.SectionMaxState
@@ -770,6 +876,11 @@ export type SectionMaxState = Message<"seqsvr.v1.SectionMaxState"> & {
    * @generated from field: bytes used = 4;
    */
   used: Uint8Array;
+
+  /**
+   * @generated from field: seqsvr.v1.RateState rate = 5;
+   */
+  rate?: RateState | undefined;
 };
 
 /**
@@ -777,7 +888,7 @@ export type SectionMaxState = Message<"seqsvr.v1.SectionMaxState"> & {
  * Use `create(SectionMaxStateSchema)` to create a new message.
  */
 export const SectionMaxStateSchema: GenMessage<SectionMaxState> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_raft, 19);
+  messageDesc(file_seqsvr_v1_raft, 20);
 
 /**
  * @generated from message seqsvr.v1.SeqMemberState
@@ -814,5 +925,5 @@ export type SeqMemberState = Message<"seqsvr.v1.SeqMemberState"> & {
  * Use `create(SeqMemberStateSchema)` to create a new message.
  */
 export const SeqMemberStateSchema: GenMessage<SeqMemberState> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_raft, 20);
+  messageDesc(file_seqsvr_v1_raft, 21);
 

@@ -12,7 +12,40 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file seqsvr/v1/store.proto.
  */
 export const file_seqsvr_v1_store: GenFile = /*@__PURE__*/
-  fileDesc("ChVzZXFzdnIvdjEvc3RvcmUucHJvdG8SCXNlcXN2ci52MSJ2CgNUYWcSCwoDdGFnGAEgASgJEg4KBm1heF9pZBgCIAEoAxIMCgRzdGVwGAMgASgDEhMKC2Rlc2NyaXB0aW9uGAQgASgJEi8KC3VwZGF0ZV90aW1lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJRChBDcmVhdGVUYWdSZXF1ZXN0EgsKA3RhZxgBIAEoCRINCgVzdGFydBgCIAEoAxIMCgRzdGVwGAMgASgDEhMKC2Rlc2NyaXB0aW9uGAQgASgJIisKDUdldFRhZ1JlcXVlc3QSCwoDdGFnGAEgASgJEg0KBWxvY2FsGAIgASgIIjgKD0xpc3RUYWdzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCSJJChBMaXN0VGFnc1Jlc3BvbnNlEhwKBHRhZ3MYASADKAsyDi5zZXFzdnIudjEuVGFnEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJXChBVcGRhdGVUYWdSZXF1ZXN0EgsKA3RhZxgBIAEoCRIMCgRzdGVwGAIgASgDEhgKC2Rlc2NyaXB0aW9uGAMgASgJSACIAQFCDgoMX2Rlc2NyaXB0aW9uIh8KEERlbGV0ZVRhZ1JlcXVlc3QSCwoDdGFnGAEgASgJIhMKEURlbGV0ZVRhZ1Jlc3BvbnNlIkYKFVJlc2VydmVTZWdtZW50UmVxdWVzdBILCgN0YWcYASABKAkSDAoEc2l6ZRgCIAEoAxISCgpyZXF1ZXN0X2lkGAMgASgJIkEKB1NlZ21lbnQSCwoDdGFnGAEgASgJEg0KBWZpcnN0GAIgASgDEgwKBGxhc3QYAyABKAMSDAoEc3RlcBgEIAEoAyJNChVSZWdpc3RlcldvcmtlclJlcXVlc3QSDwoHbm9kZV9pZBgBIAEoCRIOCgZub3dfbXMYAiABKAMSEwoLaW5zdGFuY2VfaWQYAyABKAkiXQoSUmVuZXdXb3JrZXJSZXF1ZXN0Eg8KB25vZGVfaWQYASABKAkSEQoJd29ya2VyX2lkGAIgASgDEg4KBm5vd19tcxgDIAEoAxITCgtpbnN0YW5jZV9pZBgEIAEoCSJnCg9Tbm93Zmxha2VMYXlvdXQSEAoIZXBvY2hfbXMYASABKAMSFgoOdGltZXN0YW1wX2JpdHMYAiABKAUSEwoLd29ya2VyX2JpdHMYAyABKAUSFQoNc2VxdWVuY2VfYml0cxgEIAEoBSLPAQoGV29ya2VyEg8KB25vZGVfaWQYASABKAkSEQoJd29ya2VyX2lkGAIgASgDEhkKEWxhc3RfdGltZXN0YW1wX21zGAMgASgDEhgKEGxlYXNlX2V4cGlyZXNfbXMYBCABKAMSEwoLaW5zdGFuY2VfaWQYBSABKAkSKgoGbGF5b3V0GAYgASgLMhouc2Vxc3ZyLnYxLlNub3dmbGFrZUxheW91dBIVCg1sZWFkZXJfbm93X21zGAcgASgDEhQKDGxlYXNlX3R0bF9tcxgIIAEoAyIWChRDbHVzdGVyU3RhdHVzUmVxdWVzdCJbCgZNZW1iZXISCgoCaWQYASABKAkSEQoJcmFmdF9hZGRyGAIgASgJEhEKCWh0dHBfYWRkchgDIAEoCRIQCghzdWZmcmFnZRgEIAEoCRINCgVzdGF0ZRgFIAEoCSLEAQoVQ2x1c3RlclN0YXR1c1Jlc3BvbnNlEhEKCWxlYWRlcl9pZBgBIAEoCRIiCgdtZW1iZXJzGAIgAygLMhEuc2Vxc3ZyLnYxLk1lbWJlchIMCgR0ZXJtGAMgASgEEhQKDGNvbW1pdF9pbmRleBgEIAEoBBIVCg1hcHBsaWVkX2luZGV4GAUgASgEEg8KB25vZGVfaWQYBiABKAkSGAoQbGVhZGVyX2h0dHBfYWRkchgHIAEoCRIOCgZub3dfbXMYCCABKAMiRAoQQWRkTWVtYmVyUmVxdWVzdBIKCgJpZBgBIAEoCRIRCglyYWZ0X2FkZHIYAiABKAkSEQoJaHR0cF9hZGRyGAMgASgJIkcKE1JlbW92ZU1lbWJlclJlcXVlc3QSCgoCaWQYASABKAkSEQoJcmFmdF9hZGRyGAIgASgJEhEKCWh0dHBfYWRkchgDIAEoCSKqAQoFU3BhY2USDQoFc3BhY2UYASABKAkSEQoJa2V5X2NvdW50GAIgASgEEhQKDHNlY3Rpb25fc2l6ZRgDIAEoBBIMCgRzdGVwGAQgASgDEhMKC2Rlc2NyaXB0aW9uGAUgASgJEi8KC2NyZWF0ZV90aW1lGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIVCg1zZWN0aW9uX2NvdW50GAcgASgEIm8KEkNyZWF0ZVNwYWNlUmVxdWVzdBINCgVzcGFjZRgBIAEoCRIRCglrZXlfY291bnQYAiABKAQSFAoMc2VjdGlvbl9zaXplGAMgASgEEgwKBHN0ZXAYBCABKAMSEwoLZGVzY3JpcHRpb24YBSABKAkiIAoPR2V0U3BhY2VSZXF1ZXN0Eg0KBXNwYWNlGAEgASgJIjoKEUxpc3RTcGFjZXNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoBRISCgpwYWdlX3Rva2VuGAIgASgJIk8KEkxpc3RTcGFjZXNSZXNwb25zZRIgCgZzcGFjZXMYASADKAsyEC5zZXFzdnIudjEuU3BhY2USFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIiIKEUdldFJvdXRpbmdSZXF1ZXN0Eg0KBXNwYWNlGAEgASgJIosBCgxTZWN0aW9uUmFuZ2USFQoNZmlyc3Rfc2VjdGlvbhgBIAEoBBIUCgxsYXN0X3NlY3Rpb24YAiABKAQSDQoFb3duZXIYAyABKAkSEQoJb3duZXJfdXJsGAQgASgJEhgKEGxlYXNlX2V4cGlyZXNfbXMYBSABKAMSEgoKbmV4dF9vd25lchgGIAEoCSKKAQoMUm91dGluZ1RhYmxlEg0KBXNwYWNlGAEgASgJEhEKCWtleV9jb3VudBgCIAEoBBIUCgxzZWN0aW9uX3NpemUYAyABKAQSFwoPcm91dGluZ192ZXJzaW9uGAQgASgEEikKCHNlY3Rpb25zGAUgAygLMhcuc2Vxc3ZyLnYxLlNlY3Rpb25SYW5nZSJJCgtTZWN0aW9uU3BhbhINCgVzcGFjZRgBIAEoCRIVCg1maXJzdF9zZWN0aW9uGAIgASgEEhQKDGxhc3Rfc2VjdGlvbhgDIAEoBCKTAQoTU2VxSGVhcnRiZWF0UmVxdWVzdBIPCgdub2RlX2lkGAEgASgJEhMKC2luc3RhbmNlX2lkGAIgASgJEgsKA3VybBgDIAEoCRIOCgZub3dfbXMYBCABKAMSDwoHbGVhdmluZxgFIAEoCBIoCghyZWxlYXNlZBgGIAMoCzIWLnNlcXN2ci52MS5TZWN0aW9uU3BhbiKGAQoUU2VxSGVhcnRiZWF0UmVzcG9uc2USFAoMbGVhc2VfdHRsX21zGAEgASgDEhgKEGxlYXNlX2V4cGlyZXNfbXMYAiABKAMSFQoNbGVhZGVyX25vd19tcxgDIAEoAxInCgZ0YWJsZXMYBCADKAsyFy5zZXFzdnIudjEuUm91dGluZ1RhYmxlIlcKDFNlY3Rpb25SYWlzZRIPCgdzZWN0aW9uGAEgASgEEhEKCWtub3duX21heBgCIAEoAxIRCglmaXJzdF91c2UYAyADKA0SEAoIa2VlcF9tYXgYBCABKAgidgoUUmFpc2VTZWN0aW9uc1JlcXVlc3QSDwoHbm9kZV9pZBgBIAEoCRITCgtpbnN0YW5jZV9pZBgCIAEoCRINCgVzcGFjZRgDIAEoCRIpCghzZWN0aW9ucxgEIAMoCzIXLnNlcXN2ci52MS5TZWN0aW9uUmFpc2UiYAoKU2VjdGlvbk1heBIPCgdzZWN0aW9uGAEgASgEEhAKCHByZXZfbWF4GAIgASgDEg8KB21heF9zZXEYAyABKAMSDAoEdXNlZBgEIAEoDBIQCghhbGxfdXNlZBgFIAEoCCJZChVSYWlzZVNlY3Rpb25zUmVzcG9uc2USJwoIc2VjdGlvbnMYASADKAsyFS5zZXFzdnIudjEuU2VjdGlvbk1heBIXCg9yb3V0aW5nX3ZlcnNpb24YAiABKAQy0gkKDFN0b3JlU2VydmljZRI4CglDcmVhdGVUYWcSGy5zZXFzdnIudjEuQ3JlYXRlVGFnUmVxdWVzdBoOLnNlcXN2ci52MS5UYWcSNwoGR2V0VGFnEhguc2Vxc3ZyLnYxLkdldFRhZ1JlcXVlc3QaDi5zZXFzdnIudjEuVGFnIgOQAgESSAoITGlzdFRhZ3MSGi5zZXFzdnIudjEuTGlzdFRhZ3NSZXF1ZXN0Ghsuc2Vxc3ZyLnYxLkxpc3RUYWdzUmVzcG9uc2UiA5ACARI4CglVcGRhdGVUYWcSGy5zZXFzdnIudjEuVXBkYXRlVGFnUmVxdWVzdBoOLnNlcXN2ci52MS5UYWcSRgoJRGVsZXRlVGFnEhsuc2Vxc3ZyLnYxLkRlbGV0ZVRhZ1JlcXVlc3QaHC5zZXFzdnIudjEuRGVsZXRlVGFnUmVzcG9uc2USRgoOUmVzZXJ2ZVNlZ21lbnQSIC5zZXFzdnIudjEuUmVzZXJ2ZVNlZ21lbnRSZXF1ZXN0GhIuc2Vxc3ZyLnYxLlNlZ21lbnQSRQoOUmVnaXN0ZXJXb3JrZXISIC5zZXFzdnIudjEuUmVnaXN0ZXJXb3JrZXJSZXF1ZXN0GhEuc2Vxc3ZyLnYxLldvcmtlchI/CgtSZW5ld1dvcmtlchIdLnNlcXN2ci52MS5SZW5ld1dvcmtlclJlcXVlc3QaES5zZXFzdnIudjEuV29ya2VyElcKDUNsdXN0ZXJTdGF0dXMSHy5zZXFzdnIudjEuQ2x1c3RlclN0YXR1c1JlcXVlc3QaIC5zZXFzdnIudjEuQ2x1c3RlclN0YXR1c1Jlc3BvbnNlIgOQAgESSgoJQWRkTWVtYmVyEhsuc2Vxc3ZyLnYxLkFkZE1lbWJlclJlcXVlc3QaIC5zZXFzdnIudjEuQ2x1c3RlclN0YXR1c1Jlc3BvbnNlElAKDFJlbW92ZU1lbWJlchIeLnNlcXN2ci52MS5SZW1vdmVNZW1iZXJSZXF1ZXN0GiAuc2Vxc3ZyLnYxLkNsdXN0ZXJTdGF0dXNSZXNwb25zZRI+CgtDcmVhdGVTcGFjZRIdLnNlcXN2ci52MS5DcmVhdGVTcGFjZVJlcXVlc3QaEC5zZXFzdnIudjEuU3BhY2USPQoIR2V0U3BhY2USGi5zZXFzdnIudjEuR2V0U3BhY2VSZXF1ZXN0GhAuc2Vxc3ZyLnYxLlNwYWNlIgOQAgESTgoKTGlzdFNwYWNlcxIcLnNlcXN2ci52MS5MaXN0U3BhY2VzUmVxdWVzdBodLnNlcXN2ci52MS5MaXN0U3BhY2VzUmVzcG9uc2UiA5ACARJICgpHZXRSb3V0aW5nEhwuc2Vxc3ZyLnYxLkdldFJvdXRpbmdSZXF1ZXN0Ghcuc2Vxc3ZyLnYxLlJvdXRpbmdUYWJsZSIDkAIBEk8KDFNlcUhlYXJ0YmVhdBIeLnNlcXN2ci52MS5TZXFIZWFydGJlYXRSZXF1ZXN0Gh8uc2Vxc3ZyLnYxLlNlcUhlYXJ0YmVhdFJlc3BvbnNlElIKDVJhaXNlU2VjdGlvbnMSHy5zZXFzdnIudjEuUmFpc2VTZWN0aW9uc1JlcXVlc3QaIC5zZXFzdnIudjEuUmFpc2VTZWN0aW9uc1Jlc3BvbnNlQjFaL2dpdGh1Yi5jb20vc2Vxc3ZyL3NlcXN2ci9nZW4vc2Vxc3ZyL3YxO3NlcXN2cnYxYgZwcm90bzM", [file_google_protobuf_timestamp]);
+  fileDesc("ChVzZXFzdnIvdjEvc3RvcmUucHJvdG8SCXNlcXN2ci52MSIPCg1CYWNrdXBSZXF1ZXN0IhsKC0JhY2t1cENodW5rEgwKBGRhdGEYASABKAwidgoDVGFnEgsKA3RhZxgBIAEoCRIOCgZtYXhfaWQYAiABKAMSDAoEc3RlcBgDIAEoAxITCgtkZXNjcmlwdGlvbhgEIAEoCRIvCgt1cGRhdGVfdGltZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiUQoQQ3JlYXRlVGFnUmVxdWVzdBILCgN0YWcYASABKAkSDQoFc3RhcnQYAiABKAMSDAoEc3RlcBgDIAEoAxITCgtkZXNjcmlwdGlvbhgEIAEoCSIrCg1HZXRUYWdSZXF1ZXN0EgsKA3RhZxgBIAEoCRINCgVsb2NhbBgCIAEoCCI4Cg9MaXN0VGFnc1JlcXVlc3QSEQoJcGFnZV9zaXplGAEgASgFEhIKCnBhZ2VfdG9rZW4YAiABKAkiSQoQTGlzdFRhZ3NSZXNwb25zZRIcCgR0YWdzGAEgAygLMg4uc2Vxc3ZyLnYxLlRhZxIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiVwoQVXBkYXRlVGFnUmVxdWVzdBILCgN0YWcYASABKAkSDAoEc3RlcBgCIAEoAxIYCgtkZXNjcmlwdGlvbhgDIAEoCUgAiAEBQg4KDF9kZXNjcmlwdGlvbiIfChBEZWxldGVUYWdSZXF1ZXN0EgsKA3RhZxgBIAEoCSITChFEZWxldGVUYWdSZXNwb25zZSJGChVSZXNlcnZlU2VnbWVudFJlcXVlc3QSCwoDdGFnGAEgASgJEgwKBHNpemUYAiABKAMSEgoKcmVxdWVzdF9pZBgDIAEoCSJBCgdTZWdtZW50EgsKA3RhZxgBIAEoCRINCgVmaXJzdBgCIAEoAxIMCgRsYXN0GAMgASgDEgwKBHN0ZXAYBCABKAMiTQoVUmVnaXN0ZXJXb3JrZXJSZXF1ZXN0Eg8KB25vZGVfaWQYASABKAkSDgoGbm93X21zGAIgASgDEhMKC2luc3RhbmNlX2lkGAMgASgJIl0KElJlbmV3V29ya2VyUmVxdWVzdBIPCgdub2RlX2lkGAEgASgJEhEKCXdvcmtlcl9pZBgCIAEoAxIOCgZub3dfbXMYAyABKAMSEwoLaW5zdGFuY2VfaWQYBCABKAkiZwoPU25vd2ZsYWtlTGF5b3V0EhAKCGVwb2NoX21zGAEgASgDEhYKDnRpbWVzdGFtcF9iaXRzGAIgASgFEhMKC3dvcmtlcl9iaXRzGAMgASgFEhUKDXNlcXVlbmNlX2JpdHMYBCABKAUizwEKBldvcmtlchIPCgdub2RlX2lkGAEgASgJEhEKCXdvcmtlcl9pZBgCIAEoAxIZChFsYXN0X3RpbWVzdGFtcF9tcxgDIAEoAxIYChBsZWFzZV9leHBpcmVzX21zGAQgASgDEhMKC2luc3RhbmNlX2lkGAUgASgJEioKBmxheW91dBgGIAEoCzIaLnNlcXN2ci52MS5Tbm93Zmxha2VMYXlvdXQSFQoNbGVhZGVyX25vd19tcxgHIAEoAxIUCgxsZWFzZV90dGxfbXMYCCABKAMiFgoUQ2x1c3RlclN0YXR1c1JlcXVlc3QiewoGTWVtYmVyEgoKAmlkGAEgASgJEhEKCXJhZnRfYWRkchgCIAEoCRIRCglodHRwX2FkZHIYAyABKAkSEAoIc3VmZnJhZ2UYBCABKAkSDQoFc3RhdGUYBSABKAkSDwoHdmVyc2lvbhgGIAEoCRINCgVsZXZlbBgHIAEoDSLxAQoVQ2x1c3RlclN0YXR1c1Jlc3BvbnNlEhEKCWxlYWRlcl9pZBgBIAEoCRIiCgdtZW1iZXJzGAIgAygLMhEuc2Vxc3ZyLnYxLk1lbWJlchIMCgR0ZXJtGAMgASgEEhQKDGNvbW1pdF9pbmRleBgEIAEoBBIVCg1hcHBsaWVkX2luZGV4GAUgASgEEg8KB25vZGVfaWQYBiABKAkSGAoQbGVhZGVyX2h0dHBfYWRkchgHIAEoCRIOCgZub3dfbXMYCCABKAMSEgoKY2x1c3Rlcl9pZBgJIAEoCRIXCg9jbHVzdGVyX3ZlcnNpb24YCiABKA0iWAoQQWRkTWVtYmVyUmVxdWVzdBIKCgJpZBgBIAEoCRIRCglyYWZ0X2FkZHIYAiABKAkSEQoJaHR0cF9hZGRyGAMgASgJEhIKCmNsdXN0ZXJfaWQYBCABKAkiRwoTUmVtb3ZlTWVtYmVyUmVxdWVzdBIKCgJpZBgBIAEoCRIRCglyYWZ0X2FkZHIYAiABKAkSEQoJaHR0cF9hZGRyGAMgASgJIqoBCgVTcGFjZRINCgVzcGFjZRgBIAEoCRIRCglrZXlfY291bnQYAiABKAQSFAoMc2VjdGlvbl9zaXplGAMgASgEEgwKBHN0ZXAYBCABKAMSEwoLZGVzY3JpcHRpb24YBSABKAkSLwoLY3JlYXRlX3RpbWUYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhUKDXNlY3Rpb25fY291bnQYByABKAQibwoSQ3JlYXRlU3BhY2VSZXF1ZXN0Eg0KBXNwYWNlGAEgASgJEhEKCWtleV9jb3VudBgCIAEoBBIUCgxzZWN0aW9uX3NpemUYAyABKAQSDAoEc3RlcBgEIAEoAxITCgtkZXNjcmlwdGlvbhgFIAEoCSIgCg9HZXRTcGFjZVJlcXVlc3QSDQoFc3BhY2UYASABKAkiOgoRTGlzdFNwYWNlc1JlcXVlc3QSEQoJcGFnZV9zaXplGAEgASgFEhIKCnBhZ2VfdG9rZW4YAiABKAkiTwoSTGlzdFNwYWNlc1Jlc3BvbnNlEiAKBnNwYWNlcxgBIAMoCzIQLnNlcXN2ci52MS5TcGFjZRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiIgoRR2V0Um91dGluZ1JlcXVlc3QSDQoFc3BhY2UYASABKAkiiwEKDFNlY3Rpb25SYW5nZRIVCg1maXJzdF9zZWN0aW9uGAEgASgEEhQKDGxhc3Rfc2VjdGlvbhgCIAEoBBINCgVvd25lchgDIAEoCRIRCglvd25lcl91cmwYBCABKAkSGAoQbGVhc2VfZXhwaXJlc19tcxgFIAEoAxISCgpuZXh0X293bmVyGAYgASgJIooBCgxSb3V0aW5nVGFibGUSDQoFc3BhY2UYASABKAkSEQoJa2V5X2NvdW50GAIgASgEEhQKDHNlY3Rpb25fc2l6ZRgDIAEoBBIXCg9yb3V0aW5nX3ZlcnNpb24YBCABKAQSKQoIc2VjdGlvbnMYBSADKAsyFy5zZXFzdnIudjEuU2VjdGlvblJhbmdlIkkKC1NlY3Rpb25TcGFuEg0KBXNwYWNlGAEgASgJEhUKDWZpcnN0X3NlY3Rpb24YAiABKAQSFAoMbGFzdF9zZWN0aW9uGAMgASgEIpMBChNTZXFIZWFydGJlYXRSZXF1ZXN0Eg8KB25vZGVfaWQYASABKAkSEwoLaW5zdGFuY2VfaWQYAiABKAkSCwoDdXJsGAMgASgJEg4KBm5vd19tcxgEIAEoAxIPCgdsZWF2aW5nGAUgASgIEigKCHJlbGVhc2VkGAYgAygLMhYuc2Vxc3ZyLnYxLlNlY3Rpb25TcGFuIoYBChRTZXFIZWFydGJlYXRSZXNwb25zZRIUCgxsZWFzZV90dGxfbXMYASABKAMSGAoQbGVhc2VfZXhwaXJlc19tcxgCIAEoAxIVCg1sZWFkZXJfbm93X21zGAMgASgDEicKBnRhYmxlcxgEIAMoCzIXLnNlcXN2ci52MS5Sb3V0aW5nVGFibGUiVwoMU2VjdGlvblJhaXNlEg8KB3NlY3Rpb24YASABKAQSEQoJa25vd25fbWF4GAIgASgDEhEKCWZpcnN0X3VzZRgDIAMoDRIQCghrZWVwX21heBgEIAEoCCJ2ChRSYWlzZVNlY3Rpb25zUmVxdWVzdBIPCgdub2RlX2lkGAEgASgJEhMKC2luc3RhbmNlX2lkGAIgASgJEg0KBXNwYWNlGAMgASgJEikKCHNlY3Rpb25zGAQgAygLMhcuc2Vxc3ZyLnYxLlNlY3Rpb25SYWlzZSJgCgpTZWN0aW9uTWF4Eg8KB3NlY3Rpb24YASABKAQSEAoIcHJldl9tYXgYAiABKAMSDwoHbWF4X3NlcRgDIAEoAxIMCgR1c2VkGAQgASgMEhAKCGFsbF91c2VkGAUgASgIIlkKFVJhaXNlU2VjdGlvbnNSZXNwb25zZRInCghzZWN0aW9ucxgBIAMoCzIVLnNlcXN2ci52MS5TZWN0aW9uTWF4EhcKD3JvdXRpbmdfdmVyc2lvbhgCIAEoBDKVCgoMU3RvcmVTZXJ2aWNlEjgKCUNyZWF0ZVRhZxIbLnNlcXN2ci52MS5DcmVhdGVUYWdSZXF1ZXN0Gg4uc2Vxc3ZyLnYxLlRhZxI3CgZHZXRUYWcSGC5zZXFzdnIudjEuR2V0VGFnUmVxdWVzdBoOLnNlcXN2ci52MS5UYWciA5ACARJICghMaXN0VGFncxIaLnNlcXN2ci52MS5MaXN0VGFnc1JlcXVlc3QaGy5zZXFzdnIudjEuTGlzdFRhZ3NSZXNwb25zZSIDkAIBEjgKCVVwZGF0ZVRhZxIbLnNlcXN2ci52MS5VcGRhdGVUYWdSZXF1ZXN0Gg4uc2Vxc3ZyLnYxLlRhZxJGCglEZWxldGVUYWcSGy5zZXFzdnIudjEuRGVsZXRlVGFnUmVxdWVzdBocLnNlcXN2ci52MS5EZWxldGVUYWdSZXNwb25zZRJGCg5SZXNlcnZlU2VnbWVudBIgLnNlcXN2ci52MS5SZXNlcnZlU2VnbWVudFJlcXVlc3QaEi5zZXFzdnIudjEuU2VnbWVudBJFCg5SZWdpc3RlcldvcmtlchIgLnNlcXN2ci52MS5SZWdpc3RlcldvcmtlclJlcXVlc3QaES5zZXFzdnIudjEuV29ya2VyEj8KC1JlbmV3V29ya2VyEh0uc2Vxc3ZyLnYxLlJlbmV3V29ya2VyUmVxdWVzdBoRLnNlcXN2ci52MS5Xb3JrZXISVwoNQ2x1c3RlclN0YXR1cxIfLnNlcXN2ci52MS5DbHVzdGVyU3RhdHVzUmVxdWVzdBogLnNlcXN2ci52MS5DbHVzdGVyU3RhdHVzUmVzcG9uc2UiA5ACARJKCglBZGRNZW1iZXISGy5zZXFzdnIudjEuQWRkTWVtYmVyUmVxdWVzdBogLnNlcXN2ci52MS5DbHVzdGVyU3RhdHVzUmVzcG9uc2USUAoMUmVtb3ZlTWVtYmVyEh4uc2Vxc3ZyLnYxLlJlbW92ZU1lbWJlclJlcXVlc3QaIC5zZXFzdnIudjEuQ2x1c3RlclN0YXR1c1Jlc3BvbnNlEj4KC0NyZWF0ZVNwYWNlEh0uc2Vxc3ZyLnYxLkNyZWF0ZVNwYWNlUmVxdWVzdBoQLnNlcXN2ci52MS5TcGFjZRI9CghHZXRTcGFjZRIaLnNlcXN2ci52MS5HZXRTcGFjZVJlcXVlc3QaEC5zZXFzdnIudjEuU3BhY2UiA5ACARJOCgpMaXN0U3BhY2VzEhwuc2Vxc3ZyLnYxLkxpc3RTcGFjZXNSZXF1ZXN0Gh0uc2Vxc3ZyLnYxLkxpc3RTcGFjZXNSZXNwb25zZSIDkAIBEkgKCkdldFJvdXRpbmcSHC5zZXFzdnIudjEuR2V0Um91dGluZ1JlcXVlc3QaFy5zZXFzdnIudjEuUm91dGluZ1RhYmxlIgOQAgESTwoMU2VxSGVhcnRiZWF0Eh4uc2Vxc3ZyLnYxLlNlcUhlYXJ0YmVhdFJlcXVlc3QaHy5zZXFzdnIudjEuU2VxSGVhcnRiZWF0UmVzcG9uc2USUgoNUmFpc2VTZWN0aW9ucxIfLnNlcXN2ci52MS5SYWlzZVNlY3Rpb25zUmVxdWVzdBogLnNlcXN2ci52MS5SYWlzZVNlY3Rpb25zUmVzcG9uc2USQQoGQmFja3VwEhguc2Vxc3ZyLnYxLkJhY2t1cFJlcXVlc3QaFi5zZXFzdnIudjEuQmFja3VwQ2h1bmsiA5ACATABQjFaL2dpdGh1Yi5jb20vc2Vxc3ZyL3NlcXN2ci9nZW4vc2Vxc3ZyL3YxO3NlcXN2cnYxYgZwcm90bzM", [file_google_protobuf_timestamp]);
+
+/**
+ * @generated from message seqsvr.v1.BackupRequest
+ */
+export type BackupRequest = Message<"seqsvr.v1.BackupRequest"> & {
+};
+
+/**
+ * Describes the message seqsvr.v1.BackupRequest.
+ * Use `create(BackupRequestSchema)` to create a new message.
+ */
+export const BackupRequestSchema: GenMessage<BackupRequest> = /*@__PURE__*/
+  messageDesc(file_seqsvr_v1_store, 0);
+
+/**
+ * BackupChunk is the next piece of the backup file; the file is the
+ * concatenation of every chunk's data, in order.
+ *
+ * @generated from message seqsvr.v1.BackupChunk
+ */
+export type BackupChunk = Message<"seqsvr.v1.BackupChunk"> & {
+  /**
+   * @generated from field: bytes data = 1;
+   */
+  data: Uint8Array;
+};
+
+/**
+ * Describes the message seqsvr.v1.BackupChunk.
+ * Use `create(BackupChunkSchema)` to create a new message.
+ */
+export const BackupChunkSchema: GenMessage<BackupChunk> = /*@__PURE__*/
+  messageDesc(file_seqsvr_v1_store, 1);
 
 /**
  * @generated from message seqsvr.v1.Tag
@@ -51,7 +84,7 @@ export type Tag = Message<"seqsvr.v1.Tag"> & {
  * Use `create(TagSchema)` to create a new message.
  */
 export const TagSchema: GenMessage<Tag> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_store, 0);
+  messageDesc(file_seqsvr_v1_store, 2);
 
 /**
  * @generated from message seqsvr.v1.CreateTagRequest
@@ -87,7 +120,7 @@ export type CreateTagRequest = Message<"seqsvr.v1.CreateTagRequest"> & {
  * Use `create(CreateTagRequestSchema)` to create a new message.
  */
 export const CreateTagRequestSchema: GenMessage<CreateTagRequest> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_store, 1);
+  messageDesc(file_seqsvr_v1_store, 3);
 
 /**
  * @generated from message seqsvr.v1.GetTagRequest
@@ -114,7 +147,7 @@ export type GetTagRequest = Message<"seqsvr.v1.GetTagRequest"> & {
  * Use `create(GetTagRequestSchema)` to create a new message.
  */
 export const GetTagRequestSchema: GenMessage<GetTagRequest> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_store, 2);
+  messageDesc(file_seqsvr_v1_store, 4);
 
 /**
  * @generated from message seqsvr.v1.ListTagsRequest
@@ -136,7 +169,7 @@ export type ListTagsRequest = Message<"seqsvr.v1.ListTagsRequest"> & {
  * Use `create(ListTagsRequestSchema)` to create a new message.
  */
 export const ListTagsRequestSchema: GenMessage<ListTagsRequest> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_store, 3);
+  messageDesc(file_seqsvr_v1_store, 5);
 
 /**
  * @generated from message seqsvr.v1.ListTagsResponse
@@ -158,7 +191,7 @@ export type ListTagsResponse = Message<"seqsvr.v1.ListTagsResponse"> & {
  * Use `create(ListTagsResponseSchema)` to create a new message.
  */
 export const ListTagsResponseSchema: GenMessage<ListTagsResponse> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_store, 4);
+  messageDesc(file_seqsvr_v1_store, 6);
 
 /**
  * @generated from message seqsvr.v1.UpdateTagRequest
@@ -189,7 +222,7 @@ export type UpdateTagRequest = Message<"seqsvr.v1.UpdateTagRequest"> & {
  * Use `create(UpdateTagRequestSchema)` to create a new message.
  */
 export const UpdateTagRequestSchema: GenMessage<UpdateTagRequest> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_store, 5);
+  messageDesc(file_seqsvr_v1_store, 7);
 
 /**
  * @generated from message seqsvr.v1.DeleteTagRequest
@@ -206,7 +239,7 @@ export type DeleteTagRequest = Message<"seqsvr.v1.DeleteTagRequest"> & {
  * Use `create(DeleteTagRequestSchema)` to create a new message.
  */
 export const DeleteTagRequestSchema: GenMessage<DeleteTagRequest> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_store, 6);
+  messageDesc(file_seqsvr_v1_store, 8);
 
 /**
  * @generated from message seqsvr.v1.DeleteTagResponse
@@ -219,7 +252,7 @@ export type DeleteTagResponse = Message<"seqsvr.v1.DeleteTagResponse"> & {
  * Use `create(DeleteTagResponseSchema)` to create a new message.
  */
 export const DeleteTagResponseSchema: GenMessage<DeleteTagResponse> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_store, 7);
+  messageDesc(file_seqsvr_v1_store, 9);
 
 /**
  * @generated from message seqsvr.v1.ReserveSegmentRequest
@@ -250,7 +283,7 @@ export type ReserveSegmentRequest = Message<"seqsvr.v1.ReserveSegmentRequest"> &
  * Use `create(ReserveSegmentRequestSchema)` to create a new message.
  */
 export const ReserveSegmentRequestSchema: GenMessage<ReserveSegmentRequest> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_store, 8);
+  messageDesc(file_seqsvr_v1_store, 10);
 
 /**
  * Segment is an inclusive range [first, last] reserved for one caller.
@@ -286,7 +319,7 @@ export type Segment = Message<"seqsvr.v1.Segment"> & {
  * Use `create(SegmentSchema)` to create a new message.
  */
 export const SegmentSchema: GenMessage<Segment> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_store, 9);
+  messageDesc(file_seqsvr_v1_store, 11);
 
 /**
  * @generated from message seqsvr.v1.RegisterWorkerRequest
@@ -318,7 +351,7 @@ export type RegisterWorkerRequest = Message<"seqsvr.v1.RegisterWorkerRequest"> &
  * Use `create(RegisterWorkerRequestSchema)` to create a new message.
  */
 export const RegisterWorkerRequestSchema: GenMessage<RegisterWorkerRequest> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_store, 10);
+  messageDesc(file_seqsvr_v1_store, 12);
 
 /**
  * @generated from message seqsvr.v1.RenewWorkerRequest
@@ -350,7 +383,7 @@ export type RenewWorkerRequest = Message<"seqsvr.v1.RenewWorkerRequest"> & {
  * Use `create(RenewWorkerRequestSchema)` to create a new message.
  */
 export const RenewWorkerRequestSchema: GenMessage<RenewWorkerRequest> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_store, 11);
+  messageDesc(file_seqsvr_v1_store, 13);
 
 /**
  * SnowflakeLayout is fixed per cluster: every allocsvr encodes and decodes
@@ -385,7 +418,7 @@ export type SnowflakeLayout = Message<"seqsvr.v1.SnowflakeLayout"> & {
  * Use `create(SnowflakeLayoutSchema)` to create a new message.
  */
 export const SnowflakeLayoutSchema: GenMessage<SnowflakeLayout> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_store, 12);
+  messageDesc(file_seqsvr_v1_store, 14);
 
 /**
  * @generated from message seqsvr.v1.Worker
@@ -442,7 +475,7 @@ export type Worker = Message<"seqsvr.v1.Worker"> & {
  * Use `create(WorkerSchema)` to create a new message.
  */
 export const WorkerSchema: GenMessage<Worker> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_store, 13);
+  messageDesc(file_seqsvr_v1_store, 15);
 
 /**
  * @generated from message seqsvr.v1.ClusterStatusRequest
@@ -455,7 +488,7 @@ export type ClusterStatusRequest = Message<"seqsvr.v1.ClusterStatusRequest"> & {
  * Use `create(ClusterStatusRequestSchema)` to create a new message.
  */
 export const ClusterStatusRequestSchema: GenMessage<ClusterStatusRequest> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_store, 14);
+  messageDesc(file_seqsvr_v1_store, 16);
 
 /**
  * @generated from message seqsvr.v1.Member
@@ -489,6 +522,20 @@ export type Member = Message<"seqsvr.v1.Member"> & {
    * @generated from field: string state = 5;
    */
   state: string;
+
+  /**
+   * The member's release version and feature level, as it last answered
+   * the answering member's poll ("" and 0 when it has not answered yet;
+   * a binary of the base release answers no level, shown as 1).
+   *
+   * @generated from field: string version = 6;
+   */
+  version: string;
+
+  /**
+   * @generated from field: uint32 level = 7;
+   */
+  level: number;
 };
 
 /**
@@ -496,7 +543,7 @@ export type Member = Message<"seqsvr.v1.Member"> & {
  * Use `create(MemberSchema)` to create a new message.
  */
 export const MemberSchema: GenMessage<Member> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_store, 15);
+  messageDesc(file_seqsvr_v1_store, 17);
 
 /**
  * @generated from message seqsvr.v1.ClusterStatusResponse
@@ -545,6 +592,23 @@ export type ClusterStatusResponse = Message<"seqsvr.v1.ClusterStatusResponse"> &
    * @generated from field: int64 now_ms = 8;
    */
   nowMs: bigint;
+
+  /**
+   * The cluster's identity, fixed when it was bootstrapped or restored
+   * ("" until the first leader has recorded it).
+   *
+   * @generated from field: string cluster_id = 9;
+   */
+  clusterId: string;
+
+  /**
+   * The cluster version: the feature level every member supported when the
+   * leader last raised it (1 for a cluster of the base release). Commands
+   * and fields of a higher level are not proposed below it.
+   *
+   * @generated from field: uint32 cluster_version = 10;
+   */
+  clusterVersion: number;
 };
 
 /**
@@ -552,7 +616,7 @@ export type ClusterStatusResponse = Message<"seqsvr.v1.ClusterStatusResponse"> &
  * Use `create(ClusterStatusResponseSchema)` to create a new message.
  */
 export const ClusterStatusResponseSchema: GenMessage<ClusterStatusResponse> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_store, 16);
+  messageDesc(file_seqsvr_v1_store, 18);
 
 /**
  * @generated from message seqsvr.v1.AddMemberRequest
@@ -572,6 +636,14 @@ export type AddMemberRequest = Message<"seqsvr.v1.AddMemberRequest"> & {
    * @generated from field: string http_addr = 3;
    */
   httpAddr: string;
+
+  /**
+   * The joining member's cluster ID, "" for a member without state. A
+   * member of another cluster is refused.
+   *
+   * @generated from field: string cluster_id = 4;
+   */
+  clusterId: string;
 };
 
 /**
@@ -579,7 +651,7 @@ export type AddMemberRequest = Message<"seqsvr.v1.AddMemberRequest"> & {
  * Use `create(AddMemberRequestSchema)` to create a new message.
  */
 export const AddMemberRequestSchema: GenMessage<AddMemberRequest> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_store, 17);
+  messageDesc(file_seqsvr_v1_store, 19);
 
 /**
  * @generated from message seqsvr.v1.RemoveMemberRequest
@@ -606,7 +678,7 @@ export type RemoveMemberRequest = Message<"seqsvr.v1.RemoveMemberRequest"> & {
  * Use `create(RemoveMemberRequestSchema)` to create a new message.
  */
 export const RemoveMemberRequestSchema: GenMessage<RemoveMemberRequest> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_store, 18);
+  messageDesc(file_seqsvr_v1_store, 20);
 
 /**
  * Space holds key_count keys (0..key_count-1), each with its own sequence.
@@ -661,7 +733,7 @@ export type Space = Message<"seqsvr.v1.Space"> & {
  * Use `create(SpaceSchema)` to create a new message.
  */
 export const SpaceSchema: GenMessage<Space> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_store, 19);
+  messageDesc(file_seqsvr_v1_store, 21);
 
 /**
  * @generated from message seqsvr.v1.CreateSpaceRequest
@@ -704,7 +776,7 @@ export type CreateSpaceRequest = Message<"seqsvr.v1.CreateSpaceRequest"> & {
  * Use `create(CreateSpaceRequestSchema)` to create a new message.
  */
 export const CreateSpaceRequestSchema: GenMessage<CreateSpaceRequest> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_store, 20);
+  messageDesc(file_seqsvr_v1_store, 22);
 
 /**
  * @generated from message seqsvr.v1.GetSpaceRequest
@@ -721,7 +793,7 @@ export type GetSpaceRequest = Message<"seqsvr.v1.GetSpaceRequest"> & {
  * Use `create(GetSpaceRequestSchema)` to create a new message.
  */
 export const GetSpaceRequestSchema: GenMessage<GetSpaceRequest> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_store, 21);
+  messageDesc(file_seqsvr_v1_store, 23);
 
 /**
  * @generated from message seqsvr.v1.ListSpacesRequest
@@ -743,7 +815,7 @@ export type ListSpacesRequest = Message<"seqsvr.v1.ListSpacesRequest"> & {
  * Use `create(ListSpacesRequestSchema)` to create a new message.
  */
 export const ListSpacesRequestSchema: GenMessage<ListSpacesRequest> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_store, 22);
+  messageDesc(file_seqsvr_v1_store, 24);
 
 /**
  * @generated from message seqsvr.v1.ListSpacesResponse
@@ -765,7 +837,7 @@ export type ListSpacesResponse = Message<"seqsvr.v1.ListSpacesResponse"> & {
  * Use `create(ListSpacesResponseSchema)` to create a new message.
  */
 export const ListSpacesResponseSchema: GenMessage<ListSpacesResponse> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_store, 23);
+  messageDesc(file_seqsvr_v1_store, 25);
 
 /**
  * @generated from message seqsvr.v1.GetRoutingRequest
@@ -782,7 +854,7 @@ export type GetRoutingRequest = Message<"seqsvr.v1.GetRoutingRequest"> & {
  * Use `create(GetRoutingRequestSchema)` to create a new message.
  */
 export const GetRoutingRequestSchema: GenMessage<GetRoutingRequest> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_store, 24);
+  messageDesc(file_seqsvr_v1_store, 26);
 
 /**
  * SectionRange is a run of consecutive sections with one owner.
@@ -838,7 +910,7 @@ export type SectionRange = Message<"seqsvr.v1.SectionRange"> & {
  * Use `create(SectionRangeSchema)` to create a new message.
  */
 export const SectionRangeSchema: GenMessage<SectionRange> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_store, 25);
+  messageDesc(file_seqsvr_v1_store, 27);
 
 /**
  * RoutingTable maps a space's sections to allocsvrs.
@@ -879,7 +951,7 @@ export type RoutingTable = Message<"seqsvr.v1.RoutingTable"> & {
  * Use `create(RoutingTableSchema)` to create a new message.
  */
 export const RoutingTableSchema: GenMessage<RoutingTable> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_store, 26);
+  messageDesc(file_seqsvr_v1_store, 28);
 
 /**
  * SectionSpan names sections [first_section, last_section] of a space.
@@ -908,7 +980,7 @@ export type SectionSpan = Message<"seqsvr.v1.SectionSpan"> & {
  * Use `create(SectionSpanSchema)` to create a new message.
  */
 export const SectionSpanSchema: GenMessage<SectionSpan> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_store, 27);
+  messageDesc(file_seqsvr_v1_store, 29);
 
 /**
  * @generated from message seqsvr.v1.SeqHeartbeatRequest
@@ -962,7 +1034,7 @@ export type SeqHeartbeatRequest = Message<"seqsvr.v1.SeqHeartbeatRequest"> & {
  * Use `create(SeqHeartbeatRequestSchema)` to create a new message.
  */
 export const SeqHeartbeatRequestSchema: GenMessage<SeqHeartbeatRequest> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_store, 28);
+  messageDesc(file_seqsvr_v1_store, 30);
 
 /**
  * @generated from message seqsvr.v1.SeqHeartbeatResponse
@@ -998,7 +1070,7 @@ export type SeqHeartbeatResponse = Message<"seqsvr.v1.SeqHeartbeatResponse"> & {
  * Use `create(SeqHeartbeatResponseSchema)` to create a new message.
  */
 export const SeqHeartbeatResponseSchema: GenMessage<SeqHeartbeatResponse> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_store, 29);
+  messageDesc(file_seqsvr_v1_store, 31);
 
 /**
  * SectionRaise asks for one section's max_seq to be raised.
@@ -1045,7 +1117,7 @@ export type SectionRaise = Message<"seqsvr.v1.SectionRaise"> & {
  * Use `create(SectionRaiseSchema)` to create a new message.
  */
 export const SectionRaiseSchema: GenMessage<SectionRaise> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_store, 30);
+  messageDesc(file_seqsvr_v1_store, 32);
 
 /**
  * @generated from message seqsvr.v1.RaiseSectionsRequest
@@ -1077,7 +1149,7 @@ export type RaiseSectionsRequest = Message<"seqsvr.v1.RaiseSectionsRequest"> & {
  * Use `create(RaiseSectionsRequestSchema)` to create a new message.
  */
 export const RaiseSectionsRequestSchema: GenMessage<RaiseSectionsRequest> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_store, 31);
+  messageDesc(file_seqsvr_v1_store, 33);
 
 /**
  * @generated from message seqsvr.v1.SectionMax
@@ -1124,7 +1196,7 @@ export type SectionMax = Message<"seqsvr.v1.SectionMax"> & {
  * Use `create(SectionMaxSchema)` to create a new message.
  */
 export const SectionMaxSchema: GenMessage<SectionMax> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_store, 32);
+  messageDesc(file_seqsvr_v1_store, 34);
 
 /**
  * @generated from message seqsvr.v1.RaiseSectionsResponse
@@ -1146,7 +1218,7 @@ export type RaiseSectionsResponse = Message<"seqsvr.v1.RaiseSectionsResponse"> &
  * Use `create(RaiseSectionsResponseSchema)` to create a new message.
  */
 export const RaiseSectionsResponseSchema: GenMessage<RaiseSectionsResponse> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_store, 33);
+  messageDesc(file_seqsvr_v1_store, 35);
 
 /**
  * StoreService is the Raft-replicated tag store (storesvr). Every write is
@@ -1305,6 +1377,18 @@ export const StoreService: GenService<{
     methodKind: "unary";
     input: typeof RaiseSectionsRequestSchema;
     output: typeof RaiseSectionsResponseSchema;
+  },
+  /**
+   * Backup streams a consistent, point-in-time copy of the whole state,
+   * taken on the leader after a barrier: the bytes of a backup file (see
+   * seqsvr.v1.Backup), in chunks. A follower relays the leader's stream.
+   *
+   * @generated from rpc seqsvr.v1.StoreService.Backup
+   */
+  backup: {
+    methodKind: "server_streaming";
+    input: typeof BackupRequestSchema;
+    output: typeof BackupChunkSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_seqsvr_v1_store, 0);

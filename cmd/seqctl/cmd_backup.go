@@ -1,0 +1,128 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"connectrpc.com/connect"
+
+	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
+	"github.com/seqsvr/seqsvr/storage/backup"
+)
+
+func init() {
+	// "backup inspect" before "backup": the first path that matches wins.
+	commands = append(commands,
+		command{path: "backup inspect", args: "FILE", summary: "show what a backup file holds (exit 1 if it is corrupt, truncated or of a newer format)", min: 1, max: 1,
+			setup: noFlags(func(a *app, _ context.Context, args []string) error { return a.inspectBackup(args[0]) })},
+		command{path: "backup", args: "FILE", summary: "write a consistent backup of the store, taken on the leader (role admin)", min: 1, max: 1,
+			setup: noFlags(func(a *app, ctx context.Context, args []string) error { return a.backup(ctx, args[0]) })},
+	)
+}
+
+// backup streams the leader's backup into FILE: written to a temporary
+// file, checked, synced, then renamed, so FILE is never a partial backup.
+func (a *app) backup(ctx context.Context, path string) error {
+	var file []byte
+	err := a.store(ctx, func(ctx context.Context, s seqsvrv1connect.StoreServiceClient) error {
+		stream, err := s.Backup(ctx, connect.NewRequest(&seqsvrv1.BackupRequest{}))
+		if err != nil {
+			return err
+		}
+		defer stream.Close()
+		var buf bytes.Buffer
+		for stream.Receive() {
+			buf.Write(stream.Msg().GetData())
+		}
+		if err := stream.Err(); err != nil {
+			return err
+		}
+		file = buf.Bytes()
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	b, err := backup.Decode(file)
+	if err != nil {
+		return fmt.Errorf("the store sent a bad backup: %w", err)
+	}
+	if err := writeFileSync(path, file); err != nil {
+		return err
+	}
+	return a.showBackup(backup.Summarize(b, len(file)), path, false)
+}
+
+func (a *app) inspectBackup(path string) error {
+	file, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	b, err := backup.Decode(file)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return a.showBackup(backup.Summarize(b, len(file)), path, true)
+}
+
+// showBackup prints the summary: JSON with -o json, else a few lines and,
+// when all is set, the tags and spaces.
+func (a *app) showBackup(s backup.Summary, path string, all bool) error {
+	if a.g.output == "json" {
+		out, err := json.MarshalIndent(s, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(a.stdout, string(out))
+		return err
+	}
+	a.tableOut([]string{"FILE", "BYTES", "CLUSTER_ID", "TIME", "RAFT_INDEX", "TERM", "TAGS", "TOMBSTONES", "SPACES", "WORKERS"}, [][]string{{
+		path, fmt.Sprint(s.SizeBytes), s.ClusterID, s.Time.Format(time.RFC3339Nano), u(s.RaftIndex), u(s.RaftTerm),
+		fmt.Sprint(len(s.Tags)), fmt.Sprint(len(s.Tombstones)), fmt.Sprint(len(s.Spaces)), fmt.Sprint(s.Workers)}})
+	if !all {
+		return nil
+	}
+	var rows [][]string
+	for _, t := range s.Tags {
+		rows = append(rows, []string{t.Tag, "tag", d(t.MaxID), d(t.Step), d(t.PeakPerSec)})
+	}
+	for _, t := range s.Tombstones {
+		rows = append(rows, []string{t.Tag, "tombstone", d(t.MaxID), "", d(t.PeakPerSec)})
+	}
+	for _, sp := range s.Spaces {
+		rows = append(rows, []string{sp.Space, fmt.Sprintf("space (%d of %d sections raised, %d used keys)", sp.RaisedSections, sp.Sections, sp.UsedKeys), d(sp.MaxSeq), "", d(sp.PeakPerSec)})
+	}
+	if len(rows) > 0 {
+		fmt.Fprintln(a.stdout)
+		a.tableOut([]string{"NAME", "KIND", "MAX", "STEP", "PEAK_PER_SEC"}, rows)
+	}
+	return nil
+}
+
+// writeFileSync writes data to path through a synced temporary file in
+// the same directory and a rename.
+func writeFileSync(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}

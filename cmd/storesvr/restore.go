@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/internal/spec"
+	"github.com/seqsvr/seqsvr/storage"
+	"github.com/seqsvr/seqsvr/storage/backup"
+	"github.com/seqsvr/seqsvr/storage/recovery"
+)
+
+// leaseMargin is added to the longest lease TTL before a restored cluster
+// grants worker IDs and sections: an allocsvr of the lost cluster stops
+// within one TTL (minus its own fence margin) of its last renewal, which
+// was before the restore started.
+const leaseMargin = 2 * time.Second
+
+// restoreFlags are --restore, --restore-jump, --restore-min-jump and
+// --recover.
+type restoreFlags struct {
+	Restore     string
+	RestoreJump time.Duration
+	MinJump     int64
+	Recover     bool
+}
+
+// rewrite runs --restore or --recover on the data dir before the store
+// opens; nothing to do without them.
+func (cfg *config) rewrite(ctx context.Context, scfg storage.Config, logger *slog.Logger) error {
+	switch {
+	case cfg.Restore != "":
+		return cfg.restore(scfg, logger)
+	case cfg.Recover:
+		return cfg.recover(ctx, scfg, logger)
+	}
+	return nil
+}
+
+func (cfg *config) restore(scfg storage.Config, logger *slog.Logger) error {
+	start := time.Now()
+	file, err := os.ReadFile(cfg.Restore)
+	if err != nil {
+		return fmt.Errorf("--restore: %w", err)
+	}
+	b, err := backup.Decode(file)
+	if err != nil {
+		return fmt.Errorf("--restore %s: %w", cfg.Restore, err)
+	}
+	sum := sha256.Sum256(file)
+	age := start.Sub(time.UnixMilli(b.GetLeaderTimeMs()))
+	st, err := cfg.prepare(b.GetState(), age, start, b.GetMaxSegmentSize(), max(b.GetWorkerLeaseTtlMs(), b.GetSeqLeaseTtlMs()), logger)
+	if err != nil {
+		return err
+	}
+	err = storage.Seed(scfg, st, hex.EncodeToString(sum[:]))
+	if errors.Is(err, storage.ErrDone) {
+		logger.Warn("--restore: the data dir was already restored from this backup; starting from it", "backup", cfg.Restore)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	logger.Info("restored a new cluster from a backup", "backup", cfg.Restore, "old_cluster_id", b.GetClusterId(), "cluster_id", st.GetClusterId(),
+		"backup_time", time.UnixMilli(b.GetLeaderTimeMs()).UTC(), "age", age.Round(time.Millisecond), "raft_index", b.GetRaftIndex(),
+		"grants_from", time.UnixMilli(st.GetRestoreFenceMs()).UTC(), "took", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+func (cfg *config) recover(ctx context.Context, scfg storage.Config, logger *slog.Logger) error {
+	start := time.Now()
+	var old string
+	err := storage.Recover(scfg, func(cur *seqsvrv1.FSMSnapshot) (*seqsvrv1.FSMSnapshot, error) {
+		if id, addr := storage.LiveMember(ctx, scfg, cur); id != "" {
+			return nil, fmt.Errorf("%w: member %s of cluster %s answers at %s: --recover is only for a member whose peers are gone for good; a live cluster would be split",
+				storage.ErrRewrite, id, cur.GetClusterId(), addr)
+		}
+		old = cur.GetClusterId()
+		age := start.Sub(time.UnixMilli(cur.GetLastNowMs()))
+		return cfg.prepare(cur, age, start, 0, 0, logger)
+	})
+	if errors.Is(err, storage.ErrDone) {
+		logger.Warn("--recover: the data dir already holds the recovered cluster; starting from it")
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("--recover: %w", err)
+	}
+	logger.Info("recovered a one-member cluster from this member's data", "old_cluster_id", old, "took", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// prepare jumps st for a new cluster and logs every jump. maxSeg and
+// leaseMs are the lost cluster's (0: unknown), this member's own are used
+// when larger.
+func (cfg *config) prepare(st *seqsvrv1.FSMSnapshot, age time.Duration, start time.Time, maxSeg, leaseMs int64, logger *slog.Logger) (*seqsvrv1.FSMSnapshot, error) {
+	over := cfg.RestoreJump
+	if over == 0 {
+		over = recovery.DefaultOver(age)
+	}
+	lease := max(time.Duration(leaseMs)*time.Millisecond, orDur(cfg.WorkerLeaseTTL, spec.DefaultWorkerLeaseTTL), orDur(cfg.SeqLeaseTTL, spec.DefaultSeqLeaseTTL))
+	out, jumps, err := recovery.Prepare(st, recovery.Options{
+		Over: over, MinJump: cfg.MinJump, MaxSegmentSize: max(maxSeg, cfg.MaxSegmentSize),
+		Start: start, LeaseWait: lease + leaseMargin, ClusterID: storage.NewClusterID(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	logger.Info("jumping every counter past what the lost cluster could have handed out", "state_age", age.Round(time.Millisecond),
+		"jump_over", over, "min_jump", cfg.MinJump, "counters", len(jumps))
+	for _, j := range jumps {
+		logger.Info("jump " + j.String())
+	}
+	return out, nil
+}
+
+func orDur(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}

@@ -1,0 +1,272 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+
+	"github.com/seqsvr/seqsvr/cmd/internal/proctest"
+	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/internal/launch"
+	"github.com/seqsvr/seqsvr/internal/poll"
+	"github.com/seqsvr/seqsvr/storage/backup"
+)
+
+// usage is what the lost cluster handed out: the largest segment ID and
+// per-key value seen, and the cluster ID.
+type usage struct {
+	maxID, maxSeq int64
+	clusterID     string
+}
+
+// use takes IDs and per-key values from the cluster's first allocsvr.
+func use(ctx context.Context, t *testing.T, c *launch.Cluster, u *usage, rounds int) {
+	t.Helper()
+	alloc, seq := c.AllocClient(c.Allocs[0]), c.SeqClient(c.Allocs[0])
+	for range rounds {
+		var res *connect.Response[seqsvrv1.NextIDsResponse]
+		if err := proctest.RetryUnavailable(ctx, func() (err error) {
+			res, err = alloc.NextIDs(ctx, connect.NewRequest(&seqsvrv1.NextIDsRequest{Tag: "order", Count: 100}))
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		u.maxID = max(u.maxID, slicesMax(res.Msg.GetIds()))
+		var sres *connect.Response[seqsvrv1.NextSeqResponse]
+		if err := proctest.RetryUnavailable(ctx, func() (err error) {
+			sres, err = seq.NextSeq(ctx, connect.NewRequest(&seqsvrv1.NextSeqRequest{Space: "chat", Key: 7}))
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		u.maxSeq = max(u.maxSeq, sres.Msg.GetSeq())
+	}
+}
+
+func slicesMax(ids []int64) int64 {
+	var m int64
+	for _, id := range ids {
+		m = max(m, id)
+	}
+	return m
+}
+
+// takeBackup streams a backup from store p into a file.
+func takeBackup(ctx context.Context, t *testing.T, c *launch.Cluster, p *launch.Proc, path string) *seqsvrv1.Backup {
+	t.Helper()
+	stream, err := c.StoreClient(p).Backup(ctx, connect.NewRequest(&seqsvrv1.BackupRequest{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	for stream.Receive() {
+		buf.Write(stream.Msg().GetData())
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	stream.Close()
+	b, err := backup.Decode(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// wantAbove checks the new cluster continues above everything the lost
+// one handed out, with another cluster ID, a snowflake worker granted
+// only after the old leases ended, and the jump in s1's log.
+func wantAbove(ctx context.Context, t *testing.T, c *launch.Cluster, lost usage, since time.Time) {
+	t.Helper()
+	alloc := c.AllocClient(c.Allocs[0])
+	var res *connect.Response[seqsvrv1.NextIDsResponse]
+	if err := proctest.RetryUnavailable(ctx, func() (err error) {
+		res, err = alloc.NextIDs(ctx, connect.NewRequest(&seqsvrv1.NextIDsRequest{Tag: "order", Count: 1}))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	first := res.Msg.GetIds()[0]
+	t.Logf("first ID served %v after the restore began (three stores and the allocsvr started)", time.Since(since).Round(time.Millisecond))
+	var after usage
+	use(ctx, t, c, &after, 1)
+	if first <= lost.maxID || after.maxSeq <= lost.maxSeq {
+		t.Fatalf("after the restore: ID %d, per-key %d; the lost cluster handed out up to %d and %d", first, after.maxSeq, lost.maxID, lost.maxSeq)
+	}
+	st, err := c.Status(ctx, c.Stores[0])
+	if err != nil || st.GetClusterId() == "" || st.GetClusterId() == lost.clusterID || len(st.GetMembers()) != 3 {
+		t.Fatalf("status %v %v: want 3 members and a new cluster ID (old %s)", st, err, lost.clusterID)
+	}
+	var sf *connect.Response[seqsvrv1.NextSnowflakeIDsResponse]
+	poll.UntilCtx(ctx, t, "a snowflake ID", func() bool {
+		sf, err = alloc.NextSnowflakeIDs(ctx, connect.NewRequest(&seqsvrv1.NextSnowflakeIDsRequest{Count: 1}))
+		return err == nil
+	})
+	dec, err := alloc.DecodeSnowflake(ctx, connect.NewRequest(&seqsvrv1.DecodeSnowflakeRequest{Id: sf.Msg.GetIds()[0]}))
+	if err != nil || dec.Msg.GetTimestampMs() < since.UnixMilli() {
+		t.Fatalf("snowflake %v %v: want a timestamp after the restore began (%d)", dec, err, since.UnixMilli())
+	}
+	log, _ := os.ReadFile(c.Stores[0].LogPath)
+	if !strings.Contains(string(log), "jump order: max_id") {
+		t.Fatalf("no jump logged for tag order in %s", c.Stores[0].LogPath)
+	}
+	t.Logf("lost cluster up to ID %d, per-key %d; new cluster from %d, per-key %d", lost.maxID, lost.maxSeq, first, after.maxSeq)
+}
+
+func startLost(ctx context.Context, t *testing.T) (*launch.Cluster, *usage) {
+	t.Helper()
+	old := proctest.StartCluster(t, 3, 1, nil, nil)
+	if err := old.CreateTag(ctx, &seqsvrv1.CreateTagRequest{Tag: "order", Step: 100}); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.CreateSpace(ctx, &seqsvrv1.CreateSpaceRequest{Space: "chat", KeyCount: 1000, SectionSize: 100, Step: 10}); err != nil {
+		t.Fatal(err)
+	}
+	u := &usage{}
+	st, err := old.Status(ctx, old.Stores[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.clusterID = st.GetClusterId()
+	seq := old.SeqClient(old.Allocs[0])
+	poll.UntilCtx(ctx, t, "the allocsvr to serve the new space", func() bool {
+		_, err := seq.CurrentSeqs(ctx, connect.NewRequest(&seqsvrv1.CurrentSeqsRequest{Space: "chat", Keys: []uint64{7}}))
+		return err == nil
+	})
+	use(ctx, t, old, u, 5)
+	return old, u
+}
+
+// layout lays out a cluster of three stores and an allocsvr without
+// starting it; Close runs when the test ends.
+func layout(t *testing.T) *launch.Cluster {
+	t.Helper()
+	c, err := launch.New(launch.Options{BinDir: proctest.BinDir(), Dir: t.TempDir(), Stores: 3, Allocs: 1, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c.Close()
+		if t.Failed() {
+			for _, p := range c.All() {
+				if b, err := os.ReadFile(p.LogPath); err == nil {
+					t.Logf("---- %s log (tail) ----\n%s", p.Name, b[max(0, len(b)-4000):])
+				}
+			}
+		}
+	})
+	return c
+}
+
+// startJoined starts s1 (already given its flags), then s2 and s3 joining
+// it with empty data dirs, then the allocsvr.
+func startJoined(ctx context.Context, t *testing.T, c *launch.Cluster) {
+	t.Helper()
+	s1 := c.Stores[0]
+	began := time.Now()
+	if err := s1.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitReady(ctx, s1); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("s1 ready %v after its start", time.Since(began).Round(time.Millisecond))
+	for _, s := range c.Stores[1:] {
+		s.Peers, s.Join = "", s1.HTTPAddr
+		if err := os.RemoveAll(s.DataDir); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, s := range c.Stores[1:] {
+		if err := c.WaitReady(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, a := range c.Allocs {
+		if err := a.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.WaitReady(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A backup of a 3-member cluster under use, restored into a fresh
+// cluster with the default jump: IDs and per-key values continue above
+// everything the lost cluster handed out, also after the backup.
+func TestRestoreFromBackup(t *testing.T) {
+	proctest.SkipShort(t)
+	ctx := proctest.Context(t, 3*time.Minute)
+	old, lost := startLost(ctx, t)
+	file := filepath.Join(t.TempDir(), "seqsvr.backup")
+	b := takeBackup(ctx, t, old, old.Stores[2], file)
+	if b.GetClusterId() != lost.clusterID || len(b.GetState().GetTags()) != 1 {
+		t.Fatalf("backup of cluster %s with tags %v", b.GetClusterId(), b.GetState().GetTags())
+	}
+	// What the lost cluster hands out after the backup is not in it.
+	use(ctx, t, old, lost, 20)
+	old.Close()
+
+	c := layout(t)
+	s1 := c.Stores[0]
+	s1.Peers = ""
+	s1.ExtraArgs = append(s1.ExtraArgs, "--restore", file)
+	since := time.Now()
+	startJoined(ctx, t, c)
+	wantAbove(ctx, t, c, *lost, since)
+	// A restart with the same command line starts from the data dir.
+	if err := s1.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s1.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitReady(ctx, s1); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Quorum loss: --recover is refused while another member answers, naming
+// it; once the others are gone it continues alone from the survivor's
+// data with the jump, and fresh members join it.
+func TestRecoverAfterQuorumLoss(t *testing.T) {
+	proctest.SkipShort(t)
+	ctx := proctest.Context(t, 3*time.Minute)
+	c, lost := startLost(ctx, t)
+	s1 := c.Stores[0]
+	if err := s1.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	s1.Peers = ""
+	s1.ExtraArgs = append(s1.ExtraArgs, "--recover")
+	if err := s1.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	poll.UntilCtx(ctx, t, "the refused --recover to exit", func() bool { return !s1.Running() })
+	log, _ := os.ReadFile(s1.LogPath)
+	if !strings.Contains(string(log), "member s2") && !strings.Contains(string(log), "member s3") {
+		t.Fatalf("--recover with live peers: exit %v, and the log names neither s2 nor s3", s1.ExitErr())
+	}
+	use(ctx, t, c, lost, 3) // the two others still serve: nothing was split
+	for _, p := range append(c.Stores[1:], c.Allocs...) {
+		if err := p.Kill(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	since := time.Now()
+	startJoined(ctx, t, c)
+	wantAbove(ctx, t, c, *lost, since)
+}

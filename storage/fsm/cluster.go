@@ -1,0 +1,42 @@
+package fsm
+
+import (
+	"fmt"
+	"time"
+
+	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+)
+
+// FormatVersion is the version of the persisted state (snapshots and the
+// state inside a backup): SnapshotFormat, the one number (format.go).
+// Restore refuses a newer one rather than misread it (guarantee 11).
+const FormatVersion = SnapshotFormat
+
+// applyNoop records the cluster's identity once: the first one applied
+// wins, so two leaders proposing different IDs still agree, and a leader
+// repeating it changes nothing (it reaches members that missed it: one
+// upgraded from a snapshot written by a binary that ignored it).
+func (st *fsmState) applyNoop(c *seqsvrv1.NoopCommand) Result {
+	if st.clusterID == "" {
+		st.clusterID = c.GetClusterId()
+	}
+	return Result{}
+}
+
+// fenced refuses what must wait for the restore fence: after a restore or
+// recovery no worker ID or section is granted until every lease of the
+// old cluster has ended.
+func (st *fsmState) fenced(now int64, what string) error {
+	if now >= st.restoreFenceMs {
+		return nil
+	}
+	return fmt.Errorf("%w: this cluster was restored; no %s is granted until every lease of the old cluster has ended, at %s (in %d ms)",
+		ErrRestoreFence, what, time.UnixMilli(st.restoreFenceMs).UTC().Format(time.RFC3339Nano), st.restoreFenceMs-now)
+}
+
+// ClusterID is the cluster's identity, "" until the first leader recorded
+// one.
+func (f *Machine) ClusterID() (id string) {
+	f.read(func(st *fsmState) { id = st.clusterID })
+	return id
+}
