@@ -22,8 +22,8 @@ import (
 //     the versions are mixed, and restarted on its old binary;
 //  2. once the cluster version reached the new level, each allocsvr the
 //     same way;
-//  3. then one follower storesvr, and then one allocsvr, are rolled back
-//     to the base binary on their data dirs. Each must serve, or refuse
+//  3. then one allocsvr, and then one follower storesvr, are rolled back
+//     to the base binary on their data dirs (the documented order). Each must serve, or refuse
 //     with an error; it must not crash and must not serve wrong state: it
 //     stays on the base binary to the end, so the final state read from
 //     every member and every checker cover it.
@@ -42,6 +42,11 @@ const (
 	// clusterVersionStep logs the wait for the cluster version (no fault).
 	clusterVersionStep = "cluster-version"
 )
+
+// readyWait bounds the wait for a swapped or rolled-back process to be
+// ready (an allocsvr rolled back to a release that cannot read its data
+// dir's instance waits out its old lease first: --worker-lease-ttl).
+const readyWait = 60 * time.Second
 
 // upgradeSlots divides the run: 3 store swaps, the leader kill, 2 alloc
 // swaps and 2 rollbacks take one slot each and the stores stay mixed one
@@ -124,7 +129,7 @@ func (u *upgrader) steps(ctx context.Context) error {
 		if u.out.StoresDone == 0 {
 			mixedFrom = u.log.Since()
 		}
-		if err := u.swap(ctx, p, u.cur, upgradeStore); err != nil {
+		if err := u.swap(p, u.cur, upgradeStore); err != nil {
 			return err
 		}
 		u.out.StoresDone++
@@ -150,12 +155,20 @@ func (u *upgrader) steps(ctx context.Context) error {
 		if err := launch.Sleep(ctx, u.gap); err != nil {
 			return err
 		}
-		if err := u.swap(ctx, a, u.cur, upgradeAlloc); err != nil {
+		if err := u.swap(a, u.cur, upgradeAlloc); err != nil {
 			return err
 		}
 		u.out.AllocsDone++
 	}
 	u.out.Mixed = u.log.Since() - mixedFrom
+	// Rollbacks in the documented order, the upgrade's reversed: an
+	// allocsvr, then a storesvr (a follower).
+	if err := launch.Sleep(ctx, u.gap); err != nil {
+		return err
+	}
+	if err := u.rollback(u.c.Allocs[0], rollbackAlloc); err != nil {
+		return err
+	}
 	if err := launch.Sleep(ctx, u.gap); err != nil {
 		return err
 	}
@@ -165,16 +178,10 @@ func (u *upgrader) steps(ctx context.Context) error {
 	}
 	for _, s := range u.c.Stores {
 		if s != l {
-			if err := u.rollback(ctx, s, rollbackStore); err != nil {
-				return err
-			}
-			break
+			return u.rollback(s, rollbackStore)
 		}
 	}
-	if err := launch.Sleep(ctx, u.gap); err != nil {
-		return err
-	}
-	return u.rollback(ctx, u.c.Allocs[0], rollbackAlloc)
+	return fmt.Errorf("rollback: no follower")
 }
 
 func (u *upgrader) leader(ctx context.Context) (*launch.Proc, error) {
@@ -210,7 +217,7 @@ func (u *upgrader) nextStore(ctx context.Context) (*launch.Proc, error) {
 
 // swap stops p with SIGTERM, points it at binDir's binary and starts it
 // on the same data dir, then waits for /readyz.
-func (u *upgrader) swap(ctx context.Context, p *launch.Proc, binDir, fault string) error {
+func (u *upgrader) swap(p *launch.Proc, binDir, fault string) error {
 	since := u.log.Since()
 	u.log.Inject(fault, p.Name, "SIGTERM, start on %s", binDir)
 	if err := p.Stop(); err != nil {
@@ -220,7 +227,9 @@ func (u *upgrader) swap(ctx context.Context, p *launch.Proc, binDir, fault strin
 	if err := p.Start(context.Background()); err != nil {
 		return err
 	}
-	rctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	// A step once begun is waited for on its own clock, not the run's:
+	// its result is judged, not cut off by the end of the load.
+	rctx, cancel := context.WithTimeout(context.Background(), readyWait)
 	defer cancel()
 	if err := u.c.WaitReady(rctx, p); err != nil {
 		u.log.Error(fault, p.Name, err)
@@ -256,7 +265,7 @@ func (u *upgrader) killLeader(ctx context.Context) error {
 
 // rollback puts p back on the base binary and watches it start: ready,
 // or an exit whose log says why. It stays there to the end.
-func (u *upgrader) rollback(ctx context.Context, p *launch.Proc, fault string) error {
+func (u *upgrader) rollback(p *launch.Proc, fault string) error {
 	u.rolled = append(u.rolled, rolled{p, u.log.Since()})
 	u.log.Inject(fault, p.Name, "SIGTERM, start on the base release %s", u.base)
 	if err := p.Stop(); err != nil {
@@ -266,7 +275,7 @@ func (u *upgrader) rollback(ctx context.Context, p *launch.Proc, fault string) e
 	if err := p.Start(context.Background()); err != nil {
 		return err
 	}
-	rctx, rcancel := context.WithTimeout(ctx, 60*time.Second)
+	rctx, rcancel := context.WithTimeout(context.Background(), readyWait) // as in swap
 	defer rcancel()
 	rb := Rollback{Member: p.Name, Result: "served"}
 	if err := u.c.WaitReady(rctx, p); err != nil {
