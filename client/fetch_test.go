@@ -87,9 +87,13 @@ func (f *fakeAlloc) NextIDs(ctx context.Context, req *connect.Request[seqsvrv1.N
 	f.maxInflight = max(f.maxInflight, f.inflight)
 	f.mu.Unlock()
 	defer func() { f.mu.Lock(); f.inflight--; f.mu.Unlock() }()
-	for end := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+	// The wait is generous (the group's calls are sent at once, but a
+	// loaded machine may start one late); once a group missed it, later
+	// calls do not wait, so a client that sends a load's calls one by one
+	// fails the test in one wait instead of one per call.
+	for end := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
 		f.mu.Lock()
-		ok := f.calls >= groupEnd
+		ok := f.calls >= groupEnd || f.gateMissed
 		f.mu.Unlock()
 		if ok || ctx.Err() != nil {
 			break
@@ -128,7 +132,9 @@ func startFake(t *testing.T, f *fakeAlloc, size int) *Client {
 	mux.Handle(path, h)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	c, err := New([]string{srv.URL}, WithLocalBuffer(size))
+	// Attempts get far more than the fake's gate wait: an attempt cut short
+	// on a loaded machine would be retried and break the fake's grouping.
+	c, err := New([]string{srv.URL}, WithLocalBuffer(size), WithAttemptTimeout(time.Minute), WithTimeout(2*time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +173,7 @@ func TestLocalBufferLargeBatches(t *testing.T) {
 	CheckUniqueIncreasing(t, got)
 	// The refill started last may still be in flight: let it end.
 	calls, inflight, missed := f.get()
-	for end := time.Now().Add(5 * time.Second); calls%3 != 0 && time.Now().Before(end); calls, inflight, missed = f.get() {
+	for end := time.Now().Add(30 * time.Second); calls%3 != 0 && time.Now().Before(end); calls, inflight, missed = f.get() {
 		time.Sleep(time.Millisecond)
 	}
 	t.Logf("calls %d inflight %d missed %v", calls, inflight, missed)

@@ -50,13 +50,16 @@ func testLogger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
-// testConfig has timeouts a bit above the LAN defaults: the race detector
-// on a shared 2-core box must not cause spurious elections.
+// testConfig has hashicorp/raft's LAN timeouts, five times the store's
+// own defaults: the race detector on a shared 2-core box must not cause
+// spurious elections. With 300/300/150 ms a leader stepped down in the
+// middle of TestClusterSeqSpaces under load ("this member no longer
+// leads"): a 150 ms lease is lost to one scheduling stall.
 func testConfig(id, raftAddr, httpAddr string) Config {
 	return Config{
 		NodeID: id, RaftAddr: raftAddr, HTTPAddr: httpAddr, Logger: testLogger(),
-		HeartbeatTimeout: 300 * time.Millisecond, ElectionTimeout: 300 * time.Millisecond,
-		LeaderLeaseTimeout: 150 * time.Millisecond, CommitTimeout: 10 * time.Millisecond,
+		HeartbeatTimeout: time.Second, ElectionTimeout: time.Second,
+		LeaderLeaseTimeout: 500 * time.Millisecond, CommitTimeout: 10 * time.Millisecond,
 	}
 }
 

@@ -45,9 +45,18 @@ func TestGetTagLocal(t *testing.T) {
 			n.trans.Disconnect(f.addr)
 		}
 	}
-	if _, err := lc.ReserveSegment(ctx, connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: "l"})); err != nil {
+	// A leader change on a loaded machine may answer unavailable; the
+	// request_id makes the retry take the same segment.
+	if err := answered(t, func() error {
+		_, err := lc.ReserveSegment(ctx, connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: "l", RequestId: "second"}))
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
+	poll.Until(t, 10*time.Second, "the leader applies the second segment", func() bool {
+		v, err := local(leader, "l")
+		return err == nil && v == 20
+	})
 	if v, err := local(leader, "l"); err != nil || v != 20 {
 		t.Fatalf("leader local read: %d %v, want 20", v, err)
 	}

@@ -1,6 +1,7 @@
 package segment
 
 import (
+	"context"
 	"errors"
 	"math/rand/v2"
 	"sort"
@@ -24,8 +25,23 @@ type op struct {
 // every ID of A is below every ID of B. The store flaps so that requests
 // span segments, wait, time out and leave IDs in carry. Half the callers
 // use NextIDRanges, so the two calls are checked against each other.
+//
+// Each caller makes at least 300 requests and goes on until both paths
+// were taken often enough (answers and unavailable): with the flapping
+// driven by timers, a loaded machine can leave the store down (or up)
+// for all of a fixed number of requests, which fail fast in backoff.
 func TestSegmentMonotonicUnderFlappingStore(t *testing.T) {
-	ctx := testCtx(t)
+	const (
+		minOps  = 300 // per caller
+		maxOps  = 30 * minOps
+		minEach = 100 // answers, and unavailable, over all callers
+		// runFor bounds the extra requests; requests themselves get more
+		// (ctx), so none is cut short by the test's deadline.
+		runFor = time.Minute
+	)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*runFor)
+	defer cancel()
+	until := time.Now().Add(runFor)
 	f := newFakeStore()
 	f.create("t", 0, 7)
 	a := newTest(t, f, Config{
@@ -52,13 +68,16 @@ func TestSegmentMonotonicUnderFlappingStore(t *testing.T) {
 	var clock atomic.Int64
 	var mu sync.Mutex
 	var ops []op
-	var unavailable atomic.Int64
+	var answers, unavailable atomic.Int64
+	enough := func(i int) bool {
+		return i >= minOps && (answers.Load() >= minEach && unavailable.Load() >= minEach || i >= maxOps || time.Now().After(until))
+	}
 	var wg sync.WaitGroup
 	for g := range 12 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for range 300 {
+			for i := 0; !enough(i); i++ {
 				n := 1 + rand.IntN(20)
 				start := clock.Add(1)
 				var ids []int64
@@ -82,6 +101,7 @@ func TestSegmentMonotonicUnderFlappingStore(t *testing.T) {
 					t.Errorf("asked %d, got %v (ranges %v)", n, ids, rs)
 					return
 				}
+				answers.Add(1)
 				mu.Lock()
 				ops = append(ops, op{start, end, ids})
 				mu.Unlock()
@@ -122,8 +142,8 @@ func TestSegmentMonotonicUnderFlappingStore(t *testing.T) {
 		}
 	}
 	t.Logf("%d answers, %d ids, %d unavailable, %d reservations", len(ops), len(all), unavailable.Load(), f.reserves.Load())
-	if len(ops) == 0 || unavailable.Load() == 0 {
-		t.Fatalf("the test did not exercise both paths: %d answers, %d unavailable", len(ops), unavailable.Load())
+	if len(ops) < minEach || unavailable.Load() < minEach {
+		t.Fatalf("the test did not exercise both paths: %d answers, %d unavailable, want %d each", len(ops), unavailable.Load(), minEach)
 	}
 }
 

@@ -175,10 +175,13 @@ func testCtx(t *testing.T) context.Context {
 	return ctx
 }
 
+// testClient's attempts get 10 s: on a loaded machine (-race, 2 cores, other
+// tests running) a 1 s attempt can time out, and the retry it causes
+// breaks tests that count calls, connections or who was asked.
 func testClient(t *testing.T, urls []string) *Client {
 	t.Helper()
 	c, err := New(urls, Options{
-		RequestTimeout: time.Second, BackoffInitial: time.Millisecond, BackoffMax: 10 * time.Millisecond,
+		RequestTimeout: 10 * time.Second, BackoffInitial: time.Millisecond, BackoffMax: 10 * time.Millisecond,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -285,8 +288,10 @@ func TestClientErrorsKeepCodes(t *testing.T) {
 func TestClientNoLeaderGivesUpWithUnavailable(t *testing.T) {
 	fc := newFakeCluster(t, 3)
 	fc.setLeader(-1)
+	// The budget must hold two attempts even on a loaded machine, where the
+	// first (a dial, ClusterStatus, ReserveSegment) took over 100 ms.
 	c, err := New(fc.urls(), Options{
-		BackoffInitial: time.Millisecond, BackoffMax: 5 * time.Millisecond, RetryBudget: 100 * time.Millisecond,
+		BackoffInitial: time.Millisecond, BackoffMax: 5 * time.Millisecond, RetryBudget: 2 * time.Second,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -343,7 +348,9 @@ func TestSegmentAllocatorOverClient(t *testing.T) {
 	ctx := testCtx(t)
 	fc := newFakeCluster(t, 3)
 	fc.setLeader(0)
-	a := segment.New(testClient(t, fc.urls()), segment.Config{})
+	// EmptyWait generous: the load after the leader change goes through
+	// the real client, which took over the default 500 ms under load.
+	a := segment.New(testClient(t, fc.urls()), segment.Config{EmptyWait: 10 * time.Second})
 	t.Cleanup(a.Close)
 	var last int64
 	for i := range 300 {

@@ -17,6 +17,7 @@
 //	restart-ignores-hwm    alloc: a restart's snowflake floor ignores the local high-water mark
 //	switch-drops-carry     alloc: a segment switch drops the IDs carried from a failed request
 //	front-repeats-carry    alloc: the HTTP/1.1 front's NextIDs answer repeats the last ID of a carried range
+//	restore-no-jump        storesvr: --restore and --recover jump no counter (every jump computes 0)
 //	ungated-new-field      storage: reservations carry a field the base release ignores, without the cluster-version gate
 package faults
 
@@ -34,6 +35,7 @@ const (
 	BugRestartIgnoresHWM   = "restart-ignores-hwm"
 	BugSwitchDropsCarry    = "switch-drops-carry"
 	BugFrontRepeatsCarry   = "front-repeats-carry"
+	BugRestoreNoJump       = "restore-no-jump"
 	BugUngatedNewField     = "ungated-new-field"
 )
 

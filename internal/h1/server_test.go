@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -26,7 +27,8 @@ import (
 type testServer struct {
 	*Server
 	addr     string
-	release  chan struct{}
+	release  chan struct{} // closed by unblock
+	unblockO sync.Once
 	blocked  chan struct{}
 	slow     atomic.Int64
 	done     chan error
@@ -108,7 +110,24 @@ func startServerWith(t *testing.T, idle, readHeader time.Duration, opts ...func(
 			t.Errorf("Serve returned %v, want http.ErrServerClosed", err)
 		}
 	})
+	// Runs first: a test that failed before it released /block must not
+	// leave its handler waiting.
+	t.Cleanup(ts.unblock)
 	return ts
+}
+
+// unblock lets every /block request go on.
+func (ts *testServer) unblock() { ts.unblockO.Do(func() { close(ts.release) }) }
+
+// waitBlocked waits until a /block request reached its handler; a server
+// that never runs it fails the test instead of hanging it.
+func (ts *testServer) waitBlocked(t *testing.T) {
+	t.Helper()
+	select {
+	case <-ts.blocked:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the /block request did not reach its handler within 30s")
+	}
 }
 
 // client is one raw connection that writes requests and reads responses.
@@ -360,7 +379,7 @@ func TestShutdownFinishesInFlightAndClosesIdle(t *testing.T) {
 	idle.read()
 	busy := dial(t, ts.addr)
 	busy.send(post("/block", ""))
-	<-ts.blocked
+	ts.waitBlocked(t)
 
 	shut := make(chan error, 1)
 	go func() { shut <- ts.Shutdown(context.Background()) }()
@@ -372,7 +391,7 @@ func TestShutdownFinishesInFlightAndClosesIdle(t *testing.T) {
 		t.Fatalf("Shutdown returned %v with a request in flight", err)
 	default:
 	}
-	close(ts.release)
+	ts.unblock()
 	resp, body := busy.read()
 	if body != "released" || !resp.Close {
 		t.Fatalf("in-flight request: %q, close %v", body, resp.Close)
@@ -390,7 +409,7 @@ func TestShutdownDeadlineClosesBusyConnections(t *testing.T) {
 	ts := startServer(t, 0)
 	busy := dial(t, ts.addr)
 	busy.send(post("/block", ""))
-	<-ts.blocked
+	ts.waitBlocked(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	if err := ts.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
@@ -399,7 +418,7 @@ func TestShutdownDeadlineClosesBusyConnections(t *testing.T) {
 	if _, err := busy.br.ReadByte(); err == nil {
 		t.Fatal("busy connection answered after a forced shutdown")
 	}
-	close(ts.release)
+	ts.unblock()
 }
 
 // A request in flight when Shutdown starts that the route then declines is
@@ -408,7 +427,7 @@ func TestShutdownAnswersAnInFlightHandOff(t *testing.T) {
 	ts := startServer(t, 0)
 	c := dial(t, ts.addr)
 	c.send(post("/block-decline", "late"))
-	<-ts.blocked
+	ts.waitBlocked(t)
 	shut := make(chan error, 1)
 	go func() { shut <- ts.Shutdown(context.Background()) }()
 	deadline := time.Now().Add(10 * time.Second)
@@ -418,7 +437,7 @@ func TestShutdownAnswersAnInFlightHandOff(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	close(ts.release)
+	ts.unblock()
 	if _, body := c.read(); body != "slow:POST /block-decline late HTTP/1.1" {
 		t.Fatalf("got %q", body)
 	}

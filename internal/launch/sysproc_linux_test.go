@@ -42,20 +42,38 @@ func TestCPUTicks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Spin until the process used 100 ms of CPU by its own account
+	// (getrusage), not for a wall-clock time: on a loaded box 200 ms of
+	// wall clock once gave the spinner less than a tick ("253 -> 253").
+	// 100 ms is about 10 ticks at USER_HZ 100.
+	start := cpuTime(t)
 	x := 0
-	for end := time.Now().Add(200 * time.Millisecond); time.Now().Before(end); {
-		x++
+	for end := time.Now().Add(time.Minute); cpuTime(t)-start < 100*time.Millisecond; x++ {
+		if time.Now().After(end) {
+			t.Fatalf("did not get 100 ms of CPU in a minute (%d loops)", x)
+		}
+		for range 10000 {
+			x++
+		}
 	}
 	after, err := CPUTicks(os.Getpid())
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 200 ms of spinning is about 20 ticks at USER_HZ 100; a loaded box
-	// gives the spinner less, never none.
 	if after <= before {
-		t.Errorf("ticks %d -> %d after spinning (%d loops)", before, after, x)
+		t.Errorf("ticks %d -> %d after spinning for %v of CPU (%d loops)", before, after, cpuTime(t)-start, x)
 	}
 	if _, err := CPUTicks(1 << 30); err == nil {
 		t.Error("no error for a process that does not exist")
 	}
+}
+
+// cpuTime is the user and system CPU time this process used.
+func cpuTime(t *testing.T) time.Duration {
+	t.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -85,9 +85,13 @@ func NoBurnedIDs(ops []*history.Op, seg SegmentBounds) Result {
 		checked++
 		ids += len(l.ids)
 		slices.Sort(l.ids)
-		holes, missing := []string{}, 0
+		holes, missing, jumps := []string{}, 0, 0
 		for i := 1; i < len(l.ids); i++ {
 			if gap := l.ids[i] - l.ids[i-1] - 1; gap > 0 {
+				if seg.JumpMin > 0 && gap >= seg.JumpMin && jumps < seg.Jumps {
+					jumps++ // a restore's jump, not a burn
+					continue
+				}
 				missing += int(gap)
 				if len(holes) < 3 {
 					holes = append(holes, fmt.Sprintf("(%d, %d)", l.ids[i-1], l.ids[i]))
@@ -98,7 +102,9 @@ func NoBurnedIDs(ops []*history.Op, seg SegmentBounds) Result {
 			// Excuse the largest hole when it is one orphaned segment.
 			largest := int64(0)
 			for i := 1; i < len(l.ids); i++ {
-				largest = max(largest, l.ids[i]-l.ids[i-1]-1)
+				if g := l.ids[i] - l.ids[i-1] - 1; seg.JumpMin == 0 || g < seg.JumpMin {
+					largest = max(largest, g)
+				}
 			}
 			if largest >= seg.Min && largest <= seg.Max && missing-int(largest) <= l.allow {
 				orphans++
@@ -121,7 +127,17 @@ func NoBurnedIDs(ops []*history.Op, seg SegmentBounds) Result {
 
 // SegmentBounds are the sizes a solo tag's segments can have: its stored
 // step (Min) up to the allocsvrs' --max-step (Max).
-type SegmentBounds struct{ Min, Max int64 }
+//
+// Jumps is how many restores and recoveries the history spans, each of
+// which moves every counter up by at least JumpMin (the jump's floor);
+// a lifetime that lived through them may have one hole of at least
+// JumpMin per jump: the buffer it kept from the lost cluster, then the
+// first segment of the restored one (docs/fault-injection.md).
+type SegmentBounds struct {
+	Min, Max int64
+	Jumps    int
+	JumpMin  int64
+}
 
 // answeredByAlloc reports whether a failed NextIDs is the allocsvr's own
 // answer (it took no ID): a definite code, or unavailable with the

@@ -43,14 +43,24 @@ const defaultStep = 1000
 //
 // ended marks the state after the end marker (endKind), past every
 // operation whose outcome is known.
+//
+// lost marks the state after a restore or a recovery (lostKind): the
+// history since the backup (or since what the survivor applied) is gone
+// and every counter jumped, so the tag's presence, max_id and step are
+// unknown until an answer shows them.
 type tagState struct {
 	exists      bool
 	maxID, step int64
 	ended       bool
+	lost        bool
 }
 
 // endKind is the end marker Linearizable adds to each tag's history.
 const endKind = "end"
+
+// lostKind is the marker LinearizableAcross adds to each tag's history
+// for each restore or recovery, spanning it.
+const lostKind = "lost"
 
 // stepIs checks an answered step against the state's; an unobserved step
 // takes the answered one.
@@ -141,6 +151,10 @@ func step(s tagState, in linInput, out linOutput) (bool, tagState) {
 	switch {
 	case in.kind == endKind:
 		return true, tagState{ended: true}
+	case in.kind == lostKind:
+		return true, tagState{lost: true}
+	case s.lost && !s.ended:
+		return adopt(s, in, out)
 	case out.unknown:
 		return unknownStep(s, in)
 	case s.ended:
@@ -188,6 +202,34 @@ func step(s tagState, in linInput, out linOutput) (bool, tagState) {
 	}
 }
 
+// adopt is the step from a lost state: the first answer shows the state.
+// A write of unknown outcome, a failure or a deletion leaves it lost (any
+// later answer is possible); an unknown write then goes after the end
+// marker, which is the same as taking effect in the lost state.
+func adopt(s tagState, in linInput, out linOutput) (bool, tagState) {
+	switch {
+	case out.unknown:
+		return false, s
+	case !out.ok:
+		return out.code == history.CodeNotFound || out.code == history.CodeAlreadyExists, s
+	}
+	switch in.kind {
+	case history.Delete:
+		return true, s
+	case history.Create:
+		return out.maxID >= in.start, tagState{exists: true, maxID: out.maxID, step: cmp.Or(in.step, defaultStep)}
+	case history.Reserve:
+		st := out.step
+		if st == 0 && in.size == 0 {
+			st = out.last - out.first + 1
+		}
+		return out.last >= out.first, tagState{exists: true, maxID: out.last, step: st}
+	case history.Update:
+		return true, tagState{exists: true, maxID: out.maxID, step: cmp.Or(out.step, in.step)}
+	}
+	return true, tagState{exists: true, maxID: out.maxID, step: out.step}
+}
+
 // unknownStep places a tag write of unknown outcome. It either changed the
 // state at some point after its call, or it changed nothing (it never
 // took effect, or failed as already_exists or not_found): all of the
@@ -200,6 +242,14 @@ func unknownStep(s tagState, in linInput) (bool, tagState) {
 	}
 	n := s
 	switch in.kind {
+	case history.Reserve:
+		// Only a reservation resolved across a restore is unknown
+		// (acrossRestore): it moved max_id by its size, or did nothing.
+		size := cmp.Or(in.size, s.step)
+		if !s.exists || size == 0 {
+			return false, s
+		}
+		n.maxID += size
 	case history.Create:
 		if !s.exists {
 			n = created(s, in)
@@ -225,6 +275,8 @@ func describe(in linInput, out linOutput) string {
 		call = fmt.Sprintf("update(%s,step=%d)", in.tag, in.step)
 	case endKind:
 		return "end of the history"
+	case lostKind:
+		return "restore or recovery: the state since the backup is lost"
 	default:
 		call = fmt.Sprintf("%s(%s)", in.kind, in.tag)
 	}
@@ -255,6 +307,43 @@ var storeKinds = map[string]bool{history.Reserve: true, history.GetTag: true, hi
 // answer matters. On a violation the HTML visualization is written to
 // outDir.
 func Linearizable(ops []*history.Op, outDir string, timeout time.Duration) Result {
+	return LinearizableAcross(ops, outDir, timeout, nil)
+}
+
+// acrossRestore reports whether a resolved reservation's call came before
+// the end of some lost span: its resolution, made after the run, was
+// answered by a later cluster than the one it may have reserved on.
+func acrossRestore(op *history.Op, lost []Span) bool {
+	for _, sp := range lost {
+		if op.Call < int64(sp.To) {
+			return true
+		}
+	}
+	return false
+}
+
+// earlier moves the start of the first lost span that ends after call
+// back to call, on a copy.
+func earlier(lost []Span, call int64) []Span {
+	out := slices.Clone(lost)
+	for i, sp := range out {
+		if call < int64(sp.To) {
+			out[i].From = min(sp.From, time.Duration(call))
+			break
+		}
+	}
+	return out
+}
+
+// LinearizableAcross is Linearizable over a history that spans restores
+// or recoveries (lost: from the destruction to the restored cluster's
+// readiness, on the run clock). Across one the store is not linearizable:
+// what it did since the backup is gone and every counter jumped. So each
+// tag gets a marker spanning each lost span, after which its state is
+// unknown until an answer shows it (adopt): the history is checked
+// cluster by cluster, and an operation concurrent with a restore may fall
+// on either side of it.
+func LinearizableAcross(ops []*history.Op, outDir string, timeout time.Duration, lost []Span) Result {
 	const name = Linearizability
 	var h []porcupine.Operation
 	var open []int // indexes in h of the unknown tag writes
@@ -274,6 +363,16 @@ func Linearizable(ops []*history.Op, outDir string, timeout time.Duration) Resul
 		switch {
 		case op.Kind == history.Reserve && op.Unresolved:
 			unresolved++
+			continue
+		case op.Kind == history.Reserve && op.Resolved && acrossRestore(op, lost):
+			// Re-sent to a later cluster than it was sent to: the answer
+			// is that cluster's, and the original may have taken effect
+			// on the lost one. It is left out, and the restore's marker
+			// starts no later than its call, so whatever it reserved
+			// there may have been lost with the cluster. (Taking it as a
+			// reservation of unknown outcome is exact but leaves
+			// porcupine dozens of them per restore: it timed out.)
+			lost = earlier(lost, op.Call)
 			continue
 		case op.OK, op.Answered():
 		case op.Open():
@@ -297,6 +396,20 @@ func Linearizable(ops []*history.Op, outDir string, timeout time.Duration) Resul
 		})
 	}
 	n := len(h)
+	if len(lost) > 0 {
+		var tags []string
+		for _, op := range h {
+			tags = append(tags, op.Input.(linInput).tag)
+		}
+		slices.Sort(tags)
+		for _, t := range slices.Compact(tags) {
+			for _, sp := range lost {
+				h = append(h, porcupine.Operation{ClientId: extra, Input: linInput{kind: lostKind, tag: t}, Output: linOutput{},
+					Call: int64(sp.From), Return: max(min(int64(sp.To), end), int64(sp.From)+1)})
+				extra++
+			}
+		}
+	}
 	if len(open) > 0 {
 		// Each tag gets an end marker after every known operation; the
 		// unknown writes stay open past it (see unknownStep).
@@ -324,7 +437,7 @@ func Linearizable(ops []*history.Op, outDir string, timeout time.Duration) Resul
 	res, info := porcupine.CheckOperationsVerbose(model, h, timeout)
 	switch res {
 	case porcupine.Ok:
-		return pass(name, n, "%d operations linearizable (%d tag writes of unknown outcome)", n, len(open))
+		return pass(name, n, "%d operations linearizable (%d tag writes of unknown outcome, %d restores)", n, len(open), len(lost))
 	case porcupine.Unknown:
 		r := fail(name, n, "porcupine timed out after %s: verdict Unknown", timeout)
 		r.Undecided = true

@@ -85,7 +85,7 @@ func Check(in Inputs, outDir string) []Verdict {
 	ops := in.Ops
 	out := []Verdict{
 		ran(checker.Progress(ops)),
-		ran(checker.Linearizable(ops, outDir, linearizableTimeout)),
+		ran(linearizableFirst(ops, outDir, in.Events)),
 		ran(checker.SegmentsDisjoint(ops)),
 	}
 	f := in.Final
@@ -122,8 +122,8 @@ func Check(in Inputs, outDir string) []Verdict {
 	if f != nil && f.Upgrade != nil {
 		out = append(out, ran(f.Upgrade.Verdict()))
 	}
-	out = append(out, ran(checker.SeqOrder(ops)), ran(checker.SeqUnique(ops)), ran(checker.Idempotent(ops)),
-		ran(checker.NoBurnedIDs(ops, checker.SegmentBounds{Min: soloStep, Max: allocMaxStep})))
+	out = append(out, ran(checker.SeqOrder(ops)), ran(checker.SeqUnique(ops)), ran(idempotentPerCluster(ops, in.Events)),
+		ran(checker.NoBurnedIDs(ops, burnedBounds(in.Events))))
 	switch {
 	case f == nil:
 		return append(out, skipped(checker.SeqAvailabilityName, noFinal+": needs the per-key lease TTL"))

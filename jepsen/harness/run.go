@@ -187,7 +187,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	env := &nemesis.Env{C: c, Log: nlog, Net: net, ElectionTimeout: ElectionTimeout, LeaseTTL: cfg.LeaseTTL, SeqLeaseTTL: cfg.SeqLeaseTTL,
 		AddAlloc: w.addAlloc, RemoveAlloc: w.removeAlloc, OperatorTags: w.allocTags,
-		Reserve: w.nemesisReserve, Resend: w.nemesisResend, LastSnowflakeMs: w.lastSnowflakeMs}
+		Reserve: w.nemesisReserve, Resend: w.nemesisResend, LastSnowflakeMs: w.lastSnowflakeMs, BackupDir: filepath.Join(out, "backups")}
 	probeClient := cfg.StoreWorkers + cfg.AllocWorkers + cfg.TagWorkers + cfg.SeqWorkers
 	var probeMu sync.Mutex
 	env.AfterResume = func(p *launch.Proc) {
@@ -272,6 +272,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	c.Close()
 	rep.Faults, rep.FaultTotal = nlog.Counts()
+	if n := env.BackupsTaken(); n > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("backups taken: %d", n))
+	}
 
 	// Save before checking, so that a run whose checking is cut short can
 	// still be checked offline (Recheck) from the same inputs.

@@ -102,13 +102,14 @@ func Full(d time.Duration, withPartitions bool) []Config {
 	}
 	out = append(out, seqAlloc)
 	out = append(out, diskScenario())
+	out = append(out, disasterScenario(d)) // last but the upgrade: the others keep their seeds
 	// upgrade: the base release's binaries replaced one process at a time
-	// by the current build, a leader kill while mixed, one member rolled
-	// back (upgrade.go).
+	// by the current build, a leader kill while mixed, an allocsvr and a
+	// storesvr rolled back (upgrade.go).
 	out = append(out, upgradeScenario())
 	for i := range out {
 		out[i].Duration = d
-		if !slices.Contains([]string{"membership", "idempotency", "takeover", "cutoff", "seq-alloc", "upgrade"}, out[i].Name) {
+		if !slices.Contains([]string{"membership", "idempotency", "takeover", "cutoff", "seq-alloc", "disaster", "upgrade"}, out[i].Name) {
 			out[i].Copies = 2
 		}
 	}
@@ -184,6 +185,12 @@ func PlantedBug(bug string, d time.Duration) Config {
 		// the small steps switch segments every few calls anyway.
 		c.Faults = []string{"kill-alloc-slow"}
 		c.AllocWorkers = 6
+	case faults.BugRestoreNoJump:
+		// The disaster scenario: restores whose counters continue where
+		// the oldest backup left them.
+		d := c.Duration
+		c = disasterScenario(d)
+		c.Name, c.Bugs = "bug-"+bug, []string{bug}
 	case faults.BugSeqNoHandoverWait:
 		// Allocsvrs join again and again; the store gives the sections
 		// that move to them away at once, while their old owners keep
@@ -203,7 +210,7 @@ func PlantedBug(bug string, d time.Duration) Config {
 // them all.
 func Bugs() []string {
 	return append(QuickBugs(), faults.BugTakeoverNoMargin, faults.BugRestartIgnoresHWM, faults.BugIgnoreRequestID, faults.BugSwitchDropsCarry,
-		faults.BugUngatedNewField)
+		faults.BugRestoreNoJump, faults.BugUngatedNewField)
 }
 
 // QuickBugs are the planted bugs whose runs `make test` repeats (short
@@ -241,6 +248,8 @@ func Catchers(bug string) []string {
 		return []string{checker.FinalMaxID}
 	case faults.BugFrontRepeatsCarry:
 		return []string{checker.SegmentUnique, checker.SegmentMonotonic}
+	case faults.BugRestoreNoJump:
+		return []string{checker.SegmentUnique, checker.SegmentsDisjointName, checker.SegmentWithinReserved, checker.SeqUniqueName, checker.SeqOrderName}
 	}
 	return nil
 }

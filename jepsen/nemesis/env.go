@@ -47,6 +47,10 @@ type Env struct {
 	// LastSnowflakeMs is the timestamp (unix ms) of the largest snowflake
 	// ID p returned in its latest lifetime, from the history.
 	LastSnowflakeMs func(p *launch.Proc) (int64, bool)
+	// BackupDir receives the backups the backup fault takes (disaster.go);
+	// empty: the disaster faults skip.
+	BackupDir string
+	backups   shelf
 
 	// One membership change at a time, one twin at a time (a twin has a
 	// fixed port in namespaces) and one extra allocsvr at a time (it has

@@ -50,7 +50,7 @@ func Catalogue() map[string]Fault {
 	} {
 		m[f.Name] = f
 	}
-	for _, f := range diskFaults() {
+	for _, f := range append(diskFaults(), disasterFaults()...) {
 		m[f.Name] = f
 	}
 	return m

@@ -89,21 +89,35 @@ func Start(tb testing.TB, opts launch.Options) *launch.Cluster {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c, err := launch.Start(ctx, opts)
+	c, err := launch.New(opts)
 	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := c.Launch(ctx); err != nil {
+		// The logs are in the test's temporary directory, which is gone
+		// by the time anyone reads "a1 exited before ready; log: ...":
+		// show why a process did not start.
+		c.Close()
+		logTails(tb, c)
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() {
 		c.Close()
 		if tb.Failed() {
-			for _, p := range c.All() {
-				if b, err := os.ReadFile(p.LogPath); err == nil {
-					tb.Logf("---- %s log (tail) ----\n%s", p.Name, tail(string(b), 3000))
-				}
-			}
+			logTails(tb, c)
 		}
 	})
 	return c
+}
+
+// logTails logs the end of every process's log.
+func logTails(tb testing.TB, c *launch.Cluster) {
+	tb.Helper()
+	for _, p := range c.All() {
+		if b, err := os.ReadFile(p.LogPath); err == nil {
+			tb.Logf("---- %s log (tail) ----\n%s", p.Name, tail(string(b), 3000))
+		}
+	}
 }
 
 func tail(s string, n int) string {
