@@ -9,6 +9,7 @@ import (
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/internal/faults"
+	"github.com/seqsvr/seqsvr/storage/fsm"
 )
 
 // The planted bugs of the fault harness that live in the server
@@ -51,3 +52,16 @@ func (s *Store) reserveUncommitted(cmd *seqsvrv1.Command) (*seqsvrv1.Segment, bo
 // the leader check, the barrier and VerifyLeader, and serve whatever this
 // member has.
 func plantedStaleReads() bool { return faults.Bug(faults.BugStaleReads) }
+
+// plantedUngatedNewField is ungated-new-field: when planted, every
+// reservation this leader proposes carries fsm.PlantedGapField, a field
+// of a "newer feature level" that this binary's state machine applies
+// (the segment starts that many IDs above max_id) and the base release's
+// ignores, and it proposes the field whatever the other members run: the
+// cluster-version gate is missing. Members of the two versions then apply
+// the same entry differently and their max_ids part.
+func plantedUngatedNewField(c *seqsvrv1.ReserveSegmentCommand) {
+	if faults.Bug(faults.BugUngatedNewField) {
+		fsm.PlantGap(c)
+	}
+}

@@ -32,6 +32,10 @@ func TestPlantedBugsOffUnlessNamed(t *testing.T) {
 	if _, ok := (&Store{}).plantedReserveBeforeCommit(reserveCmd("a", 0, "")); ok {
 		t.Fatal("reserve-before-commit active without being planted")
 	}
+	rc := reserveCmd("a", 0, "").GetReserveSegment()
+	if plantedUngatedNewField(rc); len(rc.ProtoReflect().GetUnknown()) != 0 {
+		t.Fatal("ungated-new-field active without being planted")
+	}
 }
 
 // With SEQSVR_FAULTS_BUGS naming them (in a child process: the variable is
@@ -63,6 +67,24 @@ func TestPlantedBugsWhenNamed(t *testing.T) {
 		t.Fatalf("reserve-before-commit: %v %v", seg, err)
 	}
 	poll.Until(t, 5*time.Second, "the background proposal to commit", func() bool { return leader.fsm.Tag("r").GetMaxId() == 10 })
+}
+
+// With ungated-new-field named (in a child process, alone: its gap would
+// move reserve-before-commit's ranges), every reservation carries the
+// field.
+func TestUngatedNewFieldWhenNamed(t *testing.T) {
+	if os.Getenv("STORAGE_PLANTED_CHILD") == "" {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestUngatedNewFieldWhenNamed$", "-test.count=1")
+		cmd.Env = append(os.Environ(), "STORAGE_PLANTED_CHILD=1", "SEQSVR_FAULTS_BUGS="+faults.BugUngatedNewField)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("child: %v\n%s", err, out)
+		}
+		return
+	}
+	rc := reserveCmd("a", 0, "").GetReserveSegment()
+	if plantedUngatedNewField(rc); len(rc.ProtoReflect().GetUnknown()) == 0 {
+		t.Fatal("ungated-new-field: the reservation carries no extra field")
+	}
 }
 
 // reserveUncommitted answers the range the FSM would reserve next and

@@ -173,6 +173,7 @@ func (s *Store) reserveSegment(ctx context.Context, r *seqsvrv1.ReserveSegmentRe
 	}
 	cmd := &seqsvrv1.Command{Cmd: &seqsvrv1.Command_ReserveSegment{ReserveSegment: &seqsvrv1.ReserveSegmentCommand{
 		Tag: r.GetTag(), Size: r.GetSize(), RequestId: r.GetRequestId(), RecordLimit: int64(s.cfg.RequestRecordLimit)}}}
+	plantedUngatedNewField(cmd.GetReserveSegment())
 	if seg, ok := s.plantedReserveBeforeCommit(cmd); ok {
 		return seg, nil
 	}

@@ -18,6 +18,7 @@
 //	switch-drops-carry     alloc: a segment switch drops the IDs carried from a failed request
 //	front-repeats-carry    alloc: the HTTP/1.1 front's NextIDs answer repeats the last ID of a carried range
 //	restore-no-jump        storesvr: --restore and --recover jump no counter (every jump computes 0)
+//	ungated-new-field      storage: reservations carry a field the base release ignores, without the cluster-version gate
 package faults
 
 import "time"
@@ -35,6 +36,7 @@ const (
 	BugSwitchDropsCarry    = "switch-drops-carry"
 	BugFrontRepeatsCarry   = "front-repeats-carry"
 	BugRestoreNoJump       = "restore-no-jump"
+	BugUngatedNewField     = "ungated-new-field"
 )
 
 // Now is the wall clock every time-reading part of the service should use

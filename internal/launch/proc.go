@@ -49,8 +49,11 @@ type Proc struct {
 	// TLS: the process serves HTTPS (Options.Security); allocsvrs then
 	// advertise an https:// URL to each other.
 	TLS bool
-	// JoinTokenFile (stores, secure mode) is passed as --join-token-file
-	// whenever Join is set: joining a cluster with auth needs role admin.
+	// JoinTokenFile (stores, secure mode) is passed as --join-token-file,
+	// with --join or --peers: joining a cluster with auth needs role
+	// admin, and a member's own calls to the others that carry no
+	// caller's token (the join; with issue 23 the version poll the
+	// cluster version waits for) present it.
 	JoinTokenFile string
 
 	logf func(string, ...any)
@@ -79,11 +82,11 @@ func (p *Proc) Args() []string {
 		args = append(args, "--raft-addr", p.RaftAddr)
 		if p.Join != "" {
 			args = append(args, "--join", p.Join)
-			if p.JoinTokenFile != "" {
-				args = append(args, "--join-token-file", p.JoinTokenFile)
-			}
 		} else if p.Peers != "" {
 			args = append(args, "--peers", p.Peers)
+		}
+		if p.JoinTokenFile != "" {
+			args = append(args, "--join-token-file", p.JoinTokenFile)
 		}
 	case KindAlloc:
 		args = append(args, "--store", joinComma(p.Stores))

@@ -139,3 +139,20 @@ func TestProcLifecycle(t *testing.T) {
 	c.Close()
 	c.Close()
 }
+
+// A secure store presents the join token with --peers as with --join: its
+// own calls to the other members (the version poll) need it too.
+func TestJoinTokenFileWithPeers(t *testing.T) {
+	for _, p := range []*Proc{
+		{Kind: KindStore, Peers: "s1=a@b", JoinTokenFile: "tok"},
+		{Kind: KindStore, Join: "http://x", JoinTokenFile: "tok"},
+	} {
+		args := p.Args()
+		if i := slices.Index(args, "--join-token-file"); i < 0 || args[i+1] != "tok" {
+			t.Fatalf("args %v lack --join-token-file tok", args)
+		}
+	}
+	if args := (&Proc{Kind: KindStore, Peers: "s1=a@b"}).Args(); slices.Contains(args, "--join-token-file") {
+		t.Fatalf("plain store args %v carry a join token", args)
+	}
+}

@@ -42,6 +42,8 @@ type Final struct {
 	// dead allocsvr's sections may stay unserved (guarantee 9); zero in a
 	// folder saved before runs recorded it.
 	SeqLeaseTTL time.Duration `json:"seq_lease_ttl,omitempty"`
+	// Upgrade is what the upgrade scenario did; nil in other scenarios.
+	Upgrade *Upgrade `json:"upgrade,omitempty"`
 }
 
 // Layout is the snowflake layout the snowflake checkers decoded IDs with.
@@ -116,6 +118,9 @@ func Check(in Inputs, outDir string) []Verdict {
 			ran(checker.WorkerTimeline(ops, l)),
 			ran(checker.WorkerExclusive(ops, l, f.LeaseTTL*2/3)),
 			ran(checker.SnowflakeDecode(ops, l)))
+	}
+	if f != nil && f.Upgrade != nil {
+		out = append(out, ran(f.Upgrade.Verdict()))
 	}
 	out = append(out, ran(checker.SeqOrder(ops)), ran(checker.SeqUnique(ops)), ran(idempotentPerCluster(ops, in.Events)),
 		ran(checker.NoBurnedIDs(ops, burnedBounds(in.Events))))

@@ -20,6 +20,10 @@
 // fails, and so does a run in which some kind of operation never
 // succeeded.
 //
+// The upgrade scenario (upgrade.go) starts the cluster on the base
+// release's binaries, built from its commit (upgradebase.go), and
+// replaces them one process at a time instead of injecting faults.
+//
 // Everything the checkers read is saved before they run (history.jsonl,
 // final.json), so Recheck can run them again on a results folder, through
 // the same Check.
@@ -96,6 +100,11 @@ type Config struct {
 	// before an unrenewed lease ends).
 	SeqLeaseTTL, SeqHeartbeat time.Duration
 
+	// Upgrade runs the upgrade scenario (upgrade.go) instead of the
+	// nemesis: the cluster starts on the base release's binaries, built
+	// (once per commit) into BaseCache, default <module>/jepsen/results/bin.
+	Upgrade   bool
+	BaseCache string
 	// Paths are the serving paths (history.Paths; "leaf" for both Leaf
 	// paths) that carry load besides connect-go over HTTP/2, which always
 	// does; empty: all of them (see paths.go for the shares).

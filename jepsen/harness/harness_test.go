@@ -77,6 +77,19 @@ func TestSmoke(t *testing.T) {
 	}
 }
 
+// TestUpgradeSmoke is the short upgrade scenario of `make test`: the base
+// release's binaries replaced one at a time under load, a leader kill
+// while mixed, a rollback; every checker must pass.
+func TestUpgradeSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: real-process upgrade run")
+	}
+	rep := runCfg(t, UpgradeSmoke(upgradeMinDuration))
+	if !rep.OK {
+		t.Fatalf("checkers failed: %v", rep.Failed())
+	}
+}
+
 // TestPlantedBugs proves the checkers can fail: with each known bug
 // planted in the servers, the run must be reported as failing, by the
 // checker that watches for that bug's symptom.

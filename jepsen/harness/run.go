@@ -51,6 +51,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := launch.Build(ctx, cfg.BinDir, "faults"); err != nil {
 		return nil, err
 	}
+	var baseDir string
+	var base Base
+	if cfg.Upgrade {
+		var err error
+		if baseDir, base, err = baseBinaries(ctx, cfg); err != nil {
+			return nil, err
+		}
+	}
 	rep := &Report{Name: cfg.Name, Seed: cfg.Seed, OutDir: out, Bugs: cfg.Bugs, Faults: map[string]int{}}
 
 	nemesisFile, err := os.Create(filepath.Join(out, "nemesis.log"))
@@ -115,11 +123,21 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		rep.Notes = append(rep.Notes, "secure: HTTPS, bearer tokens, client certificates, Raft over mutual TLS")
 	}
-	c, err := launch.Start(ctx, opts)
+	c, err := launch.New(opts)
 	if err != nil {
 		return nil, err
 	}
 	defer c.Close()
+	var up *upgrader
+	if cfg.Upgrade {
+		if up, err = newUpgrader(c, nlog, cfg.BinDir, baseDir, base, cfg.Duration); err != nil {
+			return nil, err
+		}
+		rep.Notes = append(rep.Notes, "upgrade from the base release "+up.out.Base)
+	}
+	if err := c.Launch(ctx); err != nil {
+		return nil, err
+	}
 
 	tr, err := newTransports(opts.Security)
 	if err != nil {
@@ -188,8 +206,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if len(faults) > 0 {
 		nemErr = nemesis.Schedule(runCtx, env, faults, cfg.Seed, cfg.Copies, cfg.GapLo, cfg.GapHi)
 	}
+	if up != nil {
+		up.run(runCtx)
+	}
 	<-runCtx.Done()
 	wg.Wait()
+	if up != nil {
+		up.finish()
+	}
 	if nemErr != nil {
 		rep.Notes = append(rep.Notes, "nemesis error: "+nemErr.Error())
 	}
@@ -256,6 +280,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	// still be checked offline (Recheck) from the same inputs.
 	in := Inputs{Ops: ops, Events: nlog.Events(), Final: &Final{Tags: tags, MaxID: final, Snowflake: layout,
 		LeaseTTL: cfg.LeaseTTL, SeqLeaseTTL: cfg.SeqLeaseTTL}}
+	if up != nil {
+		in.Final.Upgrade = &up.out
+	}
 	if err := SaveInputs(out, in); err != nil {
 		return nil, err
 	}

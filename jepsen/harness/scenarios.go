@@ -102,10 +102,14 @@ func Full(d time.Duration, withPartitions bool) []Config {
 	}
 	out = append(out, seqAlloc)
 	out = append(out, diskScenario())
-	out = append(out, disasterScenario(d)) // last: the others keep their seeds
+	out = append(out, disasterScenario(d)) // last but the upgrade: the others keep their seeds
+	// upgrade: the base release's binaries replaced one process at a time
+	// by the current build, a leader kill while mixed, an allocsvr and a
+	// storesvr rolled back (upgrade.go).
+	out = append(out, upgradeScenario())
 	for i := range out {
 		out[i].Duration = d
-		if !slices.Contains([]string{"membership", "idempotency", "takeover", "cutoff", "seq-alloc", "disaster"}, out[i].Name) {
+		if !slices.Contains([]string{"membership", "idempotency", "takeover", "cutoff", "seq-alloc", "disaster", "upgrade"}, out[i].Name) {
 			out[i].Copies = 2
 		}
 	}
@@ -166,6 +170,14 @@ func PlantedBug(bug string, d time.Duration) Config {
 		// Every re-send reserves anew.
 		c.Faults = []string{"leader-change-resend", "snapshot-resend"}
 		c.StoreArgs = snapshotOften
+	case faults.BugUngatedNewField:
+		// The upgrade: the field is proposed by a current leader while a
+		// base member applies (after the mixed leader kill, and on the
+		// rolled-back member to the end).
+		u := upgradeScenario()
+		c.Upgrade, c.SeqWorkers, c.StoreArgs = true, u.SeqWorkers, u.StoreArgs
+		// Room for every step (each waits for readiness besides its slot).
+		c.Duration = max(d, upgradeMinDuration)
 	case faults.BugFrontRepeatsCarry:
 		// Only the front's answers are wrong: NextIDs over HTTP/1.1 (a
 		// share of every alloc worker's calls) that spans a segment's end.
@@ -220,7 +232,7 @@ func PlantedBug(bug string, d time.Duration) Config {
 // them all.
 func Bugs() []string {
 	return append(QuickBugs(), faults.BugTakeoverNoMargin, faults.BugRestartIgnoresHWM, faults.BugIgnoreRequestID, faults.BugSwitchDropsCarry,
-		faults.BugRestoreNoJump)
+		faults.BugRestoreNoJump, faults.BugUngatedNewField)
 }
 
 // QuickBugs are the planted bugs whose runs `make test` repeats (short
@@ -251,6 +263,11 @@ func Catchers(bug string) []string {
 		return []string{checker.IdempotentName, checker.Linearizability}
 	case faults.BugSwitchDropsCarry:
 		return []string{checker.SegmentNoBurned}
+	case faults.BugUngatedNewField:
+		// The members' states part: the rolled-back member's max_ids
+		// stay below the others'. (Porcupine fails too, on any run of
+		// the bug: its model is the base release's reservation.)
+		return []string{checker.FinalMaxID}
 	case faults.BugFrontRepeatsCarry:
 		return []string{checker.SegmentUnique, checker.SegmentMonotonic}
 	case faults.BugRestoreNoJump:

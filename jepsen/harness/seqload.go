@@ -209,8 +209,9 @@ var (
 	// seqDeaths stop an allocsvr without a release: its sections move
 	// after its lease expires.
 	seqDeaths = []string{"seq-kill-alloc", "kill-alloc", "seq-pause-alloc", "pause-alloc", "isolate-alloc"}
-	// seqGraceful stop one with a release (SIGTERM).
-	seqGraceful = []string{"seq-term-alloc"}
+	// seqGraceful stop one with a release (SIGTERM; the upgrade's swap
+	// too).
+	seqGraceful = []string{"seq-term-alloc", upgradeAlloc, rollbackAlloc}
 	// seqAdds start the extra allocsvr and stop it again.
 	seqAdds = []string{"seq-add-alloc", "seq-add-alloc-aimed"}
 )

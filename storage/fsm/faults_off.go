@@ -13,3 +13,5 @@ func plantedSnapshotDropsMaxID(*seqsvrv1.FSMSnapshot) {}
 func plantedNoHandoverWait() bool   { return false }
 func plantedTakeoverNoMargin() bool { return false }
 func plantedIgnoreRequestID() bool  { return false }
+
+func reserveGap(*seqsvrv1.ReserveSegmentCommand) int64 { return 0 }

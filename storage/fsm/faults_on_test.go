@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/internal/faults"
 )
 
@@ -125,5 +126,32 @@ func TestPlantedBugsWhenNamed(t *testing.T) {
 	// report, below what the old one may still have issued.
 	if got := takeoverFloor(t); got != 5000 {
 		t.Fatalf("takeover-no-margin: floor %d, want 5000", got)
+	}
+}
+
+// ungated-new-field: this build applies the planted field, which survives
+// the command's encoding as an unknown field; the same command without it
+// (what the base release makes of it: it has no such field) reserves just
+// above max_id. That difference is the divergence the upgrade scenario
+// must catch.
+func TestPlantedGapFieldApplied(t *testing.T) {
+	withField := reserveCmd("t", 10, "", 0)
+	PlantGap(withField.GetReserveSegment())
+	for _, tc := range []struct {
+		name      string
+		cmd       *seqsvrv1.Command
+		wantFirst int64
+	}{
+		{"without the field", reserveCmd("t", 10, "", 0), 1},
+		{"with the field", withField, 1 + plantedGap},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := New(nil)
+			mustApply(t, f, 1000, createCmd("t", 0, 10))
+			r := mustApply(t, f, 1001, tc.cmd) // through proto bytes, as raft delivers it
+			if r.Seg.GetFirst() != tc.wantFirst || r.Tag.GetMaxId() != tc.wantFirst+9 {
+				t.Fatalf("segment %d..%d max_id %d, want first %d", r.Seg.GetFirst(), r.Seg.GetLast(), r.Tag.GetMaxId(), tc.wantFirst)
+			}
+		})
 	}
 }

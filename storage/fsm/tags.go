@@ -99,6 +99,10 @@ func (st *fsmState) applyReserveSegment(now int64, c *seqsvrv1.ReserveSegmentCom
 	if err != nil {
 		return Result{Err: err}
 	}
+	// Only -tags faults builds apply a gap (the planted
+	// ungated-new-field); elsewhere it is 0.
+	gap := reserveGap(c)
+	first, last = first+gap, last+gap
 	rec := &seqsvrv1.RequestRecord{RequestId: c.GetRequestId(), Tag: t.GetTag(), First: first, Last: last}
 	t.Rate = observeRate(t.Rate, now, t.GetMaxId(), rec.Last)
 	t.MaxId = rec.Last
