@@ -144,6 +144,10 @@ type Allocator struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	closed atomic.Bool
+
+	// onNext, a test hook, runs in takeLocked (under the tag's lock) when a
+	// request moves on from the current segment to the next one.
+	onNext func()
 }
 
 // New returns an allocator that reserves segments from store.

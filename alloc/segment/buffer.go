@@ -96,8 +96,9 @@ type tagState struct {
 	// carry holds IDs taken for a request that then could not be completed
 	// (the store failed mid-way through a request spanning segments), as
 	// increasing ranges. They are served first, so no ID is burned. It is
-	// only non-empty while cur is exhausted and next is nil, so the fast
-	// path never overtakes it.
+	// only non-empty while cur is exhausted (next, if any, is not yet
+	// current: takeLocked and loadedLocked switch only with carry empty or
+	// next used up), so the fast path never overtakes it.
 	carry    []Range
 	loading  bool
 	loadDone chan struct{} // closed and replaced when a load finishes
@@ -130,27 +131,38 @@ func newTagState(name string) *tagState {
 }
 
 // takeLocked takes n IDs as increasing ranges: carry first, then cur,
-// switching to next as needed. If it cannot complete, whatever it took
-// goes to carry and it reports false.
+// then next. If it cannot complete, whatever it took goes to carry and it
+// reports false.
+//
+// next becomes current only once the request is settled: on success, or
+// on failure with next used up. Were it published (switchLocked stores cur,
+// which the lock-free fast path reads) before the request knows it will
+// complete, a fast-path request could take IDs of next and return while
+// this one goes on to fail and puts the lower IDs of carry and the old
+// segment back, for a request that starts later: an ID going backwards in
+// real time (guarantee 3).
 func (a *Allocator) takeLocked(t *tagState, n int64) ([]Range, bool) {
 	var out []Range
 	need := n
-	for need > 0 {
-		if len(t.carry) > 0 {
-			var k int64
-			t.carry, out, k = takeCarry(t.carry, need, out)
-			need -= k
-			continue
-		}
+	for need > 0 && len(t.carry) > 0 {
+		var k int64
+		t.carry, out, k = takeCarry(t.carry, need, out)
+		need -= k
+	}
+	if need > 0 {
 		var k int64
 		out, k = t.cur.Load().take(need, out)
 		need -= k
-		if need == 0 {
-			break
+	}
+	if need > 0 && t.next != nil {
+		if a.onNext != nil {
+			a.onNext()
 		}
-		if t.next == nil {
-			break
-		}
+		var k int64
+		out, k = t.next.take(need, out)
+		need -= k
+		// Settled: either this request completes, or next is used up and
+		// so holds nothing a fast-path request could take.
 		a.switchLocked(t)
 	}
 	if need > 0 {

@@ -12,7 +12,11 @@
 //     NextIDRanges answers the same IDs (the two calls take runs from the
 //     same buffers and carry) as increasing, disjoint ranges, with no work
 //     or memory per ID: one range per segment touched, touching runs
-//     joined.
+//     joined. The order holds in real time too: every ID of a request that
+//     returned is below every ID of one started after it, also when a
+//     request that failed left its IDs in carry (a request that reaches
+//     into the next segment makes it current only once it completes or has
+//     used it up, so the lock-free fast path never takes IDs above carry).
 //   - Available: a request never waits on the store while a buffered
 //     segment can serve it. The next segment is reserved in the background
 //     once 10% of the current one is used, by at most one loader per tag.
