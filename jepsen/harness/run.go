@@ -196,7 +196,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		w.probe(p, probeClient)
 	}
 
-	runCtx, stop := context.WithTimeout(ctx, cfg.Duration)
+	// An upgrade run lasts until its steps are done (each waits for its
+	// process to be ready, long on a loaded machine), one more slot of
+	// load after them, at most upgradeOverrun past its Duration: a step
+	// cut off by the end of the load would leave the verdict short.
+	runD := cfg.Duration
+	if up != nil {
+		runD += upgradeOverrun
+	}
+	runCtx, stop := context.WithTimeout(ctx, runD)
 	defer stop()
 	go tr.renew(runCtx)
 	front := newFrontTally(tr.allocH1)
@@ -208,6 +216,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	if up != nil {
 		up.run(runCtx)
+		_ = launch.Sleep(runCtx, up.gap)
+		stop()
 	}
 	<-runCtx.Done()
 	wg.Wait()

@@ -48,6 +48,11 @@ const (
 // dir's instance waits out its old lease first: --worker-lease-ttl).
 const readyWait = 60 * time.Second
 
+// upgradeOverrun is how far past its Duration an upgrade run may go to
+// finish its steps (Run): on a loaded 2-core machine the readiness waits
+// of eight process starts added up to more than the smoke's 40 s.
+const upgradeOverrun = 90 * time.Second
+
 // upgradeSlots divides the run: 3 store swaps, the leader kill, 2 alloc
 // swaps and 2 rollbacks take one slot each and the stores stay mixed one
 // more; the rest is load before the first step and after the rollbacks.
