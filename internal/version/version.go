@@ -29,17 +29,7 @@ func String() string {
 	if v := info.Main.Version; v != "" && v != "(devel)" {
 		return v
 	}
-	var rev, dirty string
-	for _, s := range info.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			if s.Value == "true" {
-				dirty = "+dirty"
-			}
-		}
-	}
+	rev, dirty := vcs(info)
 	if rev == "" {
 		return "devel"
 	}
@@ -64,7 +54,16 @@ func CommitString() string {
 	if !ok {
 		return ""
 	}
-	var rev, dirty string
+	rev, dirty := vcs(info)
+	if rev == "" {
+		return ""
+	}
+	return rev + dirty
+}
+
+// vcs is the revision the Go toolchain recorded, and "+dirty" when the
+// tree was modified.
+func vcs(info *debug.BuildInfo) (rev, dirty string) {
 	for _, s := range info.Settings {
 		switch s.Key {
 		case "vcs.revision":
@@ -75,10 +74,7 @@ func CommitString() string {
 			}
 		}
 	}
-	if rev == "" {
-		return ""
-	}
-	return rev + dirty
+	return rev, dirty
 }
 
 // Line is what `NAME --version` prints: "NAME VERSION (GOVERSION
