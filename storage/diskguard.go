@@ -71,6 +71,13 @@ type diskGuard struct {
 	// stuck is true while a stable-store write is being retried.
 	stuck atomic.Bool
 
+	// tail is a truncation of the log's end that raft asked for
+	// (DeleteRange up to the last index, before it stores the entries that
+	// replace the conflicting ones) and that the guard holds back until
+	// those entries are stored: see DeleteRange.
+	tailMu sync.Mutex
+	tail   *[2]uint64
+
 	mu     sync.Mutex
 	failed error // the last write's error; nil once a write succeeded
 	fatal  error // a write error that is not a full disk: sticky
@@ -236,10 +243,43 @@ func (g *diskGuard) Get(k []byte) ([]byte, error)       { return g.bolt.Get(k) }
 func (g *diskGuard) GetUint64(k []byte) (uint64, error) { return g.bolt.GetUint64(k) }
 func (g *diskGuard) StoreLog(l *raft.Log) error         { return g.StoreLogs([]*raft.Log{l}) }
 func (g *diskGuard) StoreLogs(logs []*raft.Log) error {
-	return g.write("append log", func() error { return g.bolt.StoreLogs(logs) })
+	g.tailMu.Lock()
+	tail := g.tail
+	g.tail = nil
+	g.tailMu.Unlock()
+	if err := g.write("append log", func() error { return g.bolt.StoreLogs(logs) }); err != nil || tail == nil || len(logs) == 0 {
+		// A failed append leaves the held-back truncation undone: the log
+		// on disk is still what raft believes it is, and raft truncates
+		// again when the leader retries.
+		return err
+	}
+	// The stored entries replaced the conflicting ones at their indexes;
+	// what lies beyond them goes now.
+	if lo := max(tail[0], logs[len(logs)-1].Index+1); lo <= tail[1] {
+		return g.write("truncate log", func() error { return g.bolt.DeleteRange(lo, tail[1]) })
+	}
+	return nil
 }
 
+// DeleteRange passes a compaction (the log's head) to the store, and holds
+// back a truncation of the log's tail until the entries that replace it
+// are stored (StoreLogs). A follower whose entries conflict with the
+// leader's deletes them and then stores the leader's; if that store fails
+// (a full disk), hashicorp/raft keeps its idea of the last index from
+// before the delete, and the entries it believes it has are gone: the
+// leader then appends after a hole and the member stops applying at it
+// ("failed to get log entry ... log not found"; raft v1.7.3 notes this in
+// appendEntries). Held back, a failed store leaves the old entries in place,
+// matching what raft believes.
 func (g *diskGuard) DeleteRange(lo, hi uint64) error {
+	if first, err := g.bolt.FirstIndex(); err == nil && lo > first {
+		if last, err := g.bolt.LastIndex(); err == nil && hi >= last {
+			g.tailMu.Lock()
+			g.tail = &[2]uint64{lo, hi}
+			g.tailMu.Unlock()
+			return nil
+		}
+	}
 	return g.write("compact log", func() error { return g.bolt.DeleteRange(lo, hi) })
 }
 

@@ -343,3 +343,58 @@ func TestDiskFullCloseWhileStuck(t *testing.T) {
 		t.Fatal("Close hangs while raft waits on the disk")
 	}
 }
+
+// A follower's truncation of conflicting entries is held back until the
+// leader's entries are stored: when the store fails (a full disk), the
+// old entries stay, as raft believes (a hole here stopped a member in the
+// jepsen disk scenario); when it succeeds, the stored entries replace the
+// conflicting ones and what lies beyond them is deleted. A compaction of
+// the head goes through at once.
+func TestDiskGuardTailTruncationWaitsForTheAppend(t *testing.T) {
+	g, bolt, _ := newTestGuard(t)
+	entries := func(lo, hi, term uint64) []*raft.Log {
+		var ls []*raft.Log
+		for i := lo; i <= hi; i++ {
+			ls = append(ls, &raft.Log{Index: i, Term: term})
+		}
+		return ls
+	}
+	has := func(i, term uint64) bool {
+		var l raft.Log
+		return bolt.GetLog(i, &l) == nil && l.Term == term
+	}
+	if err := g.StoreLogs(entries(1, 6, 1)); err != nil {
+		t.Fatal(err)
+	}
+	// Conflict from 4 on; the append of the leader's entries fails.
+	if err := g.DeleteRange(4, 6); err != nil {
+		t.Fatal(err)
+	}
+	bolt.setErr(enospc())
+	if err := g.StoreLogs(entries(4, 4, 2)); err == nil {
+		t.Fatal("append on a full disk succeeded")
+	}
+	for i := uint64(1); i <= 6; i++ {
+		if !has(i, 1) {
+			t.Fatalf("entry %d gone after a failed append: the log has a hole raft does not know of", i)
+		}
+	}
+	// The leader retries once space is back.
+	bolt.setErr(nil)
+	if err := g.DeleteRange(4, 6); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.StoreLogs(entries(4, 4, 2)); err != nil {
+		t.Fatal(err)
+	}
+	if last, _ := bolt.LastIndex(); last != 4 || !has(4, 2) || !has(3, 1) || has(5, 1) || has(6, 1) {
+		t.Fatalf("after the retried append: last %d, want 1..3 of term 1 and 4 of term 2 only", last)
+	}
+	// A compaction of the head is not held back.
+	if err := g.DeleteRange(1, 2); err != nil {
+		t.Fatal(err)
+	}
+	if first, _ := bolt.FirstIndex(); first != 3 {
+		t.Fatalf("first index %d after compacting 1..2, want 3", first)
+	}
+}
