@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 
@@ -52,4 +53,22 @@ func ReadTokenFile(path string) (string, error) {
 		return "", errors.New("token file " + path + " holds more than one word")
 	}
 	return tok, nil
+}
+
+// BearerTransport sends every request through next with Authorization:
+// Bearer TOKEN: for plain HTTP clients (Leaf GETs, /metrics, raw calls)
+// where no connect-go interceptor runs.
+func BearerTransport(token string, next http.RoundTripper) http.RoundTripper {
+	return bearerTransport{header: "Bearer " + token, next: next}
+}
+
+type bearerTransport struct {
+	header string
+	next   http.RoundTripper
+}
+
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", b.header)
+	return b.next.RoundTrip(r)
 }

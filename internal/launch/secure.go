@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/seqsvr/seqsvr/internal/auth"
 	"github.com/seqsvr/seqsvr/internal/tlsconf"
 )
 
@@ -170,17 +171,5 @@ func (s *Security) client(token string, timeout time.Duration) (*http.Client, er
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig, tr.ForceAttemptHTTP2 = cfg, true
-	return &http.Client{Transport: bearer{token: "Bearer " + token, next: tr}, Timeout: timeout}, nil
-}
-
-// bearer adds the Authorization header to every request it sends.
-type bearer struct {
-	token string
-	next  http.RoundTripper
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", b.token)
-	return b.next.RoundTrip(r)
+	return &http.Client{Transport: auth.BearerTransport(token, tr), Timeout: timeout}, nil
 }

@@ -15,6 +15,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
+	"github.com/seqsvr/seqsvr/internal/auth"
 	"github.com/seqsvr/seqsvr/internal/launch"
 	"github.com/seqsvr/seqsvr/internal/tlsconf"
 	"github.com/seqsvr/seqsvr/jepsen/history"
@@ -154,21 +155,9 @@ func httpClient(sec *launch.Security, token string, h2 bool) (*http.Client, erro
 	}
 	var rt http.RoundTripper = tr
 	if token != "" {
-		rt = bearer{token: "Bearer " + token, next: tr}
+		rt = auth.BearerTransport(token, tr)
 	}
 	return &http.Client{Transport: rt, Timeout: 30 * time.Second}, nil
-}
-
-// bearer adds the Authorization header to every request.
-type bearer struct {
-	token string
-	next  http.RoundTripper
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", b.token)
-	return b.next.RoundTrip(r)
 }
 
 // The HTTP/1.1 Connect clients use connect-go's defaults, the binary

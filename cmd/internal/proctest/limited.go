@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seqsvr/seqsvr/internal/auth"
 	"github.com/seqsvr/seqsvr/internal/launch"
 	"github.com/seqsvr/seqsvr/internal/tlsconf"
 )
@@ -72,7 +73,7 @@ func StartLimited(t *testing.T, secure bool, allocs int) *Limited {
 	t.Cleanup(c.Close)
 	if !secure {
 		// The cluster's own calls (leader, readiness) need a token too.
-		c.HTTPClient().Transport = bearer{"Bearer " + sec.AdminToken, http.DefaultTransport}
+		c.HTTPClient().Transport = auth.BearerTransport(sec.AdminToken, http.DefaultTransport)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -104,15 +105,4 @@ func addScraper(t *testing.T, path string) {
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-}
-
-type bearer struct {
-	token string
-	next  http.RoundTripper
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", b.token)
-	return b.next.RoundTrip(r)
 }
