@@ -12,14 +12,16 @@ import (
 // Restore refuses a newer one rather than misread it (guarantee 11).
 const FormatVersion = SnapshotFormat
 
-// applyNoop records the cluster's identity once: the first one applied
-// wins, so two leaders proposing different IDs still agree, and a leader
-// repeating it changes nothing (it reaches members that missed it: one
-// upgraded from a snapshot written by a binary that ignored it).
+// applyNoop applies a new leader's Noop: it records the cluster's
+// identity once (the first ID applied wins, so two leaders proposing
+// different IDs still agree, and a leader repeating it reaches members that
+// missed it, such as one upgraded from a snapshot of a binary that ignored
+// it), and raises the cluster version it carries (applyClusterVersion).
 func (st *fsmState) applyNoop(c *seqsvrv1.NoopCommand) Result {
 	if st.clusterID == "" {
 		st.clusterID = c.GetClusterId()
 	}
+	st.applyClusterVersion(c)
 	return Result{}
 }
 

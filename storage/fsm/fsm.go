@@ -135,7 +135,6 @@ func (f *Machine) applyCommand(cmd *seqsvrv1.Command, index, term uint64) Result
 	case *seqsvrv1.Command_RaiseSections:
 		return f.st.applyRaiseSections(now, c.RaiseSections)
 	case *seqsvrv1.Command_Noop:
-		f.st.applyClusterVersion(c.Noop)
 		return f.st.applyNoop(c.Noop)
 	default:
 		panic(fmt.Sprintf("storage: unknown raft command %T", c))
