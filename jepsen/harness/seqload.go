@@ -207,11 +207,15 @@ func (w *workload) seqFinal(ctx context.Context, client int) string {
 // allowance of one lease TTL plus checker.SeqBlip after their heal.
 var (
 	// seqDeaths stop an allocsvr without a release: its sections move
-	// after its lease expires.
-	seqDeaths = []string{"seq-kill-alloc", "kill-alloc", "seq-pause-alloc", "pause-alloc", "isolate-alloc"}
+	// after its lease expires. A rollback to the base release counts
+	// here: the base binary cannot read the newer data-dir files, so it
+	// comes back as a new instance of the same node-id and waits out the
+	// old instance's lease (docs/upgrading.md, "Rolling back"); a clean
+	// machine's upgrade smoke showed a 5.3 s gap after it with a 5 s TTL.
+	seqDeaths = []string{"seq-kill-alloc", "kill-alloc", "seq-pause-alloc", "pause-alloc", "isolate-alloc", rollbackAlloc}
 	// seqGraceful stop one with a release (SIGTERM; the upgrade's swap
 	// too).
-	seqGraceful = []string{"seq-term-alloc", upgradeAlloc, rollbackAlloc}
+	seqGraceful = []string{"seq-term-alloc", upgradeAlloc}
 	// seqAdds start the extra allocsvr and stop it again.
 	seqAdds = []string{"seq-add-alloc", "seq-add-alloc-aimed"}
 )
