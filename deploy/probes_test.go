@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,18 +25,71 @@ func freeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
-func startBin(t *testing.T, bin string, args ...string) {
+// proc is a binary started by the test, its output in a file that a
+// failed test prints: a probe that never answers 200 says why in the log.
+type proc struct {
+	bin    string
+	log    string
+	exited chan struct{} // closed when the process has exited
+}
+
+func (p *proc) tail() string {
+	b, _ := os.ReadFile(p.log)
+	if len(b) > 16<<10 {
+		b = b[len(b)-16<<10:]
+	}
+	return string(b)
+}
+
+func startBin(t *testing.T, bin string, args ...string) *proc {
 	t.Helper()
+	p := &proc{bin: bin, log: filepath.Join(t.TempDir(), bin+".log"), exited: make(chan struct{})}
+	out, err := os.Create(p.log)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(filepath.Join(binDir, bin), args...)
+	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	go func() { cmd.Wait(); close(p.exited) }()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-p.exited
+		out.Close()
+		if t.Failed() {
+			t.Logf("%s log (tail):\n%s", bin, p.tail())
+		}
+	})
+	return p
 }
 
-// waitStatus polls url until it answers want, failing after a minute.
-func waitStatus(t *testing.T, url string, want int) {
+// startServing starts bin with the addresses addrs() picks and waits until
+// url(addresses) answers 200. freeAddr closes its listener before the
+// binary binds the port, so another process on the machine can take it in
+// between: a start that exits on "address already in use" is tried again
+// on new ports.
+func startServing(t *testing.T, bin string, addrs func() []string, args func(a []string) []string, url func(a []string) string) []string {
 	t.Helper()
+	for try := 1; ; try++ {
+		a := addrs()
+		p := startBin(t, bin, args(a)...)
+		err := waitStatus(p, url(a), http.StatusOK)
+		if err == nil {
+			return a
+		}
+		if try < 3 && strings.Contains(p.tail(), "address already in use") {
+			t.Logf("%s: a port was taken before it bound it; again on new ports", bin)
+			continue
+		}
+		t.Fatal(err)
+	}
+}
+
+// waitStatus polls url until it answers want, and fails after a minute or
+// when p exits.
+func waitStatus(p *proc, url string, want int) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	last := "no answer"
@@ -43,15 +98,17 @@ func waitStatus(t *testing.T, url string, want int) {
 		if err == nil {
 			res.Body.Close()
 			if res.StatusCode == want {
-				return
+				return nil
 			}
 			last = res.Status
 		} else {
 			last = err.Error()
 		}
 		select {
+		case <-p.exited:
+			return fmt.Errorf("GET %s: %s, want %d; %s exited", url, last, want, p.bin)
 		case <-ctx.Done():
-			t.Fatalf("GET %s: %s, want %d", url, last, want)
+			return fmt.Errorf("GET %s: %s, want %d", url, last, want)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -76,16 +133,33 @@ func TestProbePathsServed(t *testing.T) {
 			paths[sm.Name][e.Path] = true
 		}
 	}
-	store, raft, alloc := freeAddr(t), freeAddr(t), freeAddr(t)
 	dir := t.TempDir()
-	startBin(t, "storesvr", "--node-id", "s1", "--bootstrap", "--http-addr", store, "--raft-addr", raft, "--data-dir", filepath.Join(dir, "s1"))
-	startBin(t, "allocsvr", "--node-id", "a1", "--http-addr", alloc, "--store", "http://"+store, "--data-dir", filepath.Join(dir, "a1"))
+	// The store first, then the allocsvr: an allocsvr whose store never
+	// came up stays unready, which would hide why.
+	sa := startServing(t, "storesvr", func() []string { return []string{freeAddr(t), freeAddr(t)} },
+		func(a []string) []string {
+			return []string{"--node-id", "s1", "--bootstrap", "--http-addr", a[0], "--raft-addr", a[1], "--data-dir", filepath.Join(dir, "s1-"+a[1])}
+		},
+		func(a []string) string { return "http://" + a[0] + "/readyz" })
+	aa := startServing(t, "allocsvr", func() []string { return []string{freeAddr(t)} },
+		func(a []string) []string {
+			return []string{"--node-id", "a1", "--http-addr", a[0], "--store", "http://" + sa[0], "--data-dir", filepath.Join(dir, "a1-"+a[0])}
+		},
+		func(a []string) string { return "http://" + a[0] + "/readyz" })
+	store, alloc := sa[0], aa[0]
 	for bin, addr := range map[string]string{"storesvr": store, "allocsvr": alloc} {
 		if len(paths[bin]) < 3 {
 			t.Errorf("%s: only %v probed or scraped", bin, paths[bin])
 		}
 		for p := range paths[bin] {
-			waitStatus(t, fmt.Sprintf("http://%s%s", addr, p), http.StatusOK)
+			res, err := http.Get(fmt.Sprintf("http://%s%s", addr, p))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			if res.StatusCode != http.StatusOK {
+				t.Errorf("%s %s: %s, want 200", bin, p, res.Status)
+			}
 		}
 		// And a path nobody serves is not 200: the probe check can fail.
 		res, err := http.Get("http://" + addr + "/readyz-not")
