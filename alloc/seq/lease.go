@@ -115,6 +115,25 @@ func (n *Node) apply(sent time.Time, res *seqsvrv1.SeqHeartbeatResponse, release
 	return nil
 }
 
+// Takeover gives up every section and the lease at once and lets the
+// next heartbeat register this Node again, as one new to the store: the
+// store's cluster ID changed (restored from a backup or recovered after a
+// quorum loss), so the owners it knew are void and its sections may go
+// to other allocsvrs once its wait is over. Memory loaded before is never
+// served again (the lease generation moves on), and each key continues
+// above its section's jumped max_seq after a reload.
+func (n *Node) Takeover(reason string) {
+	n.mu.Lock()
+	old := n.lease.Load()
+	n.lease.Store(&lease{gen: old.gen + 1, ttl: old.ttl})
+	for k, s := range n.sections {
+		n.dropLocked(k, s)
+	}
+	n.mu.Unlock()
+	n.noteBeat(fmt.Errorf("%w: %s; registering again", errs.Unavailable, reason))
+	n.kickLoop()
+}
+
 // checkLapse drops every section's memory once the lease is no longer
 // valid: it could only be served again after a reload anyway.
 func (n *Node) checkLapse() {

@@ -478,3 +478,34 @@ func TestForwardCanceledIsUnavailable(t *testing.T) {
 		t.Fatalf("error %q does not name the forward", err)
 	}
 }
+
+// Takeover (the store's cluster ID changed) stops serving at once, though
+// the lease had time left, forgets every section, asks the loop for a
+// heartbeat, and after the next answered heartbeat each key continues
+// above its section's max_seq on the restored store (here jumped by 1000).
+func TestTakeover(t *testing.T) {
+	st, _, n := oneNode(t)
+	before := next(t, n, "s", 1)[0]
+	n.Takeover("store cluster ID changed from c1 to c2")
+	_, _, err := n.Next(context.Background(), "s", []uint64{1}, false)
+	wantCode(t, err, connect.CodeUnavailable)
+	if !strings.Contains(err.Error(), "c2") {
+		t.Fatalf("after Takeover: %v, want the reason", err)
+	}
+	if k := n.Status().GetSpaces()[0].GetKeysInMemory(); k != 0 || n.Status().GetLeaseValid() {
+		t.Fatalf("after Takeover: %d keys in memory, lease valid %v", k, n.Status().GetLeaseValid())
+	}
+	select {
+	case <-n.kick:
+	default:
+		t.Fatal("no immediate heartbeat asked for")
+	}
+	st.mu.Lock()
+	st.spaces["s"].max[0] += 1000 // the restore's jump
+	jumped := st.spaces["s"].max[0]
+	st.mu.Unlock()
+	mustBeat(t, n)
+	if v := next(t, n, "s", 1)[0]; v <= jumped || v <= before {
+		t.Fatalf("after the takeover: %d; before %d, jumped max_seq %d", v, before, jumped)
+	}
+}

@@ -95,6 +95,7 @@ type Service struct {
 
 	cancel    context.CancelFunc
 	done      chan struct{}
+	kick      chan struct{} // wakes run at once (Takeover)
 	closeOnce sync.Once
 }
 
@@ -127,6 +128,7 @@ func Start(ctx context.Context, store WorkerStore, cfg Config) (*Service, error)
 		log:        cfg.Logger.With("component", "snowflake"),
 		instanceID: newInstanceID(),
 		done:       make(chan struct{}),
+		kick:       make(chan struct{}, 1),
 	}
 	s.metrics = newMetrics(cfg.Registerer, s)
 	if noSelfFence() {
@@ -254,6 +256,8 @@ func (s *Service) run(ctx context.Context) {
 			t.Stop()
 			return
 		case <-t.C:
+		case <-s.kick:
+			t.Stop()
 		}
 		delay = s.cfg.RenewInterval
 		if gen := s.gen.Load(); gen != nil {
@@ -281,6 +285,37 @@ func (s *Service) run(ctx context.Context) {
 			}
 		}
 		cancel()
+	}
+}
+
+// Takeover gives the worker lease up at once and registers again, as a
+// process new to the store would: the store's cluster ID changed (it was
+// restored from a backup or recovered after a quorum loss), so the lease
+// it granted is void there and the worker ID may go to another allocsvr
+// once the restored store's wait is over. No ID is issued from here until
+// the new registration succeeds; the high-water mark stays, so a worker ID
+// granted again still starts above everything this process issued.
+func (s *Service) Takeover(reason string) {
+	if s.closed.Load() {
+		return
+	}
+	if l := s.lease.Load(); l != nil && l.lostReason == "" {
+		s.loseLease(l, reason)
+	} else {
+		s.mu.Lock()
+		s.needRegister = true
+		s.mu.Unlock()
+	}
+	if s.cache != nil {
+		// A restart before the new registration must not serve from the
+		// old cluster's lease.
+		if err := s.cache.update(func(c *cacheData) { c.LeaseValidUntilMs = 0 }); err != nil {
+			s.log.Warn("snowflake cache not updated", "err", err)
+		}
+	}
+	select {
+	case s.kick <- struct{}{}:
+	default:
 	}
 }
 

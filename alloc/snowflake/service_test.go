@@ -565,3 +565,38 @@ func TestSnowflakeTwinAtStartIsFailedPrecondition(t *testing.T) {
 	}
 	takeIDs(t, twin, 1)
 }
+
+// Takeover (the store's cluster ID changed) fences at once, even though
+// the old lease had time left, and the run loop registers again without
+// waiting for its next renewal (an hour here); IDs after it stay above
+// the ones before, also when the restored store grants the same worker ID.
+func TestSnowflakeTakeoverRegistersAgain(t *testing.T) {
+	clk := clocktest.New(t0)
+	store := newFakeWorkerStore(clk)
+	s := startTest(t, store, testConfig("a", clk, t.TempDir()), time.Second)
+	before := takeIDs(t, s, 3)
+	// The restored store knows no live lease.
+	store.set(func(f *fakeWorkerStore) {
+		f.nodes, f.next = map[string]*fakeWorker{}, 0
+		f.down = errors.New("restoring")
+	})
+	s.Takeover("store cluster ID changed from c1 to c2")
+	if _, err := s.NextIDs(context.Background(), 1); !errors.Is(err, errs.FailedPrecondition) || !strings.Contains(err.Error(), "c2") {
+		t.Fatalf("after Takeover: %v, want failed_precondition naming the change", err)
+	}
+	if st := s.Status(); !st.GetFenced() {
+		t.Fatalf("status after Takeover: %v, want fenced", st)
+	}
+	store.set(func(f *fakeWorkerStore) { f.down = nil })
+	poll.Until(t, 10*time.Second, "snowflake IDs again", func() bool {
+		_, err := s.NextIDs(context.Background(), 1)
+		return err == nil
+	})
+	after := takeIDs(t, s, 1)[0]
+	if after <= before[len(before)-1] || split(after).worker != split(before[0]).worker {
+		t.Fatalf("after the takeover: %+v, before %+v; want the same worker ID again and a larger ID", split(after), split(before[len(before)-1]))
+	}
+	if n := store.lastTs("a"); n == 0 {
+		t.Fatal("the restored store saw no registration")
+	}
+}

@@ -111,13 +111,21 @@ func (c *Client) discover(ctx context.Context) string {
 func (c *Client) learnLeader(from string, cs *seqsvrv1.ClusterStatusResponse) string {
 	if id := cs.GetClusterId(); id != "" {
 		c.mu.Lock()
-		if c.clusterID != id {
-			if c.clusterID != "" {
-				c.log.Warn("the store's cluster ID changed: it was restored or recovered", "was", c.clusterID, "now", id)
-			}
-			c.clusterID = id
-		}
+		was, hooks := c.clusterID, c.onChange
+		c.clusterID = id
 		c.mu.Unlock()
+		if was != "" && was != id {
+			c.log.Warn("the store's cluster ID changed: it was restored or recovered; taking over as a new member", "was", was, "now", id)
+			// Off the caller's goroutine: a hook takes its component's locks,
+			// and this call may come from code holding them.
+			go func() {
+				c.hookMu.Lock()
+				defer c.hookMu.Unlock()
+				for _, f := range hooks {
+					f(was, id)
+				}
+			}()
+		}
 	}
 	addr := cs.GetLeaderHttpAddr()
 	if addr == "" {

@@ -72,6 +72,22 @@ type Client struct {
 	// clusterID is the store's cluster ID from the last ClusterStatus
 	// answer that carried one.
 	clusterID string
+	// onChange are called when the cluster ID changes (OnClusterChange),
+	// one change at a time (hookMu).
+	onChange []func(was, now string)
+	hookMu   sync.Mutex
+}
+
+// OnClusterChange registers f to be called each time a ClusterStatus
+// answer carries a cluster ID other than the one known before: the store
+// was restored from a backup or recovered after a quorum loss, and its
+// leases and owners start over. The first ID learned is not a change. f
+// runs on a goroutine of its own, after the call that learned the change
+// has been answered, one change at a time.
+func (c *Client) OnClusterChange(f func(was, now string)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.onChange = append(c.onChange, f)
 }
 
 // ClusterID is the store's cluster ID as last seen in a ClusterStatus

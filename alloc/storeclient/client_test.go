@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 	"github.com/seqsvr/seqsvr/internal/errs"
+	"github.com/seqsvr/seqsvr/internal/poll"
 )
 
 // fakeCluster is a tiny in-process stand-in for a storesvr cluster,
@@ -34,6 +36,7 @@ type fakeCluster struct {
 	hang      int            // a member whose ReserveSegment hangs until wake closes; -1 none
 	wake      chan struct{}  // closed when the test ends
 	calls     map[string]int // "node/method" -> count
+	clusterID string         // what ClusterStatus reports
 }
 
 type fakeNode struct {
@@ -88,7 +91,7 @@ func (n *fakeNode) ClusterStatus(context.Context, *connect.Request[seqsvrv1.Clus
 	n.c.mu.Lock()
 	defer n.c.mu.Unlock()
 	n.c.calls[fmt.Sprintf("%d/ClusterStatus", n.i)]++
-	res := &seqsvrv1.ClusterStatusResponse{NodeId: fmt.Sprint(n.i)}
+	res := &seqsvrv1.ClusterStatusResponse{NodeId: fmt.Sprint(n.i), ClusterId: n.c.clusterID}
 	if n.c.leader >= 0 {
 		res.LeaderId = fmt.Sprint(n.c.leader)
 		res.LeaderHttpAddr = n.c.addrStyle(n.c.nodes[n.c.leader].URL)
@@ -222,6 +225,52 @@ func TestClientFindsAndFollowsLeader(t *testing.T) {
 	}
 	if cs, err := c.ClusterStatus(ctx); err != nil || cs.GetLeaderId() != "2" {
 		t.Fatalf("cluster status: %v %v", cs, err)
+	}
+}
+
+// A cluster ID other than the one known is reported once to every
+// OnClusterChange hook, with both IDs; the first ID learned and the same
+// ID again are not changes.
+func TestClientReportsClusterChange(t *testing.T) {
+	ctx := testCtx(t)
+	fc := newFakeCluster(t, 2)
+	fc.setLeader(0)
+	fc.clusterID = "old"
+	c := testClient(t, fc.urls())
+	var mu sync.Mutex
+	var got []string
+	for i := range 2 {
+		c.OnClusterChange(func(was, now string) {
+			mu.Lock()
+			defer mu.Unlock()
+			got = append(got, fmt.Sprintf("%d:%s->%s", i, was, now))
+		})
+	}
+	changes := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(got)
+	}
+	for range 2 {
+		if _, err := c.ClusterStatus(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c.ClusterID() != "old" || len(changes()) != 0 {
+		t.Fatalf("cluster ID %q, changes %v; want old and none", c.ClusterID(), changes())
+	}
+	fc.mu.Lock()
+	fc.clusterID = "new"
+	fc.mu.Unlock()
+	for range 2 {
+		if _, err := c.ClusterStatus(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{"0:old->new", "1:old->new"}
+	poll.Until(t, 10*time.Second, "both hooks called", func() bool { return len(changes()) >= len(want) })
+	if c.ClusterID() != "new" || !slices.Equal(changes(), want) {
+		t.Fatalf("cluster ID %q, changes %v; want new and %v", c.ClusterID(), changes(), want)
 	}
 }
 

@@ -7,6 +7,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+
 	"github.com/seqsvr/seqsvr/alloc"
 	"github.com/seqsvr/seqsvr/alloc/segment"
 	"github.com/seqsvr/seqsvr/alloc/storeclient"
@@ -53,8 +56,13 @@ func (cfg *config) open(ctx context.Context, env serve.Env) (*serve.App, error) 
 		table, closeSeq = table.Add(n.Routes()), closeNode
 	}
 
+	changes := promauto.With(env.Registry).NewCounter(prometheus.CounterOpts{
+		Name: "seqsvr_alloc_store_cluster_changes_total",
+		Help: "Times the store's cluster ID changed under this allocsvr (restored or recovered): each time it gave up its snowflake worker lease and per-key sections and registered again.",
+	})
+	store.OnClusterChange(func(string, string) { changes.Inc() })
 	var reached atomic.Bool
-	go waitForStore(ctx, store, &reached, logger)
+	go watchStore(ctx, store, &reached, logger)
 	ready := func(context.Context) error {
 		if !reached.Load() {
 			return errors.New("store not reached yet")
@@ -86,26 +94,36 @@ func (cfg *config) open(ctx context.Context, env serve.Env) (*serve.App, error) 
 	}, nil
 }
 
-// waitForStore marks the allocsvr ready once any store member answered
-// with a leader. Ready stays true afterwards: buffers keep serving through
-// store outages, which is the point of the double buffer.
-func waitForStore(ctx context.Context, store *storeclient.Client, reached *atomic.Bool, logger *slog.Logger) {
+// clusterCheckInterval is how often the allocsvr asks the store for its
+// cluster ID once it reached it: a store restored on the same addresses
+// may answer every call as if nothing happened, and the snowflake lease
+// and per-key sections it granted are void there.
+const clusterCheckInterval = 2 * time.Second
+
+// watchStore marks the allocsvr ready once any store member answered with
+// a leader, then keeps asking for the cluster status, so a change of the
+// store's cluster ID is noticed (the store client calls the takeover
+// hooks). Ready stays true afterwards: buffers keep serving through store
+// outages, which is the point of the double buffer.
+func watchStore(ctx context.Context, store *storeclient.Client, reached *atomic.Bool, logger *slog.Logger) {
 	delay := 50 * time.Millisecond
 	for {
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		st, err := store.ClusterStatus(cctx)
 		cancel()
-		if err == nil && st.GetLeaderId() != "" {
+		switch {
+		case err == nil && st.GetLeaderId() != "" && !reached.Load():
 			reached.Store(true)
-			logger.Info("store reached", "leader", st.GetLeaderId(), "term", st.GetTerm())
-			return
+			logger.Info("store reached", "leader", st.GetLeaderId(), "term", st.GetTerm(), "cluster_id", st.GetClusterId())
+			delay = clusterCheckInterval
+		case !reached.Load():
+			logger.Debug("store not reached yet", "err", err)
+			delay = min(2*delay, time.Second)
 		}
-		logger.Debug("store not reached yet", "err", err)
 		select {
 		case <-ctx.Done():
 			return
 		case <-time.After(delay):
 		}
-		delay = min(2*delay, time.Second)
 	}
 }

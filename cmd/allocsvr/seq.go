@@ -50,6 +50,9 @@ func openSeq(ctx context.Context, cfg *config, env serve.Env, store *storeclient
 		release()
 		return nil, nil, fmt.Errorf("--seq: %w", err)
 	}
+	store.OnClusterChange(func(was, now string) {
+		n.Takeover(fmt.Sprintf("the store's cluster ID changed from %s to %s (restored or recovered)", was, now))
+	})
 	n.Start(ctx)
 	svc.SetSeq(n)
 	return n, func() { n.Close(); release() }, nil

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -53,6 +54,9 @@ func runSnowflake(ctx context.Context, fatal func(error), cfg *config, store *st
 		fatal(err)
 		return func() {}
 	}
+	store.OnClusterChange(func(was, now string) {
+		sf.Takeover(fmt.Sprintf("the store's cluster ID changed from %s to %s (restored or recovered); registering again", was, now))
+	})
 	svc.SetSnowflake(sf)
 	st := sf.Status()
 	log.Info("snowflake started", "node_id", cfg.NodeID, "worker_id", st.GetWorkerId(), "fenced", st.GetFenced(), "reason", st.GetReason(), "clock_offset_ms", st.GetClockOffsetMs())

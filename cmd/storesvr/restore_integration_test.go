@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -171,6 +173,21 @@ func layout(t *testing.T) *launch.Cluster {
 // it with empty data dirs, then the allocsvr.
 func startJoined(ctx context.Context, t *testing.T, c *launch.Cluster) {
 	t.Helper()
+	startStores(ctx, t, c)
+	for _, a := range c.Allocs {
+		if err := a.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.WaitReady(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// startStores starts s1 (already given its flags), then s2 and s3 joining
+// it with empty data dirs.
+func startStores(ctx context.Context, t *testing.T, c *launch.Cluster) {
+	t.Helper()
 	s1 := c.Stores[0]
 	began := time.Now()
 	if err := s1.Start(ctx); err != nil {
@@ -191,14 +208,6 @@ func startJoined(ctx context.Context, t *testing.T, c *launch.Cluster) {
 	}
 	for _, s := range c.Stores[1:] {
 		if err := c.WaitReady(ctx, s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, a := range c.Allocs {
-		if err := a.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.WaitReady(ctx, a); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -269,4 +278,101 @@ func TestRecoverAfterQuorumLoss(t *testing.T) {
 	since := time.Now()
 	startJoined(ctx, t, c)
 	wantAbove(ctx, t, c, *lost, since)
+}
+
+// An allocsvr that stays up while its whole store is destroyed and
+// restored from a backup on the same addresses takes over: it notices the
+// new cluster ID, gives up its snowflake worker lease and per-key
+// sections, registers again, and keeps the segment buffers it held.
+// Nothing it hands out afterwards is at or below what it handed out
+// before.
+func TestAllocsvrTakesOverAfterRestore(t *testing.T) {
+	proctest.SkipShort(t)
+	ctx := proctest.Context(t, 3*time.Minute)
+	c, lost := startLost(ctx, t)
+	a := c.Allocs[0]
+	alloc := c.AllocClient(a)
+	file := filepath.Join(t.TempDir(), "seqsvr.backup")
+	takeBackup(ctx, t, c, c.Stores[1], file)
+	use(ctx, t, c, lost, 10)
+	sfBefore, err := alloc.NextSnowflakeIDs(ctx, connect.NewRequest(&seqsvrv1.NextSnowflakeIDsRequest{Count: 1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range c.Stores {
+		if err := s.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Wipe(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s1 := c.Stores[0]
+	s1.Peers = ""
+	s1.ExtraArgs = append(s1.ExtraArgs, "--restore", file)
+	startStores(ctx, t, c)
+	st, err := c.Status(ctx, s1)
+	if err != nil || st.GetClusterId() == lost.clusterID {
+		t.Fatalf("restored store: %v %v, want a new cluster ID", st, err)
+	}
+	poll.UntilCtx(ctx, t, "the allocsvr to report the new cluster ID", func() bool {
+		res, err := alloc.Status(ctx, connect.NewRequest(&seqsvrv1.StatusRequest{}))
+		return err == nil && res.Msg.GetClusterId() == st.GetClusterId()
+	})
+	poll.UntilCtx(ctx, t, "the takeover counted in /metrics", func() bool {
+		return strings.Contains(metricsOf(ctx, t, c, a), "seqsvr_alloc_store_cluster_changes_total 1\n")
+	})
+	var after usage
+	use(ctx, t, c, &after, 3)
+	var sf *connect.Response[seqsvrv1.NextSnowflakeIDsResponse]
+	poll.UntilCtx(ctx, t, "a snowflake ID from the new registration", func() bool {
+		sf, err = alloc.NextSnowflakeIDs(ctx, connect.NewRequest(&seqsvrv1.NextSnowflakeIDsRequest{Count: 1}))
+		return err == nil
+	})
+	if after.maxID <= lost.maxID || after.maxSeq <= lost.maxSeq || sf.Msg.GetIds()[0] <= sfBefore.Msg.GetIds()[0] {
+		t.Fatalf("after the takeover: ID %d, per-key %d, snowflake %d; before: %d, %d, %d",
+			after.maxID, after.maxSeq, sf.Msg.GetIds()[0], lost.maxID, lost.maxSeq, sfBefore.Msg.GetIds()[0])
+	}
+	// The takeover, not a failed renewal, gave the lease and sections up.
+	log, _ := os.ReadFile(a.LogPath)
+	change := "the store's cluster ID changed from " + lost.clusterID + " to " + st.GetClusterId()
+	for _, want := range []string{"snowflake worker lease lost", "seq heartbeats failing"} {
+		if grepLines(string(log), want, change) == "" {
+			t.Errorf("allocsvr log has no %q line naming %q", want, change)
+		}
+	}
+	if n := strings.Count(string(log), "snowflake worker registered"); n < 2 {
+		t.Errorf("allocsvr log: the snowflake worker registered %d times, want again after the restore", n)
+	}
+}
+
+// metricsOf is p's /metrics page.
+func metricsOf(ctx context.Context, t *testing.T, c *launch.Cluster, p *launch.Proc) string {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.URL()+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.HTTPClient().Do(req)
+	if err != nil {
+		return ""
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return string(b)
+}
+
+// grepLines is the lines of s that contain every one of subs.
+func grepLines(s string, subs ...string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		all := true
+		for _, sub := range subs {
+			all = all && strings.Contains(l, sub)
+		}
+		if all {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
