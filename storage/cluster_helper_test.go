@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
 	"github.com/hashicorp/raft"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
@@ -36,6 +37,26 @@ func (n *testNode) httpAddr() string { return n.srv.Listener.Addr().String() }
 
 func (n *testNode) client() seqsvrv1connect.StoreServiceClient {
 	return seqsvrv1connect.NewStoreServiceClient(DefaultHTTPClient(), "http://"+n.httpAddr())
+}
+
+// patientClient is client() retrying unavailable answers for up to 15 s,
+// as the contract tells callers to: a test of what the members answer
+// must not fail on an election that a loaded machine caused. Tests that
+// expect unavailable use client().
+func (n *testNode) patientClient() seqsvrv1connect.StoreServiceClient {
+	retry := connect.UnaryInterceptorFunc(func(next connect.UnaryFunc) connect.UnaryFunc {
+		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+			deadline := time.Now().Add(15 * time.Second)
+			for {
+				res, err := next(ctx, req)
+				if connect.CodeOf(err) != connect.CodeUnavailable || time.Now().After(deadline) || ctx.Err() != nil {
+					return res, err
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
+	})
+	return seqsvrv1connect.NewStoreServiceClient(DefaultHTTPClient(), "http://"+n.httpAddr(), connect.WithInterceptors(retry))
 }
 
 type testCluster struct {

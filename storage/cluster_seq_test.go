@@ -20,7 +20,7 @@ import (
 func TestClusterSeqSpaces(t *testing.T) {
 	c := newTestCluster(t, 3, func(cfg *Config) { cfg.SeqLeaseTTL = time.Minute })
 	leader := c.waitForLeader()
-	f := c.followers(leader)[0].client()
+	f := c.followers(leader)[0].patientClient()
 	ctx := context.Background()
 
 	sp, err := f.CreateSpace(ctx, connect.NewRequest(&seqsvrv1.CreateSpaceRequest{Space: "users", KeyCount: 1000, SectionSize: 100, Step: 50}))
