@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -47,13 +48,17 @@ func (cfg *config) open(ctx context.Context, env serve.Env) (*serve.App, error) 
 	svc := alloc.NewService(cfg.NodeID, seg)
 	svc.SetClusterID(store.ClusterID)
 	table := svc.Routes()
-	closeSeq := func() {}
+	handover, closeSeq := func() {}, func() {}
 	if cfg.Seq {
-		n, closeNode, err := openSeq(ctx, cfg, env, store, svc, peers)
+		n, release, err := openSeq(ctx, cfg, env, store, svc, peers)
 		if err != nil {
 			return nil, err
 		}
-		table, closeSeq = table.Add(n.Routes()), closeNode
+		// On SIGTERM the sections are released before the server stops
+		// accepting (serve.App.Handover), so the drain costs no per-key
+		// outage; Close releases them if that did not run.
+		handover = sync.OnceFunc(n.Close)
+		table, closeSeq = table.Add(n.Routes()), func() { handover(); release() }
 	}
 
 	changes := promauto.With(env.Registry).NewCounter(prometheus.CounterOpts{
@@ -84,7 +89,8 @@ func (cfg *config) open(ctx context.Context, env serve.Env) (*serve.App, error) 
 			Ready: ready,
 			Page:  web.AllocPage,
 		},
-		Attrs: []any{"node_id", cfg.NodeID, "stores", cfg.Stores, "snowflake", cfg.Snowflake, "seq", cfg.Seq},
+		Attrs:    []any{"node_id", cfg.NodeID, "stores", cfg.Stores, "snowflake", cfg.Snowflake, "seq", cfg.Seq},
+		Handover: handover,
 		Close: func() {
 			closeSeq()
 			closeSnowflake := <-sfDone

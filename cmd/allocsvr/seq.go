@@ -13,9 +13,10 @@ import (
 )
 
 // openSeq starts per-key sequences: the node heartbeats its lease until
-// ctx ends, and its SeqService is served beside AllocService. The node's
-// Close (stop serving, then a leaving heartbeat) runs once the server has
-// drained; its Routes are SeqService's, added to the process's table. With
+// ctx ends, and its SeqService is served beside AllocService. The caller
+// runs the node's Close (stop serving, then a leaving heartbeat) on
+// SIGTERM before the server drains, and release (the data-dir lock) after;
+// its Routes are SeqService's, added to the process's table. With
 // --data-dir the node keeps its instance ID across restarts
 // (seq.LoadInstance), so a restart after a crash serves at once.
 func openSeq(ctx context.Context, cfg *config, env serve.Env, store *storeclient.Client, svc *alloc.Service, peers peerAccess) (*seq.Node, func(), error) {
@@ -55,5 +56,5 @@ func openSeq(ctx context.Context, cfg *config, env serve.Env, store *storeclient
 	})
 	n.Start(ctx)
 	svc.SetSeq(n)
-	return n, func() { n.Close(); release() }, nil
+	return n, release, nil
 }

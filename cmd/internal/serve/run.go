@@ -72,6 +72,11 @@ type App struct {
 	Fast h1.Handler
 	// Attrs are logged with the "serving" line.
 	Attrs []any
+	// Handover, when set, runs on SIGINT/SIGTERM before the server stops
+	// accepting: it gives up what other processes take over (the
+	// allocsvr's per-key sections), so they move at once instead of after
+	// the drain, while callers forwarded here still get an answer.
+	Handover func()
 	// Close releases the component once the server has drained.
 	Close func()
 }
@@ -157,6 +162,9 @@ func Run(ctx context.Context, p Process) error {
 	var serveErr error
 	select {
 	case <-ctx.Done():
+		if app.Handover != nil {
+			app.Handover()
+		}
 		serveErr = shutdown(srv, p.Common.ShutdownGrace, logger)
 	case <-life.Done():
 		serveErr = shutdown(srv, p.Common.ShutdownGrace, logger)

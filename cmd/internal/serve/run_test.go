@@ -61,8 +61,9 @@ func TestRunAnswers503UntilOpen(t *testing.T) {
 	})
 }
 
-// Shutdown lets an in-flight request finish, and only then ends the
-// component's context and closes it.
+// On a signal, Handover runs first, while the server still accepts new
+// calls; shutdown then lets an in-flight request finish, and only then
+// ends the component's context and closes it.
 func TestRunDrainsBeforeClose(t *testing.T) {
 	eachFastHTTP(t, func(t *testing.T, fast bool) {
 		var (
@@ -82,15 +83,25 @@ func TestRunDrainsBeforeClose(t *testing.T) {
 			_, _ = w.Write([]byte("done"))
 		})
 		ctx, cancel := context.WithCancel(context.Background())
+		var base string
 		done := runBackground(ctx, testProcess(fast, func(life context.Context, env Env) (*App, error) {
 			addr <- env.Addr
 			go func() { <-life.Done(); note("context ended") }()
 			return &App{
 				Handler: Options{Routes: map[string]http.Handler{"GET /slow": slow}},
-				Close:   func() { note("closed") },
+				Handover: func() {
+					res, err := http.Get(base + "/healthz")
+					if err == nil {
+						res.Body.Close()
+						note(fmt.Sprintf("handover, healthz %d", res.StatusCode))
+						return
+					}
+					note("handover, healthz " + err.Error())
+				},
+				Close: func() { note("closed") },
 			}, nil
 		}))
-		base := "http://" + <-addr
+		base = "http://" + <-addr
 		waitServing(t, base)
 		answer := make(chan string, 1)
 		go func() {
@@ -108,8 +119,8 @@ func TestRunDrainsBeforeClose(t *testing.T) {
 		mu.Lock()
 		early := slices.Clone(events)
 		mu.Unlock()
-		if len(early) != 0 {
-			t.Fatalf("before the request finished: %v", early)
+		if !slices.Equal(early, []string{"handover, healthz 200"}) {
+			t.Fatalf("before the request finished: %v, want only the handover, with the server accepting", early)
 		}
 		close(finish)
 		if got := <-answer; got != "200 OK" {
