@@ -132,17 +132,17 @@ func (w *workload) seqCallVia(ctx context.Context, client int, p *launch.Proc, p
 	case history.SeqNext:
 		var resp *connect.Response[seqsvrv1.NextSeqResponse]
 		if resp, err = cli.NextSeq(ctx, connect.NewRequest(&seqsvrv1.NextSeqRequest{Space: seqSpace, Key: keys[0]})); err == nil {
-			op.Seqs = []int64{resp.Msg.GetSeq()}
+			op.Seqs, op.RoutingVersion = []int64{resp.Msg.GetSeq()}, resp.Msg.GetRoutingVersion()
 		}
 	case history.SeqNexts:
 		var resp *connect.Response[seqsvrv1.NextSeqsResponse]
 		if resp, err = cli.NextSeqs(ctx, connect.NewRequest(&seqsvrv1.NextSeqsRequest{Space: seqSpace, Keys: keys})); err == nil {
-			op.Seqs = resp.Msg.GetSeqs()
+			op.Seqs, op.RoutingVersion = resp.Msg.GetSeqs(), resp.Msg.GetRoutingVersion()
 		}
 	default:
 		var resp *connect.Response[seqsvrv1.CurrentSeqsResponse]
 		if resp, err = cli.CurrentSeqs(ctx, connect.NewRequest(&seqsvrv1.CurrentSeqsRequest{Space: seqSpace, Keys: keys})); err == nil {
-			op.Seqs = resp.Msg.GetSeqs()
+			op.Seqs, op.RoutingVersion = resp.Msg.GetSeqs(), resp.Msg.GetRoutingVersion()
 		}
 	}
 	w.end(op, p, err)

@@ -240,9 +240,13 @@ func refused(msg string) bool {
 	return slices.ContainsFunc(refusals, func(r string) bool { return strings.Contains(msg, r) })
 }
 
-// storeOp: a ReserveSegment (with a request_id) or a GetTag on a lin tag.
-// It reports whether the call succeeded.
+// storeOp: a ReserveSegment (with a request_id) or a GetTag on a lin tag,
+// or, one call in storeReadEvery, another store read (storeRead). It
+// reports whether the call succeeded.
 func (w *workload) storeOp(ctx context.Context, r *rand.Rand, client int, p *launch.Proc) bool {
+	if r.Intn(storeReadEvery) == 0 {
+		return w.storeRead(ctx, r, client) // reads.go
+	}
 	tag := w.linTags[r.Intn(len(w.linTags))]
 	cctx, cancel := context.WithTimeout(ctx, w.cfg.OpTimeout)
 	defer cancel()
@@ -382,9 +386,13 @@ var lifeSteps = []int64{0, 10, 20, 30}
 // tagOp is one call of a tag's life cycle on a life tag: CreateTag,
 // UpdateTag, DeleteTag (half of the calls, see tagWrite, while the tag has
 // fewer than maxOpenWrites open ones), a ReserveSegment of the tag's step
-// (size 0) or a GetTag. It reports whether the call was
+// (size 0) or a GetTag; or, one call in tagListEvery, a ListTags listing
+// among those creates and deletes. It reports whether the call was
 // answered (success, not_found or already_exists).
 func (w *workload) tagOp(ctx context.Context, r *rand.Rand, client int, p *launch.Proc) bool {
+	if r.Intn(tagListEvery) == 0 {
+		return w.listing(ctx, r, client, history.ListTags).OK // reads.go
+	}
 	tag := w.lifeTags[r.Intn(len(w.lifeTags))]
 	cctx, cancel := context.WithTimeout(ctx, w.cfg.OpTimeout)
 	defer cancel()
@@ -512,6 +520,9 @@ func (w *workload) allocOp(ctx context.Context, r *rand.Rand, client int, p *lau
 	}
 	if !leaf && r.Intn(statusEvery) == 0 {
 		w.status(cctx, client, p, path)
+	}
+	if leaf && r.Intn(leafMethodEvery) == 0 {
+		w.leafMethod(ctx, r, client, p, path) // reads.go
 	}
 	if ctx.Err() == nil && !p.Running() {
 		// Do not spin on a dead process.

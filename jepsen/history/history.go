@@ -139,6 +139,21 @@ type Op struct {
 	TagStep int64 `json:"tag_step,omitempty"`
 	// Decoded is a Decode op's answer.
 	Decoded *Decoded `json:"decoded,omitempty"`
+	// RoutingVersion is the routing_version a per-key Connect call (not
+	// a Leaf GET, which does not carry it) answered.
+	RoutingVersion uint64 `json:"routing_version,omitempty"`
+
+	// The store reads (reads.go): a listing's names and page count, a
+	// GetSpace or a GetRouting answer.
+	Names     []string   `json:"names,omitempty"`
+	Pages     int        `json:"pages,omitempty"`
+	SpaceInfo *SpaceInfo `json:"space_info,omitempty"`
+	Routing   *Routing   `json:"routing,omitempty"`
+	// URL, Method, HTTPStatus and Allow are a LeafMethod call's.
+	URL        string `json:"url,omitempty"`
+	Method     string `json:"method,omitempty"`
+	HTTPStatus int    `json:"http_status,omitempty"`
+	Allow      string `json:"allow,omitempty"`
 
 	// Resolved marks a reservation whose outcome was unknown (error or
 	// timeout) and was learned after the run by re-issuing its request_id;
