@@ -2,6 +2,7 @@ package checker
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/seqsvr/seqsvr/jepsen/history"
@@ -19,6 +20,11 @@ const ProgressName = "every workload made progress"
 // Each serving path (history.Paths) that carried calls must also have
 // had one succeed.
 //
+// The store reads (history.Reads) and the Leaf HEAD/POST calls count the
+// same way, in histories that have them; a store read answered not_found
+// (GetSpace or GetRouting in a run without a space) counts, as an answer
+// about the committed state that checker.SpaceReads judges.
+//
 // A tag write also counts when the store answered it with not_found or
 // already_exists: such an answer is about the committed state, and the
 // linearizability check must explain it, so the kind is not checked
@@ -33,11 +39,12 @@ func Progress(ops []*history.Op) Result {
 	for _, op := range ops {
 		total[op.Kind]++
 		write := op.Kind == history.Create || op.Kind == history.Update || op.Kind == history.Delete
-		if op.OK && !op.Resolved || write && op.Answered() {
+		if op.OK && !op.Resolved || (write || slices.Contains(history.Reads, op.Kind)) && op.Answered() {
 			ok[op.Kind]++
 		}
 	}
-	for _, k := range []string{history.Create, history.Update, history.Delete, history.SeqNext, history.SeqNexts, history.SeqCurrent, history.Decode, history.Status} {
+	optional := []string{history.Create, history.Update, history.Delete, history.SeqNext, history.SeqNexts, history.SeqCurrent, history.Decode, history.Status}
+	for _, k := range append(append(optional, history.Reads...), history.LeafMethod) {
 		if total[k] > 0 {
 			kinds = append(kinds, k)
 		}

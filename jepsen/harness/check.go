@@ -123,7 +123,9 @@ func Check(in Inputs, outDir string) []Verdict {
 		out = append(out, ran(f.Upgrade.Verdict()))
 	}
 	out = append(out, ran(checker.SeqOrder(ops)), ran(checker.SeqUnique(ops)), ran(idempotentPerCluster(ops, in.Events)),
-		ran(checker.NoBurnedIDs(ops, burnedBounds(in.Events))))
+		ran(checker.NoBurnedIDs(ops, burnedBounds(in.Events))),
+		ran(firstCluster(ops, in.Events, checker.Listings)), ran(firstCluster(ops, in.Events, checker.SpaceReads)),
+		ran(checker.LeafMethods(ops)))
 	switch {
 	case f == nil:
 		return append(out, skipped(checker.SeqAvailabilityName, noFinal+": needs the per-key lease TTL"))

@@ -122,3 +122,39 @@ func idempotentPerCluster(ops []*history.Op, events []nemesis.Event) checker.Res
 	}
 	return checker.Idempotent(out)
 }
+
+// firstClusterAnswers are the operations answered before the first
+// restore or recovery began (all of them in a run without one): the
+// reads' real-time checks (checker.Listings, checker.SpaceReads) hold
+// within one cluster's life, and a restore rolls the store back to a
+// backup by design. An operation that returned after the destruction
+// began may have been answered by the restored cluster, so it is left
+// out even if it was called before. Restored reports whether anything was
+// cut.
+func firstClusterAnswers(ops []*history.Op, events []nemesis.Event) (out []*history.Op, restored bool) {
+	lost := lostSpans(events)
+	if len(lost) == 0 {
+		return ops, false
+	}
+	first := lost[0].From
+	for _, sp := range lost {
+		first = min(first, sp.From)
+	}
+	for _, op := range ops {
+		if op.Return < int64(first) {
+			out = append(out, op)
+		}
+	}
+	return out, true
+}
+
+// firstCluster runs check on firstClusterAnswers and says so in its
+// detail when a restore cut the history.
+func firstCluster(ops []*history.Op, events []nemesis.Event, check func([]*history.Op) checker.Result) checker.Result {
+	first, restored := firstClusterAnswers(ops, events)
+	r := check(first)
+	if restored {
+		r.Detail = "first cluster only (answered before the first restore): " + r.Detail
+	}
+	return r
+}
