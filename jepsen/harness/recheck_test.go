@@ -114,7 +114,7 @@ var allCheckers = []string{
 	checker.SegmentUnique, checker.SegmentMonotonic, checker.SegmentWithinReserved,
 	checker.SnowflakeUnique, checker.SnowflakeMonotonic, checker.SnowflakeTimeline, checker.SnowflakeExclusive,
 	checker.SnowflakeDecoded, checker.SeqOrderName, checker.SeqUniqueName, checker.IdempotentName, checker.SegmentNoBurned,
-	checker.SeqAvailabilityName,
+	checker.ListingsName, checker.SpaceReadsName, checker.LeafMethodsName, checker.SeqAvailabilityName,
 }
 
 func names(vs []Verdict) []string {
@@ -162,6 +162,10 @@ func TestRecheckFinds(t *testing.T) {
 		{"per-key value going back", seqCall(20, history.SeqNext, "a2", 10, 11, []uint64{3}, 2), []string{checker.SeqOrderName, checker.SeqUniqueName}},
 		{"unresolved reservation", &history.Op{ID: 20, Client: 3, Kind: history.Reserve, Target: "s1", Tag: "lin-0", Size: 1, Call: 50, Return: 60, Unresolved: true},
 			[]string{checker.Linearizability}},
+		// A HEAD of a Leaf route answered like a GET (the history's only
+		// one, so no HEAD/POST was refused right either: Progress).
+		{"Leaf HEAD answered 200", &history.Op{ID: 20, Client: 2, Kind: history.LeafMethod, Target: "a1", Path: history.PathLeafH2, URL: "/api/segment/get/ids-0",
+			Method: "HEAD", Call: 50, Return: 60, HTTPStatus: 200}, []string{checker.ProgressName, checker.LeafMethodsName}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := validInputs()
