@@ -46,10 +46,13 @@ func (s *Service) LeafRoutes() []routes.Route {
 	}, s.seqRoutes()...)
 	// Only GET hands out IDs. ServeMux lets a GET pattern answer HEAD too,
 	// which would consume an ID and drop the body; a HEAD pattern is more
-	// specific and refuses it.
+	// specific and refuses it. Any other method reaches the path's
+	// pattern without a method: left to ServeMux, it would answer 405
+	// with "Allow: GET, HEAD", offering the HEAD refused here.
 	for _, r := range rs {
 		if path, ok := strings.CutPrefix(r.Pattern, http.MethodGet+" "); ok {
-			rs = append(rs, routes.Route{Pattern: http.MethodHead + " " + path, Handler: http.HandlerFunc(getOnly)})
+			rs = append(rs, routes.Route{Pattern: http.MethodHead + " " + path, Handler: http.HandlerFunc(getOnly)},
+				routes.Route{Pattern: path, Handler: http.HandlerFunc(getOnly)})
 		}
 	}
 	return rs
