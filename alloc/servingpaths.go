@@ -16,9 +16,9 @@ package alloc
 // covdata func` prints: "*Type.method" for a method, the bare name for a
 // function.
 //
-// Left out on purpose: getOnly (the Leaf routes' 405 to HEAD: it hands
-// out nothing) and the registration functions (Routes, LeafRoutes,
-// seqRoutes), which run once at start.
+// Calls that answer without handing anything out are in AnswerPaths,
+// under the same gate. Left out on purpose: the registration functions
+// (Routes, LeafRoutes, seqRoutes), which run once at start.
 var ServingPaths = []ServingPath{
 	// The allocsvr's HTTP/1.1 front (the fast routes of Routes,
 	// LeafRoutes and seqRoutes, and SeqService's in alloc/seq), and the
@@ -60,7 +60,45 @@ var ServingPaths = []ServingPath{
 	{"storage", "*service.ReserveSegment"},
 }
 
-// ServingPath names one function of ServingPaths.
+// AnswerPaths are the functions that answer a caller without handing
+// out an ID: the store's reads that clients, seqctl and operators make
+// (the RPCs role client may call, and GetRouting), and the Leaf routes'
+// refusal of every method but GET. The project's rule is that every path
+// that answers a call runs under the fault tests: a stale read after a
+// leader change, a page token that skips or repeats tags, a routing
+// version going backwards, or an ID handed out to a HEAD would pass every
+// scenario unless the harness drives them (jepsen/harness/reads.go, and
+// the checkers Listings, SpaceReads and LeafMethods). The coverage gate
+// checks these as it checks ServingPaths (GatedPaths), and
+// TestServingPathsDeclared that every such StoreService handler is
+// listed.
+var AnswerPaths = []ServingPath{
+	// The Leaf routes' 405 to HEAD, POST and every method but GET.
+	{"alloc", "getOnly"},
+	// StoreService's reads: the handlers (a follower forwards to the
+	// leader) and the leader's linearizable reads behind them.
+	{"storage", "*service.GetTag"},
+	{"storage", "*service.ListTags"},
+	{"storage", "*service.GetSpace"},
+	{"storage", "*service.ListSpaces"},
+	{"storage", "*service.GetRouting"},
+	{"storage", "*service.ClusterStatus"},
+	{"storage", "*Store.getTag"},
+	{"storage", "*Store.listTags"},
+	{"storage", "*Store.listSpaces"},
+	{"storage", "listPage"},
+	{"storage", "*Store.getSpace"},
+	{"storage", "*Store.getRouting"},
+	{"storage", "readSpace"},
+}
+
+// GatedPaths are ServingPaths and AnswerPaths: every function the
+// coverage gate requires some fault scenario to reach.
+func GatedPaths() []ServingPath {
+	return append(append([]ServingPath{}, ServingPaths...), AnswerPaths...)
+}
+
+// ServingPath names one function of ServingPaths or AnswerPaths.
 type ServingPath struct {
 	Pkg  string // directory in the module, e.g. "alloc/seq"
 	Func string // as `go tool covdata func` names it, e.g. "*Node.one"

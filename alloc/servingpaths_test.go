@@ -67,19 +67,24 @@ func listed(pkg, fn string) bool {
 	return slices.Contains(ServingPaths, ServingPath{pkg, fn})
 }
 
-// Every entry of ServingPaths names a function its package declares (a
-// rename must fix the list, or the coverage gate would fail on it), and
-// every route is listed: each method the route registrations (Routes,
-// LeafRoutes, seqRoutes) name, and each AllocService and SeqService RPC's
-// handler.
+// storeReads are the StoreService RPCs that answer callers from the
+// store's state: the reads role client may call (CONTRACT.md), and
+// GetRouting, which clients that route by themselves read.
+var storeReads = []string{"GetTag", "ListTags", "GetSpace", "ListSpaces", "GetRouting", "ClusterStatus"}
+
+// Every entry of ServingPaths and AnswerPaths names a function its
+// package declares (a rename must fix the list, or the coverage gate would
+// fail on it), and every route is listed: each method the route
+// registrations (Routes, LeafRoutes, seqRoutes) name, each AllocService
+// and SeqService RPC's handler, each store read's handler and getOnly.
 func TestServingPathsDeclared(t *testing.T) {
 	decls := map[string]map[string]*ast.FuncDecl{}
-	for _, e := range ServingPaths {
+	for _, e := range GatedPaths() {
 		if decls[e.Pkg] == nil {
 			decls[e.Pkg] = declared(t, e.Pkg)
 		}
 		if decls[e.Pkg][e.Func] == nil {
-			t.Errorf("ServingPaths: %s has no function %s", e.Pkg, e.Func)
+			t.Errorf("ServingPaths/AnswerPaths: %s has no function %s", e.Pkg, e.Func)
 		}
 	}
 
@@ -122,6 +127,18 @@ func TestServingPathsDeclared(t *testing.T) {
 		if n == 0 {
 			t.Errorf("%s: no route found in %q: the registrations moved; update this test", pkg, registrations)
 		}
+	}
+
+	for _, name := range storeReads {
+		if _, ok := reflect.TypeFor[seqsvrv1connect.StoreServiceHandler]().MethodByName(name); !ok {
+			t.Errorf("StoreService has no RPC %s: update storeReads", name)
+		}
+		if !slices.Contains(AnswerPaths, ServingPath{"storage", "*service." + name}) {
+			t.Errorf("the store read %s's handler is not in AnswerPaths", name)
+		}
+	}
+	if !slices.Contains(AnswerPaths, ServingPath{"alloc", "getOnly"}) {
+		t.Error("getOnly, the Leaf routes' refusal of HEAD and POST, is not in AnswerPaths")
 	}
 
 	for _, h := range []struct {

@@ -5,10 +5,11 @@
 # alloc no scenario reached, and those on the safety paths (lease, fence,
 # floor, carry, switch); writes every function's figure to DIR.func.txt
 # and the unreached ones to DIR.unreached.txt. Then the gate: every
-# function of alloc.ServingPaths (alloc/servingpaths.go: the fronts'
-# routes, the Leaf API, the per-key fast route, the RPC handlers) must
-# have been reached by some scenario; exits 1 if one was not, or is not
-# in the profile.
+# function of alloc.ServingPaths and alloc.AnswerPaths
+# (alloc/servingpaths.go: the fronts' routes, the Leaf API and its 405,
+# the per-key fast route, the RPC handlers, the store's reads) must have
+# been reached by some scenario; exits 1 if one was not, or is not in the
+# profile.
 set -euo pipefail
 dir=${1:?usage: cover.sh GOCOVERDIR}
 pkgs=github.com/seqsvr/seqsvr/storage/...,github.com/seqsvr/seqsvr/alloc/...,github.com/seqsvr/seqsvr/internal/routes

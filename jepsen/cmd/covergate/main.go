@@ -1,9 +1,11 @@
 // Command covergate is the coverage gate of `make jepsen`: it reads the
 // per-function figures `go tool covdata func` wrote for the run's
 // instrumented servers (jepsen/cover.sh's DIR.func.txt) and fails when a
-// function of alloc.ServingPaths, the list of the serving paths kept next
-// to the routes, was reached by no scenario, or is not in the profile at
-// all (renamed or moved: the list needs fixing).
+// function of alloc.GatedPaths (alloc.ServingPaths, the paths that hand
+// out IDs, and alloc.AnswerPaths, those that answer without: the store's
+// reads, the Leaf routes' 405), kept next to the routes, was reached by
+// no scenario, or is not in the profile at all (renamed or moved: the
+// list needs fixing).
 //
 //	go run ./jepsen/cmd/covergate jepsen/results/cover-<time>.func.txt
 //
@@ -36,7 +38,7 @@ func main() {
 		os.Exit(2)
 	}
 	defer f.Close()
-	os.Exit(gate(f, os.Stdout, alloc.ServingPaths))
+	os.Exit(gate(f, os.Stdout, alloc.GatedPaths()))
 }
 
 // gate writes the report of list against the covdata func figures in
