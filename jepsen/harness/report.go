@@ -70,8 +70,8 @@ func spaceFigures(ops []*history.Op) map[string]SpaceFigures {
 	out := map[string]SpaceFigures{}
 	keys := map[string]map[uint64]bool{}
 	for _, op := range ops {
-		if op.Space == "" {
-			continue
+		if op.Space == "" || op.Kind == history.GetSpace || op.Kind == history.GetRouting {
+			continue // the store's reads of a space are not per-key calls
 		}
 		f := out[op.Space]
 		f.Calls++
