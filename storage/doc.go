@@ -42,5 +42,5 @@
 //     node ID is refused (ErrStateConflict).
 //
 // Planted bugs (internal/faults, only in -tags faults builds):
-// reserve-before-commit, stale-reads.
+// reserve-before-commit, stale-reads, local-reads.
 package storage

@@ -14,4 +14,6 @@ func (s *Store) plantedReserveBeforeCommit(*seqsvrv1.Command) (*seqsvrv1.Segment
 
 func plantedStaleReads() bool { return false }
 
+func plantedLocalReads() bool { return false }
+
 func plantedUngatedNewField(*seqsvrv1.ReserveSegmentCommand) {}

@@ -53,6 +53,13 @@ func (s *Store) reserveUncommitted(cmd *seqsvrv1.Command) (*seqsvrv1.Segment, bo
 // member has.
 func plantedStaleReads() bool { return faults.Bug(faults.BugStaleReads) }
 
+// plantedLocalReads is local-reads: when planted, ListTags, ListSpaces,
+// GetSpace and GetRouting are answered from whatever this member has
+// applied, a follower's lagging state included: it neither forwards them
+// to the leader nor checks it leads. GetTag stays linearizable, so only
+// the checkers of those reads can see it.
+func plantedLocalReads() bool { return faults.Bug(faults.BugLocalReads) }
+
 // plantedUngatedNewField is ungated-new-field: when planted, every
 // reservation this leader proposes carries fsm.PlantedGapField, a field
 // of a "newer feature level" that this binary's state machine applies

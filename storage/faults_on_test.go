@@ -29,6 +29,9 @@ func TestPlantedBugsOffUnlessNamed(t *testing.T) {
 	if plantedStaleReads() {
 		t.Fatal("stale-reads active without being planted")
 	}
+	if plantedLocalReads() {
+		t.Fatal("local-reads active without being planted")
+	}
 	if _, ok := (&Store{}).plantedReserveBeforeCommit(reserveCmd("a", 0, "")); ok {
 		t.Fatal("reserve-before-commit active without being planted")
 	}
@@ -44,7 +47,7 @@ func TestPlantedBugsWhenNamed(t *testing.T) {
 	if os.Getenv("STORAGE_PLANTED_CHILD") == "" {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestPlantedBugsWhenNamed$", "-test.count=1")
 		cmd.Env = append(os.Environ(), "STORAGE_PLANTED_CHILD=1", "SEQSVR_FAULTS_BUGS="+
-			strings.Join([]string{faults.BugStaleReads, faults.BugReserveBeforeCommit}, ","))
+			strings.Join([]string{faults.BugStaleReads, faults.BugReserveBeforeCommit, faults.BugLocalReads}, ","))
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("child: %v\n%s", err, out)
 		}
@@ -53,6 +56,9 @@ func TestPlantedBugsWhenNamed(t *testing.T) {
 	// No raft at all: a read is served without consulting it.
 	if err := (&Store{}).linearize(context.Background()); err != nil {
 		t.Fatalf("stale-reads: linearize = %v", err)
+	}
+	if err := (&Store{}).linearizeRead(context.Background()); err != nil {
+		t.Fatalf("local-reads: linearizeRead = %v", err)
 	}
 	if testing.Short() {
 		return

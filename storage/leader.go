@@ -92,6 +92,15 @@ func (s *Store) ensureBarrier(ctx context.Context) error {
 	return nil
 }
 
+// linearizeRead is linearize for ListTags, ListSpaces, GetSpace and
+// GetRouting; the planted local-reads skips it (faults builds only).
+func (s *Store) linearizeRead(ctx context.Context) error {
+	if plantedLocalReads() {
+		return nil
+	}
+	return s.linearize(ctx)
+}
+
 // linearize lets a read be served from the local FSM: this member is the
 // leader, has applied its term's barrier and still holds a quorum.
 func (s *Store) linearize(ctx context.Context) error {

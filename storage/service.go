@@ -138,7 +138,7 @@ func listPage[Out any](ctx context.Context, s *Store, pageSize int32, token stri
 	if err != nil {
 		return nil, "", err
 	}
-	if err := s.linearize(ctx); err != nil {
+	if err := s.linearizeRead(ctx); err != nil {
 		return nil, "", err
 	}
 	out, next := read(size, after)

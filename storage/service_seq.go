@@ -85,7 +85,7 @@ func readSpace[Out any](ctx context.Context, s *Store, name string, read func(st
 	if err := spec.CheckTag(name); err != nil {
 		return zero, err
 	}
-	if err := s.linearize(ctx); err != nil {
+	if err := s.linearizeRead(ctx); err != nil {
 		return zero, err
 	}
 	out, ok := read(name)

@@ -19,6 +19,7 @@
 //	front-repeats-carry    alloc: the HTTP/1.1 front's NextIDs answer repeats the last ID of a carried range
 //	restore-no-jump        storesvr: --restore and --recover jump no counter (every jump computes 0)
 //	ungated-new-field      storage: reservations carry a field the base release ignores, without the cluster-version gate
+//	local-reads            storage: ListTags, ListSpaces, GetSpace and GetRouting answer from the member's own state
 package faults
 
 import "time"
@@ -37,6 +38,7 @@ const (
 	BugFrontRepeatsCarry   = "front-repeats-carry"
 	BugRestoreNoJump       = "restore-no-jump"
 	BugUngatedNewField     = "ungated-new-field"
+	BugLocalReads          = "local-reads"
 )
 
 // Now is the wall clock every time-reading part of the service should use

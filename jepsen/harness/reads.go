@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 
 	"connectrpc.com/connect"
 
@@ -46,23 +47,24 @@ func (w *workload) storeRead(ctx context.Context, r *rand.Rand, client int) bool
 	var op *history.Op
 	switch n := r.Intn(6); {
 	case n < 2:
-		op = w.listing(ctx, r, client, history.ListTags)
+		op = w.listing(ctx, r, client, history.ListTags, w.pickStore)
 	case n < 4:
 		op = w.spaceRead(ctx, client, w.pickStore(r), history.GetRouting)
 	case n < 5:
 		op = w.spaceRead(ctx, client, w.pickStore(r), history.GetSpace)
 	default:
-		op = w.listing(ctx, r, client, history.ListSpaces)
+		op = w.listing(ctx, r, client, history.ListSpaces, w.pickStore)
 	}
 	return op.OK || op.Answered()
 }
 
 // listing lists every tag (kind ListTags) or space (ListSpaces), page
-// after page of 1..4 entries, each page from a random member (a page
-// token is the last name listed, good on any member); recorded as one
-// operation from the first page's call to the last page's return.
-func (w *workload) listing(ctx context.Context, r *rand.Rand, client int, kind string) *history.Op {
-	p := w.pickStore(r)
+// after page of 1..4 entries, each page from the member pick draws (a
+// random one for the workers: a page token is the last name listed, good
+// on any member); recorded as one operation from the first page's call
+// to the last page's return.
+func (w *workload) listing(ctx context.Context, r *rand.Rand, client int, kind string, pick func(*rand.Rand) *launch.Proc) *history.Op {
+	p := pick(r)
 	op := w.begin(client, kind, "", p)
 	size := int32(1 + r.Intn(4))
 	token := ""
@@ -79,7 +81,7 @@ func (w *workload) listing(ctx context.Context, r *rand.Rand, client int, kind s
 			err = connect.NewError(connect.CodeInternal, fmt.Errorf("listing not ended after %d pages (token %q)", op.Pages, token))
 			break
 		}
-		p = w.pickStore(r)
+		p = pick(r)
 	}
 	w.end(op, p, err)
 	return op
@@ -110,6 +112,27 @@ func (w *workload) page(ctx context.Context, p *launch.Proc, kind string, size i
 		names = append(names, s.GetSpace())
 	}
 	return names, resp.Msg.GetNextPageToken(), nil
+}
+
+// probeReads are probe's store reads of a member just resumed from a
+// pause: a listing of the tags and of the spaces, all pages from p, a
+// GetRouting and a GetSpace. Each must still be linearizable: answered
+// by the leader, forwarded if p no longer leads.
+func (w *workload) probeReads(ctx context.Context, p *launch.Proc, client int) {
+	var wg sync.WaitGroup
+	only := func(*rand.Rand) *launch.Proc { return p }
+	for i, kind := range []string{history.ListTags, history.ListSpaces, history.GetRouting, history.GetSpace} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if kind == history.ListTags || kind == history.ListSpaces {
+				w.listing(ctx, rand.New(rand.NewSource(int64(client+i))), client+i, kind, only)
+				return
+			}
+			w.spaceRead(ctx, client+i, p, kind)
+		}()
+	}
+	wg.Wait()
 }
 
 // spaceRead is a GetSpace or a GetRouting of the per-key space on p.

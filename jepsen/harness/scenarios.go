@@ -185,6 +185,14 @@ func PlantedBug(bug string, d time.Duration) Config {
 		// the small steps switch segments every few calls anyway.
 		c.Faults = []string{"kill-alloc-slow"}
 		c.AllocWorkers = 6
+	case faults.BugLocalReads:
+		// Followers answer ListTags, ListSpaces, GetSpace and GetRouting
+		// from their own state. A paused follower lags by the length of
+		// its pause, and the probe reads it the moment it resumes, while
+		// the tag workers create and delete life tags and allocsvrs join
+		// and leave (the routing version moves) in the meantime.
+		c.Faults = []string{"pause-follower", "seq-add-alloc", "seq-term-alloc"}
+		c.SeqWorkers = 3
 	case faults.BugRestoreNoJump:
 		// The disaster scenario: restores whose counters continue where
 		// the oldest backup left them.
@@ -232,7 +240,7 @@ func PlantedBug(bug string, d time.Duration) Config {
 // them all.
 func Bugs() []string {
 	return append(QuickBugs(), faults.BugTakeoverNoMargin, faults.BugRestartIgnoresHWM, faults.BugIgnoreRequestID, faults.BugSwitchDropsCarry,
-		faults.BugRestoreNoJump, faults.BugUngatedNewField)
+		faults.BugRestoreNoJump, faults.BugUngatedNewField, faults.BugLocalReads)
 }
 
 // QuickBugs are the planted bugs whose runs `make test` repeats (short
@@ -270,6 +278,8 @@ func Catchers(bug string) []string {
 		return []string{checker.FinalMaxID}
 	case faults.BugFrontRepeatsCarry:
 		return []string{checker.SegmentUnique, checker.SegmentMonotonic}
+	case faults.BugLocalReads:
+		return []string{checker.ListingsName, checker.SpaceReadsName}
 	case faults.BugRestoreNoJump:
 		return []string{checker.SegmentUnique, checker.SegmentsDisjointName, checker.SegmentWithinReserved, checker.SeqUniqueName, checker.SeqOrderName}
 	}

@@ -391,7 +391,7 @@ var lifeSteps = []int64{0, 10, 20, 30}
 // answered (success, not_found or already_exists).
 func (w *workload) tagOp(ctx context.Context, r *rand.Rand, client int, p *launch.Proc) bool {
 	if r.Intn(tagListEvery) == 0 {
-		return w.listing(ctx, r, client, history.ListTags).OK // reads.go
+		return w.listing(ctx, r, client, history.ListTags, w.pickStore).OK // reads.go
 	}
 	tag := w.lifeTags[r.Intn(len(w.lifeTags))]
 	cctx, cancel := context.WithTimeout(ctx, w.cfg.OpTimeout)
@@ -443,7 +443,9 @@ func (w *workload) tagWrite(ctx context.Context, r *rand.Rand, client int, p *la
 }
 
 // probe aims a burst of reads at a member just resumed from a pause: if
-// it serves reads without checking it still leads, they are stale.
+// it serves reads without checking it still leads, they are stale. A
+// GetTag of each lin tag, and the other store reads (probeReads), each
+// under a client number of its own.
 func (w *workload) probe(p *launch.Proc, client int) {
 	ctx, cancel := context.WithTimeout(context.Background(), w.cfg.OpTimeout)
 	defer cancel()
@@ -452,6 +454,8 @@ func (w *workload) probe(p *launch.Proc, client int) {
 		wg.Add(1)
 		go func() { defer wg.Done(); w.get(ctx, client+i, p, tag) }()
 	}
+	wg.Add(1)
+	go func() { defer wg.Done(); w.probeReads(context.Background(), p, client+len(w.linTags)+1) }()
 	wg.Wait()
 }
 
