@@ -23,7 +23,9 @@ const SpaceReadsName = "GetSpace/GetRouting consistent, routing_version never ba
 //     and section_size, and runs that cover sections 0..section_count-1 in
 //     order, each once.
 //   - Two GetRouting answers with the same routing_version have the same
-//     runs (owners and pending next owners).
+//     runs (owners and pending next owners). (The store breaks this when
+//     the last live allocsvr leaves or releases sections: its sections go
+//     unowned without a new version; see docs/fault-injection.md.)
 //   - In real time the routing_version never goes down: a GetRouting
 //     that began after another answered returns at least its version, and
 //     at least the routing_version of every per-key Connect call
