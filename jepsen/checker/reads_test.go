@@ -148,7 +148,10 @@ func TestLeafMethods(t *testing.T) {
 		{"no answer", leaf(0, ""), true},
 		{"200", leaf(200, ""), false},
 		{"405 with an ID", leaf(405, "GET", 7), false},
-		{"405 allowing HEAD too", leaf(405, "GET, HEAD"), false},
+		{"405 allowing HEAD too (the base release's answer to POST)", leaf(405, "GET, HEAD"), true},
+		{"405 not allowing GET", leaf(405, "HEAD"), false},
+		{"405 allowing GETX", leaf(405, "GETX"), false},
+		{"405 without Allow", leaf(405, ""), false},
 		{"503", leaf(503, ""), false},
 	} {
 		if r := LeafMethods([]*history.Op{leaf(405, "GET"), c.op}); r.OK != c.ok {

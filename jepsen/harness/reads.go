@@ -14,6 +14,7 @@ import (
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/internal/launch"
+	"github.com/seqsvr/seqsvr/jepsen/checker"
 	"github.com/seqsvr/seqsvr/jepsen/history"
 )
 
@@ -171,7 +172,8 @@ func routingOf(m *seqsvrv1.RoutingTable) *history.Routing {
 // leafMethod sends HEAD or POST (half each) to a Leaf route on p over
 // leafPath's transport (over HTTP/1.1 the pool of calls the front hands
 // off: it declines both methods). Only GET hands out IDs (guarantee 7):
-// the answer must be 405 with Allow: GET, and never an ID.
+// the answer must be 405 allowing GET (checker.LeafRefused), and never an
+// ID.
 func (w *workload) leafMethod(ctx context.Context, r *rand.Rand, client int, p *launch.Proc, leafPath string) *history.Op {
 	routes := []string{"/api/segment/get/" + w.allocTags[r.Intn(len(w.allocTags))], "/api/snowflake/get/" + w.allocTags[0]}
 	if w.cfg.SeqWorkers > 0 {
@@ -205,10 +207,10 @@ func (w *workload) leafMethod(ctx context.Context, r *rand.Rand, client int, p *
 		if v, perr := strconv.ParseInt(text, 10, 64); perr == nil {
 			op.IDs = []int64{v} // an ID handed out to a method that must not take one
 		}
-		if resp.StatusCode == http.StatusMethodNotAllowed && op.Allow == http.MethodGet && op.IDs == nil {
+		if checker.LeafRefused(resp.StatusCode, op.Allow) && op.IDs == nil {
 			return nil
 		}
-		return connect.NewError(connect.CodeInternal, fmt.Errorf("%s %s: %d, Allow %q, body %q; want 405 with Allow: GET", op.Method, op.URL, resp.StatusCode, op.Allow, text))
+		return connect.NewError(connect.CodeInternal, fmt.Errorf("%s %s: %d, Allow %q, body %q; want 405 allowing GET", op.Method, op.URL, resp.StatusCode, op.Allow, text))
 	}()
 	w.end(op, p, err)
 	return op

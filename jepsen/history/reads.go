@@ -20,7 +20,8 @@ const (
 	GetRouting = "get-routing"
 	// LeafMethod is a Leaf route (URL, its path) called with Method
 	// (HEAD or POST): HTTPStatus and Allow are what came back (0
-	// and "" without an answer). OK means 405 with Allow: GET.
+	// and "" without an answer). OK means 405 allowing GET and no ID
+	// (checker.LeafRefused).
 	LeafMethod = "leaf-method"
 )
 
