@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/seqsvr/seqsvr/internal/faults"
+	"github.com/seqsvr/seqsvr/internal/spec"
 	"github.com/seqsvr/seqsvr/jepsen/checker"
 	"github.com/seqsvr/seqsvr/jepsen/history"
 )
@@ -107,9 +108,18 @@ func Full(d time.Duration, withPartitions bool) []Config {
 	// by the current build, a leader kill while mixed, an allocsvr and a
 	// storesvr rolled back (upgrade.go).
 	out = append(out, upgradeScenario())
+	// seq-join: allocsvrs join right after the old owner's heartbeat and
+	// stop gracefully (seq-add-alloc-aimed), over and over, with the
+	// allocsvr's default heartbeat and lease: guarantee 9's 2 s for a
+	// start and a graceful stop, with no fault to excuse an outage (see
+	// docs/fault-injection.md for what its control runs at 1 s found).
+	out = append(out, Config{Name: "seq-join", Faults: []string{"seq-add-alloc-aimed"},
+		SeqWorkers: 8, SeqHotKeys: 10, StoreWorkers: 1, AllocWorkers: 1, TagWorkers: 1, SeqStep: 1000,
+		SeqHeartbeat: 500 * time.Millisecond, SeqLeaseTTL: spec.DefaultSeqLeaseTTL,
+		GapLo: 200 * time.Millisecond, GapHi: 500 * time.Millisecond})
 	for i := range out {
 		out[i].Duration = d
-		if !slices.Contains([]string{"membership", "idempotency", "takeover", "cutoff", "seq-alloc", "disaster", "upgrade"}, out[i].Name) {
+		if !slices.Contains([]string{"membership", "idempotency", "takeover", "cutoff", "seq-alloc", "disaster", "upgrade", "seq-join"}, out[i].Name) {
 			out[i].Copies = 2
 		}
 	}
