@@ -243,8 +243,9 @@ func unknownStep(s tagState, in linInput) (bool, tagState) {
 	n := s
 	switch in.kind {
 	case history.Reserve:
-		// Only a reservation resolved across a restore is unknown
-		// (acrossRestore): it moved max_id by its size, or did nothing.
+		// Only a reservation resolved or answered across a restore is
+		// unknown (acrossRestore, Op.OutcomeUnknown): it moved max_id by
+		// its size, or did nothing.
 		size := cmp.Or(in.size, s.step)
 		if !s.exists || size == 0 {
 			return false, s
@@ -361,6 +362,9 @@ func LinearizableAcross(ops []*history.Op, outDir string, timeout time.Duration,
 		}
 		out := linOutput{ok: op.OK, code: op.Code, first: op.First, last: op.Last, maxID: op.MaxID, step: op.TagStep}
 		switch {
+		case op.OutcomeUnknown:
+			out = linOutput{unknown: true}
+			open = append(open, len(h))
 		case op.Kind == history.Reserve && op.Unresolved:
 			unresolved++
 			continue

@@ -159,6 +159,11 @@ type Op struct {
 	// timeout) and was learned after the run by re-issuing its request_id;
 	// Return is then the re-issue's return.
 	Resolved bool `json:"resolved,omitempty"`
+	// OutcomeUnknown makes a checker take op as a write of unknown
+	// outcome whatever it answered: set by a checker on its own copy (an
+	// answer that came from a later cluster than the one it was sent
+	// to), never recorded.
+	OutcomeUnknown bool `json:"-"`
 	// Unresolved marks one whose outcome stayed unknown.
 	Unresolved bool `json:"unresolved,omitempty"`
 	// NotSent marks a call that failed to connect (a dial error in this
