@@ -132,14 +132,21 @@ func TestDiskFullRefusesThenHeals(t *testing.T) {
 	if b, _ := os.ReadFile(s.LogPath); !strings.Contains(string(b), "data dir is full") || !strings.Contains(string(b), s.DataDir) {
 		t.Fatalf("log does not say the data dir %s is full", s.DataDir)
 	}
-	if v, ok := proctest.Metric(t, s.URL(), "seqsvr_store_data_dir_writable"); !ok || v != 0 {
-		t.Fatalf("seqsvr_store_data_dir_writable while full = %v (found %v), want 0", v, ok)
-	}
-	if resp, err := http.Get(s.URL() + "/readyz"); err != nil || resp.StatusCode == http.StatusOK {
-		t.Fatalf("/readyz while full: %v %v", resp, err)
-	} else {
+	// The guard's probe write may find a free page and clear the state
+	// until the next append fails again (seen under load), so the metric
+	// and /readyz are polled for the refusing state, not read once.
+	poll.UntilCtx(fullCtx, t, "seqsvr_store_data_dir_writable 0 while full", func() bool {
+		v, ok := proctest.Metric(t, s.URL(), "seqsvr_store_data_dir_writable")
+		return ok && v == 0
+	})
+	poll.UntilCtx(fullCtx, t, "/readyz not 200 while full", func() bool {
+		resp, err := http.Get(s.URL() + "/readyz")
+		if err != nil {
+			return false
+		}
 		resp.Body.Close()
-	}
+		return resp.StatusCode != http.StatusOK
+	})
 
 	if err := launch.Unfill(s.DataDir); err != nil {
 		t.Fatal(err)

@@ -42,29 +42,31 @@ func operator(ctx context.Context, e *Env, r *rand.Rand) error {
 		return nil
 	}
 	tag := e.OperatorTags[r.Intn(len(e.OperatorTags))]
-	l, err := e.leader(ctx)
-	if e.skipped("operator", err) {
-		return nil
-	}
-	cli := e.C.StoreClient(l)
-	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	before, err := cli.GetTag(cctx, connect.NewRequest(&seqsvrv1.GetTagRequest{Tag: tag}))
-	cancel()
+	// A leader change (other faults, or a loaded machine) is retried for
+	// a while, as an operator would.
+	bctx, bcancel := context.WithTimeout(ctx, 5*time.Second)
+	before, err := e.readTag(bctx, tag)
+	bcancel()
 	if err != nil {
 		// Absent (another operator copy holds it deleted) or no answer:
 		// nothing to do this time.
 		e.Log.Skip("operator", "GetTag %s: %v", tag, err)
 		return nil
 	}
-	step := before.Msg.GetStep()
-	cctx, cancel = context.WithTimeout(ctx, 2*time.Second)
+	l, err := e.leader(ctx)
+	if e.skipped("operator", err) {
+		return nil
+	}
+	cli := e.C.StoreClient(l)
+	step := before.GetStep()
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	_, err = cli.DeleteTag(cctx, connect.NewRequest(&seqsvrv1.DeleteTagRequest{Tag: tag}))
 	cancel()
 	if err != nil && connect.CodeOf(err) != connect.CodeNotFound {
 		// The delete may have committed: re-create below either way.
-		e.Log.Inject("operator", tag, "DeleteTag (max_id %d) answered %v; re-creating anyway", before.Msg.GetMaxId(), err)
+		e.Log.Inject("operator", tag, "DeleteTag (max_id %d) answered %v; re-creating anyway", before.GetMaxId(), err)
 	} else {
-		e.Log.Inject("operator", tag, "DeleteTag at max_id %d", before.Msg.GetMaxId())
+		e.Log.Inject("operator", tag, "DeleteTag at max_id %d", before.GetMaxId())
 	}
 	d := hold(ctx, r, operatorGoneLo, operatorGoneHi)
 
@@ -73,24 +75,26 @@ func operator(ctx context.Context, e *Env, r *rand.Rand) error {
 	if err := e.C.CreateTag(rctx, &seqsvrv1.CreateTagRequest{Tag: tag, Step: step}); err != nil {
 		return fmt.Errorf("re-create %s: %w", tag, err)
 	}
-	after, err := e.readTag(rctx, tag)
+	afterTag, err := e.readTag(rctx, tag)
+	after := afterTag.GetMaxId()
 	if err != nil {
 		e.Log.Heal("operator", tag, "re-created after %s (step %d); GetTag: %v", d.Round(time.Millisecond), step, err)
 		return nil
 	}
-	if after < before.Msg.GetMaxId() {
+	if after < before.GetMaxId() {
 		// A re-created tag below its tombstone hands out used IDs; the
 		// ID checkers will show which, this says when.
-		e.Log.Error("operator", tag, fmt.Errorf("re-created at max_id %d, below the deleted life's %d", after, before.Msg.GetMaxId()))
+		e.Log.Error("operator", tag, fmt.Errorf("re-created at max_id %d, below the deleted life's %d", after, before.GetMaxId()))
 		return nil
 	}
-	e.Log.Heal("operator", tag, "re-created after %s at max_id %d (deleted at %d, step %d)", d.Round(time.Millisecond), after, before.Msg.GetMaxId(), step)
+	e.Log.Heal("operator", tag, "re-created after %s at max_id %d (deleted at %d, step %d)", d.Round(time.Millisecond), after, before.GetMaxId(), step)
 	return nil
 }
 
-// readTag reads tag's max_id through the leader, retrying while the
-// cluster elects one.
-func (e *Env) readTag(ctx context.Context, tag string) (int64, error) {
+// readTag reads tag through the leader, retrying while the cluster
+// elects one (or answers unavailable) until ctx ends; not_found is
+// answered at once.
+func (e *Env) readTag(ctx context.Context, tag string) (*seqsvrv1.Tag, error) {
 	for {
 		l, err := e.leader(ctx)
 		if err == nil {
@@ -99,11 +103,14 @@ func (e *Env) readTag(ctx context.Context, tag string) (int64, error) {
 			resp, err = e.C.StoreClient(l).GetTag(cctx, connect.NewRequest(&seqsvrv1.GetTagRequest{Tag: tag}))
 			cancel()
 			if err == nil {
-				return resp.Msg.GetMaxId(), nil
+				return resp.Msg, nil
+			}
+			if connect.CodeOf(err) == connect.CodeNotFound {
+				return nil, err
 			}
 		}
 		if sleep(ctx, 100*time.Millisecond); ctx.Err() != nil {
-			return 0, err
+			return nil, err
 		}
 	}
 }
