@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"syscall"
 	"time"
 
 	"connectrpc.com/connect"
@@ -40,7 +41,31 @@ func finalState(ctx context.Context, c *launch.Cluster, tags []string) (map[stri
 	if out == nil {
 		out = readLocal(context.Background(), c, tags)
 	}
-	return out, "final state read without a quiet point: " + last
+	return out, "final state read without a quiet point: " + last + dumpLagging(c)
+}
+
+// dumpLagging sends SIGQUIT to every member whose applied index is below
+// the highest, so that the Go runtime writes all its goroutines to the
+// member's log before it exits: a member that stopped catching up says
+// where it waits. The run is over; the cluster is closed next.
+func dumpLagging(c *launch.Cluster) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	idx, err := appliedIndexes(ctx, c)
+	if err != nil || len(idx) != len(c.Stores) {
+		return ""
+	}
+	top := slices.Max(idx)
+	var dumped []string
+	for i, s := range c.Stores {
+		if idx[i] < top && s.Signal(syscall.SIGQUIT) == nil {
+			dumped = append(dumped, s.Name)
+		}
+	}
+	if len(dumped) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; goroutines of %v (behind) dumped to their logs", dumped)
 }
 
 func appliedIndexes(ctx context.Context, c *launch.Cluster) ([]uint64, error) {
