@@ -400,13 +400,14 @@ func LinearizableAcross(ops []*history.Op, outDir string, timeout time.Duration,
 		})
 	}
 	n := len(h)
+	var tags []string // every tag of the history, once, sorted
+	for _, op := range h {
+		tags = append(tags, op.Input.(linInput).tag)
+	}
+	slices.Sort(tags)
+	tags = slices.Compact(tags)
 	if len(lost) > 0 {
-		var tags []string
-		for _, op := range h {
-			tags = append(tags, op.Input.(linInput).tag)
-		}
-		slices.Sort(tags)
-		for _, t := range slices.Compact(tags) {
+		for _, t := range tags {
 			for _, sp := range lost {
 				h = append(h, porcupine.Operation{ClientId: extra, Input: linInput{kind: lostKind, tag: t}, Output: linOutput{},
 					Call: int64(sp.From), Return: max(min(int64(sp.To), end), int64(sp.From)+1)})
@@ -417,12 +418,7 @@ func LinearizableAcross(ops []*history.Op, outDir string, timeout time.Duration,
 	if len(open) > 0 {
 		// Each tag gets an end marker after every known operation; the
 		// unknown writes stay open past it (see unknownStep).
-		var tags []string
-		for _, op := range h {
-			tags = append(tags, op.Input.(linInput).tag)
-		}
-		slices.Sort(tags)
-		for _, t := range slices.Compact(tags) {
+		for _, t := range tags {
 			h = append(h, porcupine.Operation{ClientId: extra, Input: linInput{kind: endKind, tag: t}, Output: linOutput{}, Call: end + 1, Return: end + 2})
 		}
 		for _, i := range open {

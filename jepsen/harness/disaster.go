@@ -60,6 +60,20 @@ func lostSpans(events []nemesis.Event) []checker.Span {
 	return out
 }
 
+// firstLoss is when the run's first restore or recovery began (false:
+// none did): the first cluster's history ends there.
+func firstLoss(events []nemesis.Event) (time.Duration, bool) {
+	lost := lostSpans(events)
+	if len(lost) == 0 {
+		return 0, false
+	}
+	first := lost[0].From
+	for _, sp := range lost {
+		first = min(first, sp.From)
+	}
+	return first, true
+}
+
 // burnedBounds are the solo tags' segment sizes, with one jump excused
 // per restore or recovery of the run.
 func burnedBounds(events []nemesis.Event) checker.SegmentBounds {
@@ -80,13 +94,9 @@ func burnedBounds(events []nemesis.Event) checker.SegmentBounds {
 // left out, and a write takes part as one of unknown outcome (it may
 // have taken effect on the first cluster before the kill, or not).
 func linearizableFirst(ops []*history.Op, outDir string, events []nemesis.Event) checker.Result {
-	lost := lostSpans(events)
-	if len(lost) == 0 {
+	first, ok := firstLoss(events)
+	if !ok {
 		return checker.Linearizable(ops, outDir, linearizableTimeout)
-	}
-	first := lost[0].From
-	for _, sp := range lost {
-		first = min(first, sp.From)
 	}
 	var before []*history.Op
 	crossed := 0
@@ -147,13 +157,9 @@ func idempotentPerCluster(ops []*history.Op, events []nemesis.Event) checker.Res
 // out even if it was called before. Restored reports whether anything was
 // cut.
 func firstClusterAnswers(ops []*history.Op, events []nemesis.Event) (out []*history.Op, restored bool) {
-	lost := lostSpans(events)
-	if len(lost) == 0 {
+	first, ok := firstLoss(events)
+	if !ok {
 		return ops, false
-	}
-	first := lost[0].From
-	for _, sp := range lost {
-		first = min(first, sp.From)
 	}
 	for _, op := range ops {
 		if op.Return < int64(first) {

@@ -176,13 +176,8 @@ func restoreOldest(ctx context.Context, e *Env) error {
 		e.Log.Skip(RestoreOldest, "no backup taken yet")
 		return nil
 	}
-	for _, s := range e.C.Stores {
-		if err := s.Kill(); err != nil {
-			return err
-		}
-		if err := s.Wipe(); err != nil {
-			return err
-		}
+	if err := killWipe(e.C.Stores, nil); err != nil {
+		return err
 	}
 	e.backups.clear()
 	start := time.Now()
@@ -207,16 +202,8 @@ func quorumLoss(ctx context.Context, e *Env, r *rand.Rand) error {
 	if err != nil {
 		survivor = e.C.Stores[r.Intn(len(e.C.Stores))]
 	}
-	for _, s := range e.C.Stores {
-		if s == survivor {
-			continue
-		}
-		if err := s.Kill(); err != nil {
-			return err
-		}
-		if err := s.Wipe(); err != nil {
-			return err
-		}
+	if err := killWipe(e.C.Stores, survivor); err != nil {
+		return err
 	}
 	if err := survivor.Kill(); err != nil {
 		return err
@@ -232,6 +219,22 @@ func quorumLoss(ctx context.Context, e *Env, r *rand.Rand) error {
 	}
 	waitLeases(ctx, e, start)
 	e.Log.Heal(QuorumLoss, survivor.Name, "recovered, %d fresh members joined, after %s", len(e.C.Stores)-1, time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// killWipe SIGKILLs every store but keep and deletes its data dir.
+func killWipe(stores []*launch.Proc, keep *launch.Proc) error {
+	for _, s := range stores {
+		if s == keep {
+			continue
+		}
+		if err := s.Kill(); err != nil {
+			return err
+		}
+		if err := s.Wipe(); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
