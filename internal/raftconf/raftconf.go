@@ -113,9 +113,34 @@ func or[T time.Duration | uint64](v, def T) T {
 }
 
 // NewTransport is the TCP transport on bind, advertising advertise (nil:
-// the bound address), with the pool and timeout above.
+// the bound address), with the pool and timeout above, not pipelining
+// (transportConfig).
 func NewTransport(bind string, advertise net.Addr, logger hclog.Logger) (*raft.NetworkTransport, error) {
-	return raft.NewTCPTransportWithLogger(bind, advertise, TransportPool, TransportTimeout, logger)
+	return raft.NewTCPTransportWithConfig(bind, advertise, transportConfig(nil, logger))
+}
+
+// transportConfig is the one network transport configuration of both
+// transports (TCP and TLS); stream nil is the TCP one's own.
+//
+// MaxRPCsInFlight 1 turns raft's pipelined replication off. hashicorp/raft
+// v1.7.3's pipeline stops reading a follower's answers at the first
+// failed one (a follower whose disk refused the entries answers so) while
+// the leader may still send on it; the send then waits for ever for a
+// reader that is gone (hashicorp/raft#612). The heartbeats go on, on their
+// own goroutine, so the follower never starts an election: it just never
+// gets another entry, and with two such followers the cluster takes no
+// write at all. make jepsen's disk scenario found it (docs/fault-injection.md);
+// TestFollowerCatchesUpAfterRejectedAppends reproduces it within seconds
+// with pipelining on. Raft's own notes measure pipelining as no gain with
+// batched appends (MaxAppendEntries), which the store uses.
+func transportConfig(stream raft.StreamLayer, logger hclog.Logger) *raft.NetworkTransportConfig {
+	return &raft.NetworkTransportConfig{
+		Stream:          stream,
+		MaxPool:         TransportPool,
+		Timeout:         TransportTimeout,
+		Logger:          logger,
+		MaxRPCsInFlight: 1,
+	}
 }
 
 // Stores are the log and stable store in one raft-boltdb/v2 file, the log

@@ -22,7 +22,7 @@ func NewTLSTransport(bind string, advertise net.Addr, cfg *tls.Config, logger hc
 	if err != nil {
 		return nil, err
 	}
-	return raft.NewNetworkTransportWithLogger(stream, TransportPool, TransportTimeout, logger), nil
+	return raft.NewNetworkTransportWithConfig(transportConfig(stream, logger)), nil
 }
 
 // tlsStream is a raft.StreamLayer of TLS connections on a TCP listener.

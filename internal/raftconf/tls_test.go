@@ -67,6 +67,10 @@ func TestTLSTransport(t *testing.T) {
 	if !resp.Success || resp.Term != 7 {
 		t.Fatalf("response %+v", resp)
 	}
+	// Like the TCP transport, it does not pipeline (transportConfig).
+	if _, err := client.AppendEntriesPipeline("s1", server.LocalAddr()); !errors.Is(err, raft.ErrPipelineReplicationNotSupported) {
+		t.Fatalf("TLS transport pipelines: %v", err)
+	}
 	stranger := newTrans(mutual(t, tlstest.NewCA(t), "x"))
 	done := make(chan error, 1)
 	go func() { done <- stranger.AppendEntries("s1", server.LocalAddr(), req, &raft.AppendEntriesResponse{}) }()
