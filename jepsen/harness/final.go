@@ -3,6 +3,8 @@ package harness
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"syscall"
 	"time"
@@ -16,14 +18,22 @@ import (
 // finalState reads every tag's max_id from every member's own applied
 // state (GetTag with local=true, never forwarded) at a quiet point: all
 // members report the same applied index before the reads and the same
-// one after them. Only then do equal answers mean the replicas agree,
-// rather than that one leader answered for all. The caller stops the
-// writers (allocsvrs) first. If no quiet point is reached before ctx
-// ends, the last reads are returned with a note; disagreeing or missing
-// values then fail the checker.
+// one after them, and every member answers every tag with the same value.
+// Only then do equal answers mean the replicas agree, rather than that one
+// leader answered for all. The caller stops the writers (allocsvrs)
+// first.
+//
+// Equal values are waited for, not only equal indexes: raft's applied
+// index counts entries handed to the state machine's goroutine, which
+// applies them a moment later, so one read can catch a member's state a
+// batch behind the index it reports. Replicas that really differ never
+// agree, and fail the checker once ctx ends. If no quiet point is reached
+// before ctx ends, the last reads are returned with a note; disagreeing or
+// missing values then fail the checker.
 func finalState(ctx context.Context, c *launch.Cluster, tags []string) (map[string]map[string]int64, string) {
 	var out map[string]map[string]int64
 	last := "no read"
+	var firstDiff string
 	for ctx.Err() == nil {
 		before, err := appliedIndexes(ctx, c)
 		if err != nil || !allEqual(before) {
@@ -33,10 +43,22 @@ func finalState(ctx context.Context, c *launch.Cluster, tags []string) (map[stri
 		}
 		out = readLocal(ctx, c, tags)
 		after, err := appliedIndexes(ctx, c)
-		if err == nil && slices.Equal(before, after) {
+		if err != nil || !slices.Equal(before, after) {
+			last = fmt.Sprintf("applied indexes moved during the reads: %v -> %v (%v)", before, after, err)
+			continue
+		}
+		diff := disagreement(out, tags)
+		if diff == "" {
+			if firstDiff != "" {
+				return out, "final state: the members' values agreed only after a re-read (" + firstDiff + ")"
+			}
 			return out, ""
 		}
-		last = fmt.Sprintf("applied indexes moved during the reads: %v -> %v (%v)", before, after, err)
+		if firstDiff == "" {
+			firstDiff = fmt.Sprintf("at applied index %d, %s", before[0], diff)
+		}
+		last = fmt.Sprintf("values differ at applied index %d: %s (first seen %s)", before[0], diff, firstDiff)
+		sleep(ctx, 200*time.Millisecond)
 	}
 	if out == nil {
 		out = readLocal(context.Background(), c, tags)
@@ -66,6 +88,36 @@ func dumpLagging(c *launch.Cluster) string {
 		return ""
 	}
 	return fmt.Sprintf("; goroutines of %v (behind) dumped to their logs", dumped)
+}
+
+// disagreement names the first tag whose members answered different
+// values (or not at all), or is empty when they all agree.
+func disagreement(out map[string]map[string]int64, tags []string) string {
+	var names []string
+	for n := range out {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, t := range tags {
+		var vals []string
+		same := true
+		for _, n := range names {
+			v, ok := out[n][t]
+			ref, refOK := out[names[0]][t]
+			if ok != refOK || v != ref {
+				same = false
+			}
+			if ok {
+				vals = append(vals, fmt.Sprintf("%s=%d", n, v))
+			} else {
+				vals = append(vals, n+"=none")
+			}
+		}
+		if !same {
+			return fmt.Sprintf("tag %q: %v", t, vals)
+		}
+	}
+	return ""
 }
 
 func appliedIndexes(ctx context.Context, c *launch.Cluster) ([]uint64, error) {
@@ -110,3 +162,27 @@ func readLocal(ctx context.Context, c *launch.Cluster, tags []string) map[string
 
 // sleep waits d or until ctx ends.
 func sleep(ctx context.Context, d time.Duration) { _ = launch.Sleep(ctx, d) }
+
+// keepRaftData copies each member's raft.db into out/raft-kept/NAME.db,
+// for a run whose members' values never agreed: the data dirs go when the
+// cluster closes (tmpfs mounts with it), and the logs alone cannot tell a
+// replica that applied an entry the others do not hold from one that
+// trails. The members are stopped first so the copies are whole.
+func keepRaftData(out string, c *launch.Cluster) string {
+	dir := filepath.Join(out, "raft-kept")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err.Error()
+	}
+	var kept []string
+	for _, s := range c.Stores {
+		_ = s.Kill()
+		b, err := os.ReadFile(filepath.Join(s.DataDir, "raft.db"))
+		if err != nil {
+			continue
+		}
+		if os.WriteFile(filepath.Join(dir, s.Name+".db"), b, 0o644) == nil {
+			kept = append(kept, s.Name)
+		}
+	}
+	return fmt.Sprintf("raft logs of %v kept in %s", kept, dir)
+}

@@ -280,6 +280,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if note != "" {
 		rep.Notes = append(rep.Notes, note)
 	}
+	if disagreement(final, tags) != "" {
+		rep.Notes = append(rep.Notes, keepRaftData(out, c))
+	}
 	c.Close()
 	rep.Faults, rep.FaultTotal = nlog.Counts()
 	if n := env.BackupsTaken(); n > 0 {
