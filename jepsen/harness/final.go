@@ -163,11 +163,11 @@ func readLocal(ctx context.Context, c *launch.Cluster, tags []string) map[string
 // sleep waits d or until ctx ends.
 func sleep(ctx context.Context, d time.Duration) { _ = launch.Sleep(ctx, d) }
 
-// keepRaftData copies each member's raft.db into out/raft-kept/NAME.db,
-// for a run whose members' values never agreed: the data dirs go when the
-// cluster closes (tmpfs mounts with it), and the logs alone cannot tell a
-// replica that applied an entry the others do not hold from one that
-// trails. The members are stopped first so the copies are whole.
+// keepRaftData copies each member's raft.db into out/raft-kept/NAME.db:
+// the data dirs go when the cluster closes (tmpfs mounts with it), and the
+// process logs alone cannot tell a replica that applied an entry the
+// others do not hold from one that trails, or where an acknowledged entry
+// went. The members are stopped first so the copies are whole.
 func keepRaftData(out string, c *launch.Cluster) string {
 	dir := filepath.Join(out, "raft-kept")
 	if err := os.MkdirAll(dir, 0o755); err != nil {

@@ -280,9 +280,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if note != "" {
 		rep.Notes = append(rep.Notes, note)
 	}
-	if disagreement(final, tags) != "" {
-		rep.Notes = append(rep.Notes, keepRaftData(out, c))
-	}
+	// The members' raft logs, kept only if a checker fails (below): the
+	// data dirs go with the cluster (tmpfs mounts too), and a lost or
+	// diverged entry can only be found in them.
+	kept := keepRaftData(out, c)
 	c.Close()
 	rep.Faults, rep.FaultTotal = nlog.Counts()
 	if n := env.BackupsTaken(); n > 0 {
@@ -303,6 +304,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	rep.check(in)
+	if len(rep.Failed()) == 0 {
+		_ = os.RemoveAll(filepath.Join(out, "raft-kept"))
+	} else {
+		rep.Notes = append(rep.Notes, kept)
+	}
 	rep.FaultKinds = faultFigures(nlog.Events(), ops)
 	rep.Elapsed = time.Since(started)
 
