@@ -44,7 +44,7 @@ func (countSnap) Release()                          {}
 func StartRawRaft(dir string, tune func(*raft.Config)) (*RawRaft, error) {
 	rr := &RawRaft{}
 	var servers []raft.Server
-	var transports []*raft.NetworkTransport
+	var transports []*raftconf.Transport
 	for i := 0; i < 3; i++ {
 		// Bind :0 in the transport itself: no window for another process
 		// to take the port between picking and binding it.

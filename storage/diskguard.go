@@ -59,6 +59,21 @@ var probeKey = []byte("seqsvr_disk_probe")
 //     it cannot record a new term, and the member would stop for good. The
 //     member answers nothing through raft meanwhile; the other members
 //     carry on without it.
+//   - A follower's append that fails is held the same way, never answered
+//     as refused. hashicorp/raft (v1.7.3) answers a failed append with a
+//     rejection, and the leader's answer to a rejection is to send from
+//     one entry earlier; after enough rejections (about 250, some 40
+//     minutes of a full disk at raft's backoff) every entry it sends is
+//     one the follower already holds, the follower accepts them, and then
+//     sets its commit index to the leader's capped by its own last index,
+//     not by the last entry it was sent. A follower that still holds
+//     entries of a deposed leader past that point would apply them: its
+//     state would differ from the others'. Held, the follower answers
+//     nothing until its disk takes the entries (or the leader's call
+//     times out, which moves nothing back), and heartbeats, answered
+//     beside raft's goroutine, keep it a follower. A leader's failed
+//     append is returned: raft steps it down, which is what a leader that
+//     cannot write must do.
 type diskGuard struct {
 	bolt boltStores
 	path string
@@ -68,7 +83,12 @@ type diskGuard struct {
 	// retry turns the stable-store retry on once the member has started:
 	// a start that cannot write must fail with the error, not hang.
 	retry atomic.Bool
-	// stuck is true while a stable-store write is being retried.
+	// follower reports whether raft is a follower; it is read on raft's
+	// goroutine, the one that changes raft's state, so it is exact there.
+	// Nil (before raft runs): no append is held.
+	follower func() bool
+	// stuck is true while a stable-store write or a follower's append is
+	// being retried.
 	stuck atomic.Bool
 
 	// tail is a truncation of the log's end that raft asked for
@@ -219,19 +239,26 @@ func (g *diskGuard) stable(op string, f func() error) error {
 	if err == nil || !g.retry.Load() {
 		return err
 	}
+	return g.hold(op, f)
+}
+
+// hold retries f until it succeeds, holding the caller (raft's goroutine),
+// waiting up to diskRetryMax between tries. A sticky I/O error never
+// clears: the member then waits until it is restarted, answering nothing
+// through raft. After stop it keeps waiting (see stable).
+func (g *diskGuard) hold(op string, f func() error) error {
 	g.stuck.Store(true)
 	defer g.stuck.Store(false)
-	wait := diskProbeInterval / 5
-	for err != nil {
+	for wait := diskProbeInterval / 5; ; wait = min(2*wait, diskRetryMax) {
 		select {
 		case <-g.stop:
 			select {} // the process is exiting; see above
 		case <-time.After(wait):
 		}
-		wait = min(2*wait, diskRetryMax)
-		err = g.write(op, f)
+		if g.write(op, f) == nil {
+			return nil
+		}
 	}
-	return nil
 }
 
 // The log store: reads pass through; writes are recorded.
@@ -247,16 +274,29 @@ func (g *diskGuard) StoreLogs(logs []*raft.Log) error {
 	tail := g.tail
 	g.tail = nil
 	g.tailMu.Unlock()
-	if err := g.write("append log", func() error { return g.bolt.StoreLogs(logs) }); err != nil || tail == nil || len(logs) == 0 {
+	// A follower's writes are held, not refused (see diskGuard); a
+	// leader's (and any before the member has started) fail.
+	held := g.retry.Load() && g.follower != nil && g.follower()
+	write := func(op string, f func() error) error {
+		err := g.write(op, f)
+		if err != nil && held {
+			err = g.hold(op, f)
+		}
+		return err
+	}
+	if err := write("append log", func() error { return g.bolt.StoreLogs(logs) }); err != nil || tail == nil || len(logs) == 0 {
 		// A failed append leaves the held-back truncation undone: the log
 		// on disk is still what raft believes it is, and raft truncates
 		// again when the leader retries.
 		return err
 	}
 	// The stored entries replaced the conflicting ones at their indexes;
-	// what lies beyond them goes now.
+	// what lies beyond them goes now. On a follower this is held too: an
+	// error here would leave raft believing in a last index past entries
+	// that are no longer the leader's, the case raft's commit rule turns
+	// into applying them (see diskGuard).
 	if lo := max(tail[0], logs[len(logs)-1].Index+1); lo <= tail[1] {
-		return g.write("truncate log", func() error { return g.bolt.DeleteRange(lo, tail[1]) })
+		return write("truncate log", func() error { return g.bolt.DeleteRange(lo, tail[1]) })
 	}
 	return nil
 }

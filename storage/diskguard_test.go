@@ -398,3 +398,72 @@ func TestDiskGuardTailTruncationWaitsForTheAppend(t *testing.T) {
 		t.Fatalf("first index %d after compacting 1..2, want 3", first)
 	}
 }
+
+// A follower's failed append is held until the disk takes it, never
+// answered as refused: a refusal moves the leader's next entry back by
+// one, and enough of them make raft (v1.7.3) commit entries of a deposed
+// leader on this member (see diskGuard). The truncation held back with it
+// is done once the entries are stored. A leader's failed append is
+// returned at once: raft steps it down.
+func TestDiskGuardFollowerAppendWaits(t *testing.T) {
+	g, bolt, logs := newTestGuard(t)
+	role := "follower"
+	var roleMu sync.Mutex
+	g.follower = func() bool { roleMu.Lock(); defer roleMu.Unlock(); return role == "follower" }
+	g.retry.Store(true)
+	entries := func(lo, hi, term uint64) []*raft.Log {
+		var ls []*raft.Log
+		for i := lo; i <= hi; i++ {
+			ls = append(ls, &raft.Log{Index: i, Term: term})
+		}
+		return ls
+	}
+	if err := g.StoreLogs(entries(1, 6, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.DeleteRange(4, 6); err != nil { // entries 4..6 conflict with the leader's
+		t.Fatal(err)
+	}
+	bolt.setErr(enospc())
+	done := make(chan error, 1)
+	go func() { done <- g.StoreLogs(entries(4, 4, 2)) }()
+	poll.Until(t, 10*time.Second, "the follower's append to be held", g.stuck.Load)
+	select {
+	case err := <-done:
+		t.Fatalf("a follower's append on a full disk returned (%v) instead of waiting", err)
+	case <-time.After(300 * time.Millisecond): // a few retries
+	}
+	if g.check() == nil {
+		t.Fatal("a member holding a failed append does not refuse writes")
+	}
+	bolt.setErr(nil)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("held append: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the held append did not finish once the disk took writes")
+	}
+	var l raft.Log
+	if last, _ := bolt.LastIndex(); last != 4 || bolt.GetLog(4, &l) != nil || l.Term != 2 {
+		t.Fatalf("after the held append: last %d, entry 4 %+v; want the leader's entry 4 last", last, l)
+	}
+	if g.check() != nil || !strings.Contains(logs.String(), "takes writes again") {
+		t.Fatalf("the guard still refuses after the held append went through: %v", g.check())
+	}
+
+	roleMu.Lock()
+	role = "leader"
+	roleMu.Unlock()
+	bolt.setErr(enospc())
+	go func() { done <- g.StoreLogs(entries(5, 5, 2)) }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, syscall.ENOSPC) {
+			t.Fatalf("a leader's append on a full disk: %v, want ENOSPC", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a leader's append on a full disk was held")
+	}
+}

@@ -106,7 +106,7 @@ func diskRaft(cfg Config) (raftParts, error) {
 		stores.Bolt.Close()
 		return raftParts{}, fmt.Errorf("storage: log cache: %w", err)
 	}
-	var trans *raft.NetworkTransport
+	var trans *raftconf.Transport
 	if cfg.RaftTLS != nil {
 		trans, err = raftconf.NewTLSTransport(cfg.RaftAddr, adv, cfg.RaftTLS, hl)
 	} else {
@@ -207,6 +207,7 @@ func start(cfg Config, rc *raft.Config, p raftParts) (*Store, error) {
 	s.wg.Add(1)
 	go s.versionLoop()
 	if s.disk != nil {
+		s.disk.follower = func() bool { return s.raft.State() == raft.Follower }
 		s.disk.retry.Store(true)
 		s.wg.Add(1)
 		go func() {

@@ -114,10 +114,37 @@ func or[T time.Duration | uint64](v, def T) T {
 
 // NewTransport is the TCP transport on bind, advertising advertise (nil:
 // the bound address), with the pool and timeout above, not pipelining
-// (transportConfig).
-func NewTransport(bind string, advertise net.Addr, logger hclog.Logger) (*raft.NetworkTransport, error) {
-	return raft.NewTCPTransportWithConfig(bind, advertise, transportConfig(nil, logger))
+// (transportConfig), every RPC on raft's own goroutine (Transport).
+func NewTransport(bind string, advertise net.Addr, logger hclog.Logger) (*Transport, error) {
+	t, err := raft.NewTCPTransportWithConfig(bind, advertise, transportConfig(nil, logger))
+	if err != nil {
+		return nil, err
+	}
+	return &Transport{t}, nil
 }
+
+// Transport is raft's network transport without its heartbeat fast path.
+//
+// hashicorp/raft (v1.7.3) answers heartbeats on the transport's
+// connection goroutine, beside its main goroutine, so that a follower busy
+// with its disk still answers them. A heartbeat of a newer term moves the
+// member's current term there too; a deposed leader whose main goroutine
+// is appending client entries at that moment stamps them with the new
+// term, as if the new leader had sent them. Raft then takes them for the
+// new leader's entries at the same index and keeps them: the members'
+// logs differ under the same term, and so do their states (reservations
+// lost or answered twice). hashicorp/raft#695 describes it (open); make
+// jepsen's disk scenario found it (a leader SIGSTOPped with entries
+// queued, resumed as a new leader's heartbeat arrived; docs/
+// fault-injection.md). Without a heartbeat handler, the transport hands
+// heartbeats to raft's main goroutine like every other RPC, where the term
+// change is ordered with the appends. The cost: a heartbeat waits behind
+// the append being written, a disk write (milliseconds) against a
+// heartbeat timeout of hundreds of milliseconds.
+type Transport struct{ *raft.NetworkTransport }
+
+// SetHeartbeatHandler ignores the handler raft sets: see Transport.
+func (*Transport) SetHeartbeatHandler(func(raft.RPC)) {}
 
 // transportConfig is the one network transport configuration of both
 // transports (TCP and TLS); stream nil is the TCP one's own.

@@ -121,7 +121,7 @@ func startTCPCluster(t *testing.T, n int) []*tcpNode {
 	t.Helper()
 	var nodes []*tcpNode
 	var servers []raft.Server
-	var transports []*raft.NetworkTransport
+	var transports []*Transport
 	for i := range n {
 		tr, err := NewTransport("127.0.0.1:0", nil, hclog.NewNullLogger())
 		if err != nil {
@@ -180,5 +180,50 @@ func within(d time.Duration, f func()) bool {
 		return true
 	case <-time.After(d):
 		return false
+	}
+}
+
+// TestHeartbeatsGoThroughRaftsGoroutine: a heartbeat sent to a Transport
+// reaches its consumer (raft's main goroutine) even with a heartbeat
+// handler set, so a term change it carries is ordered with the member's
+// appends (see Transport). With raft's own NetworkTransport the handler
+// would take it.
+func TestHeartbeatsGoThroughRaftsGoroutine(t *testing.T) {
+	server, err := NewTransport("127.0.0.1:0", nil, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer server.Close()
+	client, err := NewTransport("127.0.0.1:0", nil, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	var handled atomic.Int64
+	server.SetHeartbeatHandler(func(rpc raft.RPC) {
+		handled.Add(1)
+		rpc.Respond(&raft.AppendEntriesResponse{Success: true}, nil)
+	})
+	consumed := make(chan struct{}, 1)
+	go func() {
+		for rpc := range server.Consumer() {
+			consumed <- struct{}{}
+			rpc.Respond(&raft.AppendEntriesResponse{Success: true}, nil)
+		}
+	}()
+	heartbeat := &raft.AppendEntriesRequest{
+		RPCHeader: raft.RPCHeader{ID: []byte("c"), Addr: []byte(client.LocalAddr())},
+		Term:      9, Leader: []byte(client.LocalAddr()),
+	}
+	if err := client.AppendEntries("s", server.LocalAddr(), heartbeat, &raft.AppendEntriesResponse{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-consumed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the heartbeat did not reach the consumer")
+	}
+	if n := handled.Load(); n != 0 {
+		t.Fatalf("the heartbeat handler took %d heartbeats", n)
 	}
 }

@@ -17,12 +17,12 @@ import (
 // members is TLS with cfg (build it with tlsconf.Mutual so both ends
 // present and verify certificates), with the same pool and timeout.
 // advertise nil means the bound address.
-func NewTLSTransport(bind string, advertise net.Addr, cfg *tls.Config, logger hclog.Logger) (*raft.NetworkTransport, error) {
+func NewTLSTransport(bind string, advertise net.Addr, cfg *tls.Config, logger hclog.Logger) (*Transport, error) {
 	stream, err := newTLSStream(bind, advertise, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return raft.NewNetworkTransportWithConfig(transportConfig(stream, logger)), nil
+	return &Transport{raft.NewNetworkTransportWithConfig(transportConfig(stream, logger))}, nil
 }
 
 // tlsStream is a raft.StreamLayer of TLS connections on a TCP listener.

@@ -36,7 +36,7 @@ func TestTLSTransport(t *testing.T) {
 	ca := tlstest.NewCA(t)
 	logger := hclog.NewNullLogger()
 	adv := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)}
-	newTrans := func(cfg *tls.Config) *raft.NetworkTransport {
+	newTrans := func(cfg *tls.Config) *Transport {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
@@ -106,7 +106,7 @@ func TestTLSTransportFollowsCAFile(t *testing.T) {
 		return cfg, caFile
 	}
 	logger := hclog.NewNullLogger()
-	newTrans := func(cfg *tls.Config) *raft.NetworkTransport {
+	newTrans := func(cfg *tls.Config) *Transport {
 		tr, err := NewTLSTransport("127.0.0.1:0", nil, cfg, logger)
 		if err != nil {
 			t.Fatal(err)
@@ -121,7 +121,7 @@ func TestTLSTransportFollowsCAFile(t *testing.T) {
 			rpc.Respond(&raft.AppendEntriesResponse{Term: 7, Success: true}, nil)
 		}
 	}()
-	call := func(tr *raft.NetworkTransport) error {
+	call := func(tr *Transport) error {
 		done := make(chan error, 1)
 		go func() {
 			req := &raft.AppendEntriesRequest{RPCHeader: raft.RPCHeader{ID: []byte("x"), Addr: []byte(tr.LocalAddr())}, Term: 7}
