@@ -44,6 +44,9 @@ type Final struct {
 	SeqLeaseTTL time.Duration `json:"seq_lease_ttl,omitempty"`
 	// Upgrade is what the upgrade scenario did; nil in other scenarios.
 	Upgrade *Upgrade `json:"upgrade,omitempty"`
+	// RaftLogs is the comparison of the members' raft logs at the end;
+	// nil in a folder saved before runs made it.
+	RaftLogs *checker.RaftLogs `json:"raft_logs,omitempty"`
 }
 
 // Layout is the snowflake layout the snowflake checkers decoded IDs with.
@@ -93,6 +96,11 @@ func Check(in Inputs, outDir string) []Verdict {
 		out = append(out, skipped(checker.FinalMaxID, noFinal+": needs every member's final max_id"))
 	} else {
 		out = append(out, ran(checker.FinalState(ops, f.MaxID, f.Tags)))
+	}
+	if f == nil || f.RaftLogs == nil {
+		out = append(out, skipped(checker.RaftLogsName, "the run did not compare the members' raft logs (a folder saved before it did)"))
+	} else {
+		out = append(out, ran(checker.RaftLogsAgree(f.RaftLogs)))
 	}
 	out = append(out,
 		ran(checker.UniqueIDs(ops, history.NextIDs)),

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -283,7 +284,18 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	// The members' raft logs, kept only if a checker fails (below): the
 	// data dirs go with the cluster (tmpfs mounts too), and a lost or
 	// diverged entry can only be found in them.
+	// Compared only up to the applied index every member reached: later
+	// entries are not committed and may differ.
+	var applied uint64
+	if idx, err := appliedIndexes(fctx, c); err == nil && len(idx) > 0 {
+		applied = slices.Min(idx)
+	}
 	kept := keepRaftData(out, c)
+	var members []string
+	for _, s := range c.Stores {
+		members = append(members, s.Name)
+	}
+	raftLogs := compareRaftLogs(filepath.Join(out, "raft-kept"), members, applied)
 	c.Close()
 	rep.Faults, rep.FaultTotal = nlog.Counts()
 	if n := env.BackupsTaken(); n > 0 {
@@ -293,7 +305,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	// Save before checking, so that a run whose checking is cut short can
 	// still be checked offline (Recheck) from the same inputs.
 	in := Inputs{Ops: ops, Events: nlog.Events(), Final: &Final{Tags: tags, MaxID: final, Snowflake: layout,
-		LeaseTTL: cfg.LeaseTTL, SeqLeaseTTL: cfg.SeqLeaseTTL}}
+		LeaseTTL: cfg.LeaseTTL, SeqLeaseTTL: cfg.SeqLeaseTTL, RaftLogs: raftLogs}}
 	if up != nil {
 		in.Final.Upgrade = &up.out
 	}
