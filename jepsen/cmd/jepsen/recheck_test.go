@@ -34,6 +34,7 @@ func scenario(t *testing.T, run, name string, extra ...*history.Op) {
 			MaxID:       map[string]map[string]int64{"s1": {"lin-0": 2, "ids-0": 50}, "s2": {"lin-0": 2, "ids-0": 50}},
 			Snowflake:   harness.Layout{WorkerBits: 10, SequenceBits: 12},
 			LeaseTTL:    3 * time.Second,
+			RaftLogs:    &checker.RaftLogs{Members: []string{"s1", "s2"}, From: 1, To: 9, Compared: 9},
 			SeqLeaseTTL: 2 * time.Second,
 		},
 	}
