@@ -69,11 +69,11 @@ var probeKey = []byte("seqsvr_disk_probe")
 //     not by the last entry it was sent. A follower that still holds
 //     entries of a deposed leader past that point would apply them: its
 //     state would differ from the others'. Held, the follower answers
-//     nothing until its disk takes the entries (or the leader's call
-//     times out, which moves nothing back), and heartbeats, answered
-//     beside raft's goroutine, keep it a follower. A leader's failed
-//     append is returned: raft steps it down, which is what a leader that
-//     cannot write must do.
+//     nothing until its disk takes the entries (the leader's call times
+//     out, which moves nothing back, and it logs "failed to contact" the
+//     follower: heartbeats too wait on raft's goroutine, see
+//     raftconf.Transport). A leader's failed append is returned: raft
+//     steps it down, which is what a leader that cannot write must do.
 type diskGuard struct {
 	bolt boltStores
 	path string
@@ -85,7 +85,8 @@ type diskGuard struct {
 	retry atomic.Bool
 	// follower reports whether raft is a follower; it is read on raft's
 	// goroutine, the one that changes raft's state, so it is exact there.
-	// Nil (before raft runs): no append is held.
+	// It is set once raft runs, before retry is stored, and read only
+	// after retry is loaded true (the atomic publishes it).
 	follower func() bool
 	// stuck is true while a stable-store write or a follower's append is
 	// being retried.

@@ -352,18 +352,11 @@ func TestDiskFullCloseWhileStuck(t *testing.T) {
 // the head goes through at once.
 func TestDiskGuardTailTruncationWaitsForTheAppend(t *testing.T) {
 	g, bolt, _ := newTestGuard(t)
-	entries := func(lo, hi, term uint64) []*raft.Log {
-		var ls []*raft.Log
-		for i := lo; i <= hi; i++ {
-			ls = append(ls, &raft.Log{Index: i, Term: term})
-		}
-		return ls
-	}
 	has := func(i, term uint64) bool {
 		var l raft.Log
 		return bolt.GetLog(i, &l) == nil && l.Term == term
 	}
-	if err := g.StoreLogs(entries(1, 6, 1)); err != nil {
+	if err := g.StoreLogs(logEntries(1, 6, 1)); err != nil {
 		t.Fatal(err)
 	}
 	// Conflict from 4 on; the append of the leader's entries fails.
@@ -371,7 +364,7 @@ func TestDiskGuardTailTruncationWaitsForTheAppend(t *testing.T) {
 		t.Fatal(err)
 	}
 	bolt.setErr(enospc())
-	if err := g.StoreLogs(entries(4, 4, 2)); err == nil {
+	if err := g.StoreLogs(logEntries(4, 4, 2)); err == nil {
 		t.Fatal("append on a full disk succeeded")
 	}
 	for i := uint64(1); i <= 6; i++ {
@@ -384,7 +377,7 @@ func TestDiskGuardTailTruncationWaitsForTheAppend(t *testing.T) {
 	if err := g.DeleteRange(4, 6); err != nil {
 		t.Fatal(err)
 	}
-	if err := g.StoreLogs(entries(4, 4, 2)); err != nil {
+	if err := g.StoreLogs(logEntries(4, 4, 2)); err != nil {
 		t.Fatal(err)
 	}
 	if last, _ := bolt.LastIndex(); last != 4 || !has(4, 2) || !has(3, 1) || has(5, 1) || has(6, 1) {
@@ -411,14 +404,7 @@ func TestDiskGuardFollowerAppendWaits(t *testing.T) {
 	var roleMu sync.Mutex
 	g.follower = func() bool { roleMu.Lock(); defer roleMu.Unlock(); return role == "follower" }
 	g.retry.Store(true)
-	entries := func(lo, hi, term uint64) []*raft.Log {
-		var ls []*raft.Log
-		for i := lo; i <= hi; i++ {
-			ls = append(ls, &raft.Log{Index: i, Term: term})
-		}
-		return ls
-	}
-	if err := g.StoreLogs(entries(1, 6, 1)); err != nil {
+	if err := g.StoreLogs(logEntries(1, 6, 1)); err != nil {
 		t.Fatal(err)
 	}
 	if err := g.DeleteRange(4, 6); err != nil { // entries 4..6 conflict with the leader's
@@ -426,7 +412,7 @@ func TestDiskGuardFollowerAppendWaits(t *testing.T) {
 	}
 	bolt.setErr(enospc())
 	done := make(chan error, 1)
-	go func() { done <- g.StoreLogs(entries(4, 4, 2)) }()
+	go func() { done <- g.StoreLogs(logEntries(4, 4, 2)) }()
 	poll.Until(t, 10*time.Second, "the follower's append to be held", g.stuck.Load)
 	select {
 	case err := <-done:
@@ -457,7 +443,7 @@ func TestDiskGuardFollowerAppendWaits(t *testing.T) {
 	role = "leader"
 	roleMu.Unlock()
 	bolt.setErr(enospc())
-	go func() { done <- g.StoreLogs(entries(5, 5, 2)) }()
+	go func() { done <- g.StoreLogs(logEntries(5, 5, 2)) }()
 	select {
 	case err := <-done:
 		if !errors.Is(err, syscall.ENOSPC) {
@@ -466,4 +452,13 @@ func TestDiskGuardFollowerAppendWaits(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("a leader's append on a full disk was held")
 	}
+}
+
+// logEntries are raft log entries lo..hi of term, with no data.
+func logEntries(lo, hi, term uint64) []*raft.Log {
+	var ls []*raft.Log
+	for i := lo; i <= hi; i++ {
+		ls = append(ls, &raft.Log{Index: i, Term: term})
+	}
+	return ls
 }

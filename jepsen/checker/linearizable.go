@@ -492,38 +492,27 @@ func closeResolved(h []porcupine.Operation, resolved []int) {
 		}
 	}
 	for tag, ss := range by {
-		// By max_id, highest first, each with the earliest return among
-		// those at or above it.
-		slices.SortFunc(ss, func(a, b seen) int { return cmp.Compare(b.max, a.max) })
-		for i := 1; i < len(ss); i++ {
-			ss[i].ret = min(ss[i].ret, ss[i-1].ret)
+		// By max_id, each with the earliest return among those at or
+		// above it.
+		slices.SortFunc(ss, func(a, b seen) int { return cmp.Compare(a.max, b.max) })
+		for i := len(ss) - 2; i >= 0; i-- {
+			ss[i].ret = min(ss[i].ret, ss[i+1].ret)
 		}
 		by[tag] = ss
-	}
-	resolvedSet := map[int]bool{}
-	for _, i := range resolved {
-		resolvedSet[i] = true
 	}
 	for _, i := range resolved {
 		in, out := h[i].Input.(linInput), h[i].Output.(linOutput)
 		if in.kind != history.Reserve || !out.ok || out.unknown {
 			continue
 		}
+		// The first entry with max >= out.last (resolved reservations
+		// are among them; their late returns never lower the minimum).
 		ss := by[in.tag]
-		// The last entry with max >= out.last holds the earliest return
-		// among all of them. Resolved reservations are in ss too (their
-		// late returns never lower the minimum below a real one).
-		k, _ := slices.BinarySearchFunc(ss, out.last, func(s seen, target int64) int { return cmp.Compare(target, s.max) })
-		// ss is descending: entries [0, k) have max > out.last, and
-		// entries with max == out.last follow; take the last with
-		// max >= out.last.
-		for k < len(ss) && ss[k].max >= out.last {
-			k++
-		}
-		if k == 0 {
+		k, _ := slices.BinarySearchFunc(ss, out.last, func(s seen, target int64) int { return cmp.Compare(s.max, target) })
+		if k == len(ss) {
 			continue
 		}
-		if ret := ss[k-1].ret; ret > h[i].Call && ret < h[i].Return {
+		if ret := ss[k].ret; ret > h[i].Call && ret < h[i].Return {
 			h[i].Return = ret
 		}
 	}

@@ -101,9 +101,9 @@ func disagreement(out map[string]map[string]int64, tags []string) string {
 	for _, t := range tags {
 		var vals []string
 		same := true
+		ref, refOK := out[names[0]][t]
 		for _, n := range names {
 			v, ok := out[n][t]
-			ref, refOK := out[names[0]][t]
 			if ok != refOK || v != ref {
 				same = false
 			}
@@ -168,10 +168,11 @@ func sleep(ctx context.Context, d time.Duration) { _ = launch.Sleep(ctx, d) }
 // process logs alone cannot tell a replica that applied an entry the
 // others do not hold from one that trails, or where an acknowledged entry
 // went. The members are stopped first so the copies are whole.
-func keepRaftData(out string, c *launch.Cluster) string {
-	dir := filepath.Join(out, "raft-kept")
+// It returns the directory and a note saying what it kept.
+func keepRaftData(out string, c *launch.Cluster) (dir, note string) {
+	dir = filepath.Join(out, "raft-kept")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err.Error()
+		return dir, err.Error()
 	}
 	var kept []string
 	for _, s := range c.Stores {
@@ -184,5 +185,5 @@ func keepRaftData(out string, c *launch.Cluster) string {
 			kept = append(kept, s.Name)
 		}
 	}
-	return fmt.Sprintf("raft logs of %v kept in %s", kept, dir)
+	return dir, fmt.Sprintf("raft logs of %v kept in %s", kept, dir)
 }

@@ -281,21 +281,21 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if note != "" {
 		rep.Notes = append(rep.Notes, note)
 	}
-	// The members' raft logs, kept only if a checker fails (below): the
-	// data dirs go with the cluster (tmpfs mounts too), and a lost or
-	// diverged entry can only be found in them.
-	// Compared only up to the applied index every member reached: later
+	// The members' raft logs, compared now and kept only if a checker
+	// fails (below): the data dirs go with the cluster (tmpfs mounts
+	// too), and a lost or diverged entry can only be found in them. They
+	// are compared up to the applied index every member reached: later
 	// entries are not committed and may differ.
 	var applied uint64
 	if idx, err := appliedIndexes(fctx, c); err == nil && len(idx) > 0 {
 		applied = slices.Min(idx)
 	}
-	kept := keepRaftData(out, c)
+	keptDir, kept := keepRaftData(out, c)
 	var members []string
 	for _, s := range c.Stores {
 		members = append(members, s.Name)
 	}
-	raftLogs := compareRaftLogs(filepath.Join(out, "raft-kept"), members, applied)
+	raftLogs := compareRaftLogs(keptDir, members, applied)
 	c.Close()
 	rep.Faults, rep.FaultTotal = nlog.Counts()
 	if n := env.BackupsTaken(); n > 0 {
@@ -317,7 +317,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	rep.check(in)
 	if len(rep.Failed()) == 0 {
-		_ = os.RemoveAll(filepath.Join(out, "raft-kept"))
+		_ = os.RemoveAll(keptDir)
 	} else {
 		rep.Notes = append(rep.Notes, kept)
 	}
