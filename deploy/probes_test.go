@@ -9,20 +9,47 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 )
 
+var (
+	portMu    sync.Mutex
+	portsUsed = map[int]bool{}
+)
+
+// freeAddr is a loopback address no earlier call returned. The kernel
+// likes to offer a port it just saw closed again (CI once got the same
+// port for a storesvr's --http-addr and --raft-addr three tries running),
+// so a port handed out before is held bound while looking further.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	portMu.Lock()
+	defer portMu.Unlock()
+	var held []net.Listener
+	defer func() {
+		for _, l := range held {
+			l.Close()
+		}
+	}()
+	for range 1024 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := l.Addr().(*net.TCPAddr).Port
+		if !portsUsed[p] {
+			l.Close()
+			portsUsed[p] = true
+			return l.Addr().String()
+		}
+		held = append(held, l)
 	}
-	defer l.Close()
-	return l.Addr().String()
+	t.Fatal("no unused free port on 127.0.0.1")
+	return ""
 }
 
 // proc is a binary started by the test, its output in a file that a
