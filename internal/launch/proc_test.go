@@ -12,20 +12,6 @@ import (
 	"github.com/seqsvr/seqsvr/internal/poll"
 )
 
-func TestFreePortDistinct(t *testing.T) {
-	seen := map[int]bool{}
-	for range 20 {
-		p, err := FreePort("127.0.0.1")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if p <= 0 || seen[p] {
-			t.Fatalf("port %d repeated or invalid", p)
-		}
-		seen[p] = true
-	}
-}
-
 func TestLayout(t *testing.T) {
 	dir := t.TempDir()
 	c, err := New(Options{BinDir: "/bin", Dir: dir, Stores: 3, Allocs: 2, StoreArgs: []string{"--x"}})
