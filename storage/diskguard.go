@@ -148,7 +148,7 @@ func (s *Store) handOffLeadership(cause error) {
 		defer s.wg.Done()
 		defer s.handingOff.Store(false)
 		s.log.Warn("handing leadership to another member: this member's data dir refuses writes", "cause", cause)
-		if err := s.raft.LeadershipTransfer().Error(); err != nil {
+		if err := s.await(s.raft.LeadershipTransfer()); err != nil {
 			s.log.Warn("leadership transfer failed; this member keeps refusing writes", "err", err)
 		}
 	}()

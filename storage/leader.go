@@ -83,7 +83,7 @@ func (s *Store) ensureBarrier(ctx context.Context) error {
 	if s.barrierTerm.Load() == term {
 		return nil
 	}
-	if err := s.raft.Barrier(timeoutFrom(ctx)).Error(); err != nil {
+	if err := s.await(s.raft.Barrier(timeoutFrom(ctx))); err != nil {
 		return mapRaftErr(err)
 	}
 	// A barrier that succeeded ran in term or later; storing the older term

@@ -339,7 +339,7 @@ func (s *Store) propose(ctx context.Context, cmd *seqsvrv1.Command) (fsm.Result,
 		return fsm.Result{}, fmt.Errorf("storage: marshal command: %w", err)
 	}
 	f := s.raft.Apply(b, timeoutFrom(ctx))
-	if err := f.Error(); err != nil {
+	if err := s.await(f); err != nil {
 		if derr := s.disk.check(); derr != nil {
 			// Raft refused the entry because the local append failed
 			// (and stepped down): nothing was acknowledged; say why.
@@ -354,6 +354,33 @@ func (s *Store) propose(ctx context.Context, cmd *seqsvrv1.Command) (fsm.Result,
 	return res, res.Err
 }
 
+// awaitGrace is how long a future may still be answered once Close has
+// begun: raft answers its in-flight entries as it shuts down.
+const awaitGrace = time.Second
+
+// await waits for f. hashicorp/raft v1.7.3 never answers an Apply or
+// Barrier future still queued in its batched apply channel, or a committed
+// one in its FSM queue, when it shuts down (those futures carry no
+// shutdown channel), so a leader loop or handler waiting on one held Close
+// for ever. After Close has begun, await gives raft awaitGrace, then
+// answers ErrRaftShutdown: the write may have committed, and the caller's
+// retry with the same request_id settles it.
+func (s *Store) await(f raft.Future) error {
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		return err
+	case <-s.stop:
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(awaitGrace):
+		return raft.ErrRaftShutdown
+	}
+}
+
 // mapRaftErr turns raft's errors into this package's sentinels. Only
 // ErrNotLeader guarantees nothing was appended; the others may have
 // committed, so clients retry with the same request_id.
@@ -364,7 +391,7 @@ func mapRaftErr(err error) error {
 	case errors.Is(err, raft.ErrLeadershipLost):
 		return fmt.Errorf("%w: leadership lost while committing; the write may have committed; retry with the same request_id", errs.Unavailable)
 	case errors.Is(err, raft.ErrRaftShutdown):
-		return fmt.Errorf("%w: raft is shutting down", errs.Unavailable)
+		return fmt.Errorf("%w: raft is shutting down; a write may have committed; retry with the same request_id", errs.Unavailable)
 	case errors.Is(err, raft.ErrEnqueueTimeout):
 		return fmt.Errorf("%w: timed out waiting for raft; the write may have committed; retry with the same request_id", errs.Unavailable)
 	case errors.Is(err, raft.ErrLeadershipTransferInProgress):
