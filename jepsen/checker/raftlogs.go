@@ -1,17 +1,24 @@
 package checker
 
+import "fmt"
+
 // RaftLogsName is the checker comparing the members' raft logs.
 const RaftLogsName = "raft logs identical across members"
 
 // RaftLogs is what the harness found comparing every member's raft log,
-// entry by entry, over the indexes all of them hold up to the applied
-// index they reached together (entries past it may differ: they are not
-// committed). Nil Diff and Err: every entry compared was the same.
+// entry by entry, from the highest first index up to the applied index
+// they reached together (entries past it may differ: they are not
+// committed). An index is compared across the members that hold it: a
+// member that installed a snapshot keeps the log it had and appends after
+// the snapshot, so it lacks the entries the snapshot covers (Missing).
+// Nil Diff and Err: every entry compared was the same.
 type RaftLogs struct {
 	Members  []string `json:"members"`
 	From     uint64   `json:"from"`
 	To       uint64   `json:"to"`
 	Compared uint64   `json:"compared"`
+	// Missing counts, per member, the indexes in From..To it does not hold.
+	Missing map[string]uint64 `json:"missing,omitempty"`
 	// Diffs counts the indexes whose entries differ; Diff describes the
 	// first (index, each member's term, type and command).
 	Diffs int    `json:"diffs,omitempty"`
@@ -35,7 +42,13 @@ func RaftLogsAgree(r *RaftLogs) Result {
 		return fail(RaftLogsName, int(r.Compared), "%d of %d indexes (%d..%d) differ between %v; first: %s",
 			r.Diffs, r.Compared, r.From, r.To, r.Members, r.Diff)
 	case r.Compared == 0:
-		return Result{Name: RaftLogsName, OK: false, Undecided: true, Detail: "no index held by every member"}
+		return Result{Name: RaftLogsName, OK: false, Undecided: true, Detail: "no index held by two members"}
 	}
-	return pass(RaftLogsName, int(r.Compared), "%d entries (%d..%d) the same on %v", r.Compared, r.From, r.To, r.Members)
+	res := pass(RaftLogsName, int(r.Compared), "%d entries (%d..%d) the same on %v", r.Compared, r.From, r.To, r.Members)
+	for _, m := range r.Members {
+		if n := r.Missing[m]; n > 0 {
+			res.Detail += fmt.Sprintf("; %s lacks %d (covered by a snapshot it installed)", m, n)
+		}
+	}
+	return res
 }

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -18,7 +19,8 @@ import (
 
 // compareRaftLogs reads the raft.db copies keepRaftData made in dir
 // (NAME.db per member) and compares them entry by entry from the highest
-// first index to the lowest of applied and the last indexes.
+// first index to the lowest of applied and the last indexes, each index
+// across the members that hold it (see checker.RaftLogs).
 func compareRaftLogs(dir string, names []string, applied uint64) *checker.RaftLogs {
 	out := &checker.RaftLogs{Members: names}
 	var stores []*raftboltdb.BoltStore
@@ -49,17 +51,30 @@ func compareRaftLogs(dir string, names []string, applied uint64) *checker.RaftLo
 	}
 	out.From, out.To = slices.Max(firsts), min(slices.Min(lasts), applied)
 	for i := out.From; i <= out.To && out.From > 0; i++ {
-		entries := make([]raft.Log, len(stores))
+		var held []raft.Log
+		var holders []string
 		for k, s := range stores {
-			if err := s.GetLog(i, &entries[k]); err != nil {
+			var e raft.Log
+			switch err := s.GetLog(i, &e); {
+			case errors.Is(err, raft.ErrLogNotFound):
+				if out.Missing == nil {
+					out.Missing = map[string]uint64{}
+				}
+				out.Missing[names[k]]++
+				continue
+			case err != nil:
 				out.Err = fmt.Sprintf("%s: entry %d: %v", names[k], i, err)
 				return out
 			}
+			held, holders = append(held, e), append(holders, names[k])
+		}
+		if len(held) < 2 {
+			continue
 		}
 		out.Compared++
 		same := true
-		for _, e := range entries[1:] {
-			same = same && e.Term == entries[0].Term && e.Type == entries[0].Type && bytes.Equal(e.Data, entries[0].Data)
+		for _, e := range held[1:] {
+			same = same && e.Term == held[0].Term && e.Type == held[0].Type && bytes.Equal(e.Data, held[0].Data)
 		}
 		if same {
 			continue
@@ -67,8 +82,8 @@ func compareRaftLogs(dir string, names []string, applied uint64) *checker.RaftLo
 		out.Diffs++
 		if out.Diff == "" {
 			var d []string
-			for k, e := range entries {
-				d = append(d, fmt.Sprintf("%s: term %d %s", names[k], e.Term, describeEntry(e)))
+			for k, e := range held {
+				d = append(d, fmt.Sprintf("%s: term %d %s", holders[k], e.Term, describeEntry(e)))
 			}
 			out.Diff = fmt.Sprintf("index %d: %s", i, strings.Join(d, "; "))
 		}

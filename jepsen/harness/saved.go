@@ -161,6 +161,9 @@ func Recheck(dir string) (*Report, error) {
 		return nil, err
 	}
 	rep.Notes = append(rep.Notes, "re-checked offline from the saved files")
+	if note := recompareRaftLogs(dir, in.Final); note != "" {
+		rep.Notes = append(rep.Notes, note)
+	}
 	in.Events = evs
 	rep.check(in)
 	rep.FaultKinds = faultFigures(evs, in.Ops)
@@ -221,4 +224,20 @@ func word(ok bool) string {
 		return "pass"
 	}
 	return "FAIL"
+}
+
+// recompareRaftLogs compares the members' raft logs again when the run
+// kept them (raft-kept/, left when a checker failed), over the range the
+// run compared: a fix to the comparison is then checked on the folders it
+// failed.
+func recompareRaftLogs(dir string, f *Final) string {
+	kept := filepath.Join(dir, "raft-kept")
+	if f == nil || f.RaftLogs == nil || len(f.RaftLogs.Members) == 0 {
+		return ""
+	}
+	if _, err := os.Stat(kept); err != nil {
+		return ""
+	}
+	f.RaftLogs = compareRaftLogs(kept, f.RaftLogs.Members, f.RaftLogs.To)
+	return "raft logs compared again from " + kept
 }
