@@ -18,27 +18,15 @@ import (
 func TestCompareRaftLogs(t *testing.T) {
 	dir := t.TempDir()
 	names := []string{"s1", "s2", "s3"}
-	for _, n := range names {
-		st, err := raftconf.OpenStores(filepath.Join(dir, n+".db"))
-		if err != nil {
-			t.Fatal(err)
+	writeLogs(t, dir, names, 5, func(n string, l *raft.Log) bool {
+		if n == "s3" && l.Index == 3 {
+			l.Term, l.Data = 2, []byte("other")
 		}
-		var logs []*raft.Log
-		for i := uint64(1); i <= 5; i++ {
-			l := &raft.Log{Index: i, Term: 1, Type: raft.LogCommand, Data: []byte{byte(i)}}
-			if n == "s3" && i == 3 {
-				l.Term, l.Data = 2, []byte("other")
-			}
-			if n == "s2" && i == 5 {
-				l.Data = []byte("uncommitted")
-			}
-			logs = append(logs, l)
+		if n == "s2" && l.Index == 5 {
+			l.Data = []byte("uncommitted")
 		}
-		if err := st.Bolt.StoreLogs(logs); err != nil {
-			t.Fatal(err)
-		}
-		st.Bolt.Close()
-	}
+		return true
+	})
 	got := compareRaftLogs(dir, names, 4)
 	if got.Err != "" || got.From != 1 || got.To != 4 || got.Compared != 4 || got.Diffs != 1 || !strings.Contains(got.Diff, "index 3") || !strings.Contains(got.Diff, "s3: term 2") {
 		t.Fatalf("compare: %+v", got)
@@ -66,27 +54,13 @@ func TestCompareRaftLogsAfterSnapshotInstall(t *testing.T) {
 		t.Fatal(err)
 	}
 	names := []string{"s1", "s2", "s3"}
-	for _, n := range names {
-		st, err := raftconf.OpenStores(filepath.Join(dir, n+".db"))
-		if err != nil {
-			t.Fatal(err)
+	writeLogs(t, dir, names, 10, func(n string, l *raft.Log) bool {
+		if n == "s3" && l.Index == 9 {
+			l.Data = []byte("other")
 		}
-		var logs []*raft.Log
-		for i := uint64(1); i <= 10; i++ {
-			if n == "s3" && i >= 4 && i <= 7 {
-				continue // covered by the snapshot s3 installed
-			}
-			l := &raft.Log{Index: i, Term: 1, Type: raft.LogCommand, Data: []byte{byte(i)}}
-			if n == "s3" && i == 9 {
-				l.Data = []byte("other")
-			}
-			logs = append(logs, l)
-		}
-		if err := st.Bolt.StoreLogs(logs); err != nil {
-			t.Fatal(err)
-		}
-		st.Bolt.Close()
-	}
+		// s3 lacks 4..7: covered by the snapshot it installed.
+		return n != "s3" || l.Index < 4 || l.Index > 7
+	})
 	got := compareRaftLogs(dir, names, 8)
 	if got.Err != "" || got.Compared != 8 || got.Diffs != 0 || got.Missing["s3"] != 4 || len(got.Missing) != 1 {
 		t.Fatalf("compare up to 8: %+v", got)
@@ -112,5 +86,29 @@ func TestCompareRaftLogsAfterSnapshotInstall(t *testing.T) {
 	}
 	if note := recompareRaftLogs(t.TempDir(), &Final{RaftLogs: &checker.RaftLogs{Members: names}}); note != "" {
 		t.Fatalf("a folder without raft-kept: %q", note)
+	}
+}
+
+// writeLogs writes entries 1..n (term 1, data the index) into NAME.db in
+// dir for each name, as edit leaves them; edit returning false leaves the
+// entry out.
+func writeLogs(t *testing.T, dir string, names []string, n uint64, edit func(name string, l *raft.Log) bool) {
+	t.Helper()
+	for _, name := range names {
+		st, err := raftconf.OpenStores(filepath.Join(dir, name+".db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var logs []*raft.Log
+		for i := uint64(1); i <= n; i++ {
+			l := &raft.Log{Index: i, Term: 1, Type: raft.LogCommand, Data: []byte{byte(i)}}
+			if edit(name, l) {
+				logs = append(logs, l)
+			}
+		}
+		if err := st.Bolt.StoreLogs(logs); err != nil {
+			t.Fatal(err)
+		}
+		st.Bolt.Close()
 	}
 }
