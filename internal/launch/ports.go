@@ -45,28 +45,29 @@ type portPool struct {
 	lo, hi int // the range [lo, hi); zero: portLow to the ephemeral range
 	mu     sync.Mutex
 	held   map[int]*os.File // claimed ports; a nil file: claimed in this process only
+	shared bool             // the lock directory exists: claims are machine-wide
 }
 
 func (pp *portPool) free(host string) (int, error) {
 	pp.mu.Lock()
 	defer pp.mu.Unlock()
 	if pp.held == nil {
+		// Once per pool. A directory that cannot be made (another
+		// user's) leaves the claims to this process alone.
 		pp.held = map[int]*os.File{}
+		pp.shared = os.MkdirAll(pp.dir, 0o1777) == nil
+		if pp.hi == 0 {
+			pp.lo, pp.hi = portLow, min(portHigh, ephemeralLow())
+		}
 	}
-	// A directory that cannot be made (another user's) leaves the claims
-	// to this process alone, as before the locks.
-	shared := os.MkdirAll(pp.dir, 0o1777) == nil
 	lo, hi := pp.lo, pp.hi
-	if hi == 0 {
-		lo, hi = portLow, min(portHigh, ephemeralLow())
-	}
 	for range 4 * (hi - lo) {
 		p := lo + rand.IntN(hi-lo)
 		if _, ok := pp.held[p]; ok {
 			continue
 		}
 		var f *os.File
-		if shared {
+		if pp.shared {
 			var ok bool
 			if f, ok = claimPort(pp.dir, p); !ok {
 				continue // another process holds it

@@ -163,6 +163,10 @@ func readLocal(ctx context.Context, c *launch.Cluster, tags []string) map[string
 // sleep waits d or until ctx ends.
 func sleep(ctx context.Context, d time.Duration) { _ = launch.Sleep(ctx, d) }
 
+// raftKeptDir is the folder, in a scenario's results, of the members'
+// raft.db copies (keepRaftData; a re-check compares them again).
+const raftKeptDir = "raft-kept"
+
 // keepRaftData copies each member's raft.db into out/raft-kept/NAME.db:
 // the data dirs go when the cluster closes (tmpfs mounts with it), and the
 // process logs alone cannot tell a replica that applied an entry the
@@ -170,7 +174,7 @@ func sleep(ctx context.Context, d time.Duration) { _ = launch.Sleep(ctx, d) }
 // went. The members are stopped first so the copies are whole.
 // It returns the directory and a note saying what it kept.
 func keepRaftData(out string, c *launch.Cluster) (dir, note string) {
-	dir = filepath.Join(out, "raft-kept")
+	dir = filepath.Join(out, raftKeptDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return dir, err.Error()
 	}

@@ -231,7 +231,7 @@ func word(ok bool) string {
 // run compared: a fix to the comparison is then checked on the folders it
 // failed.
 func recompareRaftLogs(dir string, f *Final) string {
-	kept := filepath.Join(dir, "raft-kept")
+	kept := filepath.Join(dir, raftKeptDir)
 	if f == nil || f.RaftLogs == nil || len(f.RaftLogs.Members) == 0 {
 		return ""
 	}
