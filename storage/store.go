@@ -41,6 +41,8 @@ type Store struct {
 
 	handingOff atomic.Bool // a leadership transfer for a bad disk is running
 
+	peerAuth // who may speak Raft beyond the configuration (peerauth.go)
+
 	stop      chan struct{}
 	stopCtx   context.Context // cancelled by Close, with stop
 	stopAll   context.CancelFunc

@@ -32,7 +32,7 @@ func (cfg *config) open(ctx context.Context, env serve.Env) (*serve.App, error) 
 	if err != nil {
 		return nil, fmt.Errorf("--peers: %w", err)
 	}
-	raftTLS, err := cfg.raftTLS(env)
+	raftTLS, raftPeers, err := cfg.raftTLS(env, peers)
 	if err != nil {
 		return nil, err
 	}
@@ -74,6 +74,9 @@ func (cfg *config) open(ctx context.Context, env serve.Env) (*serve.App, error) 
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
+	}
+	if raftPeers != nil {
+		raftPeers.Set(st.RaftPeerNames)
 	}
 	if err := env.Registry.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "seqsvr_store_data_dir_writable",

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"net/http"
+	"strings"
 
 	"github.com/seqsvr/seqsvr/cmd/internal/serve"
 	"github.com/seqsvr/seqsvr/internal/auth"
@@ -41,15 +43,45 @@ func (m *memberSecurity) check() []error {
 }
 
 // raftTLS is the mutual TLS config of Raft, nil without --raft-tls-*.
-func (cfg *config) raftTLS(env serve.Env) (*tls.Config, error) {
+// Both ends of every Raft connection must present a certificate that
+// names a member (tlsconf.Peers): until the store is open and calls
+// peers.Set with its live configuration, the members of --peers and the
+// host of --join.
+func (cfg *config) raftTLS(env serve.Env, peers []storage.Peer) (*tls.Config, *tlsconf.Peers, error) {
 	if cfg.RaftTLSCert == "" {
-		return nil, nil
+		return nil, nil, nil
 	}
-	keys, err := tlsconf.LoadKeyPair(cfg.RaftTLSCert, cfg.RaftTLSKey, env.Logger.With("component", "raft-tls"))
+	logger := env.Logger.With("component", "raft-tls")
+	keys, err := tlsconf.LoadKeyPair(cfg.RaftTLSCert, cfg.RaftTLSKey, logger)
 	if err != nil {
-		return nil, fmt.Errorf("--raft-tls-cert: %w", err)
+		return nil, nil, fmt.Errorf("--raft-tls-cert: %w", err)
 	}
-	return tlsconf.Mutual(keys, cfg.RaftTLSCA)
+	var initial []string
+	for _, p := range peers {
+		initial = append(initial, p.ID, hostOf(p.RaftAddr))
+	}
+	if cfg.Join != "" {
+		initial = append(initial, hostOf(cfg.Join))
+	}
+	check := tlsconf.NewPeers(initial, logger)
+	tc, err := tlsconf.Mutual(keys, cfg.RaftTLSCA, check)
+	if err != nil {
+		return nil, nil, err
+	}
+	return tc, check, nil
+}
+
+// hostOf is the host of a host:port address (a URL's scheme dropped), ""
+// if it has none.
+func hostOf(addr string) string {
+	if _, rest, ok := strings.Cut(addr, "://"); ok {
+		addr = rest
+	}
+	host, _, err := net.SplitHostPort(strings.TrimSuffix(addr, "/"))
+	if err != nil {
+		return ""
+	}
+	return host
 }
 
 // memberClient is how this member calls the others' API (forwarding to

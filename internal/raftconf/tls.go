@@ -15,7 +15,8 @@ import (
 
 // NewTLSTransport is NewTransport over TLS: every connection between
 // members is TLS with cfg (build it with tlsconf.Mutual so both ends
-// present and verify certificates), with the same pool and timeout.
+// present and verify certificates, with tlsconf.Peers so a certificate
+// must also name a member), with the same pool and timeout.
 // advertise nil means the bound address.
 func NewTLSTransport(bind string, advertise net.Addr, cfg *tls.Config, logger hclog.Logger) (*Transport, error) {
 	stream, err := newTLSStream(bind, advertise, cfg)
@@ -53,7 +54,7 @@ func newTLSStream(bind string, advertise net.Addr, cfg *tls.Config) (*tlsStream,
 }
 
 // Dial connects to a member, checking its certificate names the host
-// dialed, and finishes the handshake within timeout so a peer that is not
+// dialed (and, with the config's tlsconf.Peers, a member), and finishes the handshake within timeout so a peer that is not
 // speaking TLS costs one timeout, not a hung replication.
 func (s *tlsStream) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	host, _, err := net.SplitHostPort(string(address))

@@ -23,7 +23,7 @@ func mutual(t *testing.T, ca *tlstest.CA, name string) *tls.Config {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := tlsconf.Mutual(keys, ca.CertFile)
+	cfg, err := tlsconf.Mutual(keys, ca.CertFile, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestTLSTransportFollowsCAFile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg, err := tlsconf.Mutual(keys, caFile)
+		cfg, err := tlsconf.Mutual(keys, caFile, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,6 +14,9 @@
 //     the current client CA pool on each handshake (GetConfigForClient), a
 //     Raft dial and a client through Transport take the current root pool
 //     on each new connection. Connections already open are not re-verified.
+//   - Raft's mutual TLS with Peers lets in, at both ends, only a
+//     certificate that names a member (a CA-signed certificate is not
+//     enough: raft believes the sender ID each message claims).
 package tlsconf
 
 import (
@@ -72,9 +75,11 @@ func Client(caFile string, keys *KeyPair) (*tls.Config, error) {
 // Mutual is both sides of a link where each end proves itself to the
 // other with a certificate of the CA in caFile: Raft between members.
 // Certificates must name the address peers dial (an IP SAN for an IP).
-// Listen with the config as it is; dial with Current(config), so both
-// sides follow changes of caFile.
-func Mutual(keys *KeyPair, caFile string) (*tls.Config, error) {
+// With peers, both ends also refuse a certificate that names none of its
+// names (Peers); nil trusts every certificate of the CA, which only a
+// test or a benchmark may want. Listen with the config as it is; dial
+// with Current(config), so both sides follow changes of caFile.
+func Mutual(keys *KeyPair, caFile string, peers *Peers) (*tls.Config, error) {
 	if keys == nil || caFile == "" {
 		return nil, errors.New("mutual TLS needs a certificate, a key and a CA")
 	}
@@ -87,6 +92,9 @@ func Mutual(keys *KeyPair, caFile string) (*tls.Config, error) {
 		GetCertificate:       keys.GetCertificate,
 		GetClientCertificate: keys.GetClientCertificate,
 		ClientAuth:           tls.RequireAndVerifyClientCert,
+	}
+	if peers != nil {
+		c.VerifyConnection = peers.verifyConnection
 	}
 	return withCA(c, ca, func(c *tls.Config, p *x509.CertPool) { c.RootCAs, c.ClientCAs = p, p }), nil
 }

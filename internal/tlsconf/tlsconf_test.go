@@ -95,12 +95,12 @@ func TestMutual(t *testing.T) {
 		}
 		return kp
 	}
-	scfg, err := tlsconf.Mutual(keys("s1", ca), ca.CertFile)
+	scfg, err := tlsconf.Mutual(keys("s1", ca), ca.CertFile, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := serve(t, scfg)
-	good, err := tlsconf.Mutual(keys("s2", ca), ca.CertFile)
+	good, err := tlsconf.Mutual(keys("s2", ca), ca.CertFile, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
