@@ -81,20 +81,35 @@ test-unit: ## the fast tier: unit tests only (-short: no Raft cluster, no real p
 web-screenshots: $(WEB_DEPS) ## rerun the browser test, saving its screenshots of both status pages to docs/img
 	$(GO) test -tags $(TAGS) -count=1 -run '^TestBrowser$$' ./web/ -args -screenshots $(CURDIR)/docs/img
 
+# apt-get install as root, quietly: one line naming the packages, apt's own
+# output in $(APT_LOG), printed only when it fails. A recipe runs
+# `$(APT_INSTALL) pkg...`; it fails when not root or when apt fails.
+APT_LOG ?= $(CURDIR)/bin/apt.log
+APT_INSTALL = bash -c '[ "$$(id -u)" = 0 ] || exit 1; mkdir -p $(dir $(APT_LOG)); \
+  echo "apt-get install $$* (output in $(APT_LOG))"; \
+  { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$$@"; } >$(APT_LOG) 2>&1 || \
+  { cat $(APT_LOG); echo "apt-get install $$* failed"; exit 1; }' apt-install
+
 # Debian packages `make test` needs, installed by apt when run as root and
 # missing (as peer-servers does for MariaDB and Redis): Chromium for the
 # browser test, promtool for the alert rules, podman (or buildah) for the
 # image and runc to run it where crun cannot (cgroup v1/hybrid hosts).
+# Podman 4 on Debian 12 runs CNI networks, whose container DNS (a
+# compose service reaching another by name) is the dnsname plugin: a
+# package apart, a Recommends that --no-install-recommends leaves out.
+CNI_DNSNAME := /usr/lib/cni/dnsname
 .PHONY: test-packages
 test-packages:
 	@missing=; \
 	  [ -x /usr/bin/chromium ] || missing="$$missing chromium"; \
 	  command -v promtool >/dev/null || missing="$$missing prometheus"; \
-	  command -v podman >/dev/null || command -v buildah >/dev/null || missing="$$missing podman"; \
+	  if command -v podman >/dev/null; then \
+	    [ "$$(podman info --format '{{.Host.NetworkBackend}}' 2>/dev/null)" != cni ] || [ -x $(CNI_DNSNAME) ] || \
+	      missing="$$missing golang-github-containernetworking-plugin-dnsname"; \
+	  elif ! command -v buildah >/dev/null; then missing="$$missing podman golang-github-containernetworking-plugin-dnsname"; fi; \
 	  command -v runc >/dev/null || missing="$$missing runc"; \
 	  [ -f /etc/ssl/certs/ca-certificates.crt ] || missing="$$missing ca-certificates"; \
-	  [ -z "$$missing" ] || { echo "installing:$$missing"; [ "$$(id -u)" = 0 ] && apt-get update -qq && \
-	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; } || \
+	  [ -z "$$missing" ] || $(APT_INSTALL) $$missing || \
 	  { echo "make test needs:$$missing (apt-get install as root)"; exit 1; }
 
 .PHONY: test
@@ -127,7 +142,7 @@ image-context: ## the image's build context bin/image/: static storesvr, allocsv
 .PHONY: image
 image: image-context ## the container image localhost/seqsvr:VERSION (and :latest) from Dockerfile, with podman (or buildah)
 	@command -v podman >/dev/null || command -v buildah >/dev/null || \
-	  { [ "$$(id -u)" = 0 ] && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq podman; } || \
+	  $(APT_INSTALL) podman golang-github-containernetworking-plugin-dnsname || \
 	  { echo "make image needs podman or buildah (apt-get install podman)"; exit 1; }
 	$$(command -v podman || echo buildah) build --layers=false -f Dockerfile -t $(IMAGE) -t $(IMAGE_REPO):latest \
 	  --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) \
@@ -141,7 +156,7 @@ test-deploy: image ## the image (run as a cluster where containers can run), man
 
 .PHONY: bench
 bench: ## benchmarks with their same-run references (see README)
-	@command -v redis-server >/dev/null || { apt-get update -qq && apt-get install -y -qq redis-server; } \
+	@command -v redis-server >/dev/null || $(APT_INSTALL) redis-server \
 	  || echo "bench: redis-server could not be installed; the Redis INCR reference is skipped"
 	$(GO) test -tags $(TAGS) -run '^$$' -bench . -benchmem -timeout 30m ./...
 	cd alloc/peerbench && $(GO) test -run '^$$' -bench . -benchmem
@@ -156,7 +171,7 @@ $(TOOLS)/bin/etcd: bench/peers/go.mod
 .PHONY: peer-servers
 peer-servers:
 	@{ command -v redis-server && { command -v mariadbd || test -x /usr/sbin/mariadbd; }; } >/dev/null || \
-	  { [ "$$(id -u)" = 0 ] && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server mariadb-server; } || true
+	  $(APT_INSTALL) redis-server mariadb-server || true
 	@command -v redis-server >/dev/null || echo "SKIPPED: Redis: redis-server is not installed and apt could not install it ($$( [ "$$(id -u)" = 0 ] && echo 'apt-get failed' || echo 'apt needs root'))"
 	@{ command -v mariadbd || test -x /usr/sbin/mariadbd; } >/dev/null || echo "SKIPPED: MariaDB (and Leaf over it): mariadb-server is not installed and apt could not install it ($$( [ "$$(id -u)" = 0 ] && echo 'apt-get failed' || echo 'apt needs root'))"
 

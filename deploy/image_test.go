@@ -235,7 +235,7 @@ func (e *engine) canRun(t *testing.T, image string) bool {
 func runCompose(t *testing.T, e *engine, image string) {
 	c := readCompose(t)
 	prefix := fmt.Sprintf("seqsvr-test-%d", os.Getpid())
-	e.must(time.Minute, "network", "create", prefix)
+	createNetwork(t, e, prefix)
 	var started []string
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -247,7 +247,6 @@ func runCompose(t *testing.T, e *engine, image string) {
 		if len(started) > 0 {
 			e.cmd(2*time.Minute, append([]string{"rm", "-f", "-v", "-t", "2"}, started...)...)
 		}
-		e.cmd(time.Minute, "network", "rm", "-f", prefix)
 	})
 	names := make([]string, 0, len(c.Services))
 	for n := range c.Services {

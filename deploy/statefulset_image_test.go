@@ -30,7 +30,7 @@ func runStatefulSet(t *testing.T, e *engine, image string) {
 		args = append(args, a)
 	}
 	prefix := fmt.Sprintf("seqsvr-sts-%d", os.Getpid())
-	e.must(time.Minute, "network", "create", prefix)
+	createNetwork(t, e, prefix)
 	var started []string
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -42,7 +42,6 @@ func runStatefulSet(t *testing.T, e *engine, image string) {
 		if len(started) > 0 {
 			e.cmd(2*time.Minute, append([]string{"rm", "-f", "-v", "-t", "2"}, started...)...)
 		}
-		e.cmd(time.Minute, "network", "rm", "-f", prefix)
 	})
 	httpPort := listenPort(t, flagValue(c.Args, "http-addr"))
 	url0 := ""
