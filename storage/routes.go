@@ -38,6 +38,7 @@ func (s *Store) Routes() routes.Table {
 		routes.Unary(seqsvrv1connect.StoreServiceClusterStatusProcedure, svc.ClusterStatus),
 		routes.Unary(seqsvrv1connect.StoreServiceAddMemberProcedure, svc.AddMember),
 		routes.Unary(seqsvrv1connect.StoreServiceRemoveMemberProcedure, svc.RemoveMember),
+		routes.Unary(seqsvrv1connect.StoreServiceMemberProbeProcedure, svc.MemberProbe),
 		routes.Unary(seqsvrv1connect.StoreServiceCreateSpaceProcedure, svc.CreateSpace),
 		routes.Unary(seqsvrv1connect.StoreServiceGetSpaceProcedure, svc.GetSpace),
 		routes.Unary(seqsvrv1connect.StoreServiceListSpacesProcedure, svc.ListSpaces),

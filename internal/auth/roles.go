@@ -55,6 +55,7 @@ var Procedures = map[string]Role{
 	seqsvrv1connect.StoreServiceGetSpaceProcedure:       Client,
 	seqsvrv1connect.StoreServiceListSpacesProcedure:     Client,
 	seqsvrv1connect.StoreServiceClusterStatusProcedure:  Client,
+	seqsvrv1connect.StoreServiceMemberProbeProcedure:    Client,
 	seqsvrv1connect.StoreServiceReserveSegmentProcedure: Alloc,
 	seqsvrv1connect.StoreServiceRegisterWorkerProcedure: Alloc,
 	seqsvrv1connect.StoreServiceRenewWorkerProcedure:    Alloc,

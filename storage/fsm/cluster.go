@@ -42,3 +42,16 @@ func (f *Machine) ClusterID() (id string) {
 	f.read(func(st *fsmState) { id = st.clusterID })
 	return id
 }
+
+// HoldsData reports whether the state holds anything a cluster wrote: a
+// cluster ID, a tag (or a deleted one), a request record, a worker, a
+// member record, a space, a sequence member or a raised cluster version.
+// A member whose only state is its bootstrap configuration holds none.
+func (f *Machine) HoldsData() (held bool) {
+	f.read(func(st *fsmState) {
+		held = st.clusterID != "" || len(st.tags) > 0 || len(st.tombstones) > 0 ||
+			len(st.requests) > 0 || len(st.workers) > 0 || len(st.members) > 0 ||
+			len(st.spaces) > 0 || len(st.seqMembers) > 0 || st.clusterVersion > 0
+	})
+	return held
+}

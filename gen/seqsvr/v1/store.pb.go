@@ -1252,7 +1252,12 @@ type AddMemberRequest struct {
 	HttpAddr string                 `protobuf:"bytes,3,opt,name=http_addr,json=httpAddr,proto3" json:"http_addr,omitempty"`
 	// The joining member's cluster ID, "" for a member without state. A
 	// member of another cluster is refused.
-	ClusterId     string `protobuf:"bytes,4,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	ClusterId string `protobuf:"bytes,4,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	// The caller holds no Raft state (its data dir is new or was lost). If
+	// its ID is in the configuration, that entry has forgotten what it
+	// acknowledged: the leader removes it, then adds the member back as a
+	// non-voter. Refused while anything answers at its Raft address.
+	Replace       bool `protobuf:"varint,5,opt,name=replace,proto3" json:"replace,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1315,6 +1320,189 @@ func (x *AddMemberRequest) GetClusterId() string {
 	return ""
 }
 
+func (x *AddMemberRequest) GetReplace() bool {
+	if x != nil {
+		return x.Replace
+	}
+	return false
+}
+
+type MemberProbeRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The asking member's ID, for the answering member's log.
+	FromId        string `protobuf:"bytes,1,opt,name=from_id,json=fromId,proto3" json:"from_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MemberProbeRequest) Reset() {
+	*x = MemberProbeRequest{}
+	mi := &file_seqsvr_v1_store_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MemberProbeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MemberProbeRequest) ProtoMessage() {}
+
+func (x *MemberProbeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_seqsvr_v1_store_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MemberProbeRequest.ProtoReflect.Descriptor instead.
+func (*MemberProbeRequest) Descriptor() ([]byte, []int) {
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *MemberProbeRequest) GetFromId() string {
+	if x != nil {
+		return x.FromId
+	}
+	return ""
+}
+
+type MemberProbeResponse struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	NodeId string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// "waiting": no Raft state, Raft not started, deciding what to do;
+	// "running": Raft runs on this member.
+	Phase string `protobuf:"bytes,2,opt,name=phase,proto3" json:"phase,omitempty"`
+	// A cluster exists here: a cluster ID was committed, or the state holds
+	// anything beyond the bootstrap configuration. A running member whose
+	// only state is its bootstrap configuration answers false.
+	ClusterExists bool   `protobuf:"varint,3,opt,name=cluster_exists,json=clusterExists,proto3" json:"cluster_exists,omitempty"`
+	ClusterId     string `protobuf:"bytes,4,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	// The Raft configuration this member holds (empty while waiting).
+	Members        []*Member `protobuf:"bytes,5,rep,name=members,proto3" json:"members,omitempty"`
+	LeaderId       string    `protobuf:"bytes,6,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
+	LeaderHttpAddr string    `protobuf:"bytes,7,opt,name=leader_http_addr,json=leaderHttpAddr,proto3" json:"leader_http_addr,omitempty"`
+	LastIndex      uint64    `protobuf:"varint,8,opt,name=last_index,json=lastIndex,proto3" json:"last_index,omitempty"`
+	CommitIndex    uint64    `protobuf:"varint,9,opt,name=commit_index,json=commitIndex,proto3" json:"commit_index,omitempty"`
+	AppliedIndex   uint64    `protobuf:"varint,10,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
+	// Why a waiting member waits ("" when running).
+	WaitingFor    string `protobuf:"bytes,11,opt,name=waiting_for,json=waitingFor,proto3" json:"waiting_for,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MemberProbeResponse) Reset() {
+	*x = MemberProbeResponse{}
+	mi := &file_seqsvr_v1_store_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MemberProbeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MemberProbeResponse) ProtoMessage() {}
+
+func (x *MemberProbeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_seqsvr_v1_store_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MemberProbeResponse.ProtoReflect.Descriptor instead.
+func (*MemberProbeResponse) Descriptor() ([]byte, []int) {
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *MemberProbeResponse) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *MemberProbeResponse) GetPhase() string {
+	if x != nil {
+		return x.Phase
+	}
+	return ""
+}
+
+func (x *MemberProbeResponse) GetClusterExists() bool {
+	if x != nil {
+		return x.ClusterExists
+	}
+	return false
+}
+
+func (x *MemberProbeResponse) GetClusterId() string {
+	if x != nil {
+		return x.ClusterId
+	}
+	return ""
+}
+
+func (x *MemberProbeResponse) GetMembers() []*Member {
+	if x != nil {
+		return x.Members
+	}
+	return nil
+}
+
+func (x *MemberProbeResponse) GetLeaderId() string {
+	if x != nil {
+		return x.LeaderId
+	}
+	return ""
+}
+
+func (x *MemberProbeResponse) GetLeaderHttpAddr() string {
+	if x != nil {
+		return x.LeaderHttpAddr
+	}
+	return ""
+}
+
+func (x *MemberProbeResponse) GetLastIndex() uint64 {
+	if x != nil {
+		return x.LastIndex
+	}
+	return 0
+}
+
+func (x *MemberProbeResponse) GetCommitIndex() uint64 {
+	if x != nil {
+		return x.CommitIndex
+	}
+	return 0
+}
+
+func (x *MemberProbeResponse) GetAppliedIndex() uint64 {
+	if x != nil {
+		return x.AppliedIndex
+	}
+	return 0
+}
+
+func (x *MemberProbeResponse) GetWaitingFor() string {
+	if x != nil {
+		return x.WaitingFor
+	}
+	return ""
+}
+
 type RemoveMemberRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -1326,7 +1514,7 @@ type RemoveMemberRequest struct {
 
 func (x *RemoveMemberRequest) Reset() {
 	*x = RemoveMemberRequest{}
-	mi := &file_seqsvr_v1_store_proto_msgTypes[20]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1338,7 +1526,7 @@ func (x *RemoveMemberRequest) String() string {
 func (*RemoveMemberRequest) ProtoMessage() {}
 
 func (x *RemoveMemberRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_seqsvr_v1_store_proto_msgTypes[20]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1351,7 +1539,7 @@ func (x *RemoveMemberRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveMemberRequest.ProtoReflect.Descriptor instead.
 func (*RemoveMemberRequest) Descriptor() ([]byte, []int) {
-	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{20}
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *RemoveMemberRequest) GetId() string {
@@ -1394,7 +1582,7 @@ type Space struct {
 
 func (x *Space) Reset() {
 	*x = Space{}
-	mi := &file_seqsvr_v1_store_proto_msgTypes[21]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1406,7 +1594,7 @@ func (x *Space) String() string {
 func (*Space) ProtoMessage() {}
 
 func (x *Space) ProtoReflect() protoreflect.Message {
-	mi := &file_seqsvr_v1_store_proto_msgTypes[21]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1419,7 +1607,7 @@ func (x *Space) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Space.ProtoReflect.Descriptor instead.
 func (*Space) Descriptor() ([]byte, []int) {
-	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{21}
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Space) GetSpace() string {
@@ -1487,7 +1675,7 @@ type CreateSpaceRequest struct {
 
 func (x *CreateSpaceRequest) Reset() {
 	*x = CreateSpaceRequest{}
-	mi := &file_seqsvr_v1_store_proto_msgTypes[22]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1499,7 +1687,7 @@ func (x *CreateSpaceRequest) String() string {
 func (*CreateSpaceRequest) ProtoMessage() {}
 
 func (x *CreateSpaceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_seqsvr_v1_store_proto_msgTypes[22]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1512,7 +1700,7 @@ func (x *CreateSpaceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSpaceRequest.ProtoReflect.Descriptor instead.
 func (*CreateSpaceRequest) Descriptor() ([]byte, []int) {
-	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{22}
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *CreateSpaceRequest) GetSpace() string {
@@ -1559,7 +1747,7 @@ type GetSpaceRequest struct {
 
 func (x *GetSpaceRequest) Reset() {
 	*x = GetSpaceRequest{}
-	mi := &file_seqsvr_v1_store_proto_msgTypes[23]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1571,7 +1759,7 @@ func (x *GetSpaceRequest) String() string {
 func (*GetSpaceRequest) ProtoMessage() {}
 
 func (x *GetSpaceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_seqsvr_v1_store_proto_msgTypes[23]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1584,7 +1772,7 @@ func (x *GetSpaceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSpaceRequest.ProtoReflect.Descriptor instead.
 func (*GetSpaceRequest) Descriptor() ([]byte, []int) {
-	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{23}
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *GetSpaceRequest) GetSpace() string {
@@ -1604,7 +1792,7 @@ type ListSpacesRequest struct {
 
 func (x *ListSpacesRequest) Reset() {
 	*x = ListSpacesRequest{}
-	mi := &file_seqsvr_v1_store_proto_msgTypes[24]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1616,7 +1804,7 @@ func (x *ListSpacesRequest) String() string {
 func (*ListSpacesRequest) ProtoMessage() {}
 
 func (x *ListSpacesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_seqsvr_v1_store_proto_msgTypes[24]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1629,7 +1817,7 @@ func (x *ListSpacesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSpacesRequest.ProtoReflect.Descriptor instead.
 func (*ListSpacesRequest) Descriptor() ([]byte, []int) {
-	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{24}
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ListSpacesRequest) GetPageSize() int32 {
@@ -1656,7 +1844,7 @@ type ListSpacesResponse struct {
 
 func (x *ListSpacesResponse) Reset() {
 	*x = ListSpacesResponse{}
-	mi := &file_seqsvr_v1_store_proto_msgTypes[25]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1668,7 +1856,7 @@ func (x *ListSpacesResponse) String() string {
 func (*ListSpacesResponse) ProtoMessage() {}
 
 func (x *ListSpacesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_seqsvr_v1_store_proto_msgTypes[25]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1681,7 +1869,7 @@ func (x *ListSpacesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSpacesResponse.ProtoReflect.Descriptor instead.
 func (*ListSpacesResponse) Descriptor() ([]byte, []int) {
-	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{25}
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ListSpacesResponse) GetSpaces() []*Space {
@@ -1707,7 +1895,7 @@ type GetRoutingRequest struct {
 
 func (x *GetRoutingRequest) Reset() {
 	*x = GetRoutingRequest{}
-	mi := &file_seqsvr_v1_store_proto_msgTypes[26]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1719,7 +1907,7 @@ func (x *GetRoutingRequest) String() string {
 func (*GetRoutingRequest) ProtoMessage() {}
 
 func (x *GetRoutingRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_seqsvr_v1_store_proto_msgTypes[26]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1732,7 +1920,7 @@ func (x *GetRoutingRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRoutingRequest.ProtoReflect.Descriptor instead.
 func (*GetRoutingRequest) Descriptor() ([]byte, []int) {
-	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{26}
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *GetRoutingRequest) GetSpace() string {
@@ -1764,7 +1952,7 @@ type SectionRange struct {
 
 func (x *SectionRange) Reset() {
 	*x = SectionRange{}
-	mi := &file_seqsvr_v1_store_proto_msgTypes[27]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1776,7 +1964,7 @@ func (x *SectionRange) String() string {
 func (*SectionRange) ProtoMessage() {}
 
 func (x *SectionRange) ProtoReflect() protoreflect.Message {
-	mi := &file_seqsvr_v1_store_proto_msgTypes[27]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1789,7 +1977,7 @@ func (x *SectionRange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SectionRange.ProtoReflect.Descriptor instead.
 func (*SectionRange) Descriptor() ([]byte, []int) {
-	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{27}
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *SectionRange) GetFirstSection() uint64 {
@@ -1849,7 +2037,7 @@ type RoutingTable struct {
 
 func (x *RoutingTable) Reset() {
 	*x = RoutingTable{}
-	mi := &file_seqsvr_v1_store_proto_msgTypes[28]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1861,7 +2049,7 @@ func (x *RoutingTable) String() string {
 func (*RoutingTable) ProtoMessage() {}
 
 func (x *RoutingTable) ProtoReflect() protoreflect.Message {
-	mi := &file_seqsvr_v1_store_proto_msgTypes[28]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1874,7 +2062,7 @@ func (x *RoutingTable) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RoutingTable.ProtoReflect.Descriptor instead.
 func (*RoutingTable) Descriptor() ([]byte, []int) {
-	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{28}
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *RoutingTable) GetSpace() string {
@@ -1924,7 +2112,7 @@ type SectionSpan struct {
 
 func (x *SectionSpan) Reset() {
 	*x = SectionSpan{}
-	mi := &file_seqsvr_v1_store_proto_msgTypes[29]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1936,7 +2124,7 @@ func (x *SectionSpan) String() string {
 func (*SectionSpan) ProtoMessage() {}
 
 func (x *SectionSpan) ProtoReflect() protoreflect.Message {
-	mi := &file_seqsvr_v1_store_proto_msgTypes[29]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1949,7 +2137,7 @@ func (x *SectionSpan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SectionSpan.ProtoReflect.Descriptor instead.
 func (*SectionSpan) Descriptor() ([]byte, []int) {
-	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{29}
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *SectionSpan) GetSpace() string {
@@ -1994,7 +2182,7 @@ type SeqHeartbeatRequest struct {
 
 func (x *SeqHeartbeatRequest) Reset() {
 	*x = SeqHeartbeatRequest{}
-	mi := &file_seqsvr_v1_store_proto_msgTypes[30]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2006,7 +2194,7 @@ func (x *SeqHeartbeatRequest) String() string {
 func (*SeqHeartbeatRequest) ProtoMessage() {}
 
 func (x *SeqHeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_seqsvr_v1_store_proto_msgTypes[30]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2019,7 +2207,7 @@ func (x *SeqHeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeqHeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*SeqHeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{30}
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *SeqHeartbeatRequest) GetNodeId() string {
@@ -2078,7 +2266,7 @@ type SeqHeartbeatResponse struct {
 
 func (x *SeqHeartbeatResponse) Reset() {
 	*x = SeqHeartbeatResponse{}
-	mi := &file_seqsvr_v1_store_proto_msgTypes[31]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2090,7 +2278,7 @@ func (x *SeqHeartbeatResponse) String() string {
 func (*SeqHeartbeatResponse) ProtoMessage() {}
 
 func (x *SeqHeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_seqsvr_v1_store_proto_msgTypes[31]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2103,7 +2291,7 @@ func (x *SeqHeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeqHeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*SeqHeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{31}
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *SeqHeartbeatResponse) GetLeaseTtlMs() int64 {
@@ -2157,7 +2345,7 @@ type SectionRaise struct {
 
 func (x *SectionRaise) Reset() {
 	*x = SectionRaise{}
-	mi := &file_seqsvr_v1_store_proto_msgTypes[32]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2169,7 +2357,7 @@ func (x *SectionRaise) String() string {
 func (*SectionRaise) ProtoMessage() {}
 
 func (x *SectionRaise) ProtoReflect() protoreflect.Message {
-	mi := &file_seqsvr_v1_store_proto_msgTypes[32]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2182,7 +2370,7 @@ func (x *SectionRaise) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SectionRaise.ProtoReflect.Descriptor instead.
 func (*SectionRaise) Descriptor() ([]byte, []int) {
-	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{32}
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *SectionRaise) GetSection() uint64 {
@@ -2225,7 +2413,7 @@ type RaiseSectionsRequest struct {
 
 func (x *RaiseSectionsRequest) Reset() {
 	*x = RaiseSectionsRequest{}
-	mi := &file_seqsvr_v1_store_proto_msgTypes[33]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2237,7 +2425,7 @@ func (x *RaiseSectionsRequest) String() string {
 func (*RaiseSectionsRequest) ProtoMessage() {}
 
 func (x *RaiseSectionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_seqsvr_v1_store_proto_msgTypes[33]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2250,7 +2438,7 @@ func (x *RaiseSectionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RaiseSectionsRequest.ProtoReflect.Descriptor instead.
 func (*RaiseSectionsRequest) Descriptor() ([]byte, []int) {
-	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{33}
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *RaiseSectionsRequest) GetNodeId() string {
@@ -2300,7 +2488,7 @@ type SectionMax struct {
 
 func (x *SectionMax) Reset() {
 	*x = SectionMax{}
-	mi := &file_seqsvr_v1_store_proto_msgTypes[34]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2312,7 +2500,7 @@ func (x *SectionMax) String() string {
 func (*SectionMax) ProtoMessage() {}
 
 func (x *SectionMax) ProtoReflect() protoreflect.Message {
-	mi := &file_seqsvr_v1_store_proto_msgTypes[34]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2325,7 +2513,7 @@ func (x *SectionMax) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SectionMax.ProtoReflect.Descriptor instead.
 func (*SectionMax) Descriptor() ([]byte, []int) {
-	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{34}
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *SectionMax) GetSection() uint64 {
@@ -2373,7 +2561,7 @@ type RaiseSectionsResponse struct {
 
 func (x *RaiseSectionsResponse) Reset() {
 	*x = RaiseSectionsResponse{}
-	mi := &file_seqsvr_v1_store_proto_msgTypes[35]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2385,7 +2573,7 @@ func (x *RaiseSectionsResponse) String() string {
 func (*RaiseSectionsResponse) ProtoMessage() {}
 
 func (x *RaiseSectionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_seqsvr_v1_store_proto_msgTypes[35]
+	mi := &file_seqsvr_v1_store_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2398,7 +2586,7 @@ func (x *RaiseSectionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RaiseSectionsResponse.ProtoReflect.Descriptor instead.
 func (*RaiseSectionsResponse) Descriptor() ([]byte, []int) {
-	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{35}
+	return file_seqsvr_v1_store_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *RaiseSectionsResponse) GetSections() []*SectionMax {
@@ -2512,13 +2700,32 @@ const file_seqsvr_v1_store_proto_rawDesc = "" +
 	"\n" +
 	"cluster_id\x18\t \x01(\tR\tclusterId\x12'\n" +
 	"\x0fcluster_version\x18\n" +
-	" \x01(\rR\x0eclusterVersion\"{\n" +
+	" \x01(\rR\x0eclusterVersion\"\x95\x01\n" +
 	"\x10AddMemberRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\traft_addr\x18\x02 \x01(\tR\braftAddr\x12\x1b\n" +
 	"\thttp_addr\x18\x03 \x01(\tR\bhttpAddr\x12\x1d\n" +
 	"\n" +
-	"cluster_id\x18\x04 \x01(\tR\tclusterId\"_\n" +
+	"cluster_id\x18\x04 \x01(\tR\tclusterId\x12\x18\n" +
+	"\areplace\x18\x05 \x01(\bR\areplace\"-\n" +
+	"\x12MemberProbeRequest\x12\x17\n" +
+	"\afrom_id\x18\x01 \x01(\tR\x06fromId\"\x86\x03\n" +
+	"\x13MemberProbeResponse\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x14\n" +
+	"\x05phase\x18\x02 \x01(\tR\x05phase\x12%\n" +
+	"\x0ecluster_exists\x18\x03 \x01(\bR\rclusterExists\x12\x1d\n" +
+	"\n" +
+	"cluster_id\x18\x04 \x01(\tR\tclusterId\x12+\n" +
+	"\amembers\x18\x05 \x03(\v2\x11.seqsvr.v1.MemberR\amembers\x12\x1b\n" +
+	"\tleader_id\x18\x06 \x01(\tR\bleaderId\x12(\n" +
+	"\x10leader_http_addr\x18\a \x01(\tR\x0eleaderHttpAddr\x12\x1d\n" +
+	"\n" +
+	"last_index\x18\b \x01(\x04R\tlastIndex\x12!\n" +
+	"\fcommit_index\x18\t \x01(\x04R\vcommitIndex\x12#\n" +
+	"\rapplied_index\x18\n" +
+	" \x01(\x04R\fappliedIndex\x12\x1f\n" +
+	"\vwaiting_for\x18\v \x01(\tR\n" +
+	"waitingFor\"_\n" +
 	"\x13RemoveMemberRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\traft_addr\x18\x02 \x01(\tR\braftAddr\x12\x1b\n" +
@@ -2601,7 +2808,7 @@ const file_seqsvr_v1_store_proto_rawDesc = "" +
 	"\ball_used\x18\x05 \x01(\bR\aallUsed\"s\n" +
 	"\x15RaiseSectionsResponse\x121\n" +
 	"\bsections\x18\x01 \x03(\v2\x15.seqsvr.v1.SectionMaxR\bsections\x12'\n" +
-	"\x0frouting_version\x18\x02 \x01(\x04R\x0eroutingVersion2\x95\n" +
+	"\x0frouting_version\x18\x02 \x01(\x04R\x0eroutingVersion2\xe8\n" +
 	"\n" +
 	"\fStoreService\x128\n" +
 	"\tCreateTag\x12\x1b.seqsvr.v1.CreateTagRequest\x1a\x0e.seqsvr.v1.Tag\x127\n" +
@@ -2614,7 +2821,8 @@ const file_seqsvr_v1_store_proto_rawDesc = "" +
 	"\vRenewWorker\x12\x1d.seqsvr.v1.RenewWorkerRequest\x1a\x11.seqsvr.v1.Worker\x12W\n" +
 	"\rClusterStatus\x12\x1f.seqsvr.v1.ClusterStatusRequest\x1a .seqsvr.v1.ClusterStatusResponse\"\x03\x90\x02\x01\x12J\n" +
 	"\tAddMember\x12\x1b.seqsvr.v1.AddMemberRequest\x1a .seqsvr.v1.ClusterStatusResponse\x12P\n" +
-	"\fRemoveMember\x12\x1e.seqsvr.v1.RemoveMemberRequest\x1a .seqsvr.v1.ClusterStatusResponse\x12>\n" +
+	"\fRemoveMember\x12\x1e.seqsvr.v1.RemoveMemberRequest\x1a .seqsvr.v1.ClusterStatusResponse\x12Q\n" +
+	"\vMemberProbe\x12\x1d.seqsvr.v1.MemberProbeRequest\x1a\x1e.seqsvr.v1.MemberProbeResponse\"\x03\x90\x02\x01\x12>\n" +
 	"\vCreateSpace\x12\x1d.seqsvr.v1.CreateSpaceRequest\x1a\x10.seqsvr.v1.Space\x12=\n" +
 	"\bGetSpace\x12\x1a.seqsvr.v1.GetSpaceRequest\x1a\x10.seqsvr.v1.Space\"\x03\x90\x02\x01\x12N\n" +
 	"\n" +
@@ -2637,7 +2845,7 @@ func file_seqsvr_v1_store_proto_rawDescGZIP() []byte {
 	return file_seqsvr_v1_store_proto_rawDescData
 }
 
-var file_seqsvr_v1_store_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
+var file_seqsvr_v1_store_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
 var file_seqsvr_v1_store_proto_goTypes = []any{
 	(*BackupRequest)(nil),         // 0: seqsvr.v1.BackupRequest
 	(*BackupChunk)(nil),           // 1: seqsvr.v1.BackupChunk
@@ -2659,77 +2867,82 @@ var file_seqsvr_v1_store_proto_goTypes = []any{
 	(*Member)(nil),                // 17: seqsvr.v1.Member
 	(*ClusterStatusResponse)(nil), // 18: seqsvr.v1.ClusterStatusResponse
 	(*AddMemberRequest)(nil),      // 19: seqsvr.v1.AddMemberRequest
-	(*RemoveMemberRequest)(nil),   // 20: seqsvr.v1.RemoveMemberRequest
-	(*Space)(nil),                 // 21: seqsvr.v1.Space
-	(*CreateSpaceRequest)(nil),    // 22: seqsvr.v1.CreateSpaceRequest
-	(*GetSpaceRequest)(nil),       // 23: seqsvr.v1.GetSpaceRequest
-	(*ListSpacesRequest)(nil),     // 24: seqsvr.v1.ListSpacesRequest
-	(*ListSpacesResponse)(nil),    // 25: seqsvr.v1.ListSpacesResponse
-	(*GetRoutingRequest)(nil),     // 26: seqsvr.v1.GetRoutingRequest
-	(*SectionRange)(nil),          // 27: seqsvr.v1.SectionRange
-	(*RoutingTable)(nil),          // 28: seqsvr.v1.RoutingTable
-	(*SectionSpan)(nil),           // 29: seqsvr.v1.SectionSpan
-	(*SeqHeartbeatRequest)(nil),   // 30: seqsvr.v1.SeqHeartbeatRequest
-	(*SeqHeartbeatResponse)(nil),  // 31: seqsvr.v1.SeqHeartbeatResponse
-	(*SectionRaise)(nil),          // 32: seqsvr.v1.SectionRaise
-	(*RaiseSectionsRequest)(nil),  // 33: seqsvr.v1.RaiseSectionsRequest
-	(*SectionMax)(nil),            // 34: seqsvr.v1.SectionMax
-	(*RaiseSectionsResponse)(nil), // 35: seqsvr.v1.RaiseSectionsResponse
-	(*timestamppb.Timestamp)(nil), // 36: google.protobuf.Timestamp
+	(*MemberProbeRequest)(nil),    // 20: seqsvr.v1.MemberProbeRequest
+	(*MemberProbeResponse)(nil),   // 21: seqsvr.v1.MemberProbeResponse
+	(*RemoveMemberRequest)(nil),   // 22: seqsvr.v1.RemoveMemberRequest
+	(*Space)(nil),                 // 23: seqsvr.v1.Space
+	(*CreateSpaceRequest)(nil),    // 24: seqsvr.v1.CreateSpaceRequest
+	(*GetSpaceRequest)(nil),       // 25: seqsvr.v1.GetSpaceRequest
+	(*ListSpacesRequest)(nil),     // 26: seqsvr.v1.ListSpacesRequest
+	(*ListSpacesResponse)(nil),    // 27: seqsvr.v1.ListSpacesResponse
+	(*GetRoutingRequest)(nil),     // 28: seqsvr.v1.GetRoutingRequest
+	(*SectionRange)(nil),          // 29: seqsvr.v1.SectionRange
+	(*RoutingTable)(nil),          // 30: seqsvr.v1.RoutingTable
+	(*SectionSpan)(nil),           // 31: seqsvr.v1.SectionSpan
+	(*SeqHeartbeatRequest)(nil),   // 32: seqsvr.v1.SeqHeartbeatRequest
+	(*SeqHeartbeatResponse)(nil),  // 33: seqsvr.v1.SeqHeartbeatResponse
+	(*SectionRaise)(nil),          // 34: seqsvr.v1.SectionRaise
+	(*RaiseSectionsRequest)(nil),  // 35: seqsvr.v1.RaiseSectionsRequest
+	(*SectionMax)(nil),            // 36: seqsvr.v1.SectionMax
+	(*RaiseSectionsResponse)(nil), // 37: seqsvr.v1.RaiseSectionsResponse
+	(*timestamppb.Timestamp)(nil), // 38: google.protobuf.Timestamp
 }
 var file_seqsvr_v1_store_proto_depIdxs = []int32{
-	36, // 0: seqsvr.v1.Tag.update_time:type_name -> google.protobuf.Timestamp
+	38, // 0: seqsvr.v1.Tag.update_time:type_name -> google.protobuf.Timestamp
 	2,  // 1: seqsvr.v1.ListTagsResponse.tags:type_name -> seqsvr.v1.Tag
 	14, // 2: seqsvr.v1.Worker.layout:type_name -> seqsvr.v1.SnowflakeLayout
 	17, // 3: seqsvr.v1.ClusterStatusResponse.members:type_name -> seqsvr.v1.Member
-	36, // 4: seqsvr.v1.Space.create_time:type_name -> google.protobuf.Timestamp
-	21, // 5: seqsvr.v1.ListSpacesResponse.spaces:type_name -> seqsvr.v1.Space
-	27, // 6: seqsvr.v1.RoutingTable.sections:type_name -> seqsvr.v1.SectionRange
-	29, // 7: seqsvr.v1.SeqHeartbeatRequest.released:type_name -> seqsvr.v1.SectionSpan
-	28, // 8: seqsvr.v1.SeqHeartbeatResponse.tables:type_name -> seqsvr.v1.RoutingTable
-	32, // 9: seqsvr.v1.RaiseSectionsRequest.sections:type_name -> seqsvr.v1.SectionRaise
-	34, // 10: seqsvr.v1.RaiseSectionsResponse.sections:type_name -> seqsvr.v1.SectionMax
-	3,  // 11: seqsvr.v1.StoreService.CreateTag:input_type -> seqsvr.v1.CreateTagRequest
-	4,  // 12: seqsvr.v1.StoreService.GetTag:input_type -> seqsvr.v1.GetTagRequest
-	5,  // 13: seqsvr.v1.StoreService.ListTags:input_type -> seqsvr.v1.ListTagsRequest
-	7,  // 14: seqsvr.v1.StoreService.UpdateTag:input_type -> seqsvr.v1.UpdateTagRequest
-	8,  // 15: seqsvr.v1.StoreService.DeleteTag:input_type -> seqsvr.v1.DeleteTagRequest
-	10, // 16: seqsvr.v1.StoreService.ReserveSegment:input_type -> seqsvr.v1.ReserveSegmentRequest
-	12, // 17: seqsvr.v1.StoreService.RegisterWorker:input_type -> seqsvr.v1.RegisterWorkerRequest
-	13, // 18: seqsvr.v1.StoreService.RenewWorker:input_type -> seqsvr.v1.RenewWorkerRequest
-	16, // 19: seqsvr.v1.StoreService.ClusterStatus:input_type -> seqsvr.v1.ClusterStatusRequest
-	19, // 20: seqsvr.v1.StoreService.AddMember:input_type -> seqsvr.v1.AddMemberRequest
-	20, // 21: seqsvr.v1.StoreService.RemoveMember:input_type -> seqsvr.v1.RemoveMemberRequest
-	22, // 22: seqsvr.v1.StoreService.CreateSpace:input_type -> seqsvr.v1.CreateSpaceRequest
-	23, // 23: seqsvr.v1.StoreService.GetSpace:input_type -> seqsvr.v1.GetSpaceRequest
-	24, // 24: seqsvr.v1.StoreService.ListSpaces:input_type -> seqsvr.v1.ListSpacesRequest
-	26, // 25: seqsvr.v1.StoreService.GetRouting:input_type -> seqsvr.v1.GetRoutingRequest
-	30, // 26: seqsvr.v1.StoreService.SeqHeartbeat:input_type -> seqsvr.v1.SeqHeartbeatRequest
-	33, // 27: seqsvr.v1.StoreService.RaiseSections:input_type -> seqsvr.v1.RaiseSectionsRequest
-	0,  // 28: seqsvr.v1.StoreService.Backup:input_type -> seqsvr.v1.BackupRequest
-	2,  // 29: seqsvr.v1.StoreService.CreateTag:output_type -> seqsvr.v1.Tag
-	2,  // 30: seqsvr.v1.StoreService.GetTag:output_type -> seqsvr.v1.Tag
-	6,  // 31: seqsvr.v1.StoreService.ListTags:output_type -> seqsvr.v1.ListTagsResponse
-	2,  // 32: seqsvr.v1.StoreService.UpdateTag:output_type -> seqsvr.v1.Tag
-	9,  // 33: seqsvr.v1.StoreService.DeleteTag:output_type -> seqsvr.v1.DeleteTagResponse
-	11, // 34: seqsvr.v1.StoreService.ReserveSegment:output_type -> seqsvr.v1.Segment
-	15, // 35: seqsvr.v1.StoreService.RegisterWorker:output_type -> seqsvr.v1.Worker
-	15, // 36: seqsvr.v1.StoreService.RenewWorker:output_type -> seqsvr.v1.Worker
-	18, // 37: seqsvr.v1.StoreService.ClusterStatus:output_type -> seqsvr.v1.ClusterStatusResponse
-	18, // 38: seqsvr.v1.StoreService.AddMember:output_type -> seqsvr.v1.ClusterStatusResponse
-	18, // 39: seqsvr.v1.StoreService.RemoveMember:output_type -> seqsvr.v1.ClusterStatusResponse
-	21, // 40: seqsvr.v1.StoreService.CreateSpace:output_type -> seqsvr.v1.Space
-	21, // 41: seqsvr.v1.StoreService.GetSpace:output_type -> seqsvr.v1.Space
-	25, // 42: seqsvr.v1.StoreService.ListSpaces:output_type -> seqsvr.v1.ListSpacesResponse
-	28, // 43: seqsvr.v1.StoreService.GetRouting:output_type -> seqsvr.v1.RoutingTable
-	31, // 44: seqsvr.v1.StoreService.SeqHeartbeat:output_type -> seqsvr.v1.SeqHeartbeatResponse
-	35, // 45: seqsvr.v1.StoreService.RaiseSections:output_type -> seqsvr.v1.RaiseSectionsResponse
-	1,  // 46: seqsvr.v1.StoreService.Backup:output_type -> seqsvr.v1.BackupChunk
-	29, // [29:47] is the sub-list for method output_type
-	11, // [11:29] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	17, // 4: seqsvr.v1.MemberProbeResponse.members:type_name -> seqsvr.v1.Member
+	38, // 5: seqsvr.v1.Space.create_time:type_name -> google.protobuf.Timestamp
+	23, // 6: seqsvr.v1.ListSpacesResponse.spaces:type_name -> seqsvr.v1.Space
+	29, // 7: seqsvr.v1.RoutingTable.sections:type_name -> seqsvr.v1.SectionRange
+	31, // 8: seqsvr.v1.SeqHeartbeatRequest.released:type_name -> seqsvr.v1.SectionSpan
+	30, // 9: seqsvr.v1.SeqHeartbeatResponse.tables:type_name -> seqsvr.v1.RoutingTable
+	34, // 10: seqsvr.v1.RaiseSectionsRequest.sections:type_name -> seqsvr.v1.SectionRaise
+	36, // 11: seqsvr.v1.RaiseSectionsResponse.sections:type_name -> seqsvr.v1.SectionMax
+	3,  // 12: seqsvr.v1.StoreService.CreateTag:input_type -> seqsvr.v1.CreateTagRequest
+	4,  // 13: seqsvr.v1.StoreService.GetTag:input_type -> seqsvr.v1.GetTagRequest
+	5,  // 14: seqsvr.v1.StoreService.ListTags:input_type -> seqsvr.v1.ListTagsRequest
+	7,  // 15: seqsvr.v1.StoreService.UpdateTag:input_type -> seqsvr.v1.UpdateTagRequest
+	8,  // 16: seqsvr.v1.StoreService.DeleteTag:input_type -> seqsvr.v1.DeleteTagRequest
+	10, // 17: seqsvr.v1.StoreService.ReserveSegment:input_type -> seqsvr.v1.ReserveSegmentRequest
+	12, // 18: seqsvr.v1.StoreService.RegisterWorker:input_type -> seqsvr.v1.RegisterWorkerRequest
+	13, // 19: seqsvr.v1.StoreService.RenewWorker:input_type -> seqsvr.v1.RenewWorkerRequest
+	16, // 20: seqsvr.v1.StoreService.ClusterStatus:input_type -> seqsvr.v1.ClusterStatusRequest
+	19, // 21: seqsvr.v1.StoreService.AddMember:input_type -> seqsvr.v1.AddMemberRequest
+	22, // 22: seqsvr.v1.StoreService.RemoveMember:input_type -> seqsvr.v1.RemoveMemberRequest
+	20, // 23: seqsvr.v1.StoreService.MemberProbe:input_type -> seqsvr.v1.MemberProbeRequest
+	24, // 24: seqsvr.v1.StoreService.CreateSpace:input_type -> seqsvr.v1.CreateSpaceRequest
+	25, // 25: seqsvr.v1.StoreService.GetSpace:input_type -> seqsvr.v1.GetSpaceRequest
+	26, // 26: seqsvr.v1.StoreService.ListSpaces:input_type -> seqsvr.v1.ListSpacesRequest
+	28, // 27: seqsvr.v1.StoreService.GetRouting:input_type -> seqsvr.v1.GetRoutingRequest
+	32, // 28: seqsvr.v1.StoreService.SeqHeartbeat:input_type -> seqsvr.v1.SeqHeartbeatRequest
+	35, // 29: seqsvr.v1.StoreService.RaiseSections:input_type -> seqsvr.v1.RaiseSectionsRequest
+	0,  // 30: seqsvr.v1.StoreService.Backup:input_type -> seqsvr.v1.BackupRequest
+	2,  // 31: seqsvr.v1.StoreService.CreateTag:output_type -> seqsvr.v1.Tag
+	2,  // 32: seqsvr.v1.StoreService.GetTag:output_type -> seqsvr.v1.Tag
+	6,  // 33: seqsvr.v1.StoreService.ListTags:output_type -> seqsvr.v1.ListTagsResponse
+	2,  // 34: seqsvr.v1.StoreService.UpdateTag:output_type -> seqsvr.v1.Tag
+	9,  // 35: seqsvr.v1.StoreService.DeleteTag:output_type -> seqsvr.v1.DeleteTagResponse
+	11, // 36: seqsvr.v1.StoreService.ReserveSegment:output_type -> seqsvr.v1.Segment
+	15, // 37: seqsvr.v1.StoreService.RegisterWorker:output_type -> seqsvr.v1.Worker
+	15, // 38: seqsvr.v1.StoreService.RenewWorker:output_type -> seqsvr.v1.Worker
+	18, // 39: seqsvr.v1.StoreService.ClusterStatus:output_type -> seqsvr.v1.ClusterStatusResponse
+	18, // 40: seqsvr.v1.StoreService.AddMember:output_type -> seqsvr.v1.ClusterStatusResponse
+	18, // 41: seqsvr.v1.StoreService.RemoveMember:output_type -> seqsvr.v1.ClusterStatusResponse
+	21, // 42: seqsvr.v1.StoreService.MemberProbe:output_type -> seqsvr.v1.MemberProbeResponse
+	23, // 43: seqsvr.v1.StoreService.CreateSpace:output_type -> seqsvr.v1.Space
+	23, // 44: seqsvr.v1.StoreService.GetSpace:output_type -> seqsvr.v1.Space
+	27, // 45: seqsvr.v1.StoreService.ListSpaces:output_type -> seqsvr.v1.ListSpacesResponse
+	30, // 46: seqsvr.v1.StoreService.GetRouting:output_type -> seqsvr.v1.RoutingTable
+	33, // 47: seqsvr.v1.StoreService.SeqHeartbeat:output_type -> seqsvr.v1.SeqHeartbeatResponse
+	37, // 48: seqsvr.v1.StoreService.RaiseSections:output_type -> seqsvr.v1.RaiseSectionsResponse
+	1,  // 49: seqsvr.v1.StoreService.Backup:output_type -> seqsvr.v1.BackupChunk
+	31, // [31:50] is the sub-list for method output_type
+	12, // [12:31] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_seqsvr_v1_store_proto_init() }
@@ -2744,7 +2957,7 @@ func file_seqsvr_v1_store_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_seqsvr_v1_store_proto_rawDesc), len(file_seqsvr_v1_store_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   36,
+			NumMessages:   38,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

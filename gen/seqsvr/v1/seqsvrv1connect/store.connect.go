@@ -60,6 +60,9 @@ const (
 	// StoreServiceRemoveMemberProcedure is the fully-qualified name of the StoreService's RemoveMember
 	// RPC.
 	StoreServiceRemoveMemberProcedure = "/seqsvr.v1.StoreService/RemoveMember"
+	// StoreServiceMemberProbeProcedure is the fully-qualified name of the StoreService's MemberProbe
+	// RPC.
+	StoreServiceMemberProbeProcedure = "/seqsvr.v1.StoreService/MemberProbe"
 	// StoreServiceCreateSpaceProcedure is the fully-qualified name of the StoreService's CreateSpace
 	// RPC.
 	StoreServiceCreateSpaceProcedure = "/seqsvr.v1.StoreService/CreateSpace"
@@ -90,8 +93,16 @@ type StoreServiceClient interface {
 	RegisterWorker(context.Context, *connect.Request[v1.RegisterWorkerRequest]) (*connect.Response[v1.Worker], error)
 	RenewWorker(context.Context, *connect.Request[v1.RenewWorkerRequest]) (*connect.Response[v1.Worker], error)
 	ClusterStatus(context.Context, *connect.Request[v1.ClusterStatusRequest]) (*connect.Response[v1.ClusterStatusResponse], error)
+	// AddMember adds a member as a non-voter; the leader promotes it to
+	// voter once it has caught up. It answers before the promotion.
 	AddMember(context.Context, *connect.Request[v1.AddMemberRequest]) (*connect.Response[v1.ClusterStatusResponse], error)
 	RemoveMember(context.Context, *connect.Request[v1.RemoveMemberRequest]) (*connect.Response[v1.ClusterStatusResponse], error)
+	// MemberProbe says what this member knows of its cluster. A member
+	// answers it while it is still starting, before Raft runs, so that a
+	// member without Raft state can learn whether a cluster exists (and
+	// rejoin it) or not yet (and bootstrap with its peers), and never
+	// votes on a log it has forgotten.
+	MemberProbe(context.Context, *connect.Request[v1.MemberProbeRequest]) (*connect.Response[v1.MemberProbeResponse], error)
 	// Per-key sequences (WeChat seqsvr mode). A space's keys are grouped in
 	// sections that share one durable max_seq; each section is served by one
 	// allocsvr at a time, as recorded in the space's routing table.
@@ -194,6 +205,13 @@ func NewStoreServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			connect.WithSchema(storeServiceMethods.ByName("RemoveMember")),
 			connect.WithClientOptions(opts...),
 		),
+		memberProbe: connect.NewClient[v1.MemberProbeRequest, v1.MemberProbeResponse](
+			httpClient,
+			baseURL+StoreServiceMemberProbeProcedure,
+			connect.WithSchema(storeServiceMethods.ByName("MemberProbe")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
 		createSpace: connect.NewClient[v1.CreateSpaceRequest, v1.Space](
 			httpClient,
 			baseURL+StoreServiceCreateSpaceProcedure,
@@ -256,6 +274,7 @@ type storeServiceClient struct {
 	clusterStatus  *connect.Client[v1.ClusterStatusRequest, v1.ClusterStatusResponse]
 	addMember      *connect.Client[v1.AddMemberRequest, v1.ClusterStatusResponse]
 	removeMember   *connect.Client[v1.RemoveMemberRequest, v1.ClusterStatusResponse]
+	memberProbe    *connect.Client[v1.MemberProbeRequest, v1.MemberProbeResponse]
 	createSpace    *connect.Client[v1.CreateSpaceRequest, v1.Space]
 	getSpace       *connect.Client[v1.GetSpaceRequest, v1.Space]
 	listSpaces     *connect.Client[v1.ListSpacesRequest, v1.ListSpacesResponse]
@@ -320,6 +339,11 @@ func (c *storeServiceClient) RemoveMember(ctx context.Context, req *connect.Requ
 	return c.removeMember.CallUnary(ctx, req)
 }
 
+// MemberProbe calls seqsvr.v1.StoreService.MemberProbe.
+func (c *storeServiceClient) MemberProbe(ctx context.Context, req *connect.Request[v1.MemberProbeRequest]) (*connect.Response[v1.MemberProbeResponse], error) {
+	return c.memberProbe.CallUnary(ctx, req)
+}
+
 // CreateSpace calls seqsvr.v1.StoreService.CreateSpace.
 func (c *storeServiceClient) CreateSpace(ctx context.Context, req *connect.Request[v1.CreateSpaceRequest]) (*connect.Response[v1.Space], error) {
 	return c.createSpace.CallUnary(ctx, req)
@@ -366,8 +390,16 @@ type StoreServiceHandler interface {
 	RegisterWorker(context.Context, *connect.Request[v1.RegisterWorkerRequest]) (*connect.Response[v1.Worker], error)
 	RenewWorker(context.Context, *connect.Request[v1.RenewWorkerRequest]) (*connect.Response[v1.Worker], error)
 	ClusterStatus(context.Context, *connect.Request[v1.ClusterStatusRequest]) (*connect.Response[v1.ClusterStatusResponse], error)
+	// AddMember adds a member as a non-voter; the leader promotes it to
+	// voter once it has caught up. It answers before the promotion.
 	AddMember(context.Context, *connect.Request[v1.AddMemberRequest]) (*connect.Response[v1.ClusterStatusResponse], error)
 	RemoveMember(context.Context, *connect.Request[v1.RemoveMemberRequest]) (*connect.Response[v1.ClusterStatusResponse], error)
+	// MemberProbe says what this member knows of its cluster. A member
+	// answers it while it is still starting, before Raft runs, so that a
+	// member without Raft state can learn whether a cluster exists (and
+	// rejoin it) or not yet (and bootstrap with its peers), and never
+	// votes on a log it has forgotten.
+	MemberProbe(context.Context, *connect.Request[v1.MemberProbeRequest]) (*connect.Response[v1.MemberProbeResponse], error)
 	// Per-key sequences (WeChat seqsvr mode). A space's keys are grouped in
 	// sections that share one durable max_seq; each section is served by one
 	// allocsvr at a time, as recorded in the space's routing table.
@@ -466,6 +498,13 @@ func NewStoreServiceHandler(svc StoreServiceHandler, opts ...connect.HandlerOpti
 		connect.WithSchema(storeServiceMethods.ByName("RemoveMember")),
 		connect.WithHandlerOptions(opts...),
 	)
+	storeServiceMemberProbeHandler := connect.NewUnaryHandler(
+		StoreServiceMemberProbeProcedure,
+		svc.MemberProbe,
+		connect.WithSchema(storeServiceMethods.ByName("MemberProbe")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
 	storeServiceCreateSpaceHandler := connect.NewUnaryHandler(
 		StoreServiceCreateSpaceProcedure,
 		svc.CreateSpace,
@@ -536,6 +575,8 @@ func NewStoreServiceHandler(svc StoreServiceHandler, opts ...connect.HandlerOpti
 			storeServiceAddMemberHandler.ServeHTTP(w, r)
 		case StoreServiceRemoveMemberProcedure:
 			storeServiceRemoveMemberHandler.ServeHTTP(w, r)
+		case StoreServiceMemberProbeProcedure:
+			storeServiceMemberProbeHandler.ServeHTTP(w, r)
 		case StoreServiceCreateSpaceProcedure:
 			storeServiceCreateSpaceHandler.ServeHTTP(w, r)
 		case StoreServiceGetSpaceProcedure:
@@ -601,6 +642,10 @@ func (UnimplementedStoreServiceHandler) AddMember(context.Context, *connect.Requ
 
 func (UnimplementedStoreServiceHandler) RemoveMember(context.Context, *connect.Request[v1.RemoveMemberRequest]) (*connect.Response[v1.ClusterStatusResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("seqsvr.v1.StoreService.RemoveMember is not implemented"))
+}
+
+func (UnimplementedStoreServiceHandler) MemberProbe(context.Context, *connect.Request[v1.MemberProbeRequest]) (*connect.Response[v1.MemberProbeResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("seqsvr.v1.StoreService.MemberProbe is not implemented"))
 }
 
 func (UnimplementedStoreServiceHandler) CreateSpace(context.Context, *connect.Request[v1.CreateSpaceRequest]) (*connect.Response[v1.Space], error) {

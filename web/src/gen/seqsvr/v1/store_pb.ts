@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file seqsvr/v1/store.proto.
  */
 export const file_seqsvr_v1_store: GenFile = /*@__PURE__*/
-  fileDesc("ChVzZXFzdnIvdjEvc3RvcmUucHJvdG8SCXNlcXN2ci52MSIPCg1CYWNrdXBSZXF1ZXN0IhsKC0JhY2t1cENodW5rEgwKBGRhdGEYASABKAwidgoDVGFnEgsKA3RhZxgBIAEoCRIOCgZtYXhfaWQYAiABKAMSDAoEc3RlcBgDIAEoAxITCgtkZXNjcmlwdGlvbhgEIAEoCRIvCgt1cGRhdGVfdGltZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiUQoQQ3JlYXRlVGFnUmVxdWVzdBILCgN0YWcYASABKAkSDQoFc3RhcnQYAiABKAMSDAoEc3RlcBgDIAEoAxITCgtkZXNjcmlwdGlvbhgEIAEoCSIrCg1HZXRUYWdSZXF1ZXN0EgsKA3RhZxgBIAEoCRINCgVsb2NhbBgCIAEoCCI4Cg9MaXN0VGFnc1JlcXVlc3QSEQoJcGFnZV9zaXplGAEgASgFEhIKCnBhZ2VfdG9rZW4YAiABKAkiSQoQTGlzdFRhZ3NSZXNwb25zZRIcCgR0YWdzGAEgAygLMg4uc2Vxc3ZyLnYxLlRhZxIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiVwoQVXBkYXRlVGFnUmVxdWVzdBILCgN0YWcYASABKAkSDAoEc3RlcBgCIAEoAxIYCgtkZXNjcmlwdGlvbhgDIAEoCUgAiAEBQg4KDF9kZXNjcmlwdGlvbiIfChBEZWxldGVUYWdSZXF1ZXN0EgsKA3RhZxgBIAEoCSITChFEZWxldGVUYWdSZXNwb25zZSJGChVSZXNlcnZlU2VnbWVudFJlcXVlc3QSCwoDdGFnGAEgASgJEgwKBHNpemUYAiABKAMSEgoKcmVxdWVzdF9pZBgDIAEoCSJBCgdTZWdtZW50EgsKA3RhZxgBIAEoCRINCgVmaXJzdBgCIAEoAxIMCgRsYXN0GAMgASgDEgwKBHN0ZXAYBCABKAMiTQoVUmVnaXN0ZXJXb3JrZXJSZXF1ZXN0Eg8KB25vZGVfaWQYASABKAkSDgoGbm93X21zGAIgASgDEhMKC2luc3RhbmNlX2lkGAMgASgJIl0KElJlbmV3V29ya2VyUmVxdWVzdBIPCgdub2RlX2lkGAEgASgJEhEKCXdvcmtlcl9pZBgCIAEoAxIOCgZub3dfbXMYAyABKAMSEwoLaW5zdGFuY2VfaWQYBCABKAkiZwoPU25vd2ZsYWtlTGF5b3V0EhAKCGVwb2NoX21zGAEgASgDEhYKDnRpbWVzdGFtcF9iaXRzGAIgASgFEhMKC3dvcmtlcl9iaXRzGAMgASgFEhUKDXNlcXVlbmNlX2JpdHMYBCABKAUizwEKBldvcmtlchIPCgdub2RlX2lkGAEgASgJEhEKCXdvcmtlcl9pZBgCIAEoAxIZChFsYXN0X3RpbWVzdGFtcF9tcxgDIAEoAxIYChBsZWFzZV9leHBpcmVzX21zGAQgASgDEhMKC2luc3RhbmNlX2lkGAUgASgJEioKBmxheW91dBgGIAEoCzIaLnNlcXN2ci52MS5Tbm93Zmxha2VMYXlvdXQSFQoNbGVhZGVyX25vd19tcxgHIAEoAxIUCgxsZWFzZV90dGxfbXMYCCABKAMiFgoUQ2x1c3RlclN0YXR1c1JlcXVlc3QiewoGTWVtYmVyEgoKAmlkGAEgASgJEhEKCXJhZnRfYWRkchgCIAEoCRIRCglodHRwX2FkZHIYAyABKAkSEAoIc3VmZnJhZ2UYBCABKAkSDQoFc3RhdGUYBSABKAkSDwoHdmVyc2lvbhgGIAEoCRINCgVsZXZlbBgHIAEoDSLxAQoVQ2x1c3RlclN0YXR1c1Jlc3BvbnNlEhEKCWxlYWRlcl9pZBgBIAEoCRIiCgdtZW1iZXJzGAIgAygLMhEuc2Vxc3ZyLnYxLk1lbWJlchIMCgR0ZXJtGAMgASgEEhQKDGNvbW1pdF9pbmRleBgEIAEoBBIVCg1hcHBsaWVkX2luZGV4GAUgASgEEg8KB25vZGVfaWQYBiABKAkSGAoQbGVhZGVyX2h0dHBfYWRkchgHIAEoCRIOCgZub3dfbXMYCCABKAMSEgoKY2x1c3Rlcl9pZBgJIAEoCRIXCg9jbHVzdGVyX3ZlcnNpb24YCiABKA0iWAoQQWRkTWVtYmVyUmVxdWVzdBIKCgJpZBgBIAEoCRIRCglyYWZ0X2FkZHIYAiABKAkSEQoJaHR0cF9hZGRyGAMgASgJEhIKCmNsdXN0ZXJfaWQYBCABKAkiRwoTUmVtb3ZlTWVtYmVyUmVxdWVzdBIKCgJpZBgBIAEoCRIRCglyYWZ0X2FkZHIYAiABKAkSEQoJaHR0cF9hZGRyGAMgASgJIqoBCgVTcGFjZRINCgVzcGFjZRgBIAEoCRIRCglrZXlfY291bnQYAiABKAQSFAoMc2VjdGlvbl9zaXplGAMgASgEEgwKBHN0ZXAYBCABKAMSEwoLZGVzY3JpcHRpb24YBSABKAkSLwoLY3JlYXRlX3RpbWUYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhUKDXNlY3Rpb25fY291bnQYByABKAQibwoSQ3JlYXRlU3BhY2VSZXF1ZXN0Eg0KBXNwYWNlGAEgASgJEhEKCWtleV9jb3VudBgCIAEoBBIUCgxzZWN0aW9uX3NpemUYAyABKAQSDAoEc3RlcBgEIAEoAxITCgtkZXNjcmlwdGlvbhgFIAEoCSIgCg9HZXRTcGFjZVJlcXVlc3QSDQoFc3BhY2UYASABKAkiOgoRTGlzdFNwYWNlc1JlcXVlc3QSEQoJcGFnZV9zaXplGAEgASgFEhIKCnBhZ2VfdG9rZW4YAiABKAkiTwoSTGlzdFNwYWNlc1Jlc3BvbnNlEiAKBnNwYWNlcxgBIAMoCzIQLnNlcXN2ci52MS5TcGFjZRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiIgoRR2V0Um91dGluZ1JlcXVlc3QSDQoFc3BhY2UYASABKAkiiwEKDFNlY3Rpb25SYW5nZRIVCg1maXJzdF9zZWN0aW9uGAEgASgEEhQKDGxhc3Rfc2VjdGlvbhgCIAEoBBINCgVvd25lchgDIAEoCRIRCglvd25lcl91cmwYBCABKAkSGAoQbGVhc2VfZXhwaXJlc19tcxgFIAEoAxISCgpuZXh0X293bmVyGAYgASgJIooBCgxSb3V0aW5nVGFibGUSDQoFc3BhY2UYASABKAkSEQoJa2V5X2NvdW50GAIgASgEEhQKDHNlY3Rpb25fc2l6ZRgDIAEoBBIXCg9yb3V0aW5nX3ZlcnNpb24YBCABKAQSKQoIc2VjdGlvbnMYBSADKAsyFy5zZXFzdnIudjEuU2VjdGlvblJhbmdlIkkKC1NlY3Rpb25TcGFuEg0KBXNwYWNlGAEgASgJEhUKDWZpcnN0X3NlY3Rpb24YAiABKAQSFAoMbGFzdF9zZWN0aW9uGAMgASgEIpMBChNTZXFIZWFydGJlYXRSZXF1ZXN0Eg8KB25vZGVfaWQYASABKAkSEwoLaW5zdGFuY2VfaWQYAiABKAkSCwoDdXJsGAMgASgJEg4KBm5vd19tcxgEIAEoAxIPCgdsZWF2aW5nGAUgASgIEigKCHJlbGVhc2VkGAYgAygLMhYuc2Vxc3ZyLnYxLlNlY3Rpb25TcGFuIoYBChRTZXFIZWFydGJlYXRSZXNwb25zZRIUCgxsZWFzZV90dGxfbXMYASABKAMSGAoQbGVhc2VfZXhwaXJlc19tcxgCIAEoAxIVCg1sZWFkZXJfbm93X21zGAMgASgDEicKBnRhYmxlcxgEIAMoCzIXLnNlcXN2ci52MS5Sb3V0aW5nVGFibGUiVwoMU2VjdGlvblJhaXNlEg8KB3NlY3Rpb24YASABKAQSEQoJa25vd25fbWF4GAIgASgDEhEKCWZpcnN0X3VzZRgDIAMoDRIQCghrZWVwX21heBgEIAEoCCJ2ChRSYWlzZVNlY3Rpb25zUmVxdWVzdBIPCgdub2RlX2lkGAEgASgJEhMKC2luc3RhbmNlX2lkGAIgASgJEg0KBXNwYWNlGAMgASgJEikKCHNlY3Rpb25zGAQgAygLMhcuc2Vxc3ZyLnYxLlNlY3Rpb25SYWlzZSJgCgpTZWN0aW9uTWF4Eg8KB3NlY3Rpb24YASABKAQSEAoIcHJldl9tYXgYAiABKAMSDwoHbWF4X3NlcRgDIAEoAxIMCgR1c2VkGAQgASgMEhAKCGFsbF91c2VkGAUgASgIIlkKFVJhaXNlU2VjdGlvbnNSZXNwb25zZRInCghzZWN0aW9ucxgBIAMoCzIVLnNlcXN2ci52MS5TZWN0aW9uTWF4EhcKD3JvdXRpbmdfdmVyc2lvbhgCIAEoBDKVCgoMU3RvcmVTZXJ2aWNlEjgKCUNyZWF0ZVRhZxIbLnNlcXN2ci52MS5DcmVhdGVUYWdSZXF1ZXN0Gg4uc2Vxc3ZyLnYxLlRhZxI3CgZHZXRUYWcSGC5zZXFzdnIudjEuR2V0VGFnUmVxdWVzdBoOLnNlcXN2ci52MS5UYWciA5ACARJICghMaXN0VGFncxIaLnNlcXN2ci52MS5MaXN0VGFnc1JlcXVlc3QaGy5zZXFzdnIudjEuTGlzdFRhZ3NSZXNwb25zZSIDkAIBEjgKCVVwZGF0ZVRhZxIbLnNlcXN2ci52MS5VcGRhdGVUYWdSZXF1ZXN0Gg4uc2Vxc3ZyLnYxLlRhZxJGCglEZWxldGVUYWcSGy5zZXFzdnIudjEuRGVsZXRlVGFnUmVxdWVzdBocLnNlcXN2ci52MS5EZWxldGVUYWdSZXNwb25zZRJGCg5SZXNlcnZlU2VnbWVudBIgLnNlcXN2ci52MS5SZXNlcnZlU2VnbWVudFJlcXVlc3QaEi5zZXFzdnIudjEuU2VnbWVudBJFCg5SZWdpc3RlcldvcmtlchIgLnNlcXN2ci52MS5SZWdpc3RlcldvcmtlclJlcXVlc3QaES5zZXFzdnIudjEuV29ya2VyEj8KC1JlbmV3V29ya2VyEh0uc2Vxc3ZyLnYxLlJlbmV3V29ya2VyUmVxdWVzdBoRLnNlcXN2ci52MS5Xb3JrZXISVwoNQ2x1c3RlclN0YXR1cxIfLnNlcXN2ci52MS5DbHVzdGVyU3RhdHVzUmVxdWVzdBogLnNlcXN2ci52MS5DbHVzdGVyU3RhdHVzUmVzcG9uc2UiA5ACARJKCglBZGRNZW1iZXISGy5zZXFzdnIudjEuQWRkTWVtYmVyUmVxdWVzdBogLnNlcXN2ci52MS5DbHVzdGVyU3RhdHVzUmVzcG9uc2USUAoMUmVtb3ZlTWVtYmVyEh4uc2Vxc3ZyLnYxLlJlbW92ZU1lbWJlclJlcXVlc3QaIC5zZXFzdnIudjEuQ2x1c3RlclN0YXR1c1Jlc3BvbnNlEj4KC0NyZWF0ZVNwYWNlEh0uc2Vxc3ZyLnYxLkNyZWF0ZVNwYWNlUmVxdWVzdBoQLnNlcXN2ci52MS5TcGFjZRI9CghHZXRTcGFjZRIaLnNlcXN2ci52MS5HZXRTcGFjZVJlcXVlc3QaEC5zZXFzdnIudjEuU3BhY2UiA5ACARJOCgpMaXN0U3BhY2VzEhwuc2Vxc3ZyLnYxLkxpc3RTcGFjZXNSZXF1ZXN0Gh0uc2Vxc3ZyLnYxLkxpc3RTcGFjZXNSZXNwb25zZSIDkAIBEkgKCkdldFJvdXRpbmcSHC5zZXFzdnIudjEuR2V0Um91dGluZ1JlcXVlc3QaFy5zZXFzdnIudjEuUm91dGluZ1RhYmxlIgOQAgESTwoMU2VxSGVhcnRiZWF0Eh4uc2Vxc3ZyLnYxLlNlcUhlYXJ0YmVhdFJlcXVlc3QaHy5zZXFzdnIudjEuU2VxSGVhcnRiZWF0UmVzcG9uc2USUgoNUmFpc2VTZWN0aW9ucxIfLnNlcXN2ci52MS5SYWlzZVNlY3Rpb25zUmVxdWVzdBogLnNlcXN2ci52MS5SYWlzZVNlY3Rpb25zUmVzcG9uc2USQQoGQmFja3VwEhguc2Vxc3ZyLnYxLkJhY2t1cFJlcXVlc3QaFi5zZXFzdnIudjEuQmFja3VwQ2h1bmsiA5ACATABQjFaL2dpdGh1Yi5jb20vc2Vxc3ZyL3NlcXN2ci9nZW4vc2Vxc3ZyL3YxO3NlcXN2cnYxYgZwcm90bzM", [file_google_protobuf_timestamp]);
+  fileDesc("ChVzZXFzdnIvdjEvc3RvcmUucHJvdG8SCXNlcXN2ci52MSIPCg1CYWNrdXBSZXF1ZXN0IhsKC0JhY2t1cENodW5rEgwKBGRhdGEYASABKAwidgoDVGFnEgsKA3RhZxgBIAEoCRIOCgZtYXhfaWQYAiABKAMSDAoEc3RlcBgDIAEoAxITCgtkZXNjcmlwdGlvbhgEIAEoCRIvCgt1cGRhdGVfdGltZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiUQoQQ3JlYXRlVGFnUmVxdWVzdBILCgN0YWcYASABKAkSDQoFc3RhcnQYAiABKAMSDAoEc3RlcBgDIAEoAxITCgtkZXNjcmlwdGlvbhgEIAEoCSIrCg1HZXRUYWdSZXF1ZXN0EgsKA3RhZxgBIAEoCRINCgVsb2NhbBgCIAEoCCI4Cg9MaXN0VGFnc1JlcXVlc3QSEQoJcGFnZV9zaXplGAEgASgFEhIKCnBhZ2VfdG9rZW4YAiABKAkiSQoQTGlzdFRhZ3NSZXNwb25zZRIcCgR0YWdzGAEgAygLMg4uc2Vxc3ZyLnYxLlRhZxIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiVwoQVXBkYXRlVGFnUmVxdWVzdBILCgN0YWcYASABKAkSDAoEc3RlcBgCIAEoAxIYCgtkZXNjcmlwdGlvbhgDIAEoCUgAiAEBQg4KDF9kZXNjcmlwdGlvbiIfChBEZWxldGVUYWdSZXF1ZXN0EgsKA3RhZxgBIAEoCSITChFEZWxldGVUYWdSZXNwb25zZSJGChVSZXNlcnZlU2VnbWVudFJlcXVlc3QSCwoDdGFnGAEgASgJEgwKBHNpemUYAiABKAMSEgoKcmVxdWVzdF9pZBgDIAEoCSJBCgdTZWdtZW50EgsKA3RhZxgBIAEoCRINCgVmaXJzdBgCIAEoAxIMCgRsYXN0GAMgASgDEgwKBHN0ZXAYBCABKAMiTQoVUmVnaXN0ZXJXb3JrZXJSZXF1ZXN0Eg8KB25vZGVfaWQYASABKAkSDgoGbm93X21zGAIgASgDEhMKC2luc3RhbmNlX2lkGAMgASgJIl0KElJlbmV3V29ya2VyUmVxdWVzdBIPCgdub2RlX2lkGAEgASgJEhEKCXdvcmtlcl9pZBgCIAEoAxIOCgZub3dfbXMYAyABKAMSEwoLaW5zdGFuY2VfaWQYBCABKAkiZwoPU25vd2ZsYWtlTGF5b3V0EhAKCGVwb2NoX21zGAEgASgDEhYKDnRpbWVzdGFtcF9iaXRzGAIgASgFEhMKC3dvcmtlcl9iaXRzGAMgASgFEhUKDXNlcXVlbmNlX2JpdHMYBCABKAUizwEKBldvcmtlchIPCgdub2RlX2lkGAEgASgJEhEKCXdvcmtlcl9pZBgCIAEoAxIZChFsYXN0X3RpbWVzdGFtcF9tcxgDIAEoAxIYChBsZWFzZV9leHBpcmVzX21zGAQgASgDEhMKC2luc3RhbmNlX2lkGAUgASgJEioKBmxheW91dBgGIAEoCzIaLnNlcXN2ci52MS5Tbm93Zmxha2VMYXlvdXQSFQoNbGVhZGVyX25vd19tcxgHIAEoAxIUCgxsZWFzZV90dGxfbXMYCCABKAMiFgoUQ2x1c3RlclN0YXR1c1JlcXVlc3QiewoGTWVtYmVyEgoKAmlkGAEgASgJEhEKCXJhZnRfYWRkchgCIAEoCRIRCglodHRwX2FkZHIYAyABKAkSEAoIc3VmZnJhZ2UYBCABKAkSDQoFc3RhdGUYBSABKAkSDwoHdmVyc2lvbhgGIAEoCRINCgVsZXZlbBgHIAEoDSLxAQoVQ2x1c3RlclN0YXR1c1Jlc3BvbnNlEhEKCWxlYWRlcl9pZBgBIAEoCRIiCgdtZW1iZXJzGAIgAygLMhEuc2Vxc3ZyLnYxLk1lbWJlchIMCgR0ZXJtGAMgASgEEhQKDGNvbW1pdF9pbmRleBgEIAEoBBIVCg1hcHBsaWVkX2luZGV4GAUgASgEEg8KB25vZGVfaWQYBiABKAkSGAoQbGVhZGVyX2h0dHBfYWRkchgHIAEoCRIOCgZub3dfbXMYCCABKAMSEgoKY2x1c3Rlcl9pZBgJIAEoCRIXCg9jbHVzdGVyX3ZlcnNpb24YCiABKA0iaQoQQWRkTWVtYmVyUmVxdWVzdBIKCgJpZBgBIAEoCRIRCglyYWZ0X2FkZHIYAiABKAkSEQoJaHR0cF9hZGRyGAMgASgJEhIKCmNsdXN0ZXJfaWQYBCABKAkSDwoHcmVwbGFjZRgFIAEoCCIlChJNZW1iZXJQcm9iZVJlcXVlc3QSDwoHZnJvbV9pZBgBIAEoCSKIAgoTTWVtYmVyUHJvYmVSZXNwb25zZRIPCgdub2RlX2lkGAEgASgJEg0KBXBoYXNlGAIgASgJEhYKDmNsdXN0ZXJfZXhpc3RzGAMgASgIEhIKCmNsdXN0ZXJfaWQYBCABKAkSIgoHbWVtYmVycxgFIAMoCzIRLnNlcXN2ci52MS5NZW1iZXISEQoJbGVhZGVyX2lkGAYgASgJEhgKEGxlYWRlcl9odHRwX2FkZHIYByABKAkSEgoKbGFzdF9pbmRleBgIIAEoBBIUCgxjb21taXRfaW5kZXgYCSABKAQSFQoNYXBwbGllZF9pbmRleBgKIAEoBBITCgt3YWl0aW5nX2ZvchgLIAEoCSJHChNSZW1vdmVNZW1iZXJSZXF1ZXN0EgoKAmlkGAEgASgJEhEKCXJhZnRfYWRkchgCIAEoCRIRCglodHRwX2FkZHIYAyABKAkiqgEKBVNwYWNlEg0KBXNwYWNlGAEgASgJEhEKCWtleV9jb3VudBgCIAEoBBIUCgxzZWN0aW9uX3NpemUYAyABKAQSDAoEc3RlcBgEIAEoAxITCgtkZXNjcmlwdGlvbhgFIAEoCRIvCgtjcmVhdGVfdGltZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFQoNc2VjdGlvbl9jb3VudBgHIAEoBCJvChJDcmVhdGVTcGFjZVJlcXVlc3QSDQoFc3BhY2UYASABKAkSEQoJa2V5X2NvdW50GAIgASgEEhQKDHNlY3Rpb25fc2l6ZRgDIAEoBBIMCgRzdGVwGAQgASgDEhMKC2Rlc2NyaXB0aW9uGAUgASgJIiAKD0dldFNwYWNlUmVxdWVzdBINCgVzcGFjZRgBIAEoCSI6ChFMaXN0U3BhY2VzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCSJPChJMaXN0U3BhY2VzUmVzcG9uc2USIAoGc3BhY2VzGAEgAygLMhAuc2Vxc3ZyLnYxLlNwYWNlEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSIiChFHZXRSb3V0aW5nUmVxdWVzdBINCgVzcGFjZRgBIAEoCSKLAQoMU2VjdGlvblJhbmdlEhUKDWZpcnN0X3NlY3Rpb24YASABKAQSFAoMbGFzdF9zZWN0aW9uGAIgASgEEg0KBW93bmVyGAMgASgJEhEKCW93bmVyX3VybBgEIAEoCRIYChBsZWFzZV9leHBpcmVzX21zGAUgASgDEhIKCm5leHRfb3duZXIYBiABKAkiigEKDFJvdXRpbmdUYWJsZRINCgVzcGFjZRgBIAEoCRIRCglrZXlfY291bnQYAiABKAQSFAoMc2VjdGlvbl9zaXplGAMgASgEEhcKD3JvdXRpbmdfdmVyc2lvbhgEIAEoBBIpCghzZWN0aW9ucxgFIAMoCzIXLnNlcXN2ci52MS5TZWN0aW9uUmFuZ2UiSQoLU2VjdGlvblNwYW4SDQoFc3BhY2UYASABKAkSFQoNZmlyc3Rfc2VjdGlvbhgCIAEoBBIUCgxsYXN0X3NlY3Rpb24YAyABKAQikwEKE1NlcUhlYXJ0YmVhdFJlcXVlc3QSDwoHbm9kZV9pZBgBIAEoCRITCgtpbnN0YW5jZV9pZBgCIAEoCRILCgN1cmwYAyABKAkSDgoGbm93X21zGAQgASgDEg8KB2xlYXZpbmcYBSABKAgSKAoIcmVsZWFzZWQYBiADKAsyFi5zZXFzdnIudjEuU2VjdGlvblNwYW4ihgEKFFNlcUhlYXJ0YmVhdFJlc3BvbnNlEhQKDGxlYXNlX3R0bF9tcxgBIAEoAxIYChBsZWFzZV9leHBpcmVzX21zGAIgASgDEhUKDWxlYWRlcl9ub3dfbXMYAyABKAMSJwoGdGFibGVzGAQgAygLMhcuc2Vxc3ZyLnYxLlJvdXRpbmdUYWJsZSJXCgxTZWN0aW9uUmFpc2USDwoHc2VjdGlvbhgBIAEoBBIRCglrbm93bl9tYXgYAiABKAMSEQoJZmlyc3RfdXNlGAMgAygNEhAKCGtlZXBfbWF4GAQgASgIInYKFFJhaXNlU2VjdGlvbnNSZXF1ZXN0Eg8KB25vZGVfaWQYASABKAkSEwoLaW5zdGFuY2VfaWQYAiABKAkSDQoFc3BhY2UYAyABKAkSKQoIc2VjdGlvbnMYBCADKAsyFy5zZXFzdnIudjEuU2VjdGlvblJhaXNlImAKClNlY3Rpb25NYXgSDwoHc2VjdGlvbhgBIAEoBBIQCghwcmV2X21heBgCIAEoAxIPCgdtYXhfc2VxGAMgASgDEgwKBHVzZWQYBCABKAwSEAoIYWxsX3VzZWQYBSABKAgiWQoVUmFpc2VTZWN0aW9uc1Jlc3BvbnNlEicKCHNlY3Rpb25zGAEgAygLMhUuc2Vxc3ZyLnYxLlNlY3Rpb25NYXgSFwoPcm91dGluZ192ZXJzaW9uGAIgASgEMugKCgxTdG9yZVNlcnZpY2USOAoJQ3JlYXRlVGFnEhsuc2Vxc3ZyLnYxLkNyZWF0ZVRhZ1JlcXVlc3QaDi5zZXFzdnIudjEuVGFnEjcKBkdldFRhZxIYLnNlcXN2ci52MS5HZXRUYWdSZXF1ZXN0Gg4uc2Vxc3ZyLnYxLlRhZyIDkAIBEkgKCExpc3RUYWdzEhouc2Vxc3ZyLnYxLkxpc3RUYWdzUmVxdWVzdBobLnNlcXN2ci52MS5MaXN0VGFnc1Jlc3BvbnNlIgOQAgESOAoJVXBkYXRlVGFnEhsuc2Vxc3ZyLnYxLlVwZGF0ZVRhZ1JlcXVlc3QaDi5zZXFzdnIudjEuVGFnEkYKCURlbGV0ZVRhZxIbLnNlcXN2ci52MS5EZWxldGVUYWdSZXF1ZXN0Ghwuc2Vxc3ZyLnYxLkRlbGV0ZVRhZ1Jlc3BvbnNlEkYKDlJlc2VydmVTZWdtZW50EiAuc2Vxc3ZyLnYxLlJlc2VydmVTZWdtZW50UmVxdWVzdBoSLnNlcXN2ci52MS5TZWdtZW50EkUKDlJlZ2lzdGVyV29ya2VyEiAuc2Vxc3ZyLnYxLlJlZ2lzdGVyV29ya2VyUmVxdWVzdBoRLnNlcXN2ci52MS5Xb3JrZXISPwoLUmVuZXdXb3JrZXISHS5zZXFzdnIudjEuUmVuZXdXb3JrZXJSZXF1ZXN0GhEuc2Vxc3ZyLnYxLldvcmtlchJXCg1DbHVzdGVyU3RhdHVzEh8uc2Vxc3ZyLnYxLkNsdXN0ZXJTdGF0dXNSZXF1ZXN0GiAuc2Vxc3ZyLnYxLkNsdXN0ZXJTdGF0dXNSZXNwb25zZSIDkAIBEkoKCUFkZE1lbWJlchIbLnNlcXN2ci52MS5BZGRNZW1iZXJSZXF1ZXN0GiAuc2Vxc3ZyLnYxLkNsdXN0ZXJTdGF0dXNSZXNwb25zZRJQCgxSZW1vdmVNZW1iZXISHi5zZXFzdnIudjEuUmVtb3ZlTWVtYmVyUmVxdWVzdBogLnNlcXN2ci52MS5DbHVzdGVyU3RhdHVzUmVzcG9uc2USUQoLTWVtYmVyUHJvYmUSHS5zZXFzdnIudjEuTWVtYmVyUHJvYmVSZXF1ZXN0Gh4uc2Vxc3ZyLnYxLk1lbWJlclByb2JlUmVzcG9uc2UiA5ACARI+CgtDcmVhdGVTcGFjZRIdLnNlcXN2ci52MS5DcmVhdGVTcGFjZVJlcXVlc3QaEC5zZXFzdnIudjEuU3BhY2USPQoIR2V0U3BhY2USGi5zZXFzdnIudjEuR2V0U3BhY2VSZXF1ZXN0GhAuc2Vxc3ZyLnYxLlNwYWNlIgOQAgESTgoKTGlzdFNwYWNlcxIcLnNlcXN2ci52MS5MaXN0U3BhY2VzUmVxdWVzdBodLnNlcXN2ci52MS5MaXN0U3BhY2VzUmVzcG9uc2UiA5ACARJICgpHZXRSb3V0aW5nEhwuc2Vxc3ZyLnYxLkdldFJvdXRpbmdSZXF1ZXN0Ghcuc2Vxc3ZyLnYxLlJvdXRpbmdUYWJsZSIDkAIBEk8KDFNlcUhlYXJ0YmVhdBIeLnNlcXN2ci52MS5TZXFIZWFydGJlYXRSZXF1ZXN0Gh8uc2Vxc3ZyLnYxLlNlcUhlYXJ0YmVhdFJlc3BvbnNlElIKDVJhaXNlU2VjdGlvbnMSHy5zZXFzdnIudjEuUmFpc2VTZWN0aW9uc1JlcXVlc3QaIC5zZXFzdnIudjEuUmFpc2VTZWN0aW9uc1Jlc3BvbnNlEkEKBkJhY2t1cBIYLnNlcXN2ci52MS5CYWNrdXBSZXF1ZXN0GhYuc2Vxc3ZyLnYxLkJhY2t1cENodW5rIgOQAgEwAUIxWi9naXRodWIuY29tL3NlcXN2ci9zZXFzdnIvZ2VuL3NlcXN2ci92MTtzZXFzdnJ2MWIGcHJvdG8z", [file_google_protobuf_timestamp]);
 
 /**
  * @generated from message seqsvr.v1.BackupRequest
@@ -644,6 +644,16 @@ export type AddMemberRequest = Message<"seqsvr.v1.AddMemberRequest"> & {
    * @generated from field: string cluster_id = 4;
    */
   clusterId: string;
+
+  /**
+   * The caller holds no Raft state (its data dir is new or was lost). If
+   * its ID is in the configuration, that entry has forgotten what it
+   * acknowledged: the leader removes it, then adds the member back as a
+   * non-voter. Refused while anything answers at its Raft address.
+   *
+   * @generated from field: bool replace = 5;
+   */
+  replace: boolean;
 };
 
 /**
@@ -652,6 +662,103 @@ export type AddMemberRequest = Message<"seqsvr.v1.AddMemberRequest"> & {
  */
 export const AddMemberRequestSchema: GenMessage<AddMemberRequest> = /*@__PURE__*/
   messageDesc(file_seqsvr_v1_store, 19);
+
+/**
+ * @generated from message seqsvr.v1.MemberProbeRequest
+ */
+export type MemberProbeRequest = Message<"seqsvr.v1.MemberProbeRequest"> & {
+  /**
+   * The asking member's ID, for the answering member's log.
+   *
+   * @generated from field: string from_id = 1;
+   */
+  fromId: string;
+};
+
+/**
+ * Describes the message seqsvr.v1.MemberProbeRequest.
+ * Use `create(MemberProbeRequestSchema)` to create a new message.
+ */
+export const MemberProbeRequestSchema: GenMessage<MemberProbeRequest> = /*@__PURE__*/
+  messageDesc(file_seqsvr_v1_store, 20);
+
+/**
+ * @generated from message seqsvr.v1.MemberProbeResponse
+ */
+export type MemberProbeResponse = Message<"seqsvr.v1.MemberProbeResponse"> & {
+  /**
+   * @generated from field: string node_id = 1;
+   */
+  nodeId: string;
+
+  /**
+   * "waiting": no Raft state, Raft not started, deciding what to do;
+   * "running": Raft runs on this member.
+   *
+   * @generated from field: string phase = 2;
+   */
+  phase: string;
+
+  /**
+   * A cluster exists here: a cluster ID was committed, or the state holds
+   * anything beyond the bootstrap configuration. A running member whose
+   * only state is its bootstrap configuration answers false.
+   *
+   * @generated from field: bool cluster_exists = 3;
+   */
+  clusterExists: boolean;
+
+  /**
+   * @generated from field: string cluster_id = 4;
+   */
+  clusterId: string;
+
+  /**
+   * The Raft configuration this member holds (empty while waiting).
+   *
+   * @generated from field: repeated seqsvr.v1.Member members = 5;
+   */
+  members: Member[];
+
+  /**
+   * @generated from field: string leader_id = 6;
+   */
+  leaderId: string;
+
+  /**
+   * @generated from field: string leader_http_addr = 7;
+   */
+  leaderHttpAddr: string;
+
+  /**
+   * @generated from field: uint64 last_index = 8;
+   */
+  lastIndex: bigint;
+
+  /**
+   * @generated from field: uint64 commit_index = 9;
+   */
+  commitIndex: bigint;
+
+  /**
+   * @generated from field: uint64 applied_index = 10;
+   */
+  appliedIndex: bigint;
+
+  /**
+   * Why a waiting member waits ("" when running).
+   *
+   * @generated from field: string waiting_for = 11;
+   */
+  waitingFor: string;
+};
+
+/**
+ * Describes the message seqsvr.v1.MemberProbeResponse.
+ * Use `create(MemberProbeResponseSchema)` to create a new message.
+ */
+export const MemberProbeResponseSchema: GenMessage<MemberProbeResponse> = /*@__PURE__*/
+  messageDesc(file_seqsvr_v1_store, 21);
 
 /**
  * @generated from message seqsvr.v1.RemoveMemberRequest
@@ -678,7 +785,7 @@ export type RemoveMemberRequest = Message<"seqsvr.v1.RemoveMemberRequest"> & {
  * Use `create(RemoveMemberRequestSchema)` to create a new message.
  */
 export const RemoveMemberRequestSchema: GenMessage<RemoveMemberRequest> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_store, 20);
+  messageDesc(file_seqsvr_v1_store, 22);
 
 /**
  * Space holds key_count keys (0..key_count-1), each with its own sequence.
@@ -733,7 +840,7 @@ export type Space = Message<"seqsvr.v1.Space"> & {
  * Use `create(SpaceSchema)` to create a new message.
  */
 export const SpaceSchema: GenMessage<Space> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_store, 21);
+  messageDesc(file_seqsvr_v1_store, 23);
 
 /**
  * @generated from message seqsvr.v1.CreateSpaceRequest
@@ -776,7 +883,7 @@ export type CreateSpaceRequest = Message<"seqsvr.v1.CreateSpaceRequest"> & {
  * Use `create(CreateSpaceRequestSchema)` to create a new message.
  */
 export const CreateSpaceRequestSchema: GenMessage<CreateSpaceRequest> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_store, 22);
+  messageDesc(file_seqsvr_v1_store, 24);
 
 /**
  * @generated from message seqsvr.v1.GetSpaceRequest
@@ -793,7 +900,7 @@ export type GetSpaceRequest = Message<"seqsvr.v1.GetSpaceRequest"> & {
  * Use `create(GetSpaceRequestSchema)` to create a new message.
  */
 export const GetSpaceRequestSchema: GenMessage<GetSpaceRequest> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_store, 23);
+  messageDesc(file_seqsvr_v1_store, 25);
 
 /**
  * @generated from message seqsvr.v1.ListSpacesRequest
@@ -815,7 +922,7 @@ export type ListSpacesRequest = Message<"seqsvr.v1.ListSpacesRequest"> & {
  * Use `create(ListSpacesRequestSchema)` to create a new message.
  */
 export const ListSpacesRequestSchema: GenMessage<ListSpacesRequest> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_store, 24);
+  messageDesc(file_seqsvr_v1_store, 26);
 
 /**
  * @generated from message seqsvr.v1.ListSpacesResponse
@@ -837,7 +944,7 @@ export type ListSpacesResponse = Message<"seqsvr.v1.ListSpacesResponse"> & {
  * Use `create(ListSpacesResponseSchema)` to create a new message.
  */
 export const ListSpacesResponseSchema: GenMessage<ListSpacesResponse> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_store, 25);
+  messageDesc(file_seqsvr_v1_store, 27);
 
 /**
  * @generated from message seqsvr.v1.GetRoutingRequest
@@ -854,7 +961,7 @@ export type GetRoutingRequest = Message<"seqsvr.v1.GetRoutingRequest"> & {
  * Use `create(GetRoutingRequestSchema)` to create a new message.
  */
 export const GetRoutingRequestSchema: GenMessage<GetRoutingRequest> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_store, 26);
+  messageDesc(file_seqsvr_v1_store, 28);
 
 /**
  * SectionRange is a run of consecutive sections with one owner.
@@ -910,7 +1017,7 @@ export type SectionRange = Message<"seqsvr.v1.SectionRange"> & {
  * Use `create(SectionRangeSchema)` to create a new message.
  */
 export const SectionRangeSchema: GenMessage<SectionRange> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_store, 27);
+  messageDesc(file_seqsvr_v1_store, 29);
 
 /**
  * RoutingTable maps a space's sections to allocsvrs.
@@ -951,7 +1058,7 @@ export type RoutingTable = Message<"seqsvr.v1.RoutingTable"> & {
  * Use `create(RoutingTableSchema)` to create a new message.
  */
 export const RoutingTableSchema: GenMessage<RoutingTable> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_store, 28);
+  messageDesc(file_seqsvr_v1_store, 30);
 
 /**
  * SectionSpan names sections [first_section, last_section] of a space.
@@ -980,7 +1087,7 @@ export type SectionSpan = Message<"seqsvr.v1.SectionSpan"> & {
  * Use `create(SectionSpanSchema)` to create a new message.
  */
 export const SectionSpanSchema: GenMessage<SectionSpan> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_store, 29);
+  messageDesc(file_seqsvr_v1_store, 31);
 
 /**
  * @generated from message seqsvr.v1.SeqHeartbeatRequest
@@ -1034,7 +1141,7 @@ export type SeqHeartbeatRequest = Message<"seqsvr.v1.SeqHeartbeatRequest"> & {
  * Use `create(SeqHeartbeatRequestSchema)` to create a new message.
  */
 export const SeqHeartbeatRequestSchema: GenMessage<SeqHeartbeatRequest> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_store, 30);
+  messageDesc(file_seqsvr_v1_store, 32);
 
 /**
  * @generated from message seqsvr.v1.SeqHeartbeatResponse
@@ -1070,7 +1177,7 @@ export type SeqHeartbeatResponse = Message<"seqsvr.v1.SeqHeartbeatResponse"> & {
  * Use `create(SeqHeartbeatResponseSchema)` to create a new message.
  */
 export const SeqHeartbeatResponseSchema: GenMessage<SeqHeartbeatResponse> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_store, 31);
+  messageDesc(file_seqsvr_v1_store, 33);
 
 /**
  * SectionRaise asks for one section's max_seq to be raised.
@@ -1117,7 +1224,7 @@ export type SectionRaise = Message<"seqsvr.v1.SectionRaise"> & {
  * Use `create(SectionRaiseSchema)` to create a new message.
  */
 export const SectionRaiseSchema: GenMessage<SectionRaise> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_store, 32);
+  messageDesc(file_seqsvr_v1_store, 34);
 
 /**
  * @generated from message seqsvr.v1.RaiseSectionsRequest
@@ -1149,7 +1256,7 @@ export type RaiseSectionsRequest = Message<"seqsvr.v1.RaiseSectionsRequest"> & {
  * Use `create(RaiseSectionsRequestSchema)` to create a new message.
  */
 export const RaiseSectionsRequestSchema: GenMessage<RaiseSectionsRequest> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_store, 33);
+  messageDesc(file_seqsvr_v1_store, 35);
 
 /**
  * @generated from message seqsvr.v1.SectionMax
@@ -1196,7 +1303,7 @@ export type SectionMax = Message<"seqsvr.v1.SectionMax"> & {
  * Use `create(SectionMaxSchema)` to create a new message.
  */
 export const SectionMaxSchema: GenMessage<SectionMax> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_store, 34);
+  messageDesc(file_seqsvr_v1_store, 36);
 
 /**
  * @generated from message seqsvr.v1.RaiseSectionsResponse
@@ -1218,7 +1325,7 @@ export type RaiseSectionsResponse = Message<"seqsvr.v1.RaiseSectionsResponse"> &
  * Use `create(RaiseSectionsResponseSchema)` to create a new message.
  */
 export const RaiseSectionsResponseSchema: GenMessage<RaiseSectionsResponse> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_store, 35);
+  messageDesc(file_seqsvr_v1_store, 37);
 
 /**
  * StoreService is the Raft-replicated tag store (storesvr). Every write is
@@ -1301,6 +1408,9 @@ export const StoreService: GenService<{
     output: typeof ClusterStatusResponseSchema;
   },
   /**
+   * AddMember adds a member as a non-voter; the leader promotes it to
+   * voter once it has caught up. It answers before the promotion.
+   *
    * @generated from rpc seqsvr.v1.StoreService.AddMember
    */
   addMember: {
@@ -1315,6 +1425,20 @@ export const StoreService: GenService<{
     methodKind: "unary";
     input: typeof RemoveMemberRequestSchema;
     output: typeof ClusterStatusResponseSchema;
+  },
+  /**
+   * MemberProbe says what this member knows of its cluster. A member
+   * answers it while it is still starting, before Raft runs, so that a
+   * member without Raft state can learn whether a cluster exists (and
+   * rejoin it) or not yet (and bootstrap with its peers), and never
+   * votes on a log it has forgotten.
+   *
+   * @generated from rpc seqsvr.v1.StoreService.MemberProbe
+   */
+  memberProbe: {
+    methodKind: "unary";
+    input: typeof MemberProbeRequestSchema;
+    output: typeof MemberProbeResponseSchema;
   },
   /**
    * Per-key sequences (WeChat seqsvr mode). A space's keys are grouped in
