@@ -26,6 +26,7 @@ type config struct {
 	RequestRecordLimit                                                   int
 	WorkerLeaseTTL, WorkerRetention                                      time.Duration
 	SeqLeaseTTL                                                          time.Duration
+	HandoverOnStop                                                       bool
 
 	memberSecurity
 	restoreFlags
@@ -66,6 +67,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	fs.DurationVar(&c.WorkerLeaseTTL, "worker-lease-ttl", d.WorkerLeaseTTL, "snowflake worker lease TTL")
 	fs.DurationVar(&c.WorkerRetention, "worker-retention", d.WorkerRetention, "how long an expired worker ID is kept before it may be reclaimed")
 	fs.DurationVar(&c.SeqLeaseTTL, "seq-lease-ttl", d.SeqLeaseTTL, "per-key sequence lease of an allocsvr: its sections move this long after its last heartbeat")
+	fs.BoolVar(&c.HandoverOnStop, "handover-on-stop", true, "on SIGTERM or SIGINT, a leader hands leadership to the most caught-up voter before it stops\n(bounded by 3 election timeouts and --shutdown-grace); false: it just stops, and the others elect a leader")
 	fs.StringVar(&c.Restore, "restore", "", "on an empty DATA-DIR: bootstrap a new one-member cluster (new cluster ID) from this backup file, every counter jumped; other members --join it")
 	fs.DurationVar(&c.RestoreJump, "restore-jump", 0, "with --restore or --recover: jump each tag and section by its highest recorded rate times this (0: max(2 x the state's age, 1h))")
 	fs.Int64Var(&c.MinJump, "restore-min-jump", 0, "with --restore or --recover: the smallest jump of any tag or section, in IDs (a floor of 2 x the largest segment applies anyway)")

@@ -102,5 +102,6 @@ func (cfg *config) open(ctx context.Context, env serve.Env) (*serve.App, error) 
 				logger.Warn("closing store", "err", err)
 			}
 		},
+		Handover: cfg.handover(st),
 	}, nil
 }
