@@ -43,6 +43,9 @@ type config struct {
 	StoreRequestTimeout time.Duration
 	StoreTokenFile      string
 	StoreCA             string
+	// StoreCert and StoreKey: the client certificate presented to the
+	// store and other allocsvrs (default --tls-cert).
+	StoreCert, StoreKey string
 
 	serve.Common
 }
@@ -79,6 +82,8 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	fs.DurationVar(&c.StoreRequestTimeout, "store-request-timeout", sc.RequestTimeout, "bound of one attempt against one store member")
 	fs.StringVar(&c.StoreTokenFile, "store-token-file", "", "file holding the bearer token (role alloc) presented to the store and to other allocsvrs")
 	fs.StringVar(&c.StoreCA, "store-ca", "", "PEM CA to trust for https:// store URLs (and other allocsvrs' HTTPS)")
+	fs.StringVar(&c.StoreCert, "store-cert", "", "PEM client certificate presented to the store and other allocsvrs (default: --tls-cert);\ngive it no member's name: a member refuses it on its Raft port (docs/security.md)")
+	fs.StringVar(&c.StoreKey, "store-key", "", "PEM key of --store-cert")
 	c.Common.Register(fs)
 	if err := serve.Parse(fs, args, getenv); err != nil {
 		return nil, err
@@ -101,6 +106,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	errs = append(errs, c.Common.Check()...)
 	if c.Seq && (c.SeqHeartbeatInterval <= 0 || c.SeqFenceMargin < 0) {
 		errs = append(errs, fmt.Errorf("--seq-heartbeat-interval must be > 0 and --seq-fence-margin >= 0, got %v and %v", c.SeqHeartbeatInterval, c.SeqFenceMargin))
+	}
+	if (c.StoreCert == "") != (c.StoreKey == "") {
+		errs = append(errs, errors.New("--store-cert and --store-key go together"))
 	}
 	if c.PrefetchRatio < 0 || c.PrefetchRatio >= 1 {
 		errs = append(errs, fmt.Errorf("--prefetch-ratio must be in [0,1), got %v", c.PrefetchRatio))

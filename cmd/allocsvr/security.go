@@ -18,8 +18,8 @@ import (
 // the --store-token-file token on every call (role alloc: it includes
 // client, so per-key calls forwarded to another allocsvr pass that one's
 // --auth-file too), and TLS trusting --store-ca (else --tls-client-ca,
-// else the system roots) while presenting the allocsvr's --tls-cert to
-// servers that ask for a client certificate.
+// else the system roots) while presenting the allocsvr's --store-cert
+// (else its --tls-cert) to servers that ask for a client certificate.
 type peerAccess struct {
 	token string
 	tls   *tls.Config
@@ -40,7 +40,14 @@ func (cfg *config) peerAccess(env serve.Env) (peerAccess, error) {
 	if ca == "" {
 		ca = cfg.Security.TLSClientCA
 	}
-	tc, err := tlsconf.Client(ca, env.TLSKeys)
+	keys := env.TLSKeys
+	if cfg.StoreCert != "" {
+		var err error
+		if keys, err = tlsconf.LoadKeyPair(cfg.StoreCert, cfg.StoreKey, env.Logger.With("component", "store-tls")); err != nil {
+			return p, fmt.Errorf("--store-cert: %w", err)
+		}
+	}
+	tc, err := tlsconf.Client(ca, keys)
 	if err != nil {
 		return p, fmt.Errorf("--store-ca: %w", err)
 	}

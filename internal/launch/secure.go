@@ -23,7 +23,9 @@ import (
 
 // Security is the secure mode of a cluster (Options.Security): a CA made
 // for the run, one certificate for every process (server and client use,
-// valid for the hosts given), an auth file with one token per role, the
+// valid for the hosts given), a client certificate of the allocsvrs that
+// names no member (what they present to the stores: a member refuses it
+// on its Raft port), an auth file with one token per role, the
 // allocsvrs' store token file. With it every process serves HTTPS only
 // (h2 by ALPN), requires a token on every RPC, and the stores require a
 // client certificate and talk Raft over mutual TLS; the cluster's own
@@ -31,10 +33,13 @@ import (
 type Security struct {
 	Dir                       string
 	CAFile, CertFile, KeyFile string
-	AuthFile, AllocTokenFile  string
-	AdminTokenFile            string
-	AdminToken, AllocToken    string
-	ClientToken               string
+	// AllocCertFile and AllocKeyFile: the allocsvrs' client certificate
+	// (CN seqsvr allocsvr, no SAN, client use only).
+	AllocCertFile, AllocKeyFile string
+	AuthFile, AllocTokenFile    string
+	AdminTokenFile              string
+	AdminToken, AllocToken      string
+	ClientToken                 string
 }
 
 // NewSecurity writes a CA, a certificate for hosts (IP SANs for addresses,
@@ -50,6 +55,8 @@ func NewSecurity(dir string, hosts ...string) (*Security, error) {
 		CAFile:         filepath.Join(dir, "ca.pem"),
 		CertFile:       filepath.Join(dir, "node.pem"),
 		KeyFile:        filepath.Join(dir, "node-key.pem"),
+		AllocCertFile:  filepath.Join(dir, "alloc-client.pem"),
+		AllocKeyFile:   filepath.Join(dir, "alloc-client-key.pem"),
 		AuthFile:       filepath.Join(dir, "auth.json"),
 		AllocTokenFile: filepath.Join(dir, "alloc.token"),
 		AdminTokenFile: filepath.Join(dir, "admin.token"),
@@ -108,6 +115,25 @@ func NewSecurity(dir string, hosts ...string) (*Security, error) {
 	if err != nil {
 		return nil, err
 	}
+	allocKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	allocDER, err := x509.CreateCertificate(rand.Reader, &x509.Certificate{
+		SerialNumber: big.NewInt(3),
+		Subject:      pkix.Name{CommonName: "seqsvr allocsvr"},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(7 * 24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}, caCert, &allocKey.PublicKey, caKey)
+	if err != nil {
+		return nil, err
+	}
+	allocKB, err := x509.MarshalECPrivateKey(allocKey)
+	if err != nil {
+		return nil, err
+	}
 	for _, tok := range []*string{&s.AdminToken, &s.AllocToken, &s.ClientToken} {
 		b := make([]byte, 16)
 		if _, err := rand.Read(b); err != nil {
@@ -135,6 +161,8 @@ func NewSecurity(dir string, hosts ...string) (*Security, error) {
 		{s.CAFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})},
 		{s.CertFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})},
 		{s.KeyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb})},
+		{s.AllocCertFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: allocDER})},
+		{s.AllocKeyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: allocKB})},
 		{s.AuthFile, auth},
 		{s.AllocTokenFile, []byte(s.AllocToken + "\n")},
 		{s.AdminTokenFile, []byte(s.AdminToken + "\n")},
@@ -155,6 +183,7 @@ func (s *Security) storeArgs() []string {
 
 func (s *Security) allocArgs() []string {
 	return []string{"--auth-file", s.AuthFile, "--tls-cert", s.CertFile, "--tls-key", s.KeyFile,
+		"--store-cert", s.AllocCertFile, "--store-key", s.AllocKeyFile,
 		"--store-token-file", s.AllocTokenFile, "--store-ca", s.CAFile}
 }
 
