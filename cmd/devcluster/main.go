@@ -48,21 +48,31 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
-	if err := ensureBinaries(ctx, *bin); err != nil {
-		return err
-	}
 	logf := func(format string, args ...any) { fmt.Printf("devcluster: "+format+"\n", args...) }
-	fmt.Printf("devcluster: starting %d storesvr + %d allocsvr, data and logs under %s/\n", *stores, *allocs, *dir)
-	c, err := launch.Start(ctx, launch.Options{
+	c, err := launch.New(launch.Options{
 		BinDir: *bin, Dir: *dir, Stores: *stores, Allocs: *allocs, Logf: logf,
 		StoreHTTPBase: *storeHTTP, StoreRaftBase: *storeRaft, AllocHTTPBase: *allocHTTP,
 	})
 	if err != nil {
 		return err
 	}
+	if err := checkPorts(procRoot, clusterAddrs(c)); err != nil {
+		return err
+	}
+	if err := ensureBinaries(ctx, *bin); err != nil {
+		return err
+	}
+	fmt.Printf("devcluster: starting %d storesvr + %d allocsvr, data and logs under %s/\n", *stores, *allocs, *dir)
 	defer stopAll(c)
-
+	if err := c.Launch(ctx); err != nil {
+		return err
+	}
 	if _, err := c.Leader(ctx); err != nil {
+		return err
+	}
+	// The readiness answers must have come from these processes, not from
+	// another cluster that took a port between the check and the start.
+	if err := checkOwn(procRoot, c); err != nil {
 		return err
 	}
 	if err := createTag(ctx, c, *tag); err != nil {
@@ -77,6 +87,9 @@ func run() error {
 	fmt.Println("\ndevcluster: stopping all processes")
 	return nil
 }
+
+// procRoot is where portHolders reads the socket tables and processes.
+const procRoot = "/proc"
 
 func ensureBinaries(ctx context.Context, bin string) error {
 	for _, b := range []string{"storesvr", "allocsvr"} {
