@@ -72,6 +72,10 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	fs.DurationVar(&c.RestoreJump, "restore-jump", 0, "with --restore or --recover: jump each tag and section by its highest recorded rate times this (0: max(2 x the state's age, 1h))")
 	fs.Int64Var(&c.MinJump, "restore-min-jump", 0, "with --restore or --recover: the smallest jump of any tag or section, in IDs (a floor of 2 x the largest segment applies anyway)")
 	fs.BoolVar(&c.Recover, "recover", false, "on a member whose peers are gone for good: continue as a one-member cluster (new cluster ID) from its own data, every counter jumped; refused while another member answers")
+	fs.Func("recover-lost", "with --recover: the other members (IDs, comma-separated) known to be gone for good; --recover refuses while\na member answers, and while one it cannot reach (refused, timed out, unresolved) is not named here", func(v string) error {
+		c.RecoverLost = serve.SplitList(v)
+		return nil
+	})
 	c.memberSecurity.register(fs)
 	c.ordinal.register(fs)
 	c.Common.Register(fs)
@@ -101,6 +105,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	}
 	if c.Recover && (c.Peers != "" || c.Join != "" || c.Bootstrap) {
 		errs = append(errs, errors.New("--recover continues this member's own cluster alone: it goes without --peers, --join and --bootstrap"))
+	}
+	if len(c.RecoverLost) > 0 && !c.Recover {
+		errs = append(errs, errors.New("--recover-lost goes with --recover"))
 	}
 	if c.RestoreJump < 0 || c.MinJump < 0 {
 		errs = append(errs, errors.New("--restore-jump and --restore-min-jump must not be negative"))

@@ -135,4 +135,3 @@ func refusedAtHandshake(t *testing.T, m *launch.Proc, rpc string, err error) {
 		t.Errorf("%s: forged %s failed, but not at the handshake: %v", m.Name, rpc, err)
 	}
 }
-

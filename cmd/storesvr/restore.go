@@ -30,6 +30,9 @@ type restoreFlags struct {
 	RestoreJump time.Duration
 	MinJump     int64
 	Recover     bool
+	// RecoverLost: the members the operator knows to be gone for good
+	// (--recover-lost); only they may be unreachable (peersGone).
+	RecoverLost []string
 }
 
 // rewrite runs --restore or --recover on the data dir before the store
@@ -78,9 +81,11 @@ func (cfg *config) recover(ctx context.Context, scfg storage.Config, logger *slo
 	start := time.Now()
 	var old string
 	err := storage.Recover(scfg, func(cur *seqsvrv1.FSMSnapshot) (*seqsvrv1.FSMSnapshot, error) {
-		if id, addr := storage.LiveMember(ctx, scfg, cur); id != "" {
-			return nil, fmt.Errorf("%w: member %s of cluster %s answers at %s: --recover is only for a member whose peers are gone for good; a live cluster would be split",
-				storage.ErrRewrite, id, cur.GetClusterId(), addr)
+		if err := peersGone(storage.ProbePeers(ctx, scfg, cur), cfg.RecoverLost, cur, scfg.NodeID); err != nil {
+			return nil, err
+		}
+		if len(cfg.RecoverLost) > 0 {
+			logger.Warn("--recover: going on without members the operator named lost", "lost", cfg.RecoverLost)
 		}
 		old = cur.GetClusterId()
 		age := start.Sub(time.UnixMilli(cur.GetLastNowMs()))

@@ -266,8 +266,8 @@ func TestRecoverAfterQuorumLoss(t *testing.T) {
 	}
 	poll.UntilCtx(ctx, t, "the refused --recover to exit", func() bool { return !s1.Running() })
 	log, _ := os.ReadFile(s1.LogPath)
-	if !strings.Contains(string(log), "member s2") && !strings.Contains(string(log), "member s3") {
-		t.Fatalf("--recover with live peers: exit %v, and the log names neither s2 nor s3", s1.ExitErr())
+	if !strings.Contains(string(log), "s2 (") || !strings.Contains(string(log), "s3 (") {
+		t.Fatalf("--recover with live peers: exit %v, and the log does not name both s2 and s3", s1.ExitErr())
 	}
 	use(ctx, t, c, lost, 3) // the two others still serve: nothing was split
 	for _, p := range append(c.Stores[1:], c.Allocs...) {
@@ -275,6 +275,7 @@ func TestRecoverAfterQuorumLoss(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	s1.ExtraArgs = append(s1.ExtraArgs, "--recover-lost", "s2,s3") // stopped: only the operator can say they are gone
 	since := time.Now()
 	startJoined(ctx, t, c)
 	wantAbove(ctx, t, c, *lost, since)
