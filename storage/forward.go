@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"connectrpc.com/connect"
+	"github.com/hashicorp/raft"
 
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 	"github.com/seqsvr/seqsvr/internal/errs"
@@ -46,16 +47,20 @@ func route[Req, Resp any](
 	local localCall[Req, Resp],
 	remote remoteCall[Req, Resp],
 ) (*Resp, error) {
-	resp, err := local(ctx, req.Msg)
+	resp, err := runLocal(ctx, s, local, req.Msg)
 	if !errors.Is(err, ErrNotLeader) {
 		return resp, err
 	}
 	if req.Header().Get(ForwardedHeader) != "" {
 		return nil, fmt.Errorf("%w: forwarded here, but this member no longer leads; retry", ErrNotLeader)
 	}
-	client, err := s.leaderClient()
+	leader, was, self, err := s.awaitLeader(ctx, "")
 	if err != nil {
 		return nil, err
+	}
+	if self {
+		// Leadership came here while the call waited.
+		return local(ctx, req.Msg)
 	}
 	fwd := connect.NewRequest(req.Msg)
 	fwd.Header().Set(ForwardedHeader, "1")
@@ -64,7 +69,18 @@ func route[Req, Resp any](
 	if a := req.Header().Get("Authorization"); a != "" {
 		fwd.Header().Set("Authorization", a)
 	}
-	out, err := remote(client, ctx, fwd)
+	out, err := remote(leader, ctx, fwd)
+	if connect.CodeOf(err) == connect.CodeUnavailable {
+		// That leader was handing over, or is gone: the call goes once
+		// more to the next one. It is the same request, as the caller's
+		// retry would send, so its request_id still holds.
+		if leader, _, self, nerr := s.awaitLeader(ctx, was); nerr == nil {
+			if self {
+				return local(ctx, req.Msg)
+			}
+			out, err = remote(leader, ctx, fwd)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -73,18 +89,24 @@ func route[Req, Resp any](
 
 // leaderClient returns a client for the current leader's HTTP address.
 func (s *Store) leaderClient() (seqsvrv1connect.StoreServiceClient, error) {
+	c, _, err := s.leaderClientID()
+	return c, err
+}
+
+// leaderClientID is leaderClient and the leader it calls.
+func (s *Store) leaderClientID() (seqsvrv1connect.StoreServiceClient, raft.ServerID, error) {
 	_, id := s.raft.LeaderWithID()
 	if id == "" {
-		return nil, fmt.Errorf("%w: no leader is known to %s; retry", ErrNoLeader, s.cfg.NodeID)
+		return nil, "", fmt.Errorf("%w: no leader is known to %s; retry", ErrNoLeader, s.cfg.NodeID)
 	}
 	if string(id) == s.cfg.NodeID {
-		return nil, fmt.Errorf("%w: leadership is changing; retry", errs.Unavailable)
+		return nil, "", fmt.Errorf("%w: leadership is changing; retry", errs.Unavailable)
 	}
 	addr := s.httpAddrOf(string(id))
 	if addr == "" {
-		return nil, fmt.Errorf("%w: the HTTP address of leader %s is not known yet; retry", errs.Unavailable, id)
+		return nil, "", fmt.Errorf("%w: the HTTP address of leader %s is not known yet; retry", errs.Unavailable, id)
 	}
-	return s.client(addr), nil
+	return s.client(addr), id, nil
 }
 
 // httpAddrOf looks a member's HTTP address up in the FSM, then in the

@@ -41,7 +41,7 @@ func (s *Store) Handover(ctx context.Context) {
 	if s.raft.State() != raft.Leader {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, HandoverBound(s.cfg.ElectionTimeout))
+	ctx, cancel := context.WithTimeout(ctx, HandoverBound(s.electionTimeout()))
 	defer cancel()
 	start, term := time.Now(), s.raft.CurrentTerm()
 	// Observed before the transfer starts, so the new leader's
@@ -126,7 +126,7 @@ func (s *Store) furthestVoter(ctx context.Context) *candidate {
 	if cf.Error() != nil {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.ElectionTimeout/handoverProbeShare)
+	ctx, cancel := context.WithTimeout(ctx, s.electionTimeout()/handoverProbeShare)
 	defer cancel()
 	var (
 		mu  sync.Mutex
