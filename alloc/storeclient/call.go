@@ -15,6 +15,9 @@ import (
 	"github.com/seqsvr/seqsvr/internal/errs"
 )
 
+// quickRetry bounds the pause before a call's first retry.
+const quickRetry = 2 * time.Millisecond
+
 type rpc[Req, Res any] func(seqsvrv1connect.StoreServiceClient, context.Context, *connect.Request[Req]) (*connect.Response[Res], error)
 
 // invoke runs one RPC with leader following and retries. Every retry
@@ -52,7 +55,16 @@ func invoke[Req, Res any](ctx context.Context, c *Client, method string, req *Re
 		if !retry {
 			return nil, answer
 		}
-		t := time.NewTimer(backoff/2 + rand.N(backoff/2+1))
+		wait := backoff/2 + rand.N(backoff/2+1)
+		if attempt == 1 {
+			// The first retry goes almost at once, to another member or the
+			// leader discover names: most store failures are a member going
+			// away (a stop, a leadership handover), which the next member
+			// answers; only a second failure means the cluster itself is
+			// changing, and earns the backoff.
+			wait = min(wait, quickRetry)
+		}
+		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
