@@ -46,6 +46,9 @@ type Options struct {
 	// Token, when set, is sent as "Authorization: Bearer Token" on every
 	// call (a token with role alloc, for a store with --auth-file).
 	Token string
+	// TokenFunc, when set, is asked for the token on every call instead
+	// (auth.TokenFile's Token: a rotated token file is followed).
+	TokenFunc func() string
 	// TLS configures https:// store URLs of the default HTTPClient (the
 	// CA to trust, a client certificate); nil means the system roots. A
 	// configuration from tlsconf.Client with a CA file follows that file:
@@ -123,7 +126,11 @@ func New(urls []string, opts Options) (*Client, error) {
 	if c.opts.HTTPClient != nil {
 		c.hc = c.opts.HTTPClient
 	}
-	if c.opts.Token != "" {
+	switch {
+	case c.opts.TokenFunc != nil:
+		c.opts.ClientOptions = append(c.opts.ClientOptions[:len(c.opts.ClientOptions):len(c.opts.ClientOptions)],
+			connect.WithInterceptors(auth.BearerFrom(c.opts.TokenFunc)))
+	case c.opts.Token != "":
 		c.opts.ClientOptions = append(c.opts.ClientOptions[:len(c.opts.ClientOptions):len(c.opts.ClientOptions)],
 			connect.WithInterceptors(auth.Bearer(c.opts.Token)))
 	}

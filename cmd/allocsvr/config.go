@@ -80,7 +80,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	fs.DurationVar(&c.SeqFenceMargin, "seq-fence-margin", sq.FenceMargin, "stop serving per-key sections this long before an unrenewed lease (measured from the heartbeat's send) ends")
 	fs.StringVar(&c.AdvertiseURL, "advertise-url", "", "base URL other allocsvrs forward per-key calls to (default: http:// + the actual listen address)")
 	fs.DurationVar(&c.StoreRequestTimeout, "store-request-timeout", sc.RequestTimeout, "bound of one attempt against one store member")
-	fs.StringVar(&c.StoreTokenFile, "store-token-file", "", "file holding the bearer token (role alloc) presented to the store and to other allocsvrs")
+	fs.StringVar(&c.StoreTokenFile, "store-token-file", "", "file holding the bearer token (role alloc) presented to the store and to other allocsvrs;\nre-read when it changes")
 	fs.StringVar(&c.StoreCA, "store-ca", "", "PEM CA to trust for https:// store URLs (and other allocsvrs' HTTPS)")
 	fs.StringVar(&c.StoreCert, "store-cert", "", "PEM client certificate presented to the store and other allocsvrs (default: --tls-cert);\ngive it no member's name: a member refuses it on its Raft port (docs/security.md)")
 	fs.StringVar(&c.StoreKey, "store-key", "", "PEM key of --store-cert")

@@ -21,14 +21,15 @@ import (
 // else the system roots) while presenting the allocsvr's --store-cert
 // (else its --tls-cert) to servers that ask for a client certificate.
 type peerAccess struct {
-	token string
+	token *auth.TokenFile // nil: no token
 	tls   *tls.Config
 }
 
 func (cfg *config) peerAccess(env serve.Env) (peerAccess, error) {
 	var p peerAccess
 	if cfg.StoreTokenFile != "" {
-		tok, err := auth.ReadTokenFile(cfg.StoreTokenFile)
+		// Re-read when it changes: a rotated token needs no restart.
+		tok, err := auth.OpenTokenFile(cfg.StoreTokenFile, env.Logger.With("component", "store-token"))
 		if err != nil {
 			return p, fmt.Errorf("--store-token-file: %w", err)
 		}
@@ -65,10 +66,10 @@ func (p peerAccess) httpClient() *http.Client {
 
 // clientOptions send p's token.
 func (p peerAccess) clientOptions() []connect.ClientOption {
-	if p.token == "" {
+	if p.token == nil {
 		return nil
 	}
-	return []connect.ClientOption{connect.WithInterceptors(auth.Bearer(p.token))}
+	return []connect.ClientOption{connect.WithInterceptors(auth.BearerFrom(p.token.Token))}
 }
 
 // storeClient is storeclient's own HTTP/1.1 client (the cheap one under
@@ -76,12 +77,15 @@ func (p peerAccess) clientOptions() []connect.ClientOption {
 // tlsconf.Current(p.tls), so a --store-ca rotation is followed without a
 // restart (TestStoreClientFollowsStoreCA).
 func (cfg *config) storeClient(p peerAccess, logger *slog.Logger) (*storeclient.Client, error) {
-	store, err := storeclient.New(cfg.Stores, storeclient.Options{
+	opts := storeclient.Options{
 		Logger:         logger.With("component", "storeclient"),
 		RequestTimeout: cfg.StoreRequestTimeout,
-		Token:          p.token,
 		TLS:            p.tls,
-	})
+	}
+	if p.token != nil {
+		opts.TokenFunc = p.token.Token
+	}
+	store, err := storeclient.New(cfg.Stores, opts)
 	if err != nil {
 		return nil, fmt.Errorf("--store: %w", err)
 	}

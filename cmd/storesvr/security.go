@@ -26,7 +26,7 @@ func (m *memberSecurity) register(fs *flag.FlagSet) {
 	fs.StringVar(&m.RaftTLSCert, "raft-tls-cert", "", "PEM certificate for Raft between members over mutual TLS (with --raft-tls-key and --raft-tls-ca);\nit must name this member's --raft-addr host, and is re-read when it changes")
 	fs.StringVar(&m.RaftTLSKey, "raft-tls-key", "", "PEM key of --raft-tls-cert")
 	fs.StringVar(&m.RaftTLSCA, "raft-tls-ca", "", "CA of every member's Raft certificate; with --tls-cert it is also the CA trusted\nwhen calling other members' HTTPS API (forwarding, joining)")
-	fs.StringVar(&m.JoinTokenFile, "join-token-file", "", "file holding the bearer token (role admin) presented with --join when the cluster has --auth-file")
+	fs.StringVar(&m.JoinTokenFile, "join-token-file", "", "file holding the bearer token (role admin) presented with --join when the cluster has --auth-file;\nre-read when it changes")
 }
 
 func (m *memberSecurity) check() []error {
@@ -108,19 +108,20 @@ func (cfg *config) memberClient(env serve.Env) (*http.Client, error) {
 		rt = storage.DefaultHTTPClient().Transport
 	}
 	if cfg.JoinTokenFile != "" {
-		tok, err := auth.ReadTokenFile(cfg.JoinTokenFile)
+		// Re-read when it changes: a rotated admin token needs no restart.
+		tok, err := auth.OpenTokenFile(cfg.JoinTokenFile, env.Logger.With("component", "join-token"))
 		if err != nil {
 			return nil, fmt.Errorf("--join-token-file: %w", err)
 		}
-		rt = withToken{next: rt, header: "Bearer " + tok}
+		rt = withToken{next: rt, token: tok.Token}
 	}
 	return &http.Client{Transport: rt}, nil
 }
 
 // withToken adds Authorization to requests that have none.
 type withToken struct {
-	next   http.RoundTripper
-	header string
+	next  http.RoundTripper
+	token func() string
 }
 
 func (w withToken) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -128,6 +129,6 @@ func (w withToken) RoundTrip(r *http.Request) (*http.Response, error) {
 		return w.next.RoundTrip(r)
 	}
 	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", w.header)
+	r.Header.Set("Authorization", "Bearer "+w.token())
 	return w.next.RoundTrip(r)
 }

@@ -2,14 +2,17 @@ package main
 
 import (
 	"bytes"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/seqsvr/seqsvr/cmd/internal/serve"
+	"github.com/seqsvr/seqsvr/internal/poll"
 )
 
 func TestSecurityFlagsGoTogether(t *testing.T) {
@@ -46,13 +49,13 @@ func TestMemberClientToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := &config{memberSecurity: memberSecurity{JoinTokenFile: tokFile}}
-	hc, err := cfg.memberClient(serve.Env{})
+	hc, err := cfg.memberClient(serve.Env{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// h2c prior knowledge is what members speak; the test server speaks
 	// HTTP/1.1, so call through the token layer with a plain transport.
-	hc.Transport = withToken{next: http.DefaultTransport, header: hc.Transport.(withToken).header}
+	hc.Transport = withToken{next: http.DefaultTransport, token: hc.Transport.(withToken).token}
 	for _, caller := range []string{"", "Bearer caller-token"} {
 		req, _ := http.NewRequest(http.MethodPost, srv.URL, nil)
 		if caller != "" {
@@ -67,4 +70,18 @@ func TestMemberClientToken(t *testing.T) {
 	if len(got) != 2 || got[0] != "Bearer join-token-0123456789" || got[1] != "Bearer caller-token" {
 		t.Fatalf("Authorization sent: %q", got)
 	}
+
+	// A rotated token file is followed with no restart.
+	if err := os.WriteFile(tokFile, []byte("join-token-rotated-0123\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 10*time.Second, "the rotated join token sent", func() bool {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL, nil)
+		res, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return got[len(got)-1] == "Bearer join-token-rotated-0123"
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/seqsvr/seqsvr/internal/errs"
@@ -23,6 +24,12 @@ var (
 type Authorizer struct {
 	path   string
 	tokens atomic.Pointer[[]token]
+
+	// reloadMu orders reloads (SIGHUP and the file watch); stamp is the
+	// file as last loaded, failed as it last did not load, so one bad
+	// file is neither parsed nor logged again every second.
+	reloadMu      sync.Mutex
+	stamp, failed fileStamp
 }
 
 // New loads path.
@@ -40,11 +47,46 @@ func (a *Authorizer) Path() string { return a.path }
 // Reload reads the file again and swaps the list in at once. On error the
 // old list stays in force.
 func (a *Authorizer) Reload() error {
-	ts, err := LoadFile(a.path)
+	a.reloadMu.Lock()
+	defer a.reloadMu.Unlock()
+	return a.reloadLocked(nil)
+}
+
+// ReloadIfChanged reloads the file if it changed since it was last
+// loaded (or last failed to load), reporting whether it tried. On error
+// the old list stays in force.
+func (a *Authorizer) ReloadIfChanged() (bool, error) {
+	a.reloadMu.Lock()
+	defer a.reloadMu.Unlock()
+	changed := false
+	return changed, a.reloadLocked(func(st fileStamp) bool {
+		changed = st != a.stamp && st != a.failed
+		return changed
+	})
+}
+
+// reloadLocked reads the file and swaps its list in when want (nil:
+// always) accepts the file's stamp.
+func (a *Authorizer) reloadLocked(want func(fileStamp) bool) error {
+	b, st, err := readStamped(a.path)
 	if err != nil {
+		if want != nil {
+			// A file missing for a moment (rewritten by rename) is
+			// looked at again on the next check, not reported each time.
+			return nil
+		}
+		return fmt.Errorf("auth file: %w", err)
+	}
+	if want != nil && !want(st) {
+		return nil
+	}
+	ts, err := parse(b)
+	if err != nil {
+		a.failed = st
 		return err
 	}
 	a.tokens.Store(&ts)
+	a.stamp, a.failed = st, fileStamp{}
 	return nil
 }
 

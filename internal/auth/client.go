@@ -2,25 +2,31 @@ package auth
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"net/http"
-	"os"
-	"strings"
 
 	"connectrpc.com/connect"
 )
 
 // Bearer is a client interceptor that sends "Authorization: Bearer
 // token" on every call.
-func Bearer(token string) connect.Interceptor { return bearerInterceptor("Bearer " + token) }
+func Bearer(token string) connect.Interceptor {
+	h := "Bearer " + token
+	return bearerInterceptor(func() string { return h })
+}
 
-type bearerInterceptor string
+// BearerFrom is Bearer with the token asked for on every call: a
+// TokenFile's Token follows a rotated file.
+func BearerFrom(token func() string) connect.Interceptor {
+	return bearerInterceptor(func() string { return "Bearer " + token() })
+}
+
+// bearerInterceptor sets the Authorization value it returns.
+type bearerInterceptor func() string
 
 func (b bearerInterceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
 		if req.Spec().IsClient {
-			req.Header().Set("Authorization", string(b))
+			req.Header().Set("Authorization", b())
 		}
 		return next(ctx, req)
 	}
@@ -29,30 +35,13 @@ func (b bearerInterceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 func (b bearerInterceptor) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
 	return func(ctx context.Context, spec connect.Spec) connect.StreamingClientConn {
 		conn := next(ctx, spec)
-		conn.RequestHeader().Set("Authorization", string(b))
+		conn.RequestHeader().Set("Authorization", b())
 		return conn
 	}
 }
 
 func (b bearerInterceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
 	return next
-}
-
-// ReadTokenFile reads a token file: the token, surrounding white space
-// (a final newline) removed.
-func ReadTokenFile(path string) (string, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", fmt.Errorf("token file: %w", err)
-	}
-	tok := strings.TrimSpace(string(b))
-	if tok == "" {
-		return "", errors.New("token file " + path + " is empty")
-	}
-	if strings.ContainsAny(tok, " \t\r\n") {
-		return "", errors.New("token file " + path + " holds more than one word")
-	}
-	return tok, nil
 }
 
 // BearerTransport sends every request through next with Authorization:

@@ -19,7 +19,9 @@
 //     a check says nothing about which token, or how much of one, matched.
 //   - The token list is swapped atomically (Reload): a check sees the old
 //     list or the new one, never a mix; a file that does not load leaves
-//     the old list in force.
+//     the old list in force. ReloadIfChanged reloads only a file whose
+//     contents changed, so a server can look every second and a rotated
+//     file needs no signal; TokenFile does the same for a client's token.
 //   - grpc.health.v1 is open, like /healthz and /readyz (load balancers
 //     probe without tokens); gRPC reflection needs role client.
 package auth

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/seqsvr/seqsvr/internal/auth"
 	"github.com/seqsvr/seqsvr/internal/tlsconf"
@@ -24,7 +25,7 @@ type Security struct {
 
 // Register adds --auth-file, --tls-cert, --tls-key and --tls-client-ca.
 func (s *Security) Register(fs *flag.FlagSet) {
-	fs.StringVar(&s.AuthFile, "auth-file", "", "JSON list of bearer tokens and their roles: [{\"name\":..., \"token\":..., \"roles\":[\"client\"|\"alloc\"|\"admin\"]}];\nre-read on SIGHUP. Unset: every call is open (a warning is logged)")
+	fs.StringVar(&s.AuthFile, "auth-file", "", "JSON list of bearer tokens and their roles: [{\"name\":..., \"token\":..., \"roles\":[\"client\"|\"alloc\"|\"admin\"]}];\nre-read when it changes (checked every second) and on SIGHUP. Unset: every call is open (a warning is logged)")
 	fs.StringVar(&s.TLSCert, "tls-cert", "", "PEM certificate: serve HTTPS (HTTP/1.1 and h2 by ALPN) instead of plain HTTP; re-read when it changes.\nAlso presented as the client certificate on calls to other seqsvr processes")
 	fs.StringVar(&s.TLSKey, "tls-key", "", "PEM key of --tls-cert")
 	fs.StringVar(&s.TLSClientCA, "tls-client-ca", "", "require client certificates signed by this CA (mutual TLS; needs --tls-cert)")
@@ -73,27 +74,42 @@ func loadSecurity(s Security, logger *slog.Logger) (*auth.Authorizer, *tlsconf.K
 	return a, keys, cfg, nil
 }
 
-// reloadOnHUP re-reads the auth file on every SIGHUP until ctx ends. A
-// file that does not load keeps the tokens in force and is logged.
+// reloadOnHUP re-reads the auth file when it changes on disk (looked at
+// every second: a rotated Kubernetes Secret or a rewritten file takes
+// effect with no signal, which the kubelet never sends) and on every
+// SIGHUP, until ctx ends. A file that does not load keeps the tokens in
+// force and is logged once per change.
 func reloadOnHUP(ctx context.Context, a *auth.Authorizer, logger *slog.Logger) {
 	if a == nil {
 		return
 	}
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
+	tick := time.NewTicker(authRecheck)
 	go func() {
 		defer signal.Stop(hup)
+		defer tick.Stop()
 		for {
+			var err error
 			select {
 			case <-ctx.Done():
 				return
 			case <-hup:
-				if err := a.Reload(); err != nil {
-					logger.Error("auth file not reloaded; the previous tokens stay in force", "auth_file", a.Path(), "err", err)
+				err = a.Reload()
+			case <-tick.C:
+				var changed bool
+				if changed, err = a.ReloadIfChanged(); !changed {
 					continue
 				}
-				logger.Info("auth file reloaded", "auth_file", a.Path(), "tokens", a.Len())
 			}
+			if err != nil {
+				logger.Error("auth file not reloaded; the previous tokens stay in force", "auth_file", a.Path(), "err", err)
+				continue
+			}
+			logger.Info("auth file reloaded", "auth_file", a.Path(), "tokens", a.Len())
 		}
 	}()
 }
+
+// authRecheck is how often the auth file is looked at for a change.
+const authRecheck = time.Second
