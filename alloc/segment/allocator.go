@@ -139,6 +139,11 @@ type Allocator struct {
 	cache tagCache
 	mu    sync.Mutex
 	neg   negCache
+	// unconfirmed counts the tags in the map the store has not yet
+	// confirmed by a segment (under mu): names callers gave, bounded by
+	// maxUnconfirmed so that a flood of unknown names while the store is
+	// away cannot grow the map.
+	unconfirmed int
 
 	ctx    context.Context // cancelled by Close; parent of every load
 	cancel context.CancelFunc

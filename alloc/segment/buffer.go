@@ -103,6 +103,7 @@ type tagState struct {
 	loading  bool
 	loadDone chan struct{} // closed and replaced when a load finishes
 	removed  bool          // dropped from the tag map: the tag never existed or was deleted
+	counted  bool          // in Allocator.unconfirmed (under Allocator.mu)
 
 	step     int64 // size of the next reservation; 0 until the first load
 	baseStep int64 // the tag's stored step

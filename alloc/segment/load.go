@@ -153,6 +153,9 @@ func (a *Allocator) loadedLocked(t *tagState, seg *seqsvrv1.Segment, size int64)
 		t.step = seg.GetLast() - seg.GetFirst() + 1
 	}
 	t.step = max(t.step, t.baseStep) // the stored step may have been raised
+	if !t.loaded {
+		a.confirm(t)
+	}
 	t.loaded = true
 	t.lastLoadAt = a.cfg.Clock.Now()
 	// A drained (or never filled) current segment is replaced right away so

@@ -11,7 +11,9 @@ import (
 
 // metrics exports the segment allocator's metrics. Per-tag figures are
 // computed at scrape time from the buffers, so the hot path pays nothing
-// for them. A nil *metrics (no Registerer) records nothing.
+// for them, and only for tags the store confirmed (a segment was
+// reserved): a name a caller made up never becomes a label. A nil
+// *metrics (no Registerer) records nothing.
 type metrics struct {
 	a           *Allocator
 	served      *prometheus.Desc
@@ -89,12 +91,13 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	for _, t := range m.a.sortedTags() {
 		t.mu.Lock()
-		served, rem, high, loaded := t.servedLocked(), t.remainingLocked(), t.high, t.loaded
+		served, rem, high, exists := t.servedLocked(), t.remainingLocked(), t.high, t.loaded && !t.removed
 		t.mu.Unlock()
+		if !exists {
+			continue
+		}
 		ch <- prometheus.MustNewConstMetric(m.served, prometheus.CounterValue, float64(served), t.name)
 		ch <- prometheus.MustNewConstMetric(m.remaining, prometheus.GaugeValue, float64(rem), t.name)
-		if loaded {
-			ch <- prometheus.MustNewConstMetric(m.high, prometheus.GaugeValue, float64(high), t.name)
-		}
+		ch <- prometheus.MustNewConstMetric(m.high, prometheus.GaugeValue, float64(high), t.name)
 	}
 }

@@ -105,11 +105,16 @@ func (a *Allocator) tagFor(name string) (*tagState, error) {
 	if t := old[name]; t != nil {
 		return t, nil
 	}
+	if a.unconfirmed >= maxUnconfirmed {
+		return nil, a.unavailable(fmt.Errorf("%w: tag %q: %d tags are waiting for the store's first answer", errs.Unavailable, name, a.unconfirmed))
+	}
+	a.unconfirmed++
 	m := make(map[string]*tagState, len(old)+1)
 	for k, v := range old {
 		m[k] = v
 	}
 	t := newTagState(name)
+	t.counted = true
 	m[name] = t
 	a.tags.Store(&m)
 	a.cache[cacheSlot(name)].Store(t)
@@ -122,6 +127,7 @@ func (a *Allocator) dropTag(t *tagState) {
 	a.neg.add(t.name, time.Now().Add(a.cfg.NegativeCacheTTL))
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.uncountLocked(t)
 	old := *a.tags.Load()
 	if old[t.name] != t {
 		return
@@ -134,6 +140,26 @@ func (a *Allocator) dropTag(t *tagState) {
 	}
 	a.tags.Store(&m)
 	a.uncache(t)
+}
+
+// maxUnconfirmed bounds the tags created on a caller's word and not yet
+// confirmed by the store; past it a new name is answered unavailable
+// (the store is slow or away: a known tag already in the map still serves).
+const maxUnconfirmed = 10000
+
+// confirm takes t, whose first segment arrived, out of the unconfirmed
+// count (t.mu held; the lock order is t.mu, then a.mu).
+func (a *Allocator) confirm(t *tagState) {
+	a.mu.Lock()
+	a.uncountLocked(t)
+	a.mu.Unlock()
+}
+
+func (a *Allocator) uncountLocked(t *tagState) {
+	if t.counted {
+		t.counted = false
+		a.unconfirmed--
+	}
 }
 
 // negCache remembers tags the store said do not exist.

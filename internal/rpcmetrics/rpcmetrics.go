@@ -14,6 +14,12 @@
 //   - Not counted: requests connect-go rejects before its interceptors run
 //     (an undecodable body, a wrong HTTP method or content type), health
 //     checks and reflection, and non-RPC routes (the Leaf API, /metrics).
+//   - Bounded: a call is labelled with its procedure only if the process
+//     registered it (New, Add); any other path (a caller's words, such as
+//     an unknown path the auth gate refuses) is counted under service and
+//     method "unknown". Protocols and codes are connect-go's few, so the
+//     series are at most procedures x protocols x codes, whatever callers
+//     send.
 package rpcmetrics
 
 import (
@@ -37,18 +43,24 @@ type Metrics struct {
 
 	// ok caches the series of successful calls by procedure, the hot
 	// path, so a call does no label hashing. Copy on write: procedures
-	// are few and fixed.
-	mu sync.Mutex
-	ok atomic.Pointer[map[string]*series]
+	// are few and fixed, and only those of known get an entry.
+	mu    sync.Mutex
+	ok    atomic.Pointer[map[string]*series]
+	known atomic.Pointer[map[string]bool]
 }
+
+// Unknown is the service and method label of a call to a path that is
+// no registered procedure.
+const Unknown = "unknown"
 
 type series struct {
 	handled  prometheus.Counter
 	duration prometheus.Observer
 }
 
-// New returns empty metrics.
-func New() *Metrics {
+// New returns empty metrics that label calls of procedures
+// ("/pkg.Service/Method") by name and every other path as Unknown.
+func New(procedures ...string) *Metrics {
 	m := &Metrics{
 		handled: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rpc_server_handled_total",
@@ -61,8 +73,36 @@ func New() *Metrics {
 		}, []string{"rpc_service", "rpc_method", "rpc_code"}),
 	}
 	m.ok.Store(&map[string]*series{})
+	m.known.Store(&map[string]bool{})
+	m.Add(procedures...)
 	return m
 }
+
+// Add registers more procedures: a process learns what it serves only
+// once its component is open, after its interceptor was made.
+func (m *Metrics) Add(procedures ...string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	old := *m.known.Load()
+	next := make(map[string]bool, len(old)+len(procedures))
+	for k := range old {
+		next[k] = true
+	}
+	for _, p := range procedures {
+		next[p] = true
+	}
+	m.known.Store(&next)
+}
+
+// label is procedure if it is registered, else Unknown's path.
+func (m *Metrics) label(procedure string) string {
+	if (*m.known.Load())[procedure] {
+		return procedure
+	}
+	return unknownPath
+}
+
+const unknownPath = "/" + Unknown + "/" + Unknown
 
 // Describe implements prometheus.Collector.
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
@@ -79,6 +119,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 // Observe records one finished call of procedure ("/pkg.Service/Method")
 // over protocol with code ("ok" on success) that took d.
 func (m *Metrics) Observe(procedure, protocol, code string, d time.Duration) {
+	procedure = m.label(procedure)
 	if code == "ok" && protocol == "connect" {
 		s := m.okSeries(procedure)
 		s.handled.Inc()
@@ -97,6 +138,7 @@ func (m *Metrics) okSeries(procedure string) *series {
 	if s, ok := (*m.ok.Load())[procedure]; ok {
 		return s
 	}
+	procedure = m.label(procedure)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	old := *m.ok.Load()
@@ -120,6 +162,9 @@ func (m *Metrics) okSeries(procedure string) *series {
 // split turns "/seqsvr.v1.AllocService/NextIDs" into its service and
 // method.
 func split(procedure string) (service, method string) {
+	if procedure == unknownPath {
+		return Unknown, Unknown
+	}
 	p := strings.TrimPrefix(procedure, "/")
 	if i := strings.LastIndexByte(p, '/'); i >= 0 {
 		return p[:i], p[i+1:]

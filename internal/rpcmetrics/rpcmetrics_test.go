@@ -3,6 +3,7 @@ package rpcmetrics
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -48,7 +49,7 @@ func (stub) NextIDs(_ context.Context, req *connect.Request[seqsvrv1.NextIDsRequ
 // The interceptor labels calls with their protocol and code, for all
 // three protocols connect-go serves.
 func TestInterceptorByProtocolAndCode(t *testing.T) {
-	m := New()
+	m := New(seqsvrv1connect.AllocServiceNextIDsProcedure)
 	path, h := seqsvrv1connect.NewAllocServiceHandler(stub{}, connect.WithInterceptors(m.Interceptor()))
 	mux := http.NewServeMux()
 	mux.Handle(path, h)
@@ -83,7 +84,7 @@ func TestInterceptorByProtocolAndCode(t *testing.T) {
 // nothing for what it declines or for non-RPC paths; it never reads the
 // body.
 func TestH1(t *testing.T) {
-	m := New()
+	m := New(seqsvrv1connect.StoreServiceReserveSegmentProcedure)
 	h := m.H1(h1.HandlerFunc(func(req *h1.Request, resp *h1.Response) bool {
 		switch string(req.Body) {
 		case "ok":
@@ -115,6 +116,38 @@ func TestH1(t *testing.T) {
 	}
 }
 
+// Paths that name no registered procedure, however many, share the
+// "unknown" series: a caller cannot add a series with a path of its own,
+// whichever of Observe and H1 counts it.
+func TestUnknownPathsShareOneSeries(t *testing.T) {
+	m := New(seqsvrv1connect.AllocServiceNextIDsProcedure)
+	h := m.H1(h1.HandlerFunc(func(_ *h1.Request, resp *h1.Response) bool {
+		resp.Body, resp.Code = []byte{1}, "ok"
+		return true
+	}))
+	for i := range 1000 {
+		p := fmt.Sprintf("/evil%d.Service/M%d", i, i)
+		m.Observe(p, "grpc", "unauthenticated", 0)
+		m.Observe(p, "connect", "ok", 0)
+		h.ServeH1(&h1.Request{Path: []byte(p)}, &h1.Response{})
+	}
+	m.Observe(seqsvrv1connect.AllocServiceNextIDsProcedure, "connect", "ok", 0)
+	if n := count(m.handled); n != 3 {
+		t.Errorf("%d counter series, want 3 (unknown ok and unauthenticated, NextIDs ok)", n)
+	}
+	if n := counter(t, m.handled.WithLabelValues(Unknown, Unknown, "connect", "ok")); n != 2000 {
+		t.Errorf("unknown ok counted %v, want 2000", n)
+	}
+	if n := len(*m.ok.Load()); n != 2 {
+		t.Errorf("%d cached ok series, want 2", n)
+	}
+	m.Add("/evil7.Service/M7")
+	m.Observe("/evil7.Service/M7", "connect", "ok", 0)
+	if n := counter(t, m.handled.WithLabelValues("evil7.Service", "M7", "connect", "ok")); n != 1 {
+		t.Errorf("a procedure added later counted %v, want 1", n)
+	}
+}
+
 func counter(t *testing.T, c prometheus.Counter) float64 {
 	t.Helper()
 	var out dto.Metric
@@ -126,8 +159,14 @@ func counter(t *testing.T, c prometheus.Counter) float64 {
 
 // count is how many series c exports.
 func count(c prometheus.Collector) int {
-	ch := make(chan prometheus.Metric, 100)
-	c.Collect(ch)
-	close(ch)
-	return len(ch)
+	ch := make(chan prometheus.Metric)
+	go func() {
+		c.Collect(ch)
+		close(ch)
+	}()
+	n := 0
+	for range ch {
+		n++
+	}
+	return n
 }
