@@ -58,7 +58,7 @@ func TestBrowser(t *testing.T) {
 		allocs[a.Name] = a.URL()
 	}
 	cfg := map[string]any{
-		"chromium": chromiumPath(), "spki": spki(t, bc.sec.CertFile), "stores": stores, "allocs": allocs,
+		"chromium": chromiumPath(), "spki": spki(t, bc.sec.CertFile) + "," + spki(t, bc.sec.AllocServeCertFile), "stores": stores, "allocs": allocs,
 		"tokens": map[string]string{"client": bc.sec.ClientToken, "alloc": bc.sec.AllocToken},
 		"tag":    testTag, "space": testSpace, "shots": *shots, "shotAlloc": "a2",
 	}

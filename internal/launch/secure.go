@@ -22,10 +22,10 @@ import (
 )
 
 // Security is the secure mode of a cluster (Options.Security): a CA made
-// for the run, one certificate for every process (server and client use,
-// valid for the hosts given), a client certificate of the allocsvrs that
-// names no member (what they present to the stores: a member refuses it
-// on its Raft port), an auth file with one token per role, the
+// for the run, the members' certificate (server and client use, valid for
+// the hosts given), the allocsvrs' own (one to serve, for the hosts and
+// server use only; one they present to the stores, naming nothing: a
+// member refuses both on its Raft port), an auth file with one token per role, the
 // allocsvrs' store token file. With it every process serves HTTPS only
 // (h2 by ALPN), requires a token on every RPC, and the stores require a
 // client certificate and talk Raft over mutual TLS; the cluster's own
@@ -34,15 +34,17 @@ type Security struct {
 	Dir                       string
 	CAFile, CertFile, KeyFile string
 	// AllocCertFile and AllocKeyFile: the allocsvrs' client certificate
-	// (CN seqsvr allocsvr, no SAN, client use only).
-	AllocCertFile, AllocKeyFile string
-	AuthFile, AllocTokenFile    string
-	AdminTokenFile              string
-	AdminToken, AllocToken      string
-	ClientToken                 string
+	// (no SAN, client use only); AllocServeCertFile and AllocServeKeyFile:
+	// the one they serve with (the hosts, server use only).
+	AllocCertFile, AllocKeyFile           string
+	AllocServeCertFile, AllocServeKeyFile string
+	AuthFile, AllocTokenFile              string
+	AdminTokenFile                        string
+	AdminToken, AllocToken                string
+	ClientToken                           string
 }
 
-// NewSecurity writes a CA, a certificate for hosts (IP SANs for addresses,
+// NewSecurity writes a CA, the certificates for hosts (IP SANs for addresses,
 // DNS SANs otherwise; 127.0.0.1 and localhost are always included), the
 // auth file and the token file under dir. The keys are fresh random ones:
 // nothing made here outlives the run.
@@ -51,15 +53,17 @@ func NewSecurity(dir string, hosts ...string) (*Security, error) {
 		return nil, err
 	}
 	s := &Security{
-		Dir:            dir,
-		CAFile:         filepath.Join(dir, "ca.pem"),
-		CertFile:       filepath.Join(dir, "node.pem"),
-		KeyFile:        filepath.Join(dir, "node-key.pem"),
-		AllocCertFile:  filepath.Join(dir, "alloc-client.pem"),
-		AllocKeyFile:   filepath.Join(dir, "alloc-client-key.pem"),
-		AuthFile:       filepath.Join(dir, "auth.json"),
-		AllocTokenFile: filepath.Join(dir, "alloc.token"),
-		AdminTokenFile: filepath.Join(dir, "admin.token"),
+		Dir:                dir,
+		CAFile:             filepath.Join(dir, "ca.pem"),
+		CertFile:           filepath.Join(dir, "node.pem"),
+		KeyFile:            filepath.Join(dir, "node-key.pem"),
+		AllocCertFile:      filepath.Join(dir, "alloc-client.pem"),
+		AllocKeyFile:       filepath.Join(dir, "alloc-client-key.pem"),
+		AllocServeCertFile: filepath.Join(dir, "alloc.pem"),
+		AllocServeKeyFile:  filepath.Join(dir, "alloc-key.pem"),
+		AuthFile:           filepath.Join(dir, "auth.json"),
+		AllocTokenFile:     filepath.Join(dir, "alloc.token"),
+		AdminTokenFile:     filepath.Join(dir, "admin.token"),
 	}
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -83,18 +87,8 @@ func NewSecurity(dir string, hosts ...string) (*Security, error) {
 	if err != nil {
 		return nil, err
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2),
-		Subject:      pkix.Name{CommonName: "seqsvr node"},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(7 * 24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-	}
+	var ips []net.IP
+	var dns []string
 	seen := map[string]bool{}
 	for _, h := range append([]string{"127.0.0.1", "localhost"}, hosts...) {
 		if h == "" || seen[h] {
@@ -102,35 +96,47 @@ func NewSecurity(dir string, hosts ...string) (*Security, error) {
 		}
 		seen[h] = true
 		if ip := net.ParseIP(h); ip != nil {
-			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+			ips = append(ips, ip)
 		} else {
-			tmpl.DNSNames = append(tmpl.DNSNames, h)
+			dns = append(dns, h)
 		}
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
+	issue := func(serial int64, cn string, ips []net.IP, dns []string, use ...x509.ExtKeyUsage) (cert, key []byte, err error) {
+		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			return nil, nil, err
+		}
+		der, err := x509.CreateCertificate(rand.Reader, &x509.Certificate{
+			SerialNumber: big.NewInt(serial),
+			Subject:      pkix.Name{CommonName: cn},
+			NotBefore:    now.Add(-time.Hour),
+			NotAfter:     now.Add(7 * 24 * time.Hour),
+			KeyUsage:     x509.KeyUsageDigitalSignature,
+			ExtKeyUsage:  use,
+			IPAddresses:  ips,
+			DNSNames:     dns,
+		}, caCert, &k.PublicKey, caKey)
+		if err != nil {
+			return nil, nil, err
+		}
+		kb, err := x509.MarshalECPrivateKey(k)
+		if err != nil {
+			return nil, nil, err
+		}
+		return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), nil
+	}
+	// The members' certificate (API and Raft, both uses); the allocsvrs'
+	// serving one (server use only) and client one (client use only, no
+	// SAN): neither can pass a member's Raft check (tlsconf.Peers).
+	nodeCert, nodeKey, err := issue(2, "seqsvr node", ips, dns, x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth)
 	if err != nil {
 		return nil, err
 	}
-	kb, err := x509.MarshalECPrivateKey(key)
+	allocServe, allocServeKey, err := issue(3, "seqsvr allocsvr", ips, dns, x509.ExtKeyUsageServerAuth)
 	if err != nil {
 		return nil, err
 	}
-	allocKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	allocDER, err := x509.CreateCertificate(rand.Reader, &x509.Certificate{
-		SerialNumber: big.NewInt(3),
-		Subject:      pkix.Name{CommonName: "seqsvr allocsvr"},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(7 * 24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}, caCert, &allocKey.PublicKey, caKey)
-	if err != nil {
-		return nil, err
-	}
-	allocKB, err := x509.MarshalECPrivateKey(allocKey)
+	allocClient, allocClientKey, err := issue(4, "seqsvr allocsvr client", nil, nil, x509.ExtKeyUsageClientAuth)
 	if err != nil {
 		return nil, err
 	}
@@ -159,10 +165,12 @@ func NewSecurity(dir string, hosts ...string) (*Security, error) {
 		body []byte
 	}{
 		{s.CAFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})},
-		{s.CertFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})},
-		{s.KeyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb})},
-		{s.AllocCertFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: allocDER})},
-		{s.AllocKeyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: allocKB})},
+		{s.CertFile, nodeCert},
+		{s.KeyFile, nodeKey},
+		{s.AllocServeCertFile, allocServe},
+		{s.AllocServeKeyFile, allocServeKey},
+		{s.AllocCertFile, allocClient},
+		{s.AllocKeyFile, allocClientKey},
 		{s.AuthFile, auth},
 		{s.AllocTokenFile, []byte(s.AllocToken + "\n")},
 		{s.AdminTokenFile, []byte(s.AdminToken + "\n")},
@@ -182,7 +190,7 @@ func (s *Security) storeArgs() []string {
 }
 
 func (s *Security) allocArgs() []string {
-	return []string{"--auth-file", s.AuthFile, "--tls-cert", s.CertFile, "--tls-key", s.KeyFile,
+	return []string{"--auth-file", s.AuthFile, "--tls-cert", s.AllocServeCertFile, "--tls-key", s.AllocServeKeyFile,
 		"--store-cert", s.AllocCertFile, "--store-key", s.AllocKeyFile,
 		"--store-token-file", s.AllocTokenFile, "--store-ca", s.CAFile}
 }

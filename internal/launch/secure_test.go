@@ -5,6 +5,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"os"
+	"slices"
 	"testing"
 
 	"github.com/seqsvr/seqsvr/internal/auth"
@@ -41,6 +42,21 @@ func TestNewSecurity(t *testing.T) {
 	if err := cert.VerifyHostname("10.100.1.3"); err == nil {
 		t.Error("certificate valid for a host not asked for")
 	}
+	// The allocsvrs' certificates: neither is a client certificate that
+	// names a member's host (a member's Raft port would let it in).
+	for _, f := range []string{s.AllocServeCertFile, s.AllocCertFile} {
+		c := parseCert(t, f)
+		clientUse := c.ExtKeyUsage == nil || slices.Contains(c.ExtKeyUsage, x509.ExtKeyUsageClientAuth)
+		if clientUse && (len(c.DNSNames) > 0 || len(c.IPAddresses) > 0) {
+			t.Errorf("%s: client use and names %v %v", f, c.DNSNames, c.IPAddresses)
+		}
+		if _, err := c.Verify(x509.VerifyOptions{Roots: pool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}}); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	if _, err := parseCert(t, s.AllocServeCertFile).Verify(x509.VerifyOptions{Roots: pool, DNSName: "127.0.0.1"}); err != nil {
+		t.Errorf("the allocsvrs' serving certificate: %v", err)
+	}
 
 	a, err := auth.New(s.AuthFile)
 	if err != nil {
@@ -64,4 +80,21 @@ func TestNewSecurity(t *testing.T) {
 			t.Errorf("token for role %v: err %v, want denied=%v", c.role, err, c.denied)
 		}
 	}
+}
+
+func parseCert(t *testing.T, path string) *x509.Certificate {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blk, _ := pem.Decode(b)
+	if blk == nil {
+		t.Fatalf("%s: no PEM", path)
+	}
+	c, err := x509.ParseCertificate(blk.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
