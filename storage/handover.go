@@ -38,7 +38,7 @@ func HandoverBound(et time.Duration) time.Duration {
 // first, and the transfer goes to the furthest one that answered
 // (raft's own pick when none did).
 func (s *Store) Handover(ctx context.Context) {
-	if s.raft.State() != raft.Leader {
+	if s.raft.State() != raft.Leader || !s.hasOtherVoter() {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, HandoverBound(s.electionTimeout()))
@@ -78,6 +78,21 @@ func (s *Store) Handover(ctx context.Context) {
 		return
 	}
 	s.log.Warn("no other leader known before the handover's bound; stopping", "state", s.raft.State().String(), "took", time.Since(start).Round(time.Millisecond).String())
+}
+
+// hasOtherVoter reports whether leadership has anywhere to go: a
+// one-member cluster just stops.
+func (s *Store) hasOtherVoter() bool {
+	cf := s.raft.GetConfiguration()
+	if cf.Error() != nil {
+		return false
+	}
+	for _, srv := range cf.Configuration().Servers {
+		if srv.Suffrage == raft.Voter && string(srv.ID) != s.cfg.NodeID {
+			return true
+		}
+	}
+	return false
 }
 
 // awaitCtx is await bounded by ctx as well.

@@ -1,7 +1,10 @@
 package storage
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -110,4 +113,39 @@ func TestHandoverRefusesNoCall(t *testing.T) {
 	if len(failures) > 0 {
 		t.Fatalf("%d calls refused around the handovers, first: %v", len(failures), failures[0])
 	}
+}
+
+// A one-member cluster has no one to hand over to: Handover returns at
+// once, without a failed transfer in the log.
+func TestHandoverAlone(t *testing.T) {
+	var logs syncBuffer
+	c := newTestCluster(t, 1, func(cfg *Config) {
+		cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	})
+	n := c.waitForLeader()
+	n.store.Handover(context.Background())
+	if n.store.raft.State() != raft.Leader {
+		t.Fatal("a one-member cluster lost its leader")
+	}
+	if l := logs.String(); strings.Contains(l, "handing leadership over") || strings.Contains(l, "transfer failed") {
+		t.Fatalf("a one-member cluster tried a transfer:\n%s", l)
+	}
+}
+
+// syncBuffer is a bytes.Buffer for a logger's concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
