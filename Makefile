@@ -221,9 +221,10 @@ breaking: $(BUF) ## buf breaking: the proto against the base release's (jepsen/u
 # RELEASE_PLATFORMS entry, with SHA256SUMS; dist/VERSION/NAME-VERSION-OS-ARCH.
 RELEASE_PLATFORMS := linux/amd64 linux/arm64
 DIST := dist/$(VERSION)
+K8S_WORKLOADS := deploy/kubernetes/storesvr/storesvr.yaml deploy/kubernetes/allocsvr/allocsvr.yaml
 
 .PHONY: release
-release: ## make release VERSION=x.y.z: static storesvr, allocsvr, seqctl for linux/amd64 and arm64 into dist/VERSION, with SHA256SUMS
+release: ## make release VERSION=x.y.z: static storesvr, allocsvr, seqctl for linux/amd64 and arm64 into dist/VERSION, with SHA256SUMS; pins the Kubernetes manifests' image
 	@[[ "$(VERSION)" =~ ^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$$ ]] || { echo "make release needs VERSION=x.y.z (got $(VERSION))"; exit 2; }
 	rm -rf $(DIST) && mkdir -p $(DIST)
 	@set -e; for p in $(RELEASE_PLATFORMS); do os=$${p%/*}; arch=$${p#*/}; \
@@ -234,10 +235,13 @@ release: ## make release VERSION=x.y.z: static storesvr, allocsvr, seqctl for li
 	  done; done
 	cd $(DIST) && sha256sum *-$(VERSION)-* > SHA256SUMS
 	@echo "release $(VERSION) in $(DIST):" && cat $(DIST)/SHA256SUMS
+	@# The Kubernetes manifests name the image of this release (commit them with it).
+	@[ "$(PIN_MANIFESTS)" = no ] || { sed -i -E 's#^( +image: [^ ]*/seqsvr):[^ ]+$$#\1:$(VERSION)#' $(K8S_WORKLOADS) && \
+	  echo "$(K8S_WORKLOADS): image pinned to $(VERSION)"; }
 
 .PHONY: release-check
 release-check: ## make release into a temp VERSION, then check: the amd64 binaries print it for --version, static, and SHA256SUMS verifies
-	$(MAKE) --no-print-directory release VERSION=0.0.0-check
+	$(MAKE) --no-print-directory release VERSION=0.0.0-check PIN_MANIFESTS=no
 	cd dist/0.0.0-check && sha256sum -c SHA256SUMS
 	@set -e; for b in storesvr allocsvr seqctl; do f=dist/0.0.0-check/$$b-0.0.0-check-linux-amd64; \
 	  out=$$($$f --version); echo "$$out"; [[ "$$out" == *" 0.0.0-check "* ]] || { echo "$$f --version: $$out"; exit 1; }; \
