@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -69,7 +70,8 @@ func (s *Store) RaftPeerNames() []string {
 		}
 		s.askJoinPeers()
 	}
-	return names
+	slices.Sort(names)
+	return slices.Compact(names)
 }
 
 // addPendingPeer lets a member being added (its ID and Raft address)
