@@ -13,6 +13,7 @@ import (
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/internal/launch"
+	"github.com/seqsvr/seqsvr/internal/poll"
 )
 
 // A leader stopped with SIGTERM hands leadership over before it exits:
@@ -96,4 +97,28 @@ func logSince(t *testing.T, p *launch.Proc, off int64) string {
 		t.Fatal(err)
 	}
 	return string(b[min(off, int64(len(b))):])
+}
+
+// --handover-on-stop=false turns the transfer off: the leader just stops,
+// and the others elect a new one once their election timer fires.
+func TestHandoverOnStopOff(t *testing.T) {
+	c, ctx, leader, _ := threeStores(t, []string{"--handover-on-stop=false"}, 60*time.Second)
+	from := map[*launch.Proc]int64{}
+	for _, s := range c.Stores {
+		from[s] = logSize(t, s)
+	}
+	if err := leader.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if l := logSince(t, leader, from[leader]); strings.Contains(l, "handing leadership over") {
+		t.Fatalf("the leader handed over with --handover-on-stop=false:\n%s", l)
+	}
+	poll.UntilCtx(ctx, t, "an election after the leader stopped", func() bool {
+		for _, s := range c.Stores {
+			if s != leader && strings.Contains(logSince(t, s, from[s]), "heartbeat timeout reached") {
+				return true
+			}
+		}
+		return false
+	})
 }
