@@ -22,7 +22,11 @@ const backupChunkSize = 1 << 20
 func (h *service) Backup(ctx context.Context, req *connect.Request[seqsvrv1.BackupRequest], out *connect.ServerStream[seqsvrv1.BackupChunk]) error {
 	file, err := h.s.backupFile(ctx)
 	if errors.Is(err, ErrNotLeader) && req.Header().Get(ForwardedHeader) == "" {
-		return errs.Connect(h.s.relayBackup(ctx, req, out))
+		if err := h.s.relayBackup(ctx, req, out); err != nil {
+			return errs.Connect(err)
+		}
+		h.s.backupAnswered()
+		return nil
 	}
 	if err != nil {
 		return errs.Connect(err)
@@ -34,7 +38,16 @@ func (h *service) Backup(ctx context.Context, req *connect.Request[seqsvrv1.Back
 		}
 		file = file[n:]
 	}
+	h.s.backupAnswered()
 	return nil
+}
+
+// backupAnswered tells Config.OnBackup that this member answered a whole
+// backup: the time of the last one is a metric, and its age an alert.
+func (s *Store) backupAnswered() {
+	if s.cfg.OnBackup != nil {
+		s.cfg.OnBackup(s.cfg.Clock.Now())
+	}
 }
 
 // backupFile is a consistent copy of the state as a backup file: taken

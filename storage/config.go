@@ -61,6 +61,9 @@ type Config struct {
 	// Clock is read for the time put into every command and into
 	// ClusterStatus (default clock.System()).
 	Clock clock.Clock
+	// OnBackup, when set, is called with the time each time this member
+	// answers a whole Backup stream (taken here as the leader, or relayed).
+	OnBackup func(answered time.Time)
 	// HTTPClient is used for forwarding and joining; default speaks h2c.
 	HTTPClient *http.Client
 	// HTTPScheme is how members' HTTP addresses are called: "http" (the

@@ -42,10 +42,16 @@ func (cfg *config) peerAccess(env serve.Env) (peerAccess, error) {
 		ca = cfg.Security.TLSClientCA
 	}
 	keys := env.TLSKeys
+	if err := serve.RegisterCertExpiry(env.Registry, "serving", env.TLSKeys); err != nil {
+		return p, err
+	}
 	if cfg.StoreCert != "" {
 		var err error
 		if keys, err = tlsconf.LoadKeyPair(cfg.StoreCert, cfg.StoreKey, env.Logger.With("component", "store-tls")); err != nil {
 			return p, fmt.Errorf("--store-cert: %w", err)
+		}
+		if err := serve.RegisterCertExpiry(env.Registry, "client", keys); err != nil {
+			return p, err
 		}
 	}
 	tc, err := tlsconf.Client(ca, keys)

@@ -65,6 +65,7 @@ func (cfg *config) open(ctx context.Context, env serve.Env) (*serve.App, error) 
 		HTTPClient:         client,
 		HTTPScheme:         env.Scheme,
 	}
+	metrics := newStoreMetrics(&scfg)
 	if err := cfg.rewrite(ctx, scfg, logger.With("component", "restore")); err != nil {
 		return nil, err
 	}
@@ -87,6 +88,10 @@ func (cfg *config) open(ctx context.Context, env serve.Env) (*serve.App, error) 
 		}
 		return 1
 	})); err != nil {
+		st.Close()
+		return nil, err
+	}
+	if err := metrics.register(env, st); err != nil {
 		st.Close()
 		return nil, err
 	}

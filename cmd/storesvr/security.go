@@ -56,6 +56,9 @@ func (cfg *config) raftTLS(env serve.Env, peers []storage.Peer) (*tls.Config, *t
 	if err != nil {
 		return nil, nil, fmt.Errorf("--raft-tls-cert: %w", err)
 	}
+	if err := serve.RegisterCertExpiry(env.Registry, "raft", keys); err != nil {
+		return nil, nil, err
+	}
 	var initial []string
 	for _, p := range peers {
 		initial = append(initial, p.ID, hostOf(p.RaftAddr))
