@@ -54,6 +54,9 @@ func (cfg *config) restore(scfg storage.Config, logger *slog.Logger) error {
 		return fmt.Errorf("--restore: %w", err)
 	}
 	b, err := backup.Decode(file)
+	if err == nil {
+		err = backup.Validate(b, start)
+	}
 	if err != nil {
 		return fmt.Errorf("--restore %s: %w", cfg.Restore, err)
 	}

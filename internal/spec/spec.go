@@ -119,6 +119,11 @@ const (
 	DefaultSeqLeaseTTL = 5 * time.Second
 )
 
+// MaxLeaseTTL bounds the worker and per-key leases a state may carry: a
+// restore waits out the lost cluster's longest lease before it grants
+// worker IDs and sections, so a longer one would stop them for as long.
+const MaxLeaseTTL = time.Hour
+
 // SectionCount is ceil(keyCount/sectionSize): the number of sections of a
 // space. sectionSize must not be 0.
 func SectionCount(keyCount, sectionSize uint64) uint64 {

@@ -9,6 +9,7 @@ import (
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/internal/spec"
+	"github.com/seqsvr/seqsvr/storage/fsm"
 )
 
 // Options of Prepare.
@@ -45,6 +46,12 @@ func Prepare(old *seqsvrv1.FSMSnapshot, o Options) (*seqsvrv1.FSMSnapshot, []Jum
 	}
 	if o.Over < 0 || o.MinJump < 0 {
 		return nil, nil, errors.New("recovery: the jump duration and minimum must not be negative")
+	}
+	// A state that breaks the state machine's rules would jump wrong
+	// (a name twice), allocate without bound (sections) or panic once
+	// served: refused before anything is built from it.
+	if ps := fsm.CheckState(old); len(ps) > 0 {
+		return nil, nil, fmt.Errorf("recovery: the state breaks the store's rules: %w", errors.Join(ps...))
 	}
 	st := proto.Clone(old).(*seqsvrv1.FSMSnapshot)
 	startMs := o.Start.UnixMilli()
