@@ -7,19 +7,21 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"connectrpc.com/connect"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
+	"github.com/seqsvr/seqsvr/internal/errs"
 	"github.com/seqsvr/seqsvr/storage/backup"
 )
 
 func init() {
 	// "backup inspect" before "backup": the first path that matches wins.
 	commands = append(commands,
-		command{path: "backup inspect", args: "FILE", summary: "show what a backup file holds (exit 1 if it is corrupt, truncated or of a newer format)", min: 1, max: 1,
+		command{path: "backup inspect", args: "FILE", summary: "show what a backup file holds (exit 1 if it is corrupt, truncated, of a newer format, or breaks the store's rules, naming each problem)", min: 1, max: 1,
 			setup: noFlags(func(a *app, _ context.Context, args []string) error { return a.inspectBackup(args[0]) })},
 		command{path: "backup", args: "FILE", summary: "write a consistent backup of the store, taken on the leader (role admin)", min: 1, max: 1,
 			setup: noFlags(func(a *app, ctx context.Context, args []string) error { return a.backup(ctx, args[0]) })},
@@ -68,7 +70,19 @@ func (a *app) inspectBackup(path string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	return a.showBackup(backup.Summarize(b, len(file)), path, true)
+	// What the file holds is shown whatever it holds; then every way it
+	// breaks the store's rules, which a restore would refuse it for.
+	if err := a.showBackup(backup.Summarize(b, len(file)), path, true); err != nil {
+		return err
+	}
+	if ps := backup.Problems(b, time.Now()); len(ps) > 0 {
+		lines := make([]string, len(ps))
+		for i, p := range ps {
+			lines[i] = "\n  " + errs.Detail(p)
+		}
+		return fmt.Errorf("%s: %w, which a restore refuses: %d problem(s):%s", path, backup.ErrInvalid, len(ps), strings.Join(lines, ""))
+	}
+	return nil
 }
 
 // showBackup prints the summary: JSON with -o json, else a few lines and,
@@ -83,7 +97,7 @@ func (a *app) showBackup(s backup.Summary, path string, all bool) error {
 		return err
 	}
 	a.tableOut([]string{"FILE", "BYTES", "CLUSTER_ID", "TIME", "RAFT_INDEX", "TERM", "TAGS", "TOMBSTONES", "SPACES", "WORKERS"}, [][]string{{
-		path, fmt.Sprint(s.SizeBytes), s.ClusterID, s.Time.Format(time.RFC3339Nano), u(s.RaftIndex), u(s.RaftTerm),
+		path, fmt.Sprint(s.SizeBytes), s.ClusterID, s.Time.String(), u(s.RaftIndex), u(s.RaftTerm),
 		fmt.Sprint(len(s.Tags)), fmt.Sprint(len(s.Tombstones)), fmt.Sprint(len(s.Spaces)), fmt.Sprint(s.Workers)}})
 	if !all {
 		return nil

@@ -69,10 +69,15 @@ func Decode(file []byte) (*seqsvrv1.Backup, error) {
 		return nil, fmt.Errorf("%w: unknown format version %d", ErrCorrupt, v)
 	}
 	n := binary.BigEndian.Uint64(file[len(magic)+4:])
+	if n > uint64(len(file)) {
+		// Checked before any sum with n, which could wrap around: the
+		// message names the length as the header gives it.
+		return nil, fmt.Errorf("%w: %d bytes, the header announces a payload of %d bytes", ErrTruncated, len(file), n)
+	}
 	want := uint64(headerLen) + n + sumLen
 	switch {
-	case n > uint64(len(file)) || uint64(len(file)) < want:
-		return nil, fmt.Errorf("%w: %d bytes, the header announces %d", ErrTruncated, len(file), want)
+	case uint64(len(file)) < want:
+		return nil, fmt.Errorf("%w: %d bytes, the header announces %d (a payload of %d)", ErrTruncated, len(file), want, n)
 	case uint64(len(file)) > want:
 		return nil, fmt.Errorf("%w: %d bytes after the end the header announces (%d bytes)", ErrCorrupt, uint64(len(file))-want, want)
 	}

@@ -3,7 +3,11 @@ package backup
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"math"
+	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -93,3 +97,31 @@ func clone(b []byte) []byte { return append([]byte(nil), b...) }
 func withSum(b []byte) []byte { return append(b, sha(b)...) }
 
 func sha(b []byte) []byte { s := sha256.Sum256(b); return s[:] }
+
+// A payload length so large that the frame's size wraps around is named
+// as the header gives it, not as the wrapped sum.
+func TestOverflowedLengthNamed(t *testing.T) {
+	file, err := Encode(sample())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := ^uint64(0) - uint64(headerLen+sumLen) + 42 // header + n + sum wraps to 41
+	binary.BigEndian.PutUint64(file[len(magic)+4:], n)
+	_, err = Decode(file)
+	if !errors.Is(err, ErrTruncated) || !strings.Contains(err.Error(), fmt.Sprint(n)) || strings.Contains(err.Error(), "announces 41") {
+		t.Fatalf("got %v, want ErrTruncated naming the announced length %d", err, n)
+	}
+}
+
+// A summary of a file with a time that RFC 3339 cannot show still
+// marshals, showing the number.
+func TestSummaryOfAnyTimeMarshals(t *testing.T) {
+	for _, ms := range []int64{0, -1, math.MaxInt64, math.MinInt64, 1_700_000_000_000} {
+		b := sample()
+		b.LeaderTimeMs = ms
+		out, err := json.Marshal(Summarize(b, 1))
+		if err != nil || !strings.Contains(string(out), fmt.Sprintf(`"time_ms":%d`, ms)) {
+			t.Errorf("time %d ms: %s %v", ms, out, err)
+		}
+	}
+}

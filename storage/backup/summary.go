@@ -1,7 +1,7 @@
 package backup
 
 import (
-	"time"
+	"encoding/json"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 )
@@ -14,7 +14,8 @@ type Summary struct {
 	ClusterID        string     `json:"cluster_id"`
 	LeaderID         string     `json:"leader_id"`
 	StoreVersion     string     `json:"store_version"`
-	Time             time.Time  `json:"time"`
+	Time             Stamp      `json:"time"`
+	TimeMs           int64      `json:"time_ms"`
 	RaftIndex        uint64     `json:"raft_index"`
 	RaftTerm         uint64     `json:"raft_term"`
 	MaxSegmentSize   int64      `json:"max_segment_size"`
@@ -52,7 +53,7 @@ func Summarize(b *seqsvrv1.Backup, size int) Summary {
 	s := Summary{
 		FormatVersion: FormatVersion, StateVersion: st.GetFormatVersion(), SizeBytes: size,
 		ClusterID: b.GetClusterId(), LeaderID: b.GetLeaderId(), StoreVersion: b.GetStoreVersion(),
-		Time: time.UnixMilli(b.GetLeaderTimeMs()).UTC(), RaftIndex: b.GetRaftIndex(), RaftTerm: b.GetRaftTerm(),
+		Time: Stamp(b.GetLeaderTimeMs()), TimeMs: b.GetLeaderTimeMs(), RaftIndex: b.GetRaftIndex(), RaftTerm: b.GetRaftTerm(),
 		MaxSegmentSize: b.GetMaxSegmentSize(), WorkerLeaseTTLMs: b.GetWorkerLeaseTtlMs(), SeqLeaseTTLMs: b.GetSeqLeaseTtlMs(),
 		Workers: len(st.GetWorkers()), SeqMembers: len(st.GetSeqMembers()), Members: len(st.GetMembers()),
 		Tags: []TagLine{}, Tombstones: []TagLine{}, Spaces: []SpaceSum{},
@@ -78,3 +79,13 @@ func Summarize(b *seqsvrv1.Backup, size int) Summary {
 	}
 	return s
 }
+
+// Stamp is a time in Unix milliseconds, shown as RFC 3339 where that
+// format can show it (years 0..9999) and as the number otherwise, so a
+// summary of a file with any time prints.
+type Stamp int64
+
+func (s Stamp) String() string { return stamp(int64(s)) }
+
+// MarshalJSON is the String, quoted.
+func (s Stamp) MarshalJSON() ([]byte, error) { return json.Marshal(s.String()) }
