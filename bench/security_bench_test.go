@@ -340,7 +340,7 @@ func startSecuredStores(tb testing.TB, dir, authPath string) *launch.Cluster {
 	tb.Helper()
 	c, err := launch.New(launch.Options{
 		BinDir: bins(tb), Dir: dir, Stores: 3,
-		StoreArgs: []string{"--auth-file", authPath},
+		StoreArgs: []string{"--auth-file", authPath, "--join-token-file", writeFile(tb, dir, "admin.token", secAdminToken+"\n")},
 		Logf:      func(string, ...any) {},
 	})
 	if err != nil {

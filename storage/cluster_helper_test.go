@@ -18,6 +18,7 @@ import (
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 	"github.com/seqsvr/seqsvr/internal/poll"
+	"github.com/seqsvr/seqsvr/internal/routes"
 )
 
 // testNode is one in-process member: raft over InmemTransport, state in
@@ -31,6 +32,9 @@ type testNode struct {
 	srv     *httptest.Server
 	handler atomic.Pointer[http.Handler]
 	stopped atomic.Bool
+	// waitingReady is the readiness check of a member waiting to start
+	// raft (Config.ServeWhileWaiting).
+	waitingReady atomic.Pointer[func(context.Context) error]
 }
 
 func (n *testNode) httpAddr() string { return n.srv.Listener.Addr().String() }
@@ -105,24 +109,72 @@ func newTestNode(t testing.TB) *testNode {
 
 func (n *testNode) start(t testing.TB, cfg Config) {
 	t.Helper()
-	cfg.RaftAddr = string(n.addr)
-	cfg.HTTPAddr = n.httpAddr()
-	s, err := open(cfg, func(Config) (raftParts, error) {
-		return raftParts{trans: n.trans, logs: raft.NewInmemStore(), stable: raft.NewInmemStore(), snaps: raft.NewInmemSnapshotStore()}, nil
-	})
-	if err != nil {
+	if err := n.startErr(cfg, memParts(raft.NewInmemStore(), raft.NewInmemStore())); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { n.stop() })
+}
+
+// memParts are raft's in-memory stores on the node's transport; logs and
+// stable outlive a stop when a test keeps them (a restart with its data).
+func memParts(logs raft.LogStore, stable raft.StableStore) func(*testNode) raftParts {
+	return func(n *testNode) raftParts {
+		return raftParts{trans: n.trans, logs: logs, stable: stable, snaps: raft.NewInmemSnapshotStore()}
+	}
+}
+
+// startErr opens the member, serving what it answers while it waits
+// (MemberProbe) on the node's HTTP server, then its whole Service.
+func (n *testNode) startErr(cfg Config, parts func(*testNode) raftParts) error {
+	return n.startCtx(context.Background(), cfg, parts)
+}
+
+func (n *testNode) startCtx(ctx context.Context, cfg Config, parts func(*testNode) raftParts) error {
+	cfg.RaftAddr = string(n.addr)
+	cfg.HTTPAddr = n.httpAddr()
+	cfg.ServeWhileWaiting = func(t routes.Table, ready func(context.Context) error) {
+		n.waitingReady.Store(&ready)
+		mux := http.NewServeMux()
+		for _, svc := range t.Services() {
+			mux.Handle(svc.Path, svc.Handler)
+		}
+		var h http.Handler = mux
+		n.handler.Store(&h)
+	}
+	s, err := openContext(ctx, cfg, func(Config) (raftParts, error) { return parts(n), nil })
+	if err != nil {
+		return err
+	}
 	n.store = s
+	n.stopped.Store(false)
 	_, h := seqsvrv1connect.NewStoreServiceHandler(s.Service())
 	n.handler.Store(&h)
-	t.Cleanup(func() { n.stop() })
+	return nil
+}
+
+// startAll starts the nodes at once, each with its cfg: members without
+// state wait for each other before they bootstrap.
+func startAll(t testing.TB, nodes []*testNode, cfg func(*testNode) Config) {
+	t.Helper()
+	errc := make(chan error, len(nodes))
+	for _, node := range nodes {
+		go func() { errc <- node.startErr(cfg(node), memParts(raft.NewInmemStore(), raft.NewInmemStore())) }()
+	}
+	for range nodes {
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, node := range nodes {
+		t.Cleanup(func() { node.stop() })
+	}
 }
 
 func (n *testNode) stop() {
 	if n.store == nil || n.stopped.Swap(true) {
 		return
 	}
+	n.handler.Store(nil) // a stopped process answers nothing
 	n.srv.CloseClientConnections()
 	_ = n.store.Close()
 }
@@ -153,14 +205,14 @@ func newTestCluster(t testing.TB, n int, tweak func(*Config)) *testCluster {
 	for _, node := range c.nodes {
 		peers = append(peers, Peer{ID: node.id, RaftAddr: string(node.addr), HTTPAddr: node.httpAddr()})
 	}
-	for _, node := range c.nodes {
+	startAll(t, c.nodes, func(node *testNode) Config {
 		cfg := testConfig(node.id, "", "")
 		cfg.Peers = peers
 		if tweak != nil {
 			tweak(&cfg)
 		}
-		node.start(t, cfg)
-	}
+		return cfg
+	})
 	return c
 }
 

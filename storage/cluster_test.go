@@ -2,7 +2,6 @@ package storage
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -272,19 +271,5 @@ func TestClusterJoinAndRemove(t *testing.T) {
 	}
 	if _, err := leader.client().AddMember(ctx, connect.NewRequest(&seqsvrv1.AddMemberRequest{Id: "x"})); connectCode(err) != "invalid_argument" {
 		t.Fatalf("bad add: %v", err)
-	}
-}
-
-func TestReadyWithoutLeader(t *testing.T) {
-	n := newTestNode(t)
-	n.id = "solo"
-	cfg := testConfig("solo", "", "")
-	cfg.Join = "127.0.0.1:1" // nothing there: never joins
-	n.start(t, cfg)
-	if err := n.store.Ready(context.Background()); !errors.Is(err, ErrNoLeader) {
-		t.Fatalf("ready without a cluster: %v", err)
-	}
-	if _, err := n.client().ReserveSegment(context.Background(), connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: "x"})); connectCode(err) != "unavailable" {
-		t.Fatalf("write with no leader: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/seqsvr/seqsvr/internal/clock"
 	"github.com/seqsvr/seqsvr/internal/raftconf"
+	"github.com/seqsvr/seqsvr/internal/routes"
 	"github.com/seqsvr/seqsvr/internal/spec"
 )
 
@@ -27,6 +29,11 @@ type Config struct {
 	// Fatal, when set, is called (once) when this member can never run:
 	// a join refused because a live member holds NodeID. The binary exits.
 	Fatal func(error)
+	// ServeWhileWaiting, when set, is called once by a member without Raft
+	// state before it asks its peers what to do, with the routes it answers
+	// meanwhile (MemberProbe) and the readiness check that says why it
+	// waits: the binary serves them until Open returns.
+	ServeWhileWaiting func(t routes.Table, ready func(context.Context) error)
 	// Bootstrap lets a member with no state and neither Peers nor Join
 	// bootstrap a one-member cluster; without it such a start is
 	// ErrNoCluster.

@@ -22,16 +22,17 @@ func (h *service) MemberProbe(ctx context.Context, req *connect.Request[seqsvrv1
 }
 
 // probe is what this running member knows of its cluster. A cluster
-// exists once anything beyond the bootstrap configuration was applied:
-// with the ID committed before any other command (propose), a member
-// whose only state is the configuration has acknowledged nothing, so
-// members that lost their disks at the very start may still bootstrap
-// beside it.
+// exists once its log holds anything beyond the bootstrap configuration
+// (index 1; a first leader appends at once) or its state holds data (a
+// restored one, whose log starts after a snapshot). A member whose only
+// state is its bootstrap configuration has acknowledged nothing: members
+// starting beside it on empty data dirs may still bootstrap, whichever
+// of them started first.
 func (s *Store) probe() *seqsvrv1.MemberProbeResponse {
 	out := &seqsvrv1.MemberProbeResponse{
 		NodeId:        s.cfg.NodeID,
 		Phase:         phaseRunning,
-		ClusterExists: s.fsm.HoldsData(),
+		ClusterExists: s.fsm.HoldsData() || s.raft.LastIndex() > 1,
 		ClusterId:     s.fsm.ClusterID(),
 		LastIndex:     s.raft.LastIndex(),
 		CommitIndex:   s.raft.CommitIndex(),

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"connectrpc.com/connect"
 	"github.com/hashicorp/raft"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
@@ -15,9 +14,14 @@ import (
 	"github.com/seqsvr/seqsvr/storage/fsm"
 )
 
-// addMember makes id a voter at raftAddr and records its HTTP address. It is
-// idempotent: a member already present at the same address is only
-// (re)recorded.
+// addMember adds id at raftAddr as a non-voter and records its HTTP
+// address; the leader promotes it once it has caught up (promoteLoop). It
+// is idempotent: a member already present at the same address is only
+// (re)recorded. With replace (the caller holds no Raft state), an entry of
+// its ID is stale: that identity acknowledged entries the caller no longer
+// holds, so it is removed first and the caller added back as a non-voter,
+// which neither counts toward a quorum nor, until it has caught up,
+// votes (voteGate).
 func (s *Store) addMember(ctx context.Context, r *seqsvrv1.AddMemberRequest) (*seqsvrv1.ClusterStatusResponse, error) {
 	if err := fsm.ValidateMember(r.GetId(), r.GetRaftAddr(), r.GetHttpAddr()); err != nil {
 		return nil, err
@@ -32,34 +36,43 @@ func (s *Store) addMember(ctx context.Context, r *seqsvrv1.AddMemberRequest) (*s
 	if err := cf.Error(); err != nil {
 		return nil, mapRaftErr(err)
 	}
-	present := false
-	var movedFrom raft.ServerAddress
+	var held *raft.Server // the entry of r's ID, at any address
 	for _, srv := range cf.Configuration().Servers {
 		switch {
-		case string(srv.ID) == r.GetId() && string(srv.Address) == r.GetRaftAddr():
-			present = srv.Suffrage == raft.Voter
 		case string(srv.ID) == r.GetId():
-			movedFrom = srv.Address
+			held = &srv
 		case string(srv.Address) == r.GetRaftAddr():
 			return nil, fmt.Errorf("%w: Raft address %s is used by member %s; remove it first", errs.InvalidArgument, r.GetRaftAddr(), srv.ID)
 		}
 	}
-	// AddVoter would move the ID to the new address: right for a member
-	// that restarted elsewhere, a hijack of a live one (two processes
-	// with one Raft ID). Something still accepting at the old address
-	// means the holder lives.
-	if movedFrom != "" && raftAddrLive(ctx, movedFrom) {
+	if held != nil && r.GetId() == s.cfg.NodeID {
+		return nil, fmt.Errorf("%w: %s is this leader, which is running", ErrMemberHeld, r.GetId())
+	}
+	// Replacing or moving an entry is right for a member that lost its
+	// state or restarted elsewhere, and a hijack of a live one (two
+	// processes with one Raft ID): something still accepting at the
+	// entry's address means its holder lives.
+	moved := held != nil && string(held.Address) != r.GetRaftAddr()
+	if (moved || held != nil && r.GetReplace()) && raftAddrLive(ctx, held.Address) {
 		return nil, fmt.Errorf("%w: %s at Raft address %s (asked for %s); stop that process and RemoveMember %s first, or give this one its own --node-id",
-			ErrMemberHeld, r.GetId(), movedFrom, r.GetRaftAddr(), r.GetId())
+			ErrMemberHeld, r.GetId(), held.Address, r.GetRaftAddr(), r.GetId())
 	}
-	if movedFrom != "" {
-		s.log.Warn("member moves to a new Raft address; nothing answers at the old one", "id", r.GetId(), "from", movedFrom, "to", r.GetRaftAddr())
-	}
-	if !present {
-		if err := s.raft.AddVoter(raft.ServerID(r.GetId()), raft.ServerAddress(r.GetRaftAddr()), 0, timeoutFrom(ctx)).Error(); err != nil {
+	switch {
+	case held != nil && (moved || r.GetReplace()):
+		s.log.Warn("member comes back without its raft state, or at a new address: removing its old entry, then adding it as a non-voter",
+			"id", r.GetId(), "old_raft_addr", held.Address, "raft_addr", r.GetRaftAddr(), "old_suffrage", held.Suffrage, "replace", r.GetReplace())
+		if err := s.await(s.raft.RemoveServer(held.ID, cf.Index(), timeoutFrom(ctx))); err != nil {
 			return nil, mapRaftErr(err)
 		}
-		s.log.Info("added member", "id", r.GetId(), "raft_addr", r.GetRaftAddr(), "http_addr", r.GetHttpAddr())
+		if err := s.await(s.raft.AddNonvoter(raft.ServerID(r.GetId()), raft.ServerAddress(r.GetRaftAddr()), 0, timeoutFrom(ctx))); err != nil {
+			return nil, mapRaftErr(err)
+		}
+		s.log.Info("member re-added as a non-voter", "id", r.GetId(), "raft_addr", r.GetRaftAddr(), "http_addr", r.GetHttpAddr())
+	case held == nil:
+		if err := s.await(s.raft.AddNonvoter(raft.ServerID(r.GetId()), raft.ServerAddress(r.GetRaftAddr()), cf.Index(), timeoutFrom(ctx))); err != nil {
+			return nil, mapRaftErr(err)
+		}
+		s.log.Info("added member as a non-voter", "id", r.GetId(), "raft_addr", r.GetRaftAddr(), "http_addr", r.GetHttpAddr())
 	}
 	if m := s.fsm.Member(r.GetId()); m == nil || m.GetHttpAddr() != r.GetHttpAddr() || m.GetRaftAddr() != r.GetRaftAddr() {
 		cmd := &seqsvrv1.Command{Cmd: &seqsvrv1.Command_SetMember{SetMember: &seqsvrv1.SetMemberCommand{Id: r.GetId(), RaftAddr: r.GetRaftAddr(), HttpAddr: r.GetHttpAddr()}}}
@@ -139,50 +152,6 @@ func (s *Store) status() (*seqsvrv1.ClusterStatusResponse, error) {
 	}
 	s.fillVersions(out)
 	return out, nil
-}
-
-// joinLoop asks the member at cfg.Join to add this one (the call follows
-// forwarding to the leader), with backoff, until it succeeds or this member
-// already sees itself in the configuration.
-func (s *Store) joinLoop() {
-	defer s.wg.Done()
-	backoff := 200 * time.Millisecond
-	for attempt := 1; ; attempt++ {
-		if s.inConfiguration() {
-			return
-		}
-		// Derived from stopCtx: Close must not wait for a slow join call.
-		ctx, cancel := context.WithTimeout(s.stopCtx, 10*time.Second)
-		res, err := s.client(s.cfg.Join).AddMember(ctx, connect.NewRequest(&seqsvrv1.AddMemberRequest{
-			Id: s.cfg.NodeID, RaftAddr: s.cfg.RaftAddr, HttpAddr: s.cfg.HTTPAddr, ClusterId: s.fsm.ClusterID()}))
-		cancel()
-		if err == nil {
-			if own, theirs := s.fsm.ClusterID(), res.Msg.GetClusterId(); own != "" && theirs != "" && own != theirs {
-				err = fmt.Errorf("%w: this member belongs to cluster %s, the cluster at %s is %s", ErrOtherCluster, own, s.cfg.Join, theirs)
-				s.log.Error("joined a member of another cluster; exiting", "err", err)
-				if s.cfg.Fatal != nil {
-					s.cfg.Fatal(err)
-				}
-				return
-			}
-			s.log.Info("joined cluster", "through", s.cfg.Join, "attempts", attempt)
-			return
-		}
-		if connect.CodeOf(err) == connect.CodeFailedPrecondition && s.cfg.Fatal != nil {
-			// Another live process is this member: joining again cannot
-			// help, and serving under its ID must not happen.
-			s.log.Error("join refused: this --node-id belongs to a live member; exiting", "node_id", s.cfg.NodeID, "through", s.cfg.Join, "err", err)
-			s.cfg.Fatal(fmt.Errorf("join %s: %w", s.cfg.Join, err))
-			return
-		}
-		s.log.Warn("join failed; retrying", "through", s.cfg.Join, "attempt", attempt, "err", err, "backoff", backoff)
-		select {
-		case <-s.stop:
-			return
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 5*time.Second)
-	}
 }
 
 // raftAddrLive reports whether something accepts TCP connections at addr

@@ -41,6 +41,8 @@ type Store struct {
 
 	handingOff atomic.Bool // a leadership transfer for a bad disk is running
 
+	voteGate *voteGate // nil unless this member started without its Raft state
+
 	peerAuth // who may speak Raft beyond the configuration (peerauth.go)
 
 	stop      chan struct{}
@@ -58,7 +60,13 @@ type Store struct {
 // does not matter), bootstraps alone when Bootstrap says so, or joins
 // through Join in the background, retrying until it is in.
 func Open(cfg Config) (*Store, error) {
-	return open(cfg, diskRaft)
+	return OpenContext(context.Background(), cfg)
+}
+
+// OpenContext is Open whose wait, where a member without Raft state waits
+// to learn whether to bootstrap or rejoin (discover), ends with ctx.
+func OpenContext(ctx context.Context, cfg Config) (*Store, error) {
+	return openContext(ctx, cfg, diskRaft)
 }
 
 // raftParts are the transport and stores a member runs raft on; closers
@@ -125,6 +133,10 @@ func diskRaft(cfg Config) (raftParts, error) {
 // transport and stores from parts (tests pass raft's in-memory ones) and
 // starts the member. On failure it closes what parts opened.
 func open(cfg Config, parts func(Config) (raftParts, error)) (*Store, error) {
+	return openContext(context.Background(), cfg, parts)
+}
+
+func openContext(ctx context.Context, cfg Config, parts func(Config) (raftParts, error)) (*Store, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -137,7 +149,7 @@ func open(cfg Config, parts func(Config) (raftParts, error)) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := start(cfg, rc, p)
+	s, err := start(ctx, cfg, rc, p)
 	if err != nil {
 		for _, c := range p.closers {
 			c.Close()
@@ -147,16 +159,24 @@ func open(cfg Config, parts func(Config) (raftParts, error)) (*Store, error) {
 	return s, nil
 }
 
-// start runs raft on p and, for a member without state, bootstraps or
-// joins; then it starts the per-term leader chores. A member without state
-// and without Peers, Join or Bootstrap refuses to start (ErrNoCluster); a
-// member with state checks it against its flags first.
-func start(cfg Config, rc *raft.Config, p raftParts) (*Store, error) {
+// start runs raft on p. A member whose data dir holds its Raft log checks
+// it against its flags first. A member without one (forgotten: new, or
+// its disk was lost) never votes on what it forgot: with Peers or Join it
+// first learns from the listed members whether to bootstrap or to be
+// taken back by a running cluster (discover), and runs raft with its vote
+// withheld until it has caught up (voteGate); with Bootstrap it
+// bootstraps alone; with none of them it refuses (ErrNoCluster). Then the
+// per-term leader chores start.
+func start(ctx context.Context, cfg Config, rc *raft.Config, p raftParts) (*Store, error) {
 	existing, err := raft.HasExistingState(p.logs, p.stable, p.snaps)
 	if err != nil {
 		return nil, fmt.Errorf("storage: inspect raft state: %w", err)
 	}
-	if !existing {
+	lost, err := forgotten(p.logs, p.stable)
+	if err != nil {
+		return nil, err
+	}
+	if lost {
 		switch {
 		case cfg.Join != "":
 		case len(cfg.Peers) > 0:
@@ -164,39 +184,75 @@ func start(cfg Config, rc *raft.Config, p raftParts) (*Store, error) {
 				return nil, err
 			}
 		case !cfg.Bootstrap:
-			return nil, fmt.Errorf("%w: %s holds no Raft state and neither Peers, Join nor Bootstrap is set", ErrNoCluster, cfg.DataDir)
+			return nil, fmt.Errorf("%w: %s holds no Raft log and neither Peers, Join nor Bootstrap is set", ErrNoCluster, cfg.DataDir)
 		}
 	}
 	owner, err := dataDirOwner(p.stable, cfg)
 	if err != nil {
 		return nil, err
 	}
-	// A directory with state but no owner is claimed once its stored
-	// configuration let this start through (checkStoredConfiguration).
-	if owner == "" && !existing {
-		if err := claimDataDir(p.stable, cfg); err != nil {
-			return nil, err
-		}
+	gate, err := storedVoteGate(p.stable)
+	if err != nil {
+		return nil, err
 	}
 	s := &Store{cfg: cfg, log: cfg.Logger, fsm: fsm.New(nil), disk: p.disk, closers: p.closers, stop: make(chan struct{})}
 	s.stopCtx, s.stopAll = context.WithCancel(context.Background())
 	if s.disk != nil {
 		s.disk.stop = s.stop
 	}
-	s.raft, err = raft.NewRaft(rc, s.fsm, p.logs, p.stable, p.snaps, p.trans)
+	var plan startPlan
+	if lost {
+		if existing {
+			s.log.Warn("the data dir holds snapshots but no raft log: whatever this member acknowledged is gone; it starts as a member without state", "data_dir", cfg.DataDir)
+		}
+		if cfg.Join != "" || len(cfg.Peers) > 0 {
+			if plan, err = s.discover(ctx); err != nil {
+				s.stopAll()
+				return nil, err
+			}
+		} else {
+			plan.bootstrap = true // Bootstrap: a one-member cluster has no one to ask
+		}
+		if plan.gate != 0 {
+			gate = plan.gate
+			if err := p.stable.SetUint64(voteGateKey, gate); err != nil {
+				s.stopAll()
+				return nil, fmt.Errorf("storage: record the vote gate: %w", err)
+			}
+		}
+	}
+	// A directory with state but no owner is claimed once its stored
+	// configuration let this start through (checkStoredConfiguration).
+	if owner == "" && lost {
+		if err := claimDataDir(p.stable, cfg); err != nil {
+			s.stopAll()
+			return nil, err
+		}
+	}
+	trans := p.trans
+	var vg *voteGate
+	if gate != 0 {
+		if vg, err = newVoteGate(p.trans, gate, s.log); err != nil {
+			s.stopAll()
+			return nil, err
+		}
+		trans = vg
+		s.voteGate = vg
+	}
+	s.raft, err = raft.NewRaft(rc, s.fsm, p.logs, p.stable, p.snaps, trans)
 	if err != nil {
 		s.stopAll()
+		if vg != nil {
+			vg.Close()
+		}
 		return nil, fmt.Errorf("storage: start raft: %w", err)
 	}
 	switch {
-	case existing:
+	case !lost:
 		if err = s.checkStoredConfiguration(owner == ""); err == nil && owner == "" {
 			err = claimDataDir(p.stable, cfg)
 		}
-	case cfg.Join != "":
-		s.wg.Add(1)
-		go s.joinLoop()
-	default:
+	case plan.bootstrap:
 		err = s.bootstrap()
 	}
 	if err != nil {
@@ -204,8 +260,14 @@ func start(cfg Config, rc *raft.Config, p raftParts) (*Store, error) {
 		s.raft.Shutdown()
 		return nil, err
 	}
+	if vg != nil {
+		s.wg.Add(1)
+		go s.watchVoteGate(vg, p.stable)
+	}
 	s.wg.Add(1)
 	go s.leaderLoop()
+	s.wg.Add(1)
+	go s.promoteLoop()
 	s.wg.Add(1)
 	go s.versionLoop()
 	if s.disk != nil {

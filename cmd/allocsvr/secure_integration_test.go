@@ -82,6 +82,8 @@ func startSecure(t *testing.T, allocs int, joiner ...bool) *secureCluster {
 	writeTestFile(t, storeAuth, all)
 	writeTestFile(t, allocAuth, all)
 	tokFile := filepath.Join(dir, "alloc.token")
+	adminFile := filepath.Join(dir, "admin.token")
+	writeTestFile(t, adminFile, secAdminTok+"\n")
 	writeTestFile(t, tokFile, secAllocTok+"\n")
 
 	stores := 3
@@ -90,7 +92,7 @@ func startSecure(t *testing.T, allocs int, joiner ...bool) *secureCluster {
 	}
 	c, err := launch.New(launch.Options{
 		BinDir: proctest.BinDir(), Dir: dir, Stores: stores, Allocs: allocs,
-		StoreArgs: []string{"--auth-file", storeAuth, "--tls-cert", cert, "--tls-key", key, "--tls-client-ca", ca.CertFile,
+		StoreArgs: []string{"--auth-file", storeAuth, "--join-token-file", adminFile, "--tls-cert", cert, "--tls-key", key, "--tls-client-ca", ca.CertFile,
 			"--raft-tls-cert", raftCert, "--raft-tls-key", raftKey, "--raft-tls-ca", ca.CertFile},
 		AllocArgs: []string{"--auth-file", allocAuth, "--tls-cert", cert, "--tls-key", key,
 			"--store-token-file", tokFile, "--store-ca", ca.CertFile},
@@ -100,15 +102,12 @@ func startSecure(t *testing.T, allocs int, joiner ...bool) *secureCluster {
 	}
 	t.Cleanup(c.Close)
 	if stores == 4 {
-		adminFile := filepath.Join(dir, "admin.token")
-		writeTestFile(t, adminFile, secAdminTok+"\n")
 		peers := launch.PeersFlag(c.Stores[:3])
 		for _, p := range c.Stores[:3] {
 			p.Peers = peers
 		}
 		s4 := c.Stores[3]
 		s4.Peers, s4.Join = "", c.Stores[0].HTTPAddr
-		s4.ExtraArgs = append(s4.ExtraArgs, "--join-token-file", adminFile)
 	}
 	s := &secureCluster{c: c, allocAuth: allocAuth, ca: ca.CertFile, caObj: ca, raftCert: raftCert, raftKey: raftKey}
 	for _, p := range c.Stores {

@@ -115,6 +115,13 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	if c.Peers != "" && c.Join != "" {
 		errs = append(errs, errors.New("--peers and --join are exclusive: --peers bootstraps a new cluster, --join adds to a running one"))
 	}
+	if c.Security.AuthFile != "" && c.JoinTokenFile == "" {
+		// Members call each other's API: MemberProbe and AddMember when a
+		// member starts without state, the leader's promotion and version
+		// polls. Without a token every such call is refused, and a member
+		// that lost its disk would wait for ever.
+		errs = append(errs, errors.New("--auth-file needs --join-token-file (a token with role admin): members present it to each other when one starts, rejoins or is promoted"))
+	}
 	errs = append(errs, c.Common.Check()...)
 	errs = append(errs, c.memberSecurity.check()...)
 	if err := errors.Join(errs...); err != nil {

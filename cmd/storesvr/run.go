@@ -64,12 +64,13 @@ func (cfg *config) open(ctx context.Context, env serve.Env) (*serve.App, error) 
 		RaftTLS:            raftTLS,
 		HTTPClient:         client,
 		HTTPScheme:         env.Scheme,
+		ServeWhileWaiting:  env.ServeWhileStarting,
 	}
 	metrics := newStoreMetrics(&scfg)
 	if err := cfg.rewrite(ctx, scfg, logger.With("component", "restore")); err != nil {
 		return nil, err
 	}
-	st, err := storage.Open(scfg)
+	st, err := storage.OpenContext(env.Stop, scfg)
 	if errors.Is(err, storage.ErrNoCluster) {
 		return nil, fmt.Errorf("%s holds no cluster state and neither --peers nor --join is set: pass --peers (every initial member, to start a new cluster), --join HTTPADDR (to add this member to a running cluster) or --bootstrap (to start a one-member cluster)", cfg.DataDir)
 	}

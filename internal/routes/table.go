@@ -16,6 +16,10 @@ import (
 type Table struct {
 	Procedures []Procedure
 	Routes     []Route
+	// Partial: the table serves only some procedures of its services on
+	// purpose (what a component answers while it is still starting);
+	// Services then does not require every method.
+	Partial bool
 }
 
 // Add returns t with u's entries appended.
@@ -54,6 +58,9 @@ func (t Table) Services(opts ...connect.HandlerOption) []Service {
 		procs[p.Name] = p.handler(opts)
 	}
 	for _, p := range t.Procedures {
+		if t.Partial {
+			break
+		}
 		methods := p.service().Methods()
 		for i := range methods.Len() {
 			name := "/" + string(p.service().FullName()) + "/" + string(methods.Get(i).Name())

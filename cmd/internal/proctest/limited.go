@@ -63,7 +63,7 @@ func StartLimited(t *testing.T, secure bool, allocs int) *Limited {
 			t.Fatal(err)
 		}
 	} else {
-		opts.StoreArgs = append(opts.StoreArgs, "--auth-file", sec.AuthFile)
+		opts.StoreArgs = append(opts.StoreArgs, "--auth-file", sec.AuthFile, "--join-token-file", sec.AdminTokenFile)
 		opts.AllocArgs = append(opts.AllocArgs, "--auth-file", sec.AuthFile, "--store-token-file", sec.AllocTokenFile)
 	}
 	c, err := launch.New(opts)

@@ -55,6 +55,14 @@ type Env struct {
 	TLSKeys *tlsconf.KeyPair
 	// Scheme is how the process is called: "http" or "https".
 	Scheme string
+	// Stop is done once the process is asked to stop (SIGINT, SIGTERM):
+	// an Open that waits (a storesvr deciding whether to bootstrap or
+	// rejoin) gives up on it, and Run exits cleanly.
+	Stop context.Context
+	// ServeWhileStarting serves t's procedures, and /readyz from ready,
+	// until Open returns (other calls still get 503 "starting"); see
+	// startingHandler.
+	ServeWhileStarting func(t routes.Table, ready func(context.Context) error)
 }
 
 // App is a component ready to serve.
@@ -152,9 +160,13 @@ func Run(ctx context.Context, p Process) error {
 	life, end := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer end(nil)
 	sec := security{auth: authz, keys: keys, tls: tlsCfg != nil}
-	app, err := open(life, p, srv, reg, logger, end, sec)
+	app, err := open(life, ctx, p, srv, reg, logger, end, sec)
 	if err != nil {
 		_ = shutdown(srv, 0, logger)
+		if ctx.Err() != nil {
+			logger.Info(p.Name+" stopped while starting", "reason", err)
+			return nil
+		}
 		return err
 	}
 	logger.Info(p.Name+" serving", append([]any{"http_addr", srv.Addr(), "fast_http", srv.front != nil,
@@ -190,7 +202,7 @@ type security struct {
 }
 
 // open builds the component and hands its routes to srv.
-func open(ctx context.Context, p Process, srv *Server, reg *prometheus.Registry, logger *slog.Logger, end context.CancelCauseFunc, sec security) (*App, error) {
+func open(ctx, stop context.Context, p Process, srv *Server, reg *prometheus.Registry, logger *slog.Logger, end context.CancelCauseFunc, sec security) (*App, error) {
 	if err := srv.RegisterMetrics(reg); err != nil {
 		return nil, err
 	}
@@ -203,9 +215,12 @@ func open(ctx context.Context, p Process, srv *Server, reg *prometheus.Registry,
 	}
 	copts := append(ConnectOptions(p.Common.MaxBodyBytes, logger), connect.WithInterceptors(rpcm.Interceptor()))
 	env := Env{Addr: srv.Addr(), Logger: logger, Registry: reg, Fatal: end,
-		ConnectOptions: copts, Auth: sec.auth, TLSKeys: sec.keys, Scheme: "http"}
+		ConnectOptions: copts, Auth: sec.auth, TLSKeys: sec.keys, Scheme: "http", Stop: stop}
 	if sec.auth != nil {
 		env.ConnectOptions = append(env.ConnectOptions, connect.WithInterceptors(sec.auth.Interceptor()))
+	}
+	env.ServeWhileStarting = func(t routes.Table, ready func(context.Context) error) {
+		srv.SetHandler(startingHandler(t, ready, env.ConnectOptions, sec, reg, rpcm, p.Common.MaxBodyBytes, logger))
 	}
 	if sec.tls {
 		env.Scheme = "https"

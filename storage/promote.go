@@ -1,0 +1,76 @@
+package storage
+
+import (
+	"context"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/hashicorp/raft"
+
+	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+)
+
+// promoteInterval is how often the leader looks for non-voters to promote.
+const promoteInterval = 200 * time.Millisecond
+
+// promoteLoop is the leader's job of turning caught-up non-voters into
+// voters. AddMember (and a member coming back without its state) adds
+// non-voters only: a voter that has not caught up would count toward a
+// quorum without holding what it acknowledges, and a new member would
+// lower the cluster's tolerance until it has copied the log. Whichever
+// member leads runs it, so a promotion outlives a change of leader.
+func (s *Store) promoteLoop() {
+	defer s.wg.Done()
+	tick := time.NewTicker(promoteInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-tick.C:
+		}
+		if s.raft.State() != raft.Leader {
+			continue
+		}
+		s.promoteCaughtUp()
+	}
+}
+
+// promoteCaughtUp promotes each non-voter whose applied index has reached
+// the commit index this leader had before asking it: raft does not expose
+// a follower's progress, so the member is asked (MemberProbe). The
+// promotion names the configuration it was decided on, so a change in
+// between (the member removed, say) makes it fail instead of undoing it.
+func (s *Store) promoteCaughtUp() {
+	cf := s.raft.GetConfiguration()
+	if cf.Error() != nil {
+		return
+	}
+	for _, srv := range cf.Configuration().Servers {
+		if srv.Suffrage != raft.Nonvoter {
+			continue
+		}
+		id := string(srv.ID)
+		addr := s.httpAddrOf(id)
+		if addr == "" {
+			continue // its HTTP address is recorded right after it is added
+		}
+		commit := s.raft.CommitIndex()
+		ctx, cancel := context.WithTimeout(s.stopCtx, time.Second)
+		res, err := s.client(addr).MemberProbe(ctx, connect.NewRequest(&seqsvrv1.MemberProbeRequest{FromId: s.cfg.NodeID}))
+		cancel()
+		if err != nil {
+			s.log.Debug("non-voter did not answer; not promoted yet", "id", id, "http_addr", addr, "err", err)
+			continue
+		}
+		if res.Msg.GetPhase() != phaseRunning || res.Msg.GetNodeId() != id || res.Msg.GetAppliedIndex() < commit {
+			continue
+		}
+		if err := s.await(s.raft.AddVoter(srv.ID, srv.Address, cf.Index(), time.Second)); err != nil {
+			s.log.Warn("promoting a caught-up non-voter failed; will retry", "id", id, "err", err)
+			return
+		}
+		s.log.Info("promoted a caught-up non-voter to voter", "id", id, "applied_index", res.Msg.GetAppliedIndex(), "leader_commit_index", commit)
+		return // the configuration changed: look again next tick
+	}
+}
