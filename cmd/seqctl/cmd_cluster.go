@@ -74,6 +74,29 @@ func init() {
 				}
 				return a.members(st)
 			})},
+		command{path: "member replace", args: "ID", summary: "take back a member that lost its data dir: remove its entry, add it as a non-voter (promoted once caught up); refused while it runs", min: 1, max: 1,
+			setup: noFlags(func(a *app, ctx context.Context, args []string) error {
+				st, err := storeOne(a, ctx, clusterStatus, &seqsvrv1.ClusterStatusRequest{})
+				if err != nil {
+					return err
+				}
+				var m *seqsvrv1.Member
+				for _, x := range st.GetMembers() {
+					if x.GetId() == args[0] {
+						m = x
+					}
+				}
+				if m == nil {
+					return connect.NewError(connect.CodeNotFound, fmt.Errorf("%s is not a member (member list shows them)", args[0]))
+				}
+				st, err = storeOne(a, ctx, func(s seqsvrv1connect.StoreServiceClient) func(context.Context, *connect.Request[seqsvrv1.AddMemberRequest]) (*connect.Response[seqsvrv1.ClusterStatusResponse], error) {
+					return s.AddMember
+				}, &seqsvrv1.AddMemberRequest{Id: m.GetId(), RaftAddr: m.GetRaftAddr(), HttpAddr: m.GetHttpAddr(), Replace: true})
+				if err != nil {
+					return err
+				}
+				return a.members(st)
+			})},
 		command{path: "status", args: "", summary: "each --store member and --alloc allocsvr (exit 1 if one is down)", min: 0, max: 0,
 			setup: func(fs *flag.FlagSet) runFunc { return (*app).status }},
 	)

@@ -215,4 +215,12 @@ func TestCommands(t *testing.T) {
 	if code, out, errOut = invoke(env, "member", "add", f.NodeID, f.RaftAddr, f.HTTPAddr, "-o", "json"); code != 0 || !strings.Contains(out, `"id": "`+f.NodeID+`"`) {
 		t.Fatalf("member add %s: exit %d, %q %q", f.NodeID, code, out, errOut)
 	}
+	// Replace takes back a member that lost its data dir; a running one
+	// holds its ID, and is refused.
+	if code, out, errOut = invoke(env, "member", "replace", f.NodeID); code != 1 || !strings.Contains(errOut, "failed_precondition") {
+		t.Fatalf("member replace %s while it runs: exit %d, %q %q", f.NodeID, code, out, errOut)
+	}
+	if code, out, errOut = invoke(env, "member", "replace", "nosuch"); code != 1 || !strings.Contains(errOut, "not_found") {
+		t.Fatalf("member replace nosuch: exit %d, %q %q", code, out, errOut)
+	}
 }
