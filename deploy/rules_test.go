@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -65,34 +66,73 @@ func promtool(t *testing.T) string {
 	return p
 }
 
-// The issue's list: every one of these must be in alerts.yml.
+// Every one of these must be in alerts.yml.
 var wantAlerts = []string{
 	"SeqsvrStoreNoLeader", "SeqsvrStoreLeaderFlapping", "SeqsvrStoreFsyncSlow",
+	"SeqsvrStoreDataDirNotWritable", "SeqsvrStoreMemberNotReady", "SeqsvrStoreMemberLagging",
+	"SeqsvrBackupTooOld", "SeqsvrCertificateExpiring", "SeqsvrWorkerIDsRunningOut",
 	"SeqsvrTagBuffersRunningDry", "SeqsvrSnowflakeFenced", "SeqsvrSnowflakeClockOffset",
 	"SeqsvrSeqLeaseLapsing", "SeqsvrTagIDSpaceNearExhaustion", "SeqsvrAllocStoreUnreachable",
 }
 
+// runbookBase is where every runbook_url points: an anchor of
+// docs/operations.md, one section per alert.
+const runbookBase = "https://github.com/seqsvr/seqsvr/blob/main/docs/operations.md#"
+
+// markdownAnchors are the anchors GitHub makes of a Markdown file's
+// headings: lower case, punctuation but - and _ dropped, spaces to -.
+func markdownAnchors(t *testing.T, path string) map[string]bool {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	anchors := map[string]bool{}
+	drop := regexp.MustCompile(`[^a-z0-9 _-]`)
+	for _, l := range strings.Split(string(b), "\n") {
+		if h, ok := strings.CutPrefix(l, "#"); ok {
+			h = strings.TrimLeft(h, "#")
+			anchors[strings.ReplaceAll(drop.ReplaceAllString(strings.ToLower(strings.TrimSpace(h)), ""), " ", "-")] = true
+		}
+	}
+	return anchors
+}
+
+// staticAnnotations are the annotations alerts_test.yml leaves to
+// TestAlertRules, which copies them from alerts.yml.
+var staticAnnotations = []string{"description", "runbook_url"}
+
+// TestAlertRulesHaveRunbooks: every alert has a summary, a description, a
+// severity routing knows (critical or warning) and a runbook_url to its
+// own section of docs/operations.md, which must exist.
 func TestAlertRulesHaveRunbooks(t *testing.T) {
+	anchors := markdownAnchors(t, "../docs/operations.md")
 	have := map[string]bool{}
 	for _, r := range readRules(t) {
 		have[r.Alert] = true
 		if r.Alert == "" {
 			continue
 		}
-		for _, k := range []string{"summary", "description", "runbook"} {
+		for _, k := range []string{"summary", "description", "runbook_url"} {
 			if strings.TrimSpace(r.Annotations[k]) == "" {
 				t.Errorf("%s: no %s annotation", r.Alert, k)
 			}
 		}
-		// alerts_test.yml leaves these to TestAlertRules, which copies them:
-		// they must not depend on the firing series.
-		for _, k := range []string{"description", "runbook"} {
+		// They must not depend on the firing series.
+		for _, k := range staticAnnotations {
 			if strings.Contains(r.Annotations[k], "{{") {
 				t.Errorf("%s: the %s annotation is templated; keep templates in summary", r.Alert, k)
 			}
 		}
-		if s := r.Labels["severity"]; s != "page" && s != "warn" {
-			t.Errorf("%s: severity %q, want page or warn", r.Alert, s)
+		if s := r.Labels["severity"]; s != "critical" && s != "warning" {
+			t.Errorf("%s: severity %q, want critical or warning", r.Alert, s)
+		}
+		anchor, ok := strings.CutPrefix(r.Annotations["runbook_url"], runbookBase)
+		if !ok || anchor != strings.ToLower(r.Alert) || !anchors[anchor] {
+			t.Errorf("%s: runbook_url %q, want %s%s, a heading of docs/operations.md", r.Alert, r.Annotations["runbook_url"], runbookBase, strings.ToLower(r.Alert))
+		}
+		if _, ok := r.Annotations["runbook"]; ok {
+			t.Errorf("%s: an inline runbook; the runbook is docs/operations.md's section (runbook_url)", r.Alert)
 		}
 	}
 	for _, a := range wantAlerts {
@@ -112,7 +152,10 @@ func TestAlertRules(t *testing.T) {
 	static := map[string]map[string]string{}
 	for _, r := range readRules(t) {
 		if r.Alert != "" {
-			static[r.Alert] = map[string]string{"description": r.Annotations["description"], "runbook": r.Annotations["runbook"]}
+			static[r.Alert] = map[string]string{}
+			for _, k := range staticAnnotations {
+				static[r.Alert][k] = r.Annotations[k]
+			}
 		}
 	}
 	b, err := os.ReadFile("prometheus/alerts_test.yml")
