@@ -120,6 +120,9 @@ test: test-packages $(WEB_DEPS) $(TOOLS)/bin/grpcurl ## the whole suite: unit, i
 	$(GO) test -tags $(TAGS),faults -count=1 ./internal/faults/ ./storage/... ./alloc/...
 	@# a short differential fuzz of the HTTP/1.1 front against plain net/http
 	$(GO) test -run '^$$' -fuzz FuzzFrontMatchesNetHTTP -fuzztime $(FUZZTIME) ./internal/h1/
+	@# and of the backup decoder and a restore's preparation, on any file
+	$(GO) test -tags $(TAGS) -run '^$$' -fuzz FuzzBackupDecode -fuzztime $(FUZZTIME) ./storage/backup/
+	$(GO) test -tags $(TAGS) -run '^$$' -fuzz FuzzRestorePrepare -fuzztime $(FUZZTIME) ./storage/recovery/
 	@# the image, manifests, units, alert rules (deploy/ is its own Go module: k8s.io/api stays out of go.mod)
 	$(MAKE) --no-print-directory test-deploy
 	@# the peer benchmark's harness, cut to a smoke run, so the report's code cannot rot

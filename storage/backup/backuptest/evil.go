@@ -92,6 +92,7 @@ func Evils(now time.Time) []Evil {
 		}},
 		{"backup time 0", "backup time is 0 ms", func(b *seqsvrv1.Backup) { b.LeaderTimeMs = 0 }},
 		{"backup time in the future", "ahead of this clock", func(b *seqsvrv1.Backup) { b.LeaderTimeMs = now.Add(time.Hour).UnixMilli() }},
+		{"backup time past year 9999", "ahead of this clock", func(b *seqsvrv1.Backup) { b.LeaderTimeMs = math.MaxInt64 }},
 		{"negative max_seq", `space "chat": section 0: max_seq -1 is below 0`, func(b *seqsvrv1.Backup) { b.State.Spaces[0].Maxes[0].MaxSeq = -1 }},
 		{"section past the space", `space "chat": section 99 is past its last section 9`, func(b *seqsvrv1.Backup) {
 			b.State.Spaces[0].Maxes[0].Section = 99
