@@ -838,7 +838,13 @@ type StatusResponse struct {
 	// lease_expires_ms into time left without trusting its own clock.
 	NowMs int64 `protobuf:"varint,5,opt,name=now_ms,json=nowMs,proto3" json:"now_ms,omitempty"`
 	// The store cluster's ID as last seen by this allocsvr.
-	ClusterId     string `protobuf:"bytes,6,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	ClusterId string `protobuf:"bytes,6,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	// The generation of that cluster (ClusterStatusResponse.generation).
+	ClusterGeneration int64 `protobuf:"varint,7,opt,name=cluster_generation,json=clusterGeneration,proto3" json:"cluster_generation,omitempty"`
+	// Store members that answered, at this allocsvr's last look, as another
+	// cluster of a generation not above the one it follows (old members
+	// back from a restore, or a store rebuilt empty): it does not use them.
+	FencedStores  []*FencedStore `protobuf:"bytes,8,rep,name=fenced_stores,json=fencedStores,proto3" json:"fenced_stores,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -915,6 +921,81 @@ func (x *StatusResponse) GetClusterId() string {
 	return ""
 }
 
+func (x *StatusResponse) GetClusterGeneration() int64 {
+	if x != nil {
+		return x.ClusterGeneration
+	}
+	return 0
+}
+
+func (x *StatusResponse) GetFencedStores() []*FencedStore {
+	if x != nil {
+		return x.FencedStores
+	}
+	return nil
+}
+
+// FencedStore is a store URL an allocsvr refuses to follow.
+type FencedStore struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Url           string                 `protobuf:"bytes,1,opt,name=url,proto3" json:"url,omitempty"`
+	ClusterId     string                 `protobuf:"bytes,2,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	Generation    int64                  `protobuf:"varint,3,opt,name=generation,proto3" json:"generation,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FencedStore) Reset() {
+	*x = FencedStore{}
+	mi := &file_seqsvr_v1_alloc_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FencedStore) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FencedStore) ProtoMessage() {}
+
+func (x *FencedStore) ProtoReflect() protoreflect.Message {
+	mi := &file_seqsvr_v1_alloc_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FencedStore.ProtoReflect.Descriptor instead.
+func (*FencedStore) Descriptor() ([]byte, []int) {
+	return file_seqsvr_v1_alloc_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *FencedStore) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *FencedStore) GetClusterId() string {
+	if x != nil {
+		return x.ClusterId
+	}
+	return ""
+}
+
+func (x *FencedStore) GetGeneration() int64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
 // SeqStatus is this allocsvr's share of per-key sequences.
 type SeqStatus struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -939,7 +1020,7 @@ type SeqStatus struct {
 
 func (x *SeqStatus) Reset() {
 	*x = SeqStatus{}
-	mi := &file_seqsvr_v1_alloc_proto_msgTypes[14]
+	mi := &file_seqsvr_v1_alloc_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -951,7 +1032,7 @@ func (x *SeqStatus) String() string {
 func (*SeqStatus) ProtoMessage() {}
 
 func (x *SeqStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_seqsvr_v1_alloc_proto_msgTypes[14]
+	mi := &file_seqsvr_v1_alloc_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -964,7 +1045,7 @@ func (x *SeqStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeqStatus.ProtoReflect.Descriptor instead.
 func (*SeqStatus) Descriptor() ([]byte, []int) {
-	return file_seqsvr_v1_alloc_proto_rawDescGZIP(), []int{14}
+	return file_seqsvr_v1_alloc_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SeqStatus) GetLeaseValid() bool {
@@ -1031,7 +1112,7 @@ type SeqSpaceStatus struct {
 
 func (x *SeqSpaceStatus) Reset() {
 	*x = SeqSpaceStatus{}
-	mi := &file_seqsvr_v1_alloc_proto_msgTypes[15]
+	mi := &file_seqsvr_v1_alloc_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1043,7 +1124,7 @@ func (x *SeqSpaceStatus) String() string {
 func (*SeqSpaceStatus) ProtoMessage() {}
 
 func (x *SeqSpaceStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_seqsvr_v1_alloc_proto_msgTypes[15]
+	mi := &file_seqsvr_v1_alloc_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1056,7 +1137,7 @@ func (x *SeqSpaceStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeqSpaceStatus.ProtoReflect.Descriptor instead.
 func (*SeqSpaceStatus) Descriptor() ([]byte, []int) {
-	return file_seqsvr_v1_alloc_proto_rawDescGZIP(), []int{15}
+	return file_seqsvr_v1_alloc_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *SeqSpaceStatus) GetSpace() string {
@@ -1154,7 +1235,7 @@ const file_seqsvr_v1_alloc_proto_rawDesc = "" +
 	"\x11last_timestamp_ms\x18\x06 \x01(\x03R\x0flastTimestampMs\x12\x16\n" +
 	"\x06fenced\x18\a \x01(\bR\x06fenced\x12\x16\n" +
 	"\x06reason\x18\b \x01(\tR\x06reason\x122\n" +
-	"\x06layout\x18\t \x01(\v2\x1a.seqsvr.v1.SnowflakeLayoutR\x06layout\"\xeb\x01\n" +
+	"\x06layout\x18\t \x01(\v2\x1a.seqsvr.v1.SnowflakeLayoutR\x06layout\"\xd7\x02\n" +
 	"\x0eStatusResponse\x12(\n" +
 	"\x04tags\x18\x01 \x03(\v2\x14.seqsvr.v1.TagStatusR\x04tags\x128\n" +
 	"\tsnowflake\x18\x02 \x01(\v2\x1a.seqsvr.v1.SnowflakeStatusR\tsnowflake\x12\x17\n" +
@@ -1162,7 +1243,16 @@ const file_seqsvr_v1_alloc_proto_rawDesc = "" +
 	"\x03seq\x18\x04 \x01(\v2\x14.seqsvr.v1.SeqStatusR\x03seq\x12\x15\n" +
 	"\x06now_ms\x18\x05 \x01(\x03R\x05nowMs\x12\x1d\n" +
 	"\n" +
-	"cluster_id\x18\x06 \x01(\tR\tclusterId\"\x87\x02\n" +
+	"cluster_id\x18\x06 \x01(\tR\tclusterId\x12-\n" +
+	"\x12cluster_generation\x18\a \x01(\x03R\x11clusterGeneration\x12;\n" +
+	"\rfenced_stores\x18\b \x03(\v2\x16.seqsvr.v1.FencedStoreR\ffencedStores\"^\n" +
+	"\vFencedStore\x12\x10\n" +
+	"\x03url\x18\x01 \x01(\tR\x03url\x12\x1d\n" +
+	"\n" +
+	"cluster_id\x18\x02 \x01(\tR\tclusterId\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x03 \x01(\x03R\n" +
+	"generation\"\x87\x02\n" +
 	"\tSeqStatus\x12\x1f\n" +
 	"\vlease_valid\x18\x01 \x01(\bR\n" +
 	"leaseValid\x12\"\n" +
@@ -1197,7 +1287,7 @@ func file_seqsvr_v1_alloc_proto_rawDescGZIP() []byte {
 	return file_seqsvr_v1_alloc_proto_rawDescData
 }
 
-var file_seqsvr_v1_alloc_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_seqsvr_v1_alloc_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_seqsvr_v1_alloc_proto_goTypes = []any{
 	(*NextIDsRequest)(nil),           // 0: seqsvr.v1.NextIDsRequest
 	(*NextIDsResponse)(nil),          // 1: seqsvr.v1.NextIDsResponse
@@ -1213,36 +1303,38 @@ var file_seqsvr_v1_alloc_proto_goTypes = []any{
 	(*TagStatus)(nil),                // 11: seqsvr.v1.TagStatus
 	(*SnowflakeStatus)(nil),          // 12: seqsvr.v1.SnowflakeStatus
 	(*StatusResponse)(nil),           // 13: seqsvr.v1.StatusResponse
-	(*SeqStatus)(nil),                // 14: seqsvr.v1.SeqStatus
-	(*SeqSpaceStatus)(nil),           // 15: seqsvr.v1.SeqSpaceStatus
-	(*timestamppb.Timestamp)(nil),    // 16: google.protobuf.Timestamp
-	(*SnowflakeLayout)(nil),          // 17: seqsvr.v1.SnowflakeLayout
+	(*FencedStore)(nil),              // 14: seqsvr.v1.FencedStore
+	(*SeqStatus)(nil),                // 15: seqsvr.v1.SeqStatus
+	(*SeqSpaceStatus)(nil),           // 16: seqsvr.v1.SeqSpaceStatus
+	(*timestamppb.Timestamp)(nil),    // 17: google.protobuf.Timestamp
+	(*SnowflakeLayout)(nil),          // 18: seqsvr.v1.SnowflakeLayout
 }
 var file_seqsvr_v1_alloc_proto_depIdxs = []int32{
 	3,  // 0: seqsvr.v1.NextIDRangesResponse.ranges:type_name -> seqsvr.v1.IDRange
 	10, // 1: seqsvr.v1.TagStatus.current:type_name -> seqsvr.v1.SegmentStatus
 	10, // 2: seqsvr.v1.TagStatus.next:type_name -> seqsvr.v1.SegmentStatus
-	16, // 3: seqsvr.v1.TagStatus.last_load_time:type_name -> google.protobuf.Timestamp
-	17, // 4: seqsvr.v1.SnowflakeStatus.layout:type_name -> seqsvr.v1.SnowflakeLayout
+	17, // 3: seqsvr.v1.TagStatus.last_load_time:type_name -> google.protobuf.Timestamp
+	18, // 4: seqsvr.v1.SnowflakeStatus.layout:type_name -> seqsvr.v1.SnowflakeLayout
 	11, // 5: seqsvr.v1.StatusResponse.tags:type_name -> seqsvr.v1.TagStatus
 	12, // 6: seqsvr.v1.StatusResponse.snowflake:type_name -> seqsvr.v1.SnowflakeStatus
-	14, // 7: seqsvr.v1.StatusResponse.seq:type_name -> seqsvr.v1.SeqStatus
-	15, // 8: seqsvr.v1.SeqStatus.spaces:type_name -> seqsvr.v1.SeqSpaceStatus
-	0,  // 9: seqsvr.v1.AllocService.NextIDs:input_type -> seqsvr.v1.NextIDsRequest
-	2,  // 10: seqsvr.v1.AllocService.NextIDRanges:input_type -> seqsvr.v1.NextIDRangesRequest
-	5,  // 11: seqsvr.v1.AllocService.NextSnowflakeIDs:input_type -> seqsvr.v1.NextSnowflakeIDsRequest
-	7,  // 12: seqsvr.v1.AllocService.DecodeSnowflake:input_type -> seqsvr.v1.DecodeSnowflakeRequest
-	9,  // 13: seqsvr.v1.AllocService.Status:input_type -> seqsvr.v1.StatusRequest
-	1,  // 14: seqsvr.v1.AllocService.NextIDs:output_type -> seqsvr.v1.NextIDsResponse
-	4,  // 15: seqsvr.v1.AllocService.NextIDRanges:output_type -> seqsvr.v1.NextIDRangesResponse
-	6,  // 16: seqsvr.v1.AllocService.NextSnowflakeIDs:output_type -> seqsvr.v1.NextSnowflakeIDsResponse
-	8,  // 17: seqsvr.v1.AllocService.DecodeSnowflake:output_type -> seqsvr.v1.DecodeSnowflakeResponse
-	13, // 18: seqsvr.v1.AllocService.Status:output_type -> seqsvr.v1.StatusResponse
-	14, // [14:19] is the sub-list for method output_type
-	9,  // [9:14] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	15, // 7: seqsvr.v1.StatusResponse.seq:type_name -> seqsvr.v1.SeqStatus
+	14, // 8: seqsvr.v1.StatusResponse.fenced_stores:type_name -> seqsvr.v1.FencedStore
+	16, // 9: seqsvr.v1.SeqStatus.spaces:type_name -> seqsvr.v1.SeqSpaceStatus
+	0,  // 10: seqsvr.v1.AllocService.NextIDs:input_type -> seqsvr.v1.NextIDsRequest
+	2,  // 11: seqsvr.v1.AllocService.NextIDRanges:input_type -> seqsvr.v1.NextIDRangesRequest
+	5,  // 12: seqsvr.v1.AllocService.NextSnowflakeIDs:input_type -> seqsvr.v1.NextSnowflakeIDsRequest
+	7,  // 13: seqsvr.v1.AllocService.DecodeSnowflake:input_type -> seqsvr.v1.DecodeSnowflakeRequest
+	9,  // 14: seqsvr.v1.AllocService.Status:input_type -> seqsvr.v1.StatusRequest
+	1,  // 15: seqsvr.v1.AllocService.NextIDs:output_type -> seqsvr.v1.NextIDsResponse
+	4,  // 16: seqsvr.v1.AllocService.NextIDRanges:output_type -> seqsvr.v1.NextIDRangesResponse
+	6,  // 17: seqsvr.v1.AllocService.NextSnowflakeIDs:output_type -> seqsvr.v1.NextSnowflakeIDsResponse
+	8,  // 18: seqsvr.v1.AllocService.DecodeSnowflake:output_type -> seqsvr.v1.DecodeSnowflakeResponse
+	13, // 19: seqsvr.v1.AllocService.Status:output_type -> seqsvr.v1.StatusResponse
+	15, // [15:20] is the sub-list for method output_type
+	10, // [10:15] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_seqsvr_v1_alloc_proto_init() }
@@ -1257,7 +1349,7 @@ func file_seqsvr_v1_alloc_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_seqsvr_v1_alloc_proto_rawDesc), len(file_seqsvr_v1_alloc_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   16,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

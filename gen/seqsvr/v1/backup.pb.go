@@ -45,7 +45,10 @@ type Backup struct {
 	// Tags with tombstones and rates, spaces with sections, routing,
 	// used-sets and rates, snowflake workers, allocsvr leases and members.
 	// The request_id record is left out: a restore starts without it.
-	State         *FSMSnapshot `protobuf:"bytes,10,opt,name=state,proto3" json:"state,omitempty"`
+	State *FSMSnapshot `protobuf:"bytes,10,opt,name=state,proto3" json:"state,omitempty"`
+	// The backed-up cluster's generation (state.generation): a restore
+	// gives the new cluster a higher one.
+	Generation    int64 `protobuf:"varint,11,opt,name=generation,proto3" json:"generation,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -150,11 +153,18 @@ func (x *Backup) GetState() *FSMSnapshot {
 	return nil
 }
 
+func (x *Backup) GetGeneration() int64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
 var File_seqsvr_v1_backup_proto protoreflect.FileDescriptor
 
 const file_seqsvr_v1_backup_proto_rawDesc = "" +
 	"\n" +
-	"\x16seqsvr/v1/backup.proto\x12\tseqsvr.v1\x1a\x14seqsvr/v1/raft.proto\"\xfb\x02\n" +
+	"\x16seqsvr/v1/backup.proto\x12\tseqsvr.v1\x1a\x14seqsvr/v1/raft.proto\"\x9b\x03\n" +
 	"\x06Backup\x12\x1d\n" +
 	"\n" +
 	"cluster_id\x18\x01 \x01(\tR\tclusterId\x12\x1d\n" +
@@ -168,7 +178,10 @@ const file_seqsvr_v1_backup_proto_rawDesc = "" +
 	"\x13worker_lease_ttl_ms\x18\b \x01(\x03R\x10workerLeaseTtlMs\x12'\n" +
 	"\x10seq_lease_ttl_ms\x18\t \x01(\x03R\rseqLeaseTtlMs\x12,\n" +
 	"\x05state\x18\n" +
-	" \x01(\v2\x16.seqsvr.v1.FSMSnapshotR\x05stateB1Z/github.com/seqsvr/seqsvr/gen/seqsvr/v1;seqsvrv1b\x06proto3"
+	" \x01(\v2\x16.seqsvr.v1.FSMSnapshotR\x05state\x12\x1e\n" +
+	"\n" +
+	"generation\x18\v \x01(\x03R\n" +
+	"generationB1Z/github.com/seqsvr/seqsvr/gen/seqsvr/v1;seqsvrv1b\x06proto3"
 
 var (
 	file_seqsvr_v1_backup_proto_rawDescOnce sync.Once

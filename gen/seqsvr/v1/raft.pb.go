@@ -869,8 +869,16 @@ type FSMSnapshot struct {
 	// The cluster version (NoopCommand.cluster_version); 0, as in a
 	// snapshot of the base release, is level 1.
 	ClusterVersion uint32 `protobuf:"varint,16,opt,name=cluster_version,json=clusterVersion,proto3" json:"cluster_version,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The cluster's generation: 0 for a cluster bootstrapped fresh; a
+	// restore or recovery sets one above the lost cluster's (its wall
+	// clock in Unix ms at the restore's start, or the lost one's + 1 if
+	// that is higher). Allocsvrs follow the highest (generation,
+	// cluster_id) they see and never go back to a lower one. Only a
+	// restore writes it (never a Raft command): a member of the base
+	// release skips it, and then reports 0 for the same cluster ID.
+	Generation    int64 `protobuf:"varint,17,opt,name=generation,proto3" json:"generation,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *FSMSnapshot) Reset() {
@@ -1011,6 +1019,13 @@ func (x *FSMSnapshot) GetFormatVersion() uint32 {
 func (x *FSMSnapshot) GetClusterVersion() uint32 {
 	if x != nil {
 		return x.ClusterVersion
+	}
+	return 0
+}
+
+func (x *FSMSnapshot) GetGeneration() int64 {
+	if x != nil {
+		return x.Generation
 	}
 	return 0
 }
@@ -1941,7 +1956,7 @@ const file_seqsvr_v1_raft_proto_rawDesc = "" +
 	"\vNoopCommand\x12\x1d\n" +
 	"\n" +
 	"cluster_id\x18\x01 \x01(\tR\tclusterId\x12'\n" +
-	"\x0fcluster_version\x18\x02 \x01(\rR\x0eclusterVersion\"\xbe\x05\n" +
+	"\x0fcluster_version\x18\x02 \x01(\rR\x0eclusterVersion\"\xde\x05\n" +
 	"\vFSMSnapshot\x12'\n" +
 	"\x04tags\x18\x01 \x03(\v2\x13.seqsvr.v1.TagStateR\x04tags\x124\n" +
 	"\brequests\x18\x02 \x03(\v2\x18.seqsvr.v1.RequestRecordR\brequests\x120\n" +
@@ -1964,7 +1979,10 @@ const file_seqsvr_v1_raft_proto_rawDesc = "" +
 	"\vlast_now_ms\x18\r \x01(\x03R\tlastNowMs\x12(\n" +
 	"\x10restore_fence_ms\x18\x0e \x01(\x03R\x0erestoreFenceMs\x12%\n" +
 	"\x0eformat_version\x18\x0f \x01(\rR\rformatVersion\x12'\n" +
-	"\x0fcluster_version\x18\x10 \x01(\rR\x0eclusterVersion\"\x83\x01\n" +
+	"\x0fcluster_version\x18\x10 \x01(\rR\x0eclusterVersion\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x11 \x01(\x03R\n" +
+	"generation\"\x83\x01\n" +
 	"\tRateState\x12&\n" +
 	"\x0fwindow_start_ms\x18\x01 \x01(\x03R\rwindowStartMs\x12,\n" +
 	"\x12window_start_value\x18\x02 \x01(\x03R\x10windowStartValue\x12 \n" +

@@ -1141,8 +1141,13 @@ type ClusterStatusResponse struct {
 	// leader last raised it (1 for a cluster of the base release). Commands
 	// and fields of a higher level are not proposed below it.
 	ClusterVersion uint32 `protobuf:"varint,10,opt,name=cluster_version,json=clusterVersion,proto3" json:"cluster_version,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The cluster's generation: 0 for a cluster bootstrapped fresh, raised
+	// by every restore or recovery (see FSMSnapshot.generation). Allocsvrs
+	// follow the highest (generation, cluster_id) among the members they
+	// know.
+	Generation    int64 `protobuf:"varint,11,opt,name=generation,proto3" json:"generation,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ClusterStatusResponse) Reset() {
@@ -1241,6 +1246,13 @@ func (x *ClusterStatusResponse) GetClusterId() string {
 func (x *ClusterStatusResponse) GetClusterVersion() uint32 {
 	if x != nil {
 		return x.ClusterVersion
+	}
+	return 0
+}
+
+func (x *ClusterStatusResponse) GetGeneration() int64 {
+	if x != nil {
+		return x.Generation
 	}
 	return 0
 }
@@ -2687,7 +2699,7 @@ const file_seqsvr_v1_store_proto_rawDesc = "" +
 	"\bsuffrage\x18\x04 \x01(\tR\bsuffrage\x12\x14\n" +
 	"\x05state\x18\x05 \x01(\tR\x05state\x12\x18\n" +
 	"\aversion\x18\x06 \x01(\tR\aversion\x12\x14\n" +
-	"\x05level\x18\a \x01(\rR\x05level\"\xdf\x02\n" +
+	"\x05level\x18\a \x01(\rR\x05level\"\xff\x02\n" +
 	"\x15ClusterStatusResponse\x12\x1b\n" +
 	"\tleader_id\x18\x01 \x01(\tR\bleaderId\x12+\n" +
 	"\amembers\x18\x02 \x03(\v2\x11.seqsvr.v1.MemberR\amembers\x12\x12\n" +
@@ -2700,7 +2712,10 @@ const file_seqsvr_v1_store_proto_rawDesc = "" +
 	"\n" +
 	"cluster_id\x18\t \x01(\tR\tclusterId\x12'\n" +
 	"\x0fcluster_version\x18\n" +
-	" \x01(\rR\x0eclusterVersion\"\x95\x01\n" +
+	" \x01(\rR\x0eclusterVersion\x12\x1e\n" +
+	"\n" +
+	"generation\x18\v \x01(\x03R\n" +
+	"generation\"\x95\x01\n" +
 	"\x10AddMemberRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\traft_addr\x18\x02 \x01(\tR\braftAddr\x12\x1b\n" +

@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file seqsvr/v1/alloc.proto.
  */
 export const file_seqsvr_v1_alloc: GenFile = /*@__PURE__*/
-  fileDesc("ChVzZXFzdnIvdjEvYWxsb2MucHJvdG8SCXNlcXN2ci52MSIsCg5OZXh0SURzUmVxdWVzdBILCgN0YWcYASABKAkSDQoFY291bnQYAiABKAUiHgoPTmV4dElEc1Jlc3BvbnNlEgsKA2lkcxgBIAMoAyIxChNOZXh0SURSYW5nZXNSZXF1ZXN0EgsKA3RhZxgBIAEoCRINCgVjb3VudBgCIAEoBSImCgdJRFJhbmdlEg0KBWZpcnN0GAEgASgDEgwKBGxhc3QYAiABKAMiOgoUTmV4dElEUmFuZ2VzUmVzcG9uc2USIgoGcmFuZ2VzGAEgAygLMhIuc2Vxc3ZyLnYxLklEUmFuZ2UiNQoXTmV4dFNub3dmbGFrZUlEc1JlcXVlc3QSDQoFY291bnQYASABKAUSCwoDdGFnGAIgASgJIicKGE5leHRTbm93Zmxha2VJRHNSZXNwb25zZRILCgNpZHMYASADKAMiJAoWRGVjb2RlU25vd2ZsYWtlUmVxdWVzdBIKCgJpZBgBIAEoAyJiChdEZWNvZGVTbm93Zmxha2VSZXNwb25zZRIUCgx0aW1lc3RhbXBfbXMYASABKAMSDAoEdGltZRgCIAEoCRIRCgl3b3JrZXJfaWQYAyABKAMSEAoIc2VxdWVuY2UYBCABKAMiDwoNU3RhdHVzUmVxdWVzdCI/Cg1TZWdtZW50U3RhdHVzEg0KBWZpcnN0GAEgASgDEgwKBGxhc3QYAiABKAMSEQoJcmVtYWluaW5nGAMgASgDIsMCCglUYWdTdGF0dXMSCwoDdGFnGAEgASgJEikKB2N1cnJlbnQYAiABKAsyGC5zZXFzdnIudjEuU2VnbWVudFN0YXR1cxImCgRuZXh0GAMgASgLMhguc2Vxc3ZyLnYxLlNlZ21lbnRTdGF0dXMSEAoIcG9zaXRpb24YBCABKAMSDAoEc3RlcBgFIAEoAxISCgpuZXh0X3JlYWR5GAYgASgIEg8KB2xvYWRpbmcYByABKAgSHQoVbGFzdF9sb2FkX2R1cmF0aW9uX21zGAggASgDEhcKD2xhc3RfbG9hZF9lcnJvchgJIAEoCRIyCg5sYXN0X2xvYWRfdGltZRgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoJYmFzZV9zdGVwGAsgASgDEhIKCmlkc19zZXJ2ZWQYDCABKAMi4AEKD1Nub3dmbGFrZVN0YXR1cxIPCgdlbmFibGVkGAEgASgIEg8KB25vZGVfaWQYAiABKAkSEQoJd29ya2VyX2lkGAMgASgDEhgKEGxlYXNlX2V4cGlyZXNfbXMYBCABKAMSFwoPY2xvY2tfb2Zmc2V0X21zGAUgASgDEhkKEWxhc3RfdGltZXN0YW1wX21zGAYgASgDEg4KBmZlbmNlZBgHIAEoCBIOCgZyZWFzb24YCCABKAkSKgoGbGF5b3V0GAkgASgLMhouc2Vxc3ZyLnYxLlNub3dmbGFrZUxheW91dCK7AQoOU3RhdHVzUmVzcG9uc2USIgoEdGFncxgBIAMoCzIULnNlcXN2ci52MS5UYWdTdGF0dXMSLQoJc25vd2ZsYWtlGAIgASgLMhouc2Vxc3ZyLnYxLlNub3dmbGFrZVN0YXR1cxIPCgdub2RlX2lkGAMgASgJEiEKA3NlcRgEIAEoCzIULnNlcXN2ci52MS5TZXFTdGF0dXMSDgoGbm93X21zGAUgASgDEhIKCmNsdXN0ZXJfaWQYBiABKAkitgEKCVNlcVN0YXR1cxITCgtsZWFzZV92YWxpZBgBIAEoCBIVCg1sZWFzZV9sZWZ0X21zGAIgASgDEg4KBnJlYXNvbhgDIAEoCRIpCgZzcGFjZXMYBCADKAsyGS5zZXFzdnIudjEuU2VxU3BhY2VTdGF0dXMSEAoIZm9yd2FyZHMYBSABKAQSFgoObWF4X3NlcV93cml0ZXMYBiABKAQSGAoQZmlyc3RfdXNlX3dyaXRlcxgHIAEoBCKBAQoOU2VxU3BhY2VTdGF0dXMSDQoFc3BhY2UYASABKAkSFwoPcm91dGluZ192ZXJzaW9uGAIgASgEEhYKDnNlY3Rpb25zX293bmVkGAMgASgEEhcKD3NlY3Rpb25zX2xvYWRlZBgEIAEoBBIWCg5rZXlzX2luX21lbW9yeRgFIAEoBDKhAwoMQWxsb2NTZXJ2aWNlEkAKB05leHRJRHMSGS5zZXFzdnIudjEuTmV4dElEc1JlcXVlc3QaGi5zZXFzdnIudjEuTmV4dElEc1Jlc3BvbnNlEk8KDE5leHRJRFJhbmdlcxIeLnNlcXN2ci52MS5OZXh0SURSYW5nZXNSZXF1ZXN0Gh8uc2Vxc3ZyLnYxLk5leHRJRFJhbmdlc1Jlc3BvbnNlElsKEE5leHRTbm93Zmxha2VJRHMSIi5zZXFzdnIudjEuTmV4dFNub3dmbGFrZUlEc1JlcXVlc3QaIy5zZXFzdnIudjEuTmV4dFNub3dmbGFrZUlEc1Jlc3BvbnNlEl0KD0RlY29kZVNub3dmbGFrZRIhLnNlcXN2ci52MS5EZWNvZGVTbm93Zmxha2VSZXF1ZXN0GiIuc2Vxc3ZyLnYxLkRlY29kZVNub3dmbGFrZVJlc3BvbnNlIgOQAgESQgoGU3RhdHVzEhguc2Vxc3ZyLnYxLlN0YXR1c1JlcXVlc3QaGS5zZXFzdnIudjEuU3RhdHVzUmVzcG9uc2UiA5ACAUIxWi9naXRodWIuY29tL3NlcXN2ci9zZXFzdnIvZ2VuL3NlcXN2ci92MTtzZXFzdnJ2MWIGcHJvdG8z", [file_google_protobuf_timestamp, file_seqsvr_v1_store]);
+  fileDesc("ChVzZXFzdnIvdjEvYWxsb2MucHJvdG8SCXNlcXN2ci52MSIsCg5OZXh0SURzUmVxdWVzdBILCgN0YWcYASABKAkSDQoFY291bnQYAiABKAUiHgoPTmV4dElEc1Jlc3BvbnNlEgsKA2lkcxgBIAMoAyIxChNOZXh0SURSYW5nZXNSZXF1ZXN0EgsKA3RhZxgBIAEoCRINCgVjb3VudBgCIAEoBSImCgdJRFJhbmdlEg0KBWZpcnN0GAEgASgDEgwKBGxhc3QYAiABKAMiOgoUTmV4dElEUmFuZ2VzUmVzcG9uc2USIgoGcmFuZ2VzGAEgAygLMhIuc2Vxc3ZyLnYxLklEUmFuZ2UiNQoXTmV4dFNub3dmbGFrZUlEc1JlcXVlc3QSDQoFY291bnQYASABKAUSCwoDdGFnGAIgASgJIicKGE5leHRTbm93Zmxha2VJRHNSZXNwb25zZRILCgNpZHMYASADKAMiJAoWRGVjb2RlU25vd2ZsYWtlUmVxdWVzdBIKCgJpZBgBIAEoAyJiChdEZWNvZGVTbm93Zmxha2VSZXNwb25zZRIUCgx0aW1lc3RhbXBfbXMYASABKAMSDAoEdGltZRgCIAEoCRIRCgl3b3JrZXJfaWQYAyABKAMSEAoIc2VxdWVuY2UYBCABKAMiDwoNU3RhdHVzUmVxdWVzdCI/Cg1TZWdtZW50U3RhdHVzEg0KBWZpcnN0GAEgASgDEgwKBGxhc3QYAiABKAMSEQoJcmVtYWluaW5nGAMgASgDIsMCCglUYWdTdGF0dXMSCwoDdGFnGAEgASgJEikKB2N1cnJlbnQYAiABKAsyGC5zZXFzdnIudjEuU2VnbWVudFN0YXR1cxImCgRuZXh0GAMgASgLMhguc2Vxc3ZyLnYxLlNlZ21lbnRTdGF0dXMSEAoIcG9zaXRpb24YBCABKAMSDAoEc3RlcBgFIAEoAxISCgpuZXh0X3JlYWR5GAYgASgIEg8KB2xvYWRpbmcYByABKAgSHQoVbGFzdF9sb2FkX2R1cmF0aW9uX21zGAggASgDEhcKD2xhc3RfbG9hZF9lcnJvchgJIAEoCRIyCg5sYXN0X2xvYWRfdGltZRgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoJYmFzZV9zdGVwGAsgASgDEhIKCmlkc19zZXJ2ZWQYDCABKAMi4AEKD1Nub3dmbGFrZVN0YXR1cxIPCgdlbmFibGVkGAEgASgIEg8KB25vZGVfaWQYAiABKAkSEQoJd29ya2VyX2lkGAMgASgDEhgKEGxlYXNlX2V4cGlyZXNfbXMYBCABKAMSFwoPY2xvY2tfb2Zmc2V0X21zGAUgASgDEhkKEWxhc3RfdGltZXN0YW1wX21zGAYgASgDEg4KBmZlbmNlZBgHIAEoCBIOCgZyZWFzb24YCCABKAkSKgoGbGF5b3V0GAkgASgLMhouc2Vxc3ZyLnYxLlNub3dmbGFrZUxheW91dCKGAgoOU3RhdHVzUmVzcG9uc2USIgoEdGFncxgBIAMoCzIULnNlcXN2ci52MS5UYWdTdGF0dXMSLQoJc25vd2ZsYWtlGAIgASgLMhouc2Vxc3ZyLnYxLlNub3dmbGFrZVN0YXR1cxIPCgdub2RlX2lkGAMgASgJEiEKA3NlcRgEIAEoCzIULnNlcXN2ci52MS5TZXFTdGF0dXMSDgoGbm93X21zGAUgASgDEhIKCmNsdXN0ZXJfaWQYBiABKAkSGgoSY2x1c3Rlcl9nZW5lcmF0aW9uGAcgASgDEi0KDWZlbmNlZF9zdG9yZXMYCCADKAsyFi5zZXFzdnIudjEuRmVuY2VkU3RvcmUiQgoLRmVuY2VkU3RvcmUSCwoDdXJsGAEgASgJEhIKCmNsdXN0ZXJfaWQYAiABKAkSEgoKZ2VuZXJhdGlvbhgDIAEoAyK2AQoJU2VxU3RhdHVzEhMKC2xlYXNlX3ZhbGlkGAEgASgIEhUKDWxlYXNlX2xlZnRfbXMYAiABKAMSDgoGcmVhc29uGAMgASgJEikKBnNwYWNlcxgEIAMoCzIZLnNlcXN2ci52MS5TZXFTcGFjZVN0YXR1cxIQCghmb3J3YXJkcxgFIAEoBBIWCg5tYXhfc2VxX3dyaXRlcxgGIAEoBBIYChBmaXJzdF91c2Vfd3JpdGVzGAcgASgEIoEBCg5TZXFTcGFjZVN0YXR1cxINCgVzcGFjZRgBIAEoCRIXCg9yb3V0aW5nX3ZlcnNpb24YAiABKAQSFgoOc2VjdGlvbnNfb3duZWQYAyABKAQSFwoPc2VjdGlvbnNfbG9hZGVkGAQgASgEEhYKDmtleXNfaW5fbWVtb3J5GAUgASgEMqEDCgxBbGxvY1NlcnZpY2USQAoHTmV4dElEcxIZLnNlcXN2ci52MS5OZXh0SURzUmVxdWVzdBoaLnNlcXN2ci52MS5OZXh0SURzUmVzcG9uc2USTwoMTmV4dElEUmFuZ2VzEh4uc2Vxc3ZyLnYxLk5leHRJRFJhbmdlc1JlcXVlc3QaHy5zZXFzdnIudjEuTmV4dElEUmFuZ2VzUmVzcG9uc2USWwoQTmV4dFNub3dmbGFrZUlEcxIiLnNlcXN2ci52MS5OZXh0U25vd2ZsYWtlSURzUmVxdWVzdBojLnNlcXN2ci52MS5OZXh0U25vd2ZsYWtlSURzUmVzcG9uc2USXQoPRGVjb2RlU25vd2ZsYWtlEiEuc2Vxc3ZyLnYxLkRlY29kZVNub3dmbGFrZVJlcXVlc3QaIi5zZXFzdnIudjEuRGVjb2RlU25vd2ZsYWtlUmVzcG9uc2UiA5ACARJCCgZTdGF0dXMSGC5zZXFzdnIudjEuU3RhdHVzUmVxdWVzdBoZLnNlcXN2ci52MS5TdGF0dXNSZXNwb25zZSIDkAIBQjFaL2dpdGh1Yi5jb20vc2Vxc3ZyL3NlcXN2ci9nZW4vc2Vxc3ZyL3YxO3NlcXN2cnYxYgZwcm90bzM", [file_google_protobuf_timestamp, file_seqsvr_v1_store]);
 
 /**
  * @generated from message seqsvr.v1.NextIDsRequest
@@ -444,6 +444,22 @@ export type StatusResponse = Message<"seqsvr.v1.StatusResponse"> & {
    * @generated from field: string cluster_id = 6;
    */
   clusterId: string;
+
+  /**
+   * The generation of that cluster (ClusterStatusResponse.generation).
+   *
+   * @generated from field: int64 cluster_generation = 7;
+   */
+  clusterGeneration: bigint;
+
+  /**
+   * Store members that answered, at this allocsvr's last look, as another
+   * cluster of a generation not above the one it follows (old members
+   * back from a restore, or a store rebuilt empty): it does not use them.
+   *
+   * @generated from field: repeated seqsvr.v1.FencedStore fenced_stores = 8;
+   */
+  fencedStores: FencedStore[];
 };
 
 /**
@@ -452,6 +468,35 @@ export type StatusResponse = Message<"seqsvr.v1.StatusResponse"> & {
  */
 export const StatusResponseSchema: GenMessage<StatusResponse> = /*@__PURE__*/
   messageDesc(file_seqsvr_v1_alloc, 13);
+
+/**
+ * FencedStore is a store URL an allocsvr refuses to follow.
+ *
+ * @generated from message seqsvr.v1.FencedStore
+ */
+export type FencedStore = Message<"seqsvr.v1.FencedStore"> & {
+  /**
+   * @generated from field: string url = 1;
+   */
+  url: string;
+
+  /**
+   * @generated from field: string cluster_id = 2;
+   */
+  clusterId: string;
+
+  /**
+   * @generated from field: int64 generation = 3;
+   */
+  generation: bigint;
+};
+
+/**
+ * Describes the message seqsvr.v1.FencedStore.
+ * Use `create(FencedStoreSchema)` to create a new message.
+ */
+export const FencedStoreSchema: GenMessage<FencedStore> = /*@__PURE__*/
+  messageDesc(file_seqsvr_v1_alloc, 14);
 
 /**
  * SeqStatus is this allocsvr's share of per-key sequences.
@@ -513,7 +558,7 @@ export type SeqStatus = Message<"seqsvr.v1.SeqStatus"> & {
  * Use `create(SeqStatusSchema)` to create a new message.
  */
 export const SeqStatusSchema: GenMessage<SeqStatus> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_alloc, 14);
+  messageDesc(file_seqsvr_v1_alloc, 15);
 
 /**
  * @generated from message seqsvr.v1.SeqSpaceStatus
@@ -554,7 +599,7 @@ export type SeqSpaceStatus = Message<"seqsvr.v1.SeqSpaceStatus"> & {
  * Use `create(SeqSpaceStatusSchema)` to create a new message.
  */
 export const SeqSpaceStatusSchema: GenMessage<SeqSpaceStatus> = /*@__PURE__*/
-  messageDesc(file_seqsvr_v1_alloc, 15);
+  messageDesc(file_seqsvr_v1_alloc, 16);
 
 /**
  * AllocService hands out IDs (allocsvr). Segment IDs come from per-tag double

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file seqsvr/v1/backup.proto.
  */
 export const file_seqsvr_v1_backup: GenFile = /*@__PURE__*/
-  fileDesc("ChZzZXFzdnIvdjEvYmFja3VwLnByb3RvEglzZXFzdnIudjEi/QEKBkJhY2t1cBISCgpjbHVzdGVyX2lkGAEgASgJEhIKCnJhZnRfaW5kZXgYAiABKAQSEQoJcmFmdF90ZXJtGAMgASgEEhYKDmxlYWRlcl90aW1lX21zGAQgASgDEhEKCWxlYWRlcl9pZBgFIAEoCRIVCg1zdG9yZV92ZXJzaW9uGAYgASgJEhgKEG1heF9zZWdtZW50X3NpemUYByABKAMSGwoTd29ya2VyX2xlYXNlX3R0bF9tcxgIIAEoAxIYChBzZXFfbGVhc2VfdHRsX21zGAkgASgDEiUKBXN0YXRlGAogASgLMhYuc2Vxc3ZyLnYxLkZTTVNuYXBzaG90QjFaL2dpdGh1Yi5jb20vc2Vxc3ZyL3NlcXN2ci9nZW4vc2Vxc3ZyL3YxO3NlcXN2cnYxYgZwcm90bzM", [file_seqsvr_v1_raft]);
+  fileDesc("ChZzZXFzdnIvdjEvYmFja3VwLnByb3RvEglzZXFzdnIudjEikQIKBkJhY2t1cBISCgpjbHVzdGVyX2lkGAEgASgJEhIKCnJhZnRfaW5kZXgYAiABKAQSEQoJcmFmdF90ZXJtGAMgASgEEhYKDmxlYWRlcl90aW1lX21zGAQgASgDEhEKCWxlYWRlcl9pZBgFIAEoCRIVCg1zdG9yZV92ZXJzaW9uGAYgASgJEhgKEG1heF9zZWdtZW50X3NpemUYByABKAMSGwoTd29ya2VyX2xlYXNlX3R0bF9tcxgIIAEoAxIYChBzZXFfbGVhc2VfdHRsX21zGAkgASgDEiUKBXN0YXRlGAogASgLMhYuc2Vxc3ZyLnYxLkZTTVNuYXBzaG90EhIKCmdlbmVyYXRpb24YCyABKANCMVovZ2l0aHViLmNvbS9zZXFzdnIvc2Vxc3ZyL2dlbi9zZXFzdnIvdjE7c2Vxc3ZydjFiBnByb3RvMw", [file_seqsvr_v1_raft]);
 
 /**
  * Backup is the payload of a backup file (package storage/backup frames it
@@ -86,6 +86,14 @@ export type Backup = Message<"seqsvr.v1.Backup"> & {
    * @generated from field: seqsvr.v1.FSMSnapshot state = 10;
    */
   state?: FSMSnapshot | undefined;
+
+  /**
+   * The backed-up cluster's generation (state.generation): a restore
+   * gives the new cluster a higher one.
+   *
+   * @generated from field: int64 generation = 11;
+   */
+  generation: bigint;
 };
 
 /**
