@@ -44,14 +44,15 @@ func Assets() fs.FS {
 }
 
 // Routes are the mux patterns serving page at "/" and the shared assets
-// under "/ui/". Only "/" itself is the page: other unknown paths stay 404.
+// under "/ui/". Only "/" itself is the page: other unknown paths stay 404,
+// and so does a directory ("/ui/"), never listed.
 func Routes(page string) map[string]http.Handler {
 	assets := Assets()
 	index, err := fs.ReadFile(assets, page+".html")
 	if err != nil {
 		panic("web: no page " + page) // a programming error, caught by the tests
 	}
-	files := http.FileServerFS(assets)
+	files := http.FileServerFS(noListing{assets})
 	return map[string]http.Handler{
 		"GET /{$}": headers(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Content-Type", "text/html; charset=utf-8")

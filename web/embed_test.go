@@ -29,10 +29,12 @@ func TestRoutes(t *testing.T) {
 				t.Fatalf("%s: GET %s = %d", page, asset, rec.Code)
 			}
 		}
-		rec = httptest.NewRecorder()
-		mux.ServeHTTP(rec, httptest.NewRequest("GET", "/index.html", nil))
-		if rec.Code != 404 {
-			t.Fatalf("%s: GET /index.html = %d, want 404", page, rec.Code)
+		for _, path := range []string{"/index.html", "/ui/"} {
+			rec = httptest.NewRecorder()
+			mux.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+			if rec.Code != 404 || strings.Contains(rec.Body.String(), "client.js") {
+				t.Fatalf("%s: GET %s = %d %.80q, want 404 (no page, no listing)", page, path, rec.Code, rec.Body.String())
+			}
 		}
 	}
 }
