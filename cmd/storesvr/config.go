@@ -8,6 +8,7 @@ import (
 
 	"github.com/seqsvr/seqsvr/cmd/internal/serve"
 	"github.com/seqsvr/seqsvr/internal/raftconf"
+	"github.com/seqsvr/seqsvr/internal/spec"
 	"github.com/seqsvr/seqsvr/storage"
 )
 
@@ -96,6 +97,12 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	}
 	if c.MaxSegmentSize < 1 {
 		errs = append(errs, errors.New("--max-segment-size must be at least 1"))
+	}
+	// A backup carries these, and a restore waits out the longest before
+	// granting worker IDs and sections: the bound a restore checks a
+	// backup's leases against (spec.MaxLeaseTTL) is the flags'.
+	if c.WorkerLeaseTTL > spec.MaxLeaseTTL || c.SeqLeaseTTL > spec.MaxLeaseTTL {
+		errs = append(errs, fmt.Errorf("--worker-lease-ttl and --seq-lease-ttl must be at most %s", spec.MaxLeaseTTL))
 	}
 	if c.Bootstrap && (c.Peers != "" || c.Join != "") {
 		errs = append(errs, errors.New("--bootstrap starts a one-member cluster: it goes without --peers and --join"))

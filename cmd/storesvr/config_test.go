@@ -62,6 +62,8 @@ func TestConfigBootstrapAndMaxSegmentSize(t *testing.T) {
 		{"--bootstrap", "--join", "h:1"},
 		{"--max-segment-size", "0"},
 		{"--max-segment-size", "-3"},
+		{"--worker-lease-ttl", "61m"},
+		{"--seq-lease-ttl", "87600h"},
 	} {
 		if _, err := parseConfig(append(append([]string{}, base...), bad...), none, &out); err == nil {
 			t.Errorf("%v accepted", bad)
