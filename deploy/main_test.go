@@ -9,8 +9,8 @@ import (
 	"testing"
 )
 
-// binDir holds storesvr and allocsvr built from this checkout by TestMain,
-// for their --help and the probe test.
+// binDir holds storesvr, allocsvr and seqctl built from this checkout by
+// TestMain, for their --help, the probe test and the backup unit's run.
 var binDir string
 
 // help is each binary's flags and SEQSVR_* variables, from its --help.
@@ -30,7 +30,7 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	binDir = dir
-	build := exec.Command("go", "build", "-tags", "hashicorpmetrics", "-o", dir+string(filepath.Separator), "./cmd/storesvr", "./cmd/allocsvr")
+	build := exec.Command("go", "build", "-tags", "hashicorpmetrics", "-o", dir+string(filepath.Separator), "./cmd/storesvr", "./cmd/allocsvr", "./cmd/seqctl")
 	build.Dir = ".." // the seqsvr module
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)

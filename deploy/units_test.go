@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -75,6 +76,11 @@ func TestSystemdUnits(t *testing.T) {
 			t.Errorf("%s.env: only %v", bin, names)
 		}
 		checkArgs(t, unit, bin, exec[1:], names)
+		checkCredentials(t, unit, env)
+		// Restarts never stop for good: no start rate limit.
+		if keys["StartLimitIntervalSec"] != "0" {
+			t.Errorf("%s: StartLimitIntervalSec=%q: systemd gives up after StartLimitBurst failures; want 0", unit, keys["StartLimitIntervalSec"])
+		}
 		for k, want := range map[string]string{
 			"Restart": "on-failure", "NoNewPrivileges": "yes", "ProtectSystem": "strict",
 			"StateDirectory": "seqsvr/" + bin, "DynamicUser": "yes",
@@ -108,6 +114,48 @@ func TestSystemdUnits(t *testing.T) {
 	}
 }
 
+// credentialFlag says which SEQSVR_ variables name a secret file: the
+// auth file, tokens, keys, and the certificates and CAs beside them.
+var credentialFlag = regexp.MustCompile(`^SEQSVR_(AUTH_FILE|.*TOKEN_FILE|.*TLS_(CERT|KEY|CA)|STORE_CA|STORE_CERT|STORE_KEY)$`)
+
+// checkCredentials: a unit with a dynamic user gets every credential file
+// through LoadCredential= (no group can own them for it, so operators
+// would make them world-readable): each such variable is set by the unit
+// to %d/NAME with a LoadCredential=NAME from /etc/seqsvr/credentials, and
+// the environment file sets none.
+func checkCredentials(t *testing.T, unit string, env map[string]string) {
+	t.Helper()
+	lines := unitLines(t, unit)
+	loaded := map[string]bool{}
+	for _, lc := range lines["LoadCredential"] {
+		name, src, _ := strings.Cut(lc, ":")
+		if !strings.HasPrefix(src, "/etc/seqsvr/credentials/") {
+			t.Errorf("%s: LoadCredential=%s: want a file of /etc/seqsvr/credentials", unit, lc)
+		}
+		loaded[name] = true
+	}
+	set := 0
+	for _, e := range lines["Environment"] {
+		k, v, _ := strings.Cut(e, "=")
+		if !credentialFlag.MatchString(k) {
+			continue
+		}
+		set++
+		name, ok := strings.CutPrefix(v, "%d/")
+		if !ok || !loaded[name] {
+			t.Errorf("%s: %s=%s: want %%d/NAME of a LoadCredential=NAME", unit, k, v)
+		}
+	}
+	if set == 0 {
+		t.Errorf("%s: no credential passed with LoadCredential=", unit)
+	}
+	for k := range env {
+		if credentialFlag.MatchString(k) {
+			t.Errorf("%s: its environment file sets %s: credentials go through LoadCredential=", unit, k)
+		}
+	}
+}
+
 // systemd-analyze verify checks every directive and the ExecStart binary;
 // the units name /usr/local/bin, so a copy names the test's binaries.
 func TestSystemdAnalyzeVerify(t *testing.T) {
@@ -117,13 +165,13 @@ func TestSystemdAnalyzeVerify(t *testing.T) {
 	}
 	dir := t.TempDir()
 	var units []string
-	for _, bin := range []string{"storesvr", "allocsvr"} {
-		b, err := os.ReadFile(filepath.Join("systemd", bin+".service"))
+	for _, name := range []string{"storesvr.service", "allocsvr.service", "seqsvr-backup.service", "seqsvr-backup.timer"} {
+		b, err := os.ReadFile(filepath.Join("systemd", name))
 		if err != nil {
 			t.Fatal(err)
 		}
-		u := filepath.Join(dir, bin+".service")
-		if err := os.WriteFile(u, []byte(strings.ReplaceAll(string(b), "/usr/local/bin/"+bin, filepath.Join(binDir, bin))), 0o644); err != nil {
+		u := filepath.Join(dir, name)
+		if err := os.WriteFile(u, []byte(strings.ReplaceAll(string(b), "/usr/local/bin/", binDir+"/")), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		units = append(units, u)
