@@ -66,13 +66,13 @@ func (s *Store) backupFile(ctx context.Context) ([]byte, error) {
 		ClusterId: st.GetClusterId(), RaftIndex: st.GetLastIndex(), RaftTerm: st.GetLastTerm(),
 		LeaderTimeMs: s.cfg.Clock.Now().UnixMilli(), LeaderId: s.cfg.NodeID, StoreVersion: version.String(),
 		MaxSegmentSize: s.cfg.MaxSegmentSize, WorkerLeaseTtlMs: s.cfg.WorkerLeaseTTL.Milliseconds(), SeqLeaseTtlMs: s.cfg.SeqLeaseTTL.Milliseconds(),
-		State: st,
+		State: st, Generation: st.GetGeneration(),
 	}
 	file, err := backup.Encode(b)
 	if err != nil {
 		return nil, err
 	}
-	s.log.Info("backup taken", "cluster_id", b.GetClusterId(), "raft_index", b.GetRaftIndex(), "bytes", len(file), "tags", len(st.GetTags()))
+	s.log.Info("backup taken", "cluster_id", b.GetClusterId(), "generation", b.GetGeneration(), "raft_index", b.GetRaftIndex(), "bytes", len(file), "tags", len(st.GetTags()))
 	return file, nil
 }
 

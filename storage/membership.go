@@ -129,6 +129,7 @@ func (s *Store) status() (*seqsvrv1.ClusterStatusResponse, error) {
 		NodeId:       s.cfg.NodeID,
 		NowMs:        s.cfg.Clock.Now().UnixMilli(),
 		ClusterId:    s.fsm.ClusterID(),
+		Generation:   s.fsm.Generation(),
 	}
 	if leader != "" {
 		out.LeaderHttpAddr = s.httpAddrOf(string(leader))

@@ -96,8 +96,8 @@ func (a *app) showBackup(s backup.Summary, path string, all bool) error {
 		_, err = fmt.Fprintln(a.stdout, string(out))
 		return err
 	}
-	a.tableOut([]string{"FILE", "BYTES", "CLUSTER_ID", "TIME", "RAFT_INDEX", "TERM", "TAGS", "TOMBSTONES", "SPACES", "WORKERS"}, [][]string{{
-		path, fmt.Sprint(s.SizeBytes), s.ClusterID, s.Time.String(), u(s.RaftIndex), u(s.RaftTerm),
+	a.tableOut([]string{"FILE", "BYTES", "CLUSTER_ID", "GENERATION", "TIME", "RAFT_INDEX", "TERM", "TAGS", "TOMBSTONES", "SPACES", "WORKERS"}, [][]string{{
+		path, fmt.Sprint(s.SizeBytes), s.ClusterID, d(s.Generation), s.Time.String(), u(s.RaftIndex), u(s.RaftTerm),
 		fmt.Sprint(len(s.Tags)), fmt.Sprint(len(s.Tombstones)), fmt.Sprint(len(s.Spaces)), fmt.Sprint(s.Workers)}})
 	if !all {
 		return nil

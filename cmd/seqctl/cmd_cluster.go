@@ -17,8 +17,10 @@ import (
 
 // VERSION and LEVEL are each member's release and feature level as the
 // answering member last polled them (empty from a base-release store,
-// which reports neither); CLUSTER_VERSION is the cluster's level.
-var memberHeader = []string{"ID", "RAFT_ADDR", "HTTP_ADDR", "SUFFRAGE", "STATE", "LEADER", "VERSION", "LEVEL", "CLUSTER_VERSION"}
+// which reports neither); CLUSTER_VERSION is the cluster's level,
+// CLUSTER_ID and GENERATION its identity (the generation is 0 for a
+// cluster bootstrapped fresh and rises with every restore or recovery).
+var memberHeader = []string{"ID", "RAFT_ADDR", "HTTP_ADDR", "SUFFRAGE", "STATE", "LEADER", "VERSION", "LEVEL", "CLUSTER_VERSION", "CLUSTER_ID", "GENERATION"}
 
 func (a *app) members(st *seqsvrv1.ClusterStatusResponse) error {
 	var rows [][]string
@@ -35,7 +37,7 @@ func (a *app) members(st *seqsvrv1.ClusterStatusResponse) error {
 			cv = u(uint64(st.GetClusterVersion()))
 		}
 		rows = append(rows, []string{m.GetId(), m.GetRaftAddr(), m.GetHttpAddr(), m.GetSuffrage(), m.GetState(), leader,
-			m.GetVersion(), level, cv})
+			m.GetVersion(), level, cv, st.GetClusterId(), d(st.GetGeneration())})
 	}
 	return a.out(st, memberHeader, rows)
 }
@@ -136,7 +138,7 @@ func (a *app) status(ctx context.Context, _ []string) error {
 			if err != nil {
 				failed++
 				out.Stores = append(out.Stores, result{URL: url, Error: err.Error()})
-				storeRows = append(storeRows, []string{url, "", "unreachable: " + err.Error(), "", "", "", ""})
+				storeRows = append(storeRows, []string{url, "", "unreachable: " + err.Error(), "", "", "", "", "", ""})
 				continue
 			}
 			b, _ := pj.Marshal(st)
@@ -148,7 +150,7 @@ func (a *app) status(ctx context.Context, _ []string) error {
 				}
 			}
 			storeRows = append(storeRows, []string{url, st.GetNodeId(), state, st.GetLeaderId(), u(st.GetTerm()),
-				u(st.GetCommitIndex()), u(st.GetAppliedIndex())})
+				u(st.GetCommitIndex()), u(st.GetAppliedIndex()), st.GetClusterId(), d(st.GetGeneration())})
 		}
 	}
 	if a.g.alloc != "" {
@@ -163,7 +165,7 @@ func (a *app) status(ctx context.Context, _ []string) error {
 			if err != nil {
 				failed++
 				out.Allocs = append(out.Allocs, result{URL: urls[i], Error: err.Error()})
-				allocRows = append(allocRows, []string{urls[i], "", "unreachable: " + err.Error(), "", "", ""})
+				allocRows = append(allocRows, []string{urls[i], "", "unreachable: " + err.Error(), "", "", "", "", "", ""})
 				continue
 			}
 			st := res.Msg
@@ -180,7 +182,8 @@ func (a *app) status(ctx context.Context, _ []string) error {
 			if sq := st.GetSeq(); sq != nil {
 				lease = fmt.Sprintf("%v", sq.GetLeaseValid())
 			}
-			allocRows = append(allocRows, []string{urls[i], st.GetNodeId(), "serving", worker, lease, fmt.Sprint(len(st.GetTags()))})
+			allocRows = append(allocRows, []string{urls[i], st.GetNodeId(), "serving", worker, lease, fmt.Sprint(len(st.GetTags())),
+				st.GetClusterId(), d(st.GetClusterGeneration()), fmt.Sprint(len(st.GetFencedStores()))})
 		}
 	}
 	if a.g.output == "json" {
@@ -191,13 +194,15 @@ func (a *app) status(ctx context.Context, _ []string) error {
 		fmt.Fprintln(a.stdout, string(b))
 	} else {
 		if storeRows != nil {
-			a.tableOut([]string{"STORE", "ID", "STATE", "LEADER", "TERM", "COMMIT", "APPLIED"}, storeRows)
+			a.tableOut([]string{"STORE", "ID", "STATE", "LEADER", "TERM", "COMMIT", "APPLIED", "CLUSTER_ID", "GENERATION"}, storeRows)
 		}
 		if allocRows != nil {
 			if storeRows != nil {
 				fmt.Fprintln(a.stdout)
 			}
-			a.tableOut([]string{"ALLOC", "ID", "STATE", "WORKER", "SEQ_LEASE", "TAGS"}, allocRows)
+			// FENCED: store URLs the allocsvr refuses, as another cluster of
+			// a generation not above the one it follows.
+			a.tableOut([]string{"ALLOC", "ID", "STATE", "WORKER", "SEQ_LEASE", "TAGS", "CLUSTER_ID", "GENERATION", "FENCED"}, allocRows)
 		}
 	}
 	if failed > 0 {

@@ -61,6 +61,8 @@ func (cfg *config) restore(scfg storage.Config, logger *slog.Logger) error {
 		return fmt.Errorf("--restore %s: %w", cfg.Restore, err)
 	}
 	sum := sha256.Sum256(file)
+	// The lost cluster's generation, whichever of the two places holds it.
+	b.State.Generation = max(b.GetState().GetGeneration(), b.GetGeneration())
 	age := start.Sub(time.UnixMilli(b.GetLeaderTimeMs()))
 	st, err := cfg.prepare(b.GetState(), age, start, b.GetMaxSegmentSize(), max(b.GetWorkerLeaseTtlMs(), b.GetSeqLeaseTtlMs()), logger)
 	if err != nil {
@@ -75,6 +77,7 @@ func (cfg *config) restore(scfg storage.Config, logger *slog.Logger) error {
 		return err
 	}
 	logger.Info("restored a new cluster from a backup", "backup", cfg.Restore, "old_cluster_id", b.GetClusterId(), "cluster_id", st.GetClusterId(),
+		"old_generation", b.GetState().GetGeneration(), "generation", st.GetGeneration(),
 		"backup_time", time.UnixMilli(b.GetLeaderTimeMs()).UTC(), "age", age.Round(time.Millisecond), "raft_index", b.GetRaftIndex(),
 		"grants_from", time.UnixMilli(st.GetRestoreFenceMs()).UTC(), "took", time.Since(start).Round(time.Millisecond))
 	return nil
@@ -82,7 +85,7 @@ func (cfg *config) restore(scfg storage.Config, logger *slog.Logger) error {
 
 func (cfg *config) recover(ctx context.Context, scfg storage.Config, logger *slog.Logger) error {
 	start := time.Now()
-	var old string
+	var old, made *seqsvrv1.FSMSnapshot
 	err := storage.Recover(scfg, func(cur *seqsvrv1.FSMSnapshot) (*seqsvrv1.FSMSnapshot, error) {
 		if err := peersGone(storage.ProbePeers(ctx, scfg, cur), cfg.RecoverLost, cur, scfg.NodeID); err != nil {
 			return nil, err
@@ -90,9 +93,11 @@ func (cfg *config) recover(ctx context.Context, scfg storage.Config, logger *slo
 		if len(cfg.RecoverLost) > 0 {
 			logger.Warn("--recover: going on without members the operator named lost", "lost", cfg.RecoverLost)
 		}
-		old = cur.GetClusterId()
+		old = cur
 		age := start.Sub(time.UnixMilli(cur.GetLastNowMs()))
-		return cfg.prepare(cur, age, start, 0, 0, logger)
+		st, err := cfg.prepare(cur, age, start, 0, 0, logger)
+		made = st
+		return st, err
 	})
 	if errors.Is(err, storage.ErrDone) {
 		logger.Warn("--recover: the data dir already holds the recovered cluster; starting from it")
@@ -101,7 +106,8 @@ func (cfg *config) recover(ctx context.Context, scfg storage.Config, logger *slo
 	if err != nil {
 		return fmt.Errorf("--recover: %w", err)
 	}
-	logger.Info("recovered a one-member cluster from this member's data", "old_cluster_id", old, "took", time.Since(start).Round(time.Millisecond))
+	logger.Info("recovered a one-member cluster from this member's data", "old_cluster_id", old.GetClusterId(), "cluster_id", made.GetClusterId(),
+		"old_generation", old.GetGeneration(), "generation", made.GetGeneration(), "took", time.Since(start).Round(time.Millisecond))
 	return nil
 }
 
@@ -116,7 +122,7 @@ func (cfg *config) prepare(st *seqsvrv1.FSMSnapshot, age time.Duration, start ti
 	lease := max(time.Duration(leaseMs)*time.Millisecond, orDur(cfg.WorkerLeaseTTL, spec.DefaultWorkerLeaseTTL), orDur(cfg.SeqLeaseTTL, spec.DefaultSeqLeaseTTL))
 	out, jumps, err := recovery.Prepare(st, recovery.Options{
 		Over: over, MinJump: cfg.MinJump, MaxSegmentSize: max(maxSeg, cfg.MaxSegmentSize),
-		Start: start, LeaseWait: lease + leaseMargin, ClusterID: storage.NewClusterID(),
+		Start: start, LeaseWait: lease + leaseMargin, ClusterID: storage.NewClusterID(), Generation: start.UnixMilli(),
 	})
 	if err != nil {
 		return nil, err

@@ -12,6 +12,7 @@ type Summary struct {
 	StateVersion     uint32     `json:"state_format_version"`
 	SizeBytes        int        `json:"size_bytes"`
 	ClusterID        string     `json:"cluster_id"`
+	Generation       int64      `json:"generation"`
 	LeaderID         string     `json:"leader_id"`
 	StoreVersion     string     `json:"store_version"`
 	Time             Stamp      `json:"time"`
@@ -52,7 +53,7 @@ func Summarize(b *seqsvrv1.Backup, size int) Summary {
 	st := b.GetState()
 	s := Summary{
 		FormatVersion: FormatVersion, StateVersion: st.GetFormatVersion(), SizeBytes: size,
-		ClusterID: b.GetClusterId(), LeaderID: b.GetLeaderId(), StoreVersion: b.GetStoreVersion(),
+		ClusterID: b.GetClusterId(), Generation: max(b.GetGeneration(), st.GetGeneration()), LeaderID: b.GetLeaderId(), StoreVersion: b.GetStoreVersion(),
 		Time: Stamp(b.GetLeaderTimeMs()), TimeMs: b.GetLeaderTimeMs(), RaftIndex: b.GetRaftIndex(), RaftTerm: b.GetRaftTerm(),
 		MaxSegmentSize: b.GetMaxSegmentSize(), WorkerLeaseTTLMs: b.GetWorkerLeaseTtlMs(), SeqLeaseTTLMs: b.GetSeqLeaseTtlMs(),
 		Workers: len(st.GetWorkers()), SeqMembers: len(st.GetSeqMembers()), Members: len(st.GetMembers()),

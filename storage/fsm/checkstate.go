@@ -37,6 +37,7 @@ func CheckState(st *seqsvrv1.FSMSnapshot) []error {
 	}
 	c.nonNegative("last_now_ms", st.GetLastNowMs())
 	c.nonNegative("restore_fence_ms", st.GetRestoreFenceMs())
+	c.nonNegative("generation", st.GetGeneration())
 	workerIDs := c.layout(st.GetLayout())
 	if n := st.GetNextWorkerId(); n < 0 || (workerIDs > 0 && n > workerIDs) {
 		c.add("next_worker_id %d is outside 0..%d, the layout's worker IDs", n, workerIDs)

@@ -70,6 +70,8 @@ type fsmState struct {
 	lastNowMs           int64
 	// restoreFenceMs: no worker ID or section is granted before it.
 	restoreFenceMs int64
+	// generation is set by a restore or recovery only (generation.go).
+	generation int64
 }
 
 // New makes an empty state machine. A nil layout is the store's,

@@ -36,7 +36,7 @@ func (s *fsmSnapshot) Release() {}
 func (st *fsmState) toProto() *seqsvrv1.FSMSnapshot {
 	snap := &seqsvrv1.FSMSnapshot{Layout: proto.Clone(st.layout).(*seqsvrv1.SnowflakeLayout), NextWorkerId: st.nextWorkerID,
 		ClusterId: st.clusterID, LastIndex: st.lastIndex, LastTerm: st.lastTerm, LastNowMs: st.lastNowMs,
-		RestoreFenceMs: st.restoreFenceMs, FormatVersion: FormatVersion}
+		RestoreFenceMs: st.restoreFenceMs, FormatVersion: FormatVersion, Generation: st.generation}
 	for _, k := range sortedKeys(st.tags) {
 		t := cloneTag(st.tags[k])
 		t.Rate = cloneRate(st.tags[k].GetRate())
@@ -80,7 +80,7 @@ func stateFromProto(snap *seqsvrv1.FSMSnapshot, defaultLayout *seqsvrv1.Snowflak
 	st.nextWorkerID = snap.GetNextWorkerId()
 	st.clusterVersion = snap.GetClusterVersion()
 	st.clusterID, st.lastIndex, st.lastTerm, st.lastNowMs = snap.GetClusterId(), snap.GetLastIndex(), snap.GetLastTerm(), snap.GetLastNowMs()
-	st.restoreFenceMs = snap.GetRestoreFenceMs()
+	st.restoreFenceMs, st.generation = snap.GetRestoreFenceMs(), snap.GetGeneration()
 	for _, t := range snap.GetTags() {
 		st.tags[t.GetTag()] = t
 	}

@@ -3,6 +3,7 @@ package recovery
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -30,6 +31,11 @@ type Options struct {
 	LeaseWait time.Duration
 	// ClusterID is the new cluster's identity.
 	ClusterID string
+	// Generation is the new cluster's generation as the caller proposes it
+	// (the restore's wall clock in Unix ms); the state gets the higher of
+	// it and the lost cluster's + 1, so a restore always outranks the
+	// cluster it replaces, whatever the clocks say.
+	Generation int64
 }
 
 // routingJump is added to every space's routing_version, so allocsvrs
@@ -52,6 +58,9 @@ func Prepare(old *seqsvrv1.FSMSnapshot, o Options) (*seqsvrv1.FSMSnapshot, []Jum
 	// served: refused before anything is built from it.
 	if ps := fsm.CheckState(old); len(ps) > 0 {
 		return nil, nil, fmt.Errorf("recovery: the state breaks the store's rules: %w", errors.Join(ps...))
+	}
+	if old.GetGeneration() == math.MaxInt64 {
+		return nil, nil, fmt.Errorf("recovery: the state's generation %d leaves no higher one for a new cluster", old.GetGeneration())
 	}
 	st := proto.Clone(old).(*seqsvrv1.FSMSnapshot)
 	startMs := o.Start.UnixMilli()
@@ -84,6 +93,7 @@ func Prepare(old *seqsvrv1.FSMSnapshot, o Options) (*seqsvrv1.FSMSnapshot, []Jum
 	}
 	st.SeqMembers, st.Members, st.Requests = nil, nil, nil
 	st.ClusterId = o.ClusterID
+	st.Generation = max(o.Generation, old.GetGeneration()+1)
 	st.RestoreFenceMs = o.Start.Add(o.LeaseWait).UnixMilli()
 	return st, jumps, nil
 }
