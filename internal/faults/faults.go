@@ -20,6 +20,7 @@
 //	restore-no-jump        storesvr: --restore and --recover jump no counter (every jump computes 0)
 //	ungated-new-field      storage: reservations carry a field the base release ignores, without the cluster-version gate
 //	local-reads            storage: ListTags, ListSpaces, GetSpace and GetRouting answer from the member's own state
+//	blind-bootstrap        storage: a member without its Raft log and with --peers bootstraps at once, asking no one
 package faults
 
 import "time"
@@ -39,7 +40,17 @@ const (
 	BugRestoreNoJump       = "restore-no-jump"
 	BugUngatedNewField     = "ungated-new-field"
 	BugLocalReads          = "local-reads"
+	BugBlindBootstrap      = "blind-bootstrap"
 )
+
+// HostsEnv names a hosts file (lines "IP NAME...") whose names a faults
+// build resolves to those addresses, for the fault harness only: a
+// StatefulSet's members address each other as NAME-ORDINAL.DOMAIN, and on
+// one machine those names must reach the members' own loopback (or
+// network namespace) addresses without touching the machine's /etc/hosts
+// or DNS. Names not in the file are answered "no such host". Other builds
+// ignore it.
+const HostsEnv = "SEQSVR_FAULTS_HOSTS"
 
 // Now is the wall clock every time-reading part of the service should use
 // when it has no injected Clock: time.Now plus the skew set through the admin

@@ -13,7 +13,7 @@ func TestNormalBuildPlantsNothing(t *testing.T) {
 	}
 	t.Setenv("SEQSVR_FAULTS_BUGS", BugStaleReads)
 	for _, b := range []string{BugReserveBeforeCommit, BugStaleReads, BugNoSelfFence, BugSnapshotDropsMaxID, BugSeqNoHandoverWait,
-		BugTakeoverNoMargin, BugIgnoreRequestID, BugRestartIgnoresHWM, BugSwitchDropsCarry, BugFrontRepeatsCarry, BugRestoreNoJump, BugUngatedNewField, BugLocalReads} {
+		BugTakeoverNoMargin, BugIgnoreRequestID, BugRestartIgnoresHWM, BugSwitchDropsCarry, BugFrontRepeatsCarry, BugRestoreNoJump, BugUngatedNewField, BugLocalReads, BugBlindBootstrap} {
 		if Bug(b) {
 			t.Errorf("Bug(%q) = true in a normal build", b)
 		}
