@@ -220,6 +220,7 @@ func open(ctx, stop context.Context, p Process, srv *Server, reg *prometheus.Reg
 		env.ConnectOptions = append(env.ConnectOptions, connect.WithInterceptors(sec.auth.Interceptor()))
 	}
 	env.ServeWhileStarting = func(t routes.Table, ready func(context.Context) error) {
+		rpcm.Add(procedureNames(t)...)
 		srv.SetHandler(startingHandler(t, ready, env.ConnectOptions, sec, reg, rpcm, p.Common.MaxBodyBytes, logger))
 	}
 	if sec.tls {
