@@ -62,6 +62,7 @@ func TestConfigBootstrapAndMaxSegmentSize(t *testing.T) {
 		{"--bootstrap", "--join", "h:1"},
 		{"--max-segment-size", "0"},
 		{"--max-segment-size", "-3"},
+		{"--max-segment-size", "1099511627777"},
 		{"--worker-lease-ttl", "61m"},
 		{"--seq-lease-ttl", "87600h"},
 	} {
