@@ -31,17 +31,29 @@ func invoke[Req, Res any](ctx context.Context, c *Client, method string, req *Re
 	}
 	backoff := c.opts.BackoffInitial
 	for attempt := 1; ; attempt++ {
-		target := c.target(ctx)
-		actx, cancel := context.WithTimeout(ctx, c.opts.RequestTimeout)
-		res, err := call(c.client(target), actx, connect.NewRequest(req))
-		cancel()
+		target, err := c.target(ctx)
+		var answer error
 		if err == nil {
-			if cs, ok := any(res.Msg).(*seqsvrv1.ClusterStatusResponse); ok {
-				c.learnLeader(target, cs)
+			actx, cancel := context.WithTimeout(ctx, c.opts.RequestTimeout)
+			var res *connect.Response[Res]
+			res, err = call(c.client(target), actx, connect.NewRequest(req))
+			cancel()
+			if err == nil {
+				cs, ok := any(res.Msg).(*seqsvrv1.ClusterStatusResponse)
+				if !ok {
+					return res.Msg, nil
+				}
+				// A member of a cluster the client refuses (at the leader's
+				// address now) is not answered from: the call goes on to
+				// the others.
+				if _, err = c.learn(target, cs); err == nil {
+					return res.Msg, nil
+				}
 			}
-			return res.Msg, nil
+			answer = errs.FromConnect("store "+method, err)
+		} else {
+			answer = fmt.Errorf("store %s: %w", method, err)
 		}
-		answer := errs.FromConnect("store "+method, err)
 		retry := retryable(answer)
 		if retry {
 			// Also when the caller's deadline cut the attempt short: a
@@ -76,69 +88,42 @@ func invoke[Req, Res any](ctx context.Context, c *Client, method string, req *Re
 }
 
 // target is the member to send the next attempt to: the known leader, else
-// whoever a quick ClusterStatus round names, else the next member in turn
-// (a follower forwards writes to the leader, so that still works).
-func (c *Client) target(ctx context.Context) string {
+// the leader of the highest cluster the client may follow, as the members
+// asked at once name it (survey), else the next member in turn whose last
+// answer named that cluster (a follower forwards writes to its leader, so
+// that still works; a member not heard from may be an old one). errFenced
+// when there is none.
+func (c *Client) target(ctx context.Context) (string, error) {
 	c.mu.Lock()
 	leader := c.leader
 	c.mu.Unlock()
 	if leader != "" {
-		return leader
+		return leader, nil
 	}
-	if l := c.discover(ctx); l != "" {
-		return l
+	_, err := c.survey(ctx, false)
+	if l := c.Leader(); err == nil && l != "" {
+		return l, nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	u := c.urls[c.next%len(c.urls)].String()
-	c.next++
-	return u
-}
-
-// discover asks the members, one at a time starting with the next in turn,
-// who leads. It stops at the first answer, which may name no leader (an
-// election is on).
-func (c *Client) discover(ctx context.Context) string {
-	c.mu.Lock()
-	start := c.next
-	c.mu.Unlock()
-	for i := range c.urls {
-		if ctx.Err() != nil {
-			return ""
+	for range c.urls {
+		u := c.urls[c.next%len(c.urls)].String()
+		c.next++
+		// Before any cluster is known (or from stores that name none) any
+		// member will do, as it always did.
+		if c.live[u] || !c.followed.Known() {
+			return u, nil
 		}
-		u := c.urls[(start+i)%len(c.urls)].String()
-		actx, cancel := context.WithTimeout(ctx, c.opts.RequestTimeout)
-		res, err := c.client(u).ClusterStatus(actx, connect.NewRequest(&seqsvrv1.ClusterStatusRequest{}))
-		cancel()
-		if err != nil {
-			continue
-		}
-		return c.learnLeader(u, res.Msg)
 	}
-	return ""
+	if err == nil {
+		err = fmt.Errorf("%w: no member names a leader", errFenced)
+	}
+	return "", err
 }
 
 // learnLeader records the leader named by the member at from. An address
 // with an unspecified host (":7001", "0.0.0.0:7001") takes from's host.
 func (c *Client) learnLeader(from string, cs *seqsvrv1.ClusterStatusResponse) string {
-	if id := cs.GetClusterId(); id != "" {
-		c.mu.Lock()
-		was, hooks := c.clusterID, c.onChange
-		c.clusterID = id
-		c.mu.Unlock()
-		if was != "" && was != id {
-			c.log.Warn("the store's cluster ID changed: it was restored or recovered; taking over as a new member", "was", was, "now", id)
-			// Off the caller's goroutine: a hook takes its component's locks,
-			// and this call may come from code holding them.
-			go func() {
-				c.hookMu.Lock()
-				defer c.hookMu.Unlock()
-				for _, f := range hooks {
-					f(was, id)
-				}
-			}()
-		}
-	}
 	addr := cs.GetLeaderHttpAddr()
 	if addr == "" {
 		return ""

@@ -54,6 +54,10 @@ type Options struct {
 	// configuration from tlsconf.Client with a CA file follows that file:
 	// new connections trust the CA it holds now.
 	TLS *tls.Config
+	// DataDir, when set, is where the client remembers the store cluster
+	// it follows (store-cluster.json), so that after a restart it still
+	// refuses every cluster that one outranked.
+	DataDir string
 }
 
 // Client calls the store cluster. It sends each call to the member it
@@ -72,33 +76,40 @@ type Client struct {
 	clients map[string]seqsvrv1connect.StoreServiceClient
 	leader  string // base URL of the believed leader; "" if unknown
 	next    int    // round-robin position among urls while no leader is known
-	// clusterID is the store's cluster ID from the last ClusterStatus
-	// answer that carried one.
-	clusterID string
-	// onChange are called when the cluster ID changes (OnClusterChange),
-	// one change at a time (hookMu).
+	// followed is the store cluster the client follows: the highest
+	// (generation, cluster ID) seen, never one below it (identity.go).
+	followed Identity
+	// fenced: members whose last answer named a cluster the client
+	// refuses, by URL; fencedAnswers counts such answers.
+	fenced        map[string]Identity
+	fencedAnswers uint64
+	// live: members whose last answer named the followed cluster; only
+	// they take a call while no leader is known.
+	live map[string]bool
+	// followMu orders changes of followed with their durable record.
+	followMu sync.Mutex
+	// onChange are called when the followed cluster changes
+	// (OnClusterChange), one change at a time (hookMu).
 	onChange []func(was, now string)
 	hookMu   sync.Mutex
 }
 
-// OnClusterChange registers f to be called each time a ClusterStatus
-// answer carries a cluster ID other than the one known before: the store
-// was restored from a backup or recovered after a quorum loss, and its
-// leases and owners start over. The first ID learned is not a change. f
-// runs on a goroutine of its own, after the call that learned the change
-// has been answered, one change at a time.
+// OnClusterChange registers f to be called each time the client starts
+// following another cluster: a member answered a cluster ID other than
+// the followed one with a higher generation, so the store was restored
+// from a backup or recovered after a quorum loss, and its leases and
+// owners start over. The first cluster learned is not a change, unless
+// Options.DataDir remembered another one. f runs on a goroutine of its
+// own, one change at a time.
 func (c *Client) OnClusterChange(f func(was, now string)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.onChange = append(c.onChange, f)
 }
 
-// ClusterID is the store's cluster ID as last seen in a ClusterStatus
-// answer ("" before the first).
+// ClusterID is the followed cluster's ID ("" before the first).
 func (c *Client) ClusterID() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.clusterID
+	return c.Followed().ClusterID
 }
 
 // New returns a client for the store members at urls (base URLs
@@ -107,7 +118,7 @@ func New(urls []string, opts Options) (*Client, error) {
 	if len(urls) == 0 {
 		return nil, fmt.Errorf("%w: no store URLs", errs.InvalidArgument)
 	}
-	c := &Client{opts: opts, clients: map[string]seqsvrv1connect.StoreServiceClient{}}
+	c := &Client{opts: opts, clients: map[string]seqsvrv1connect.StoreServiceClient{}, fenced: map[string]Identity{}, live: map[string]bool{}}
 	for _, raw := range urls {
 		raw = strings.TrimSpace(raw)
 		if raw == "" {
@@ -150,6 +161,14 @@ func New(urls []string, opts Options) (*Client, error) {
 	}
 	if c.opts.RetryBudget <= 0 {
 		c.opts.RetryBudget = d.RetryBudget
+	}
+	followed, err := loadFollowed(c.opts.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	c.followed = followed
+	if followed.Known() {
+		c.log.Info("remembered store cluster: refusing any other of a generation not above it", "cluster_id", followed.ClusterID, "generation", followed.Generation)
 	}
 	return c, nil
 }

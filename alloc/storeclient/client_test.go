@@ -25,18 +25,20 @@ import (
 // for the store client's unit tests only: one member leads, the others
 // refuse with unavailable (no forwarding), so the client must follow.
 type fakeCluster struct {
-	mu        sync.Mutex
-	leader    int // -1: no leader
-	nodes     []*httptest.Server
-	addrStyle func(u string) string // how leader_http_addr is spelled
-	maxID     map[string]int64
-	byReq     map[string]*seqsvrv1.Segment
-	commits   int
-	loseReply bool
-	hang      int            // a member whose ReserveSegment hangs until wake closes; -1 none
-	wake      chan struct{}  // closed when the test ends
-	calls     map[string]int // "node/method" -> count
-	clusterID string         // what ClusterStatus reports
+	mu         sync.Mutex
+	leader     int // -1: no leader
+	nodes      []*httptest.Server
+	addrStyle  func(u string) string // how leader_http_addr is spelled
+	maxID      map[string]int64
+	byReq      map[string]*seqsvrv1.Segment
+	commits    int
+	loseReply  bool
+	hang       int            // a member whose ReserveSegment hangs until wake closes; -1 none
+	wake       chan struct{}  // closed when the test ends
+	calls      map[string]int // "node/method" -> count
+	clusterID  string         // what ClusterStatus reports
+	generation int64          // and its generation
+	down       bool           // every call answers unavailable
 }
 
 type fakeNode struct {
@@ -81,7 +83,7 @@ func (c *fakeCluster) count(node int, method string) int {
 // enter records a call and refuses it unless this node leads.
 func (n *fakeNode) enter(method string) error {
 	n.c.calls[fmt.Sprintf("%d/%s", n.i, method)]++
-	if n.c.leader != n.i {
+	if n.c.leader != n.i || n.c.down {
 		return connect.NewError(connect.CodeUnavailable, errors.New("not the leader"))
 	}
 	return nil
@@ -91,7 +93,10 @@ func (n *fakeNode) ClusterStatus(context.Context, *connect.Request[seqsvrv1.Clus
 	n.c.mu.Lock()
 	defer n.c.mu.Unlock()
 	n.c.calls[fmt.Sprintf("%d/ClusterStatus", n.i)]++
-	res := &seqsvrv1.ClusterStatusResponse{NodeId: fmt.Sprint(n.i), ClusterId: n.c.clusterID}
+	if n.c.down {
+		return nil, connect.NewError(connect.CodeUnavailable, errors.New("starting"))
+	}
+	res := &seqsvrv1.ClusterStatusResponse{NodeId: fmt.Sprint(n.i), ClusterId: n.c.clusterID, Generation: n.c.generation}
 	if n.c.leader >= 0 {
 		res.LeaderId = fmt.Sprint(n.c.leader)
 		res.LeaderHttpAddr = n.c.addrStyle(n.c.nodes[n.c.leader].URL)
@@ -228,9 +233,9 @@ func TestClientFindsAndFollowsLeader(t *testing.T) {
 	}
 }
 
-// A cluster ID other than the one known is reported once to every
-// OnClusterChange hook, with both IDs; the first ID learned and the same
-// ID again are not changes.
+// A cluster ID other than the one known, of a higher generation, is
+// reported once to every OnClusterChange hook, with both IDs; the first
+// ID learned and the same ID again are not changes.
 func TestClientReportsClusterChange(t *testing.T) {
 	ctx := testCtx(t)
 	fc := newFakeCluster(t, 2)
@@ -260,7 +265,7 @@ func TestClientReportsClusterChange(t *testing.T) {
 		t.Fatalf("cluster ID %q, changes %v; want old and none", c.ClusterID(), changes())
 	}
 	fc.mu.Lock()
-	fc.clusterID = "new"
+	fc.clusterID, fc.generation = "new", 1_800_000_000_000
 	fc.mu.Unlock()
 	for range 2 {
 		if _, err := c.ClusterStatus(ctx); err != nil {
