@@ -68,6 +68,11 @@ type Config struct {
 	// Clock is read for the time put into every command and into
 	// ClusterStatus (default clock.System()).
 	Clock clock.Clock
+	// ClusterVersionHold, when not 0, is the level above which the cluster
+	// version is not raised while this member is in the cluster (and the
+	// leader sees it): an upgrade's rollback stays possible until the
+	// operator lifts it. Every member reports its own in ClusterStatus.
+	ClusterVersionHold uint32
 	// OnBackup, when set, is called with the time each time this member
 	// answers a whole Backup stream (taken here as the leader, or relayed).
 	OnBackup func(answered time.Time)

@@ -32,6 +32,7 @@ const versionPollInterval = 2 * time.Second
 type memberVersion struct {
 	version string
 	level   uint32
+	hold    uint32 // its --cluster-version-hold, 0 for none
 }
 
 // versionBook holds the members' last answers, by node ID.
@@ -39,6 +40,7 @@ type versionBook struct {
 	mu   sync.Mutex
 	m    map[string]memberVersion
 	errs map[string]string // the last poll error by node ID, "" after an answer
+	held [2]uint32         // the hold and level noteHold last logged
 }
 
 func (b *versionBook) set(id string, v memberVersion) {
@@ -75,6 +77,18 @@ func (b *versionBook) noteErr(log *slog.Logger, id string, err error) {
 	}
 }
 
+// noteHold logs, once per hold and level, that a hold keeps the cluster
+// version below the level every member supports.
+func (b *versionBook) noteHold(log *slog.Logger, by string, hold, target uint32) {
+	b.mu.Lock()
+	seen := b.held == [2]uint32{hold, target}
+	b.held = [2]uint32{hold, target}
+	b.mu.Unlock()
+	if !seen {
+		log.Info("cluster version held: every member supports a higher level", "hold", hold, "held_by", by, "supported", target)
+	}
+}
+
 func (b *versionBook) get(id string) (memberVersion, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -89,7 +103,7 @@ func (s *Store) ownVersion() memberVersion {
 	if o := s.levelOverride.Load(); o != 0 {
 		l = o
 	}
-	return memberVersion{version: version.String(), level: l}
+	return memberVersion{version: version.String(), level: l, hold: s.cfg.ClusterVersionHold}
 }
 
 // versionLoop polls the other members and, on the leader, raises the
@@ -146,6 +160,7 @@ func (s *Store) pollVersions() map[string]memberVersion {
 			continue
 		}
 		v := selfReported(id, res.Msg)
+		v.hold = res.Msg.GetClusterVersionHold()
 		s.versions.set(id, v)
 		fresh[id] = v
 	}
@@ -203,12 +218,32 @@ func (s *Store) raiseClusterVersion(ctx context.Context, fresh map[string]member
 	if target == 0 {
 		return nil
 	}
+	if hold, by := heldAt(s.cfg.NodeID, s.ownVersion(), fresh); hold != 0 && target > hold {
+		if hold <= current {
+			s.versions.noteHold(s.log, by, hold, target)
+			return nil
+		}
+		target = hold
+	}
 	cmd := &seqsvrv1.Command{Cmd: &seqsvrv1.Command_Noop{Noop: &seqsvrv1.NoopCommand{ClusterVersion: target}}}
 	if _, err := s.propose(ctx, cmd); err != nil {
 		return err
 	}
 	s.log.Info("cluster version raised", "from", current, "to", target)
 	return nil
+}
+
+// heldAt is the lowest --cluster-version-hold among this member (self,
+// own) and the members that answered this round, and who set it; 0 when
+// none holds. Any member's hold binds whichever member leads.
+func heldAt(self string, own memberVersion, fresh map[string]memberVersion) (hold uint32, by string) {
+	hold, by = own.hold, self
+	for id, v := range fresh {
+		if v.hold != 0 && (hold == 0 || v.hold < hold || v.hold == hold && id < by) {
+			hold, by = v.hold, id
+		}
+	}
+	return hold, by
 }
 
 // requireLevel refuses what needs cluster version n while the cluster is
@@ -226,6 +261,7 @@ func (s *Store) requireLevel(n uint32) error {
 // ClusterStatus answer.
 func (s *Store) fillVersions(out *seqsvrv1.ClusterStatusResponse) {
 	out.ClusterVersion = s.fsm.ClusterVersion()
+	out.ClusterVersionHold = s.cfg.ClusterVersionHold
 	for _, m := range out.GetMembers() {
 		v, ok := s.versions.get(m.GetId())
 		if m.GetId() == s.cfg.NodeID {

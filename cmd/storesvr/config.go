@@ -10,7 +10,6 @@ import (
 	"github.com/seqsvr/seqsvr/internal/raftconf"
 	"github.com/seqsvr/seqsvr/internal/spec"
 	"github.com/seqsvr/seqsvr/storage"
-	"github.com/seqsvr/seqsvr/storage/fsm"
 )
 
 // config is everything storesvr reads from flags and SEQSVR_* variables.
@@ -33,6 +32,7 @@ type config struct {
 	memberSecurity
 	restoreFlags
 	ordinal
+	versionHold
 
 	serve.Common
 }
@@ -80,6 +80,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	})
 	c.memberSecurity.register(fs)
 	c.ordinal.register(fs)
+	c.versionHold.register(fs)
 	c.Common.Register(fs)
 	if err := serve.Parse(fs, args, getenv); err != nil {
 		return nil, err
@@ -96,8 +97,8 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	if c.DataDir == "" {
 		errs = append(errs, errors.New("--data-dir is required"))
 	}
-	if c.MaxSegmentSize < 1 || c.MaxSegmentSize > fsm.MaxStepLimit {
-		errs = append(errs, fmt.Errorf("--max-segment-size must be 1..%d (a backup's bound)", fsm.MaxStepLimit))
+	if c.MaxSegmentSize < 1 {
+		errs = append(errs, errors.New("--max-segment-size must be at least 1"))
 	}
 	// A backup carries these, and a restore waits out the longest before
 	// granting worker IDs and sections: the bound a restore checks a

@@ -60,6 +60,7 @@ func (cfg *config) open(ctx context.Context, env serve.Env) (*serve.App, error) 
 		RequestRecordLimit: cfg.RequestRecordLimit,
 		WorkerLeaseTTL:     cfg.WorkerLeaseTTL,
 		WorkerRetention:    cfg.WorkerRetention,
+		ClusterVersionHold: cfg.ClusterVersionHold,
 		SeqLeaseTTL:        cfg.SeqLeaseTTL,
 		RaftTLS:            raftTLS,
 		HTTPClient:         client,

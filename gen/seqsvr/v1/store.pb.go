@@ -1145,9 +1145,14 @@ type ClusterStatusResponse struct {
 	// by every restore or recovery (see FSMSnapshot.generation). Allocsvrs
 	// follow the highest (generation, cluster_id) among the members they
 	// know.
-	Generation    int64 `protobuf:"varint,11,opt,name=generation,proto3" json:"generation,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Generation int64 `protobuf:"varint,11,opt,name=generation,proto3" json:"generation,omitempty"`
+	// The answering member's --cluster-version-hold: the level above which
+	// the leader does not raise the cluster version while any member holds
+	// it (0: no hold), so that a rollback to the previous release stays
+	// possible until the operator lifts it.
+	ClusterVersionHold uint32 `protobuf:"varint,12,opt,name=cluster_version_hold,json=clusterVersionHold,proto3" json:"cluster_version_hold,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *ClusterStatusResponse) Reset() {
@@ -1253,6 +1258,13 @@ func (x *ClusterStatusResponse) GetClusterVersion() uint32 {
 func (x *ClusterStatusResponse) GetGeneration() int64 {
 	if x != nil {
 		return x.Generation
+	}
+	return 0
+}
+
+func (x *ClusterStatusResponse) GetClusterVersionHold() uint32 {
+	if x != nil {
+		return x.ClusterVersionHold
 	}
 	return 0
 }
@@ -2699,7 +2711,7 @@ const file_seqsvr_v1_store_proto_rawDesc = "" +
 	"\bsuffrage\x18\x04 \x01(\tR\bsuffrage\x12\x14\n" +
 	"\x05state\x18\x05 \x01(\tR\x05state\x12\x18\n" +
 	"\aversion\x18\x06 \x01(\tR\aversion\x12\x14\n" +
-	"\x05level\x18\a \x01(\rR\x05level\"\xff\x02\n" +
+	"\x05level\x18\a \x01(\rR\x05level\"\xb1\x03\n" +
 	"\x15ClusterStatusResponse\x12\x1b\n" +
 	"\tleader_id\x18\x01 \x01(\tR\bleaderId\x12+\n" +
 	"\amembers\x18\x02 \x03(\v2\x11.seqsvr.v1.MemberR\amembers\x12\x12\n" +
@@ -2715,7 +2727,8 @@ const file_seqsvr_v1_store_proto_rawDesc = "" +
 	" \x01(\rR\x0eclusterVersion\x12\x1e\n" +
 	"\n" +
 	"generation\x18\v \x01(\x03R\n" +
-	"generation\"\x95\x01\n" +
+	"generation\x120\n" +
+	"\x14cluster_version_hold\x18\f \x01(\rR\x12clusterVersionHold\"\x95\x01\n" +
 	"\x10AddMemberRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\traft_addr\x18\x02 \x01(\tR\braftAddr\x12\x1b\n" +
