@@ -10,6 +10,7 @@ import (
 	"github.com/seqsvr/seqsvr/internal/raftconf"
 	"github.com/seqsvr/seqsvr/internal/spec"
 	"github.com/seqsvr/seqsvr/storage"
+	"github.com/seqsvr/seqsvr/storage/fsm"
 )
 
 // config is everything storesvr reads from flags and SEQSVR_* variables.
@@ -97,8 +98,8 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	if c.DataDir == "" {
 		errs = append(errs, errors.New("--data-dir is required"))
 	}
-	if c.MaxSegmentSize < 1 {
-		errs = append(errs, errors.New("--max-segment-size must be at least 1"))
+	if c.MaxSegmentSize < 1 || c.MaxSegmentSize > fsm.MaxStepLimit {
+		errs = append(errs, fmt.Errorf("--max-segment-size must be 1..%d (a backup's bound)", fsm.MaxStepLimit))
 	}
 	// A backup carries these, and a restore waits out the longest before
 	// granting worker IDs and sections: the bound a restore checks a
