@@ -224,7 +224,7 @@ breaking: $(BUF) ## buf breaking: the proto against the base release's (jepsen/u
 # RELEASE_PLATFORMS entry, with SHA256SUMS; dist/VERSION/NAME-VERSION-OS-ARCH.
 RELEASE_PLATFORMS := linux/amd64 linux/arm64
 DIST := dist/$(VERSION)
-K8S_WORKLOADS := deploy/kubernetes/storesvr/storesvr.yaml deploy/kubernetes/allocsvr/allocsvr.yaml
+K8S_WORKLOADS := deploy/kubernetes/storesvr/storesvr.yaml deploy/kubernetes/allocsvr/allocsvr.yaml deploy/kubernetes/backup/backup.yaml
 
 .PHONY: release
 release: ## make release VERSION=x.y.z: static storesvr, allocsvr, seqctl for linux/amd64 and arm64 into dist/VERSION, with SHA256SUMS; pins the Kubernetes manifests' image

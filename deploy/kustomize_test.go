@@ -14,6 +14,7 @@ import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -28,6 +29,7 @@ var kustomizations = []struct{ dir, app string }{
 	{"storesvr", "storesvr"},
 	{"allocsvr", "allocsvr"},
 	{"monitoring", ""},
+	{"backup", "seqsvr-backup"},
 }
 
 // kustomization is the one form a kustomization.yaml here may take: a
@@ -131,6 +133,8 @@ func checkSelfContained(t *testing.T, m *manifests, dir string) {
 			}
 		case *appsv1.Deployment:
 			pod = &w.Spec.Template.Spec
+		case *batchv1.CronJob:
+			pod = &w.Spec.JobTemplate.Spec.Template.Spec
 		case *autoscalingv2.HorizontalPodAutoscaler:
 			if !has(w.Spec.ScaleTargetRef.Kind, w.Spec.ScaleTargetRef.Name) {
 				t.Errorf("%s: HPA %s scales %s %s, not in the same kustomization", dir, w.Name, w.Spec.ScaleTargetRef.Kind, w.Spec.ScaleTargetRef.Name)
@@ -140,6 +144,9 @@ func checkSelfContained(t *testing.T, m *manifests, dir string) {
 			for _, v := range pod.Volumes {
 				if v.Secret != nil && !secret(v.Secret.SecretName) {
 					t.Errorf("%s: %s mounts Secret %s, which secrets.example.yaml does not describe", dir, meta.Name, v.Secret.SecretName)
+				}
+				if c := v.PersistentVolumeClaim; c != nil && !has("PersistentVolumeClaim", c.ClaimName) {
+					t.Errorf("%s: %s mounts PVC %s, not in the same kustomization", dir, meta.Name, c.ClaimName)
 				}
 			}
 		}
@@ -186,6 +193,10 @@ func objectMeta(o any) metav1.ObjectMeta {
 		return o.ObjectMeta
 	case *monitoringv1.PrometheusRule:
 		return o.ObjectMeta
+	case *batchv1.CronJob:
+		return o.ObjectMeta
+	case *corev1.PersistentVolumeClaim:
+		return o.ObjectMeta
 	}
 	panic(fmt.Sprintf("objectMeta: %T", o))
 }
@@ -221,6 +232,12 @@ func TestImagesPinned(t *testing.T) {
 	}
 	for _, d := range m.deploys {
 		pods = append(pods, d.Spec.Template.Spec)
+	}
+	for _, j := range m.cronJobs {
+		pods = append(pods, j.Spec.JobTemplate.Spec.Template.Spec)
+	}
+	if len(pods) < 3 {
+		t.Fatalf("%d pod templates", len(pods))
 	}
 	for _, p := range pods {
 		for _, c := range append(slices.Clone(p.InitContainers), p.Containers...) {

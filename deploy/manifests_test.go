@@ -14,6 +14,7 @@ import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,6 +35,8 @@ type manifests struct {
 	hpas       []*autoscalingv2.HorizontalPodAutoscaler
 	monitors   []*monitoringv1.ServiceMonitor
 	rules      []*monitoringv1.PrometheusRule
+	cronJobs   []*batchv1.CronJob
+	pvcs       []*corev1.PersistentVolumeClaim
 	files      []string         // paths under kubernetes/
 	objects    map[string][]any // the objects of each file
 }
@@ -73,6 +76,10 @@ func decodeDoc(doc []byte) (any, error) {
 		obj = &monitoringv1.ServiceMonitor{}
 	case "monitoring.coreos.com/v1/PrometheusRule":
 		obj = &monitoringv1.PrometheusRule{}
+	case "batch/v1/CronJob":
+		obj = &batchv1.CronJob{}
+	case "v1/PersistentVolumeClaim":
+		obj = &corev1.PersistentVolumeClaim{}
 	default:
 		return nil, fmt.Errorf("%s %s: not a kind these tests know", tm.APIVersion, tm.Kind)
 	}
@@ -131,6 +138,10 @@ func readManifests(t *testing.T) *manifests {
 				m.monitors = append(m.monitors, o)
 			case *monitoringv1.PrometheusRule:
 				m.rules = append(m.rules, o)
+			case *batchv1.CronJob:
+				m.cronJobs = append(m.cronJobs, o)
+			case *corev1.PersistentVolumeClaim:
+				m.pvcs = append(m.pvcs, o)
 			}
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -23,8 +24,11 @@ func init() {
 	commands = append(commands,
 		command{path: "backup inspect", args: "FILE", summary: "show what a backup file holds (exit 1 if it is corrupt, truncated, of a newer format, or breaks the store's rules, naming each problem)", min: 1, max: 1,
 			setup: noFlags(func(a *app, _ context.Context, args []string) error { return a.inspectBackup(args[0]) })},
-		command{path: "backup", args: "FILE", summary: "write a consistent backup of the store, taken on the leader (role admin)", min: 1, max: 1,
-			setup: noFlags(func(a *app, ctx context.Context, args []string) error { return a.backup(ctx, args[0]) })},
+		command{path: "backup", args: "FILE|DIR/", summary: "write a consistent backup of the store, taken on the leader (role admin); into DIR/, a file named by the time, the newest --keep kept", min: 1, max: 1,
+			setup: func(fs *flag.FlagSet) runFunc {
+				keep := fs.Int("keep", 0, "with DIR/: remove the oldest backups of DIR beyond the newest N, once this one is written (0: keep all)")
+				return func(a *app, ctx context.Context, args []string) error { return a.backupTo(ctx, args[0], *keep) }
+			}},
 	)
 }
 
