@@ -45,17 +45,20 @@ func (s *Store) addMember(ctx context.Context, r *seqsvrv1.AddMemberRequest) (*s
 			return nil, fmt.Errorf("%w: Raft address %s is used by member %s; remove it first", errs.InvalidArgument, r.GetRaftAddr(), srv.ID)
 		}
 	}
-	if held != nil && r.GetId() == s.cfg.NodeID {
-		return nil, fmt.Errorf("%w: %s is this leader, which is running", ErrMemberHeld, r.GetId())
-	}
 	// Replacing or moving an entry is right for a member that lost its
 	// state or restarted elsewhere, and a hijack of a live one (two
-	// processes with one Raft ID): something still accepting at the
-	// entry's address means its holder lives.
+	// processes with one Raft ID): a holder still running at the entry's
+	// address (heldLive) refuses it.
 	moved := held != nil && string(held.Address) != r.GetRaftAddr()
-	if (moved || held != nil && r.GetReplace()) && raftAddrLive(ctx, held.Address) {
-		return nil, fmt.Errorf("%w: %s at Raft address %s (asked for %s); stop that process and RemoveMember %s first, or give this one its own --node-id",
-			ErrMemberHeld, r.GetId(), held.Address, r.GetRaftAddr(), r.GetId())
+	if moved || held != nil && r.GetReplace() {
+		live, err := s.heldLive(ctx, *held, r)
+		if err != nil {
+			return nil, err
+		}
+		if live {
+			return nil, fmt.Errorf("%w: %s at Raft address %s (asked for %s); stop that process and RemoveMember %s first, or give this one its own --node-id",
+				ErrMemberHeld, r.GetId(), held.Address, r.GetRaftAddr(), r.GetId())
+		}
 	}
 	switch {
 	case held != nil && (moved || r.GetReplace()):
