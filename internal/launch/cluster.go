@@ -47,6 +47,14 @@ type Options struct {
 	// client certificates and Raft over mutual TLS; nil runs plain HTTP
 	// without tokens.
 	Security *Security
+	// Ordinal runs the stores in the StatefulSet mode with this
+	// --ordinal-domain (faults builds only): store i is pod store-(i-1)
+	// (OrdinalHostnameEnv), the stores listen on one HTTP and one Raft
+	// port, each on an address of its own (OrdinalHost, or its
+	// namespace's), and every process resolves OrdinalName through a
+	// hosts file under Dir (faults.HostsEnv). Proc.HTTPAddr keeps the
+	// address, for the harness's own calls.
+	Ordinal string
 	// DataDirTmpfs, when non-zero, puts each store's and allocsvr's data
 	// dir on a tmpfs of that many bytes (Launch mounts, Close unmounts),
 	// so a disk-full fault (Fill) fills that and not the machine's disk.
@@ -86,6 +94,9 @@ func New(opts Options) (*Cluster, error) {
 		opts.StoreRaftBase = cmp.Or(opts.StoreRaftBase, 7100)
 		opts.AllocHTTPBase = cmp.Or(opts.AllocHTTPBase, 8080)
 	}
+	if opts.Ordinal != "" {
+		opts.Env = append(slices.Clone(opts.Env), ordinalEnv(opts.Dir))
+	}
 	c := &Cluster{opts: opts, http: &http.Client{Timeout: 5 * time.Second}}
 	c.client = c.http
 	if sec := opts.Security; sec != nil {
@@ -100,20 +111,31 @@ func New(opts Options) (*Cluster, error) {
 		opts.AllocArgs = append(sec.allocArgs(), opts.AllocArgs...)
 		c.opts = opts
 	}
+	var ordinalHTTP, ordinalRaft int // the StatefulSet mode's ports: store 1's
 	for i := 1; i <= opts.Stores; i++ {
 		name := "s" + strconv.Itoa(i)
 		host := c.host(name)
 		hp, rp := opts.StoreHTTPBase+i, opts.StoreRaftBase+i
-		var err error
-		if opts.StoreHTTPBase == 0 {
-			if hp, err = FreePort(host); err != nil {
-				return nil, err
-			}
+		if opts.Ordinal != "" && opts.Host == nil {
+			host = OrdinalHost(i)
 		}
-		if opts.StoreRaftBase == 0 {
-			if rp, err = FreePort(host); err != nil {
-				return nil, err
+		var err error
+		switch {
+		case opts.Ordinal != "" && i > 1:
+			// One port for every pod, as in a StatefulSet.
+			hp, rp = ordinalHTTP, ordinalRaft
+		default:
+			if opts.StoreHTTPBase == 0 {
+				if hp, err = FreePort(host); err != nil {
+					return nil, err
+				}
 			}
+			if opts.StoreRaftBase == 0 {
+				if rp, err = FreePort(host); err != nil {
+					return nil, err
+				}
+			}
+			ordinalHTTP, ordinalRaft = hp, rp
 		}
 		p := c.newProc(name, KindStore, host, hp)
 		p.RaftAddr = net.JoinHostPort(host, strconv.Itoa(rp))
@@ -121,7 +143,17 @@ func New(opts Options) (*Cluster, error) {
 			p.JoinTokenFile = opts.Security.AdminTokenFile
 		}
 		p.ExtraArgs = append([]string{}, opts.StoreArgs...)
+		if opts.Ordinal != "" {
+			p.NodeID = OrdinalNodeID(i)
+			p.Ordinal, p.OrdinalInitial = opts.Ordinal, opts.Stores
+			p.Env = append(p.Env, OrdinalHostnameEnv+"="+p.NodeID)
+		}
 		c.Stores = append(c.Stores, p)
+	}
+	if opts.Ordinal != "" {
+		if err := writeOrdinalHosts(opts.Dir, opts.Ordinal, c.Stores); err != nil {
+			return nil, err
+		}
 	}
 	peers := PeersFlag(c.Stores)
 	for _, s := range c.Stores {

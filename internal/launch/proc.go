@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -49,6 +50,12 @@ type Proc struct {
 	// TLS: the process serves HTTPS (Options.Security); allocsvrs then
 	// advertise an https:// URL to each other.
 	TLS bool
+	// Ordinal (stores) is the StatefulSet mode's --ordinal-domain: the
+	// process derives its node ID, addresses and --peers from its
+	// hostname (NodeID, through HostnameEnv) instead of being given them;
+	// OrdinalInitial is --ordinal-initial. Join, when set, wins.
+	Ordinal        string
+	OrdinalInitial int
 	// JoinTokenFile (stores, secure mode) is passed as --join-token-file,
 	// with --join or --peers: joining a cluster with auth needs role
 	// admin, and a member's own calls to the others that carry no
@@ -80,7 +87,10 @@ func (p *Proc) Args() []string {
 	switch p.Kind {
 	case KindStore:
 		args = append(args, "--raft-addr", p.RaftAddr)
-		if p.Join != "" {
+		if p.Ordinal != "" && p.Join == "" {
+			// Only the ports of --http-addr and --raft-addr count.
+			args = append(args[2:], "--ordinal-domain", p.Ordinal, "--ordinal-initial", strconv.Itoa(p.OrdinalInitial))
+		} else if p.Join != "" {
 			args = append(args, "--join", p.Join)
 		} else if p.Peers != "" {
 			args = append(args, "--peers", p.Peers)

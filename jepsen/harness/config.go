@@ -65,6 +65,11 @@ type Config struct {
 	Plain bool
 	// LeaseTTL is the stores' --worker-lease-ttl.
 	LeaseTTL time.Duration
+	// Ordinal runs the stores in the StatefulSet mode under this
+	// --ordinal-domain (launch.Options.Ordinal): each derives its node
+	// ID, addresses and --peers from its pod name, and a restart (the
+	// lost-disk fault's) passes the same flags again.
+	Ordinal string
 	// DataDirTmpfs puts every data dir on a tmpfs of this many bytes
 	// (launch.Options.DataDirTmpfs), for the disk-full faults; 0: none.
 	DataDirTmpfs int64

@@ -76,6 +76,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		AllocArgs:    append(append([]string{"--max-step", strconv.Itoa(allocMaxStep)}, allocLease...), cfg.AllocArgs...),
 		Logf:         cfg.Logf,
 		DataDirTmpfs: cfg.DataDirTmpfs,
+		Ordinal:      cfg.Ordinal,
 	}
 	if cfg.SeqWorkers > 0 {
 		opts.StoreArgs = append(opts.StoreArgs, seqStoreArgs(cfg)...)
@@ -117,6 +118,16 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if net != nil {
 			for _, name := range names {
 				hosts = append(hosts, net.Host(name))
+			}
+		}
+		if cfg.Ordinal != "" {
+			// The members call each other by name, and by address
+			// without namespaces (launch.OrdinalHost).
+			for i := 1; i <= cfg.Stores; i++ {
+				hosts = append(hosts, launch.OrdinalName(i, cfg.Ordinal))
+				if net == nil {
+					hosts = append(hosts, launch.OrdinalHost(i))
+				}
 			}
 		}
 		if opts.Security, err = launch.NewSecurity(filepath.Join(out, "tls"), hosts...); err != nil {

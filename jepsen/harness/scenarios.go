@@ -10,6 +10,7 @@ import (
 	"github.com/seqsvr/seqsvr/internal/spec"
 	"github.com/seqsvr/seqsvr/jepsen/checker"
 	"github.com/seqsvr/seqsvr/jepsen/history"
+	"github.com/seqsvr/seqsvr/jepsen/nemesis"
 )
 
 var (
@@ -52,7 +53,10 @@ func Full(d time.Duration, withPartitions bool) []Config {
 		{Name: "kills", Faults: cat(storeKills, []string{"kill-alloc-slow", "operator"}), GapLo: 50 * time.Millisecond, GapHi: 300 * time.Millisecond},
 		{Name: "pauses", Faults: cat(storePauses, []string{"pause-alloc"}), GapLo: 50 * time.Millisecond, GapHi: 300 * time.Millisecond},
 		{Name: "clock", Faults: []string{"clock-jump-alloc", "clock-back-restart", "kill-follower"}, GapLo: 20 * time.Millisecond, GapHi: 150 * time.Millisecond},
-		{Name: "membership", Faults: []string{"member-replace", "kill-follower", "pause-follower", "twin-takeover"}, Partitions: withPartitions},
+		// membership: members removed, wiped and re-joined, and members
+		// losing their disk and restarted with --peers (or, once replaced,
+		// the --join they were re-joined with).
+		{Name: "membership", Faults: []string{"member-replace", nemesis.LoseDisk, "kill-follower", "pause-follower", "twin-takeover"}, Partitions: withPartitions},
 	}
 	if withPartitions {
 		out = append(out, Config{Name: "partitions", Faults: cat(partitions, []string{"isolate-alloc"}), Partitions: true, GapLo: 50 * time.Millisecond, GapHi: 300 * time.Millisecond})
@@ -117,13 +121,33 @@ func Full(d time.Duration, withPartitions bool) []Config {
 		SeqWorkers: 8, SeqHotKeys: 10, StoreWorkers: 1, AllocWorkers: 1, TagWorkers: 1, SeqStep: 1000,
 		SeqHeartbeat: 500 * time.Millisecond, SeqLeaseTTL: spec.DefaultSeqLeaseTTL,
 		GapLo: 200 * time.Millisecond, GapHi: 500 * time.Millisecond})
+	// lose-disk (after seq-join: the others keep their seeds): members of
+	// a StatefulSet lose their volume while another is paused and the
+	// leader dies, and come back with the flags they had.
+	out = append(out, loseDiskScenario())
 	for i := range out {
 		out[i].Duration = d
-		if !slices.Contains([]string{"membership", "idempotency", "takeover", "cutoff", "seq-alloc", "disaster", "upgrade", "seq-join"}, out[i].Name) {
+		if !slices.Contains([]string{"membership", "idempotency", "takeover", "cutoff", "seq-alloc", "disaster", "upgrade", "seq-join", "lose-disk"}, out[i].Name) {
 			out[i].Copies = 2
 		}
 	}
 	return out
+}
+
+// loseDiskDomain is the lose-disk scenario's --ordinal-domain: its
+// members run in the StatefulSet mode, where every pod on a new volume
+// derives --peers (launch.Options.Ordinal).
+const loseDiskDomain = "storesvr.seqsvr.test"
+
+// loseDiskScenario is "lose-disk": the lost-disk fault (nemesis.LoseDisk),
+// over and over on different members, on a cluster in the StatefulSet
+// mode; the membership scenario runs it on --peers. The old leader comes
+// back with the longest log and leads again, so leader kills between the
+// lost disks move the roles. Snapshots every 20 entries: the wiped
+// member catches up from one.
+func loseDiskScenario() Config {
+	return Config{Name: "lose-disk", Faults: []string{nemesis.LoseDisk, "kill-leader"}, Ordinal: loseDiskDomain, StoreArgs: snapshotOften,
+		GapLo: 300 * time.Millisecond, GapHi: time.Second}
 }
 
 // snapshotOften makes the stores snapshot every 20 log entries.
@@ -209,6 +233,13 @@ func PlantedBug(bug string, d time.Duration) Config {
 		d := c.Duration
 		c = disasterScenario(d)
 		c.Name, c.Bugs = "bug-"+bug, []string{bug}
+	case faults.BugBlindBootstrap:
+		// The lose-disk scenario: the wiped member bootstraps at once and
+		// votes the paused one, which lacks the writes, into leadership
+		// before the old leader is back.
+		d := c.Duration
+		c = loseDiskScenario()
+		c.Name, c.Bugs, c.Duration = "bug-"+bug, []string{bug}, d
 	case faults.BugSeqNoHandoverWait:
 		// Allocsvrs join again and again; the store gives the sections
 		// that move to them away at once, while their old owners keep
@@ -250,7 +281,7 @@ func PlantedBug(bug string, d time.Duration) Config {
 // them all.
 func Bugs() []string {
 	return append(QuickBugs(), faults.BugTakeoverNoMargin, faults.BugRestartIgnoresHWM, faults.BugIgnoreRequestID, faults.BugSwitchDropsCarry,
-		faults.BugRestoreNoJump, faults.BugUngatedNewField, faults.BugLocalReads)
+		faults.BugRestoreNoJump, faults.BugUngatedNewField, faults.BugLocalReads, faults.BugBlindBootstrap)
 }
 
 // QuickBugs are the planted bugs whose runs `make test` repeats (short
@@ -290,6 +321,11 @@ func Catchers(bug string) []string {
 		return []string{checker.SegmentUnique, checker.SegmentMonotonic}
 	case faults.BugLocalReads:
 		return []string{checker.ListingsName, checker.SpaceReadsName}
+	case faults.BugBlindBootstrap:
+		// The paused member, leading without the acknowledged writes,
+		// hands their ranges out again and answers reads from before
+		// them; the old leader's log loses its tail to it.
+		return []string{checker.SegmentsDisjointName, checker.Linearizability, checker.RaftLogsName, checker.SegmentUnique}
 	case faults.BugRestoreNoJump:
 		return []string{checker.SegmentUnique, checker.SegmentsDisjointName, checker.SegmentWithinReserved, checker.SeqUniqueName, checker.SeqOrderName}
 	}

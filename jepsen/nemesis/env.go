@@ -59,6 +59,9 @@ type Env struct {
 	// fixed port in namespaces) and one extra allocsvr at a time (it has
 	// one name); they may overlap.
 	memberMu, twinMu, extraMu sync.Mutex
+	// wipes counts the lost-disk fault's wipes per store (under
+	// memberMu), so each run of it picks a member wiped least often.
+	wipes map[string]int
 }
 
 // Fault is one kind of injection. Run injects it, holds it, heals it and

@@ -20,6 +20,7 @@ func Catalogue() map[string]Fault {
 		{"pause-leader", "store", pauseLeader, 0},
 		{"pause-follower", "store", pauseFollower, 0},
 		{"member-replace", "store", memberReplace, 0},
+		{LoseDisk, "store", loseDisk, 0},
 		{"partition-leader", "store", partitionLeader, 0},
 		{"partition-halves", "store", partitionHalves, 0},
 		{"partition-ring", "store", partitionRing, 0},
