@@ -44,12 +44,15 @@ type Service struct {
 	seg    SegmentSource
 	snow   atomic.Pointer[snowState]
 	seq    SeqSource // nil while per-key sequences are off
-	// clusterID reports the store's cluster ID (nil: none known).
-	clusterID atomic.Pointer[func() string]
+	// storeView fills in the store cluster followed and the stores
+	// refused (nil: none known).
+	storeView atomic.Pointer[func(*seqsvrv1.StatusResponse)]
 }
 
-// SetClusterID makes Status report the store's cluster ID as f answers it.
-func (s *Service) SetClusterID(f func() string) { s.clusterID.Store(&f) }
+// SetStoreView makes Status report the store cluster this allocsvr
+// follows (cluster_id, cluster_generation) and the store URLs it refuses
+// (fenced_stores), as f fills them in.
+func (s *Service) SetStoreView(f func(*seqsvrv1.StatusResponse)) { s.storeView.Store(&f) }
 
 type snowState struct {
 	src    SnowflakeSource // nil until started
@@ -192,8 +195,8 @@ func (s *Service) DecodeSnowflake(_ context.Context, req *connect.Request[seqsvr
 // lease, as Leaf's cache page.
 func (s *Service) Status(context.Context, *connect.Request[seqsvrv1.StatusRequest]) (*connect.Response[seqsvrv1.StatusResponse], error) {
 	out := &seqsvrv1.StatusResponse{NodeId: s.nodeID, Tags: s.seg.Status(), Seq: s.seqStatus(), NowMs: time.Now().UnixMilli()}
-	if f := s.clusterID.Load(); f != nil {
-		out.ClusterId = (*f)()
+	if f := s.storeView.Load(); f != nil {
+		(*f)(out)
 	}
 	if st := s.snow.Load(); st.src != nil {
 		out.Snowflake = st.src.Status()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 
 	"github.com/seqsvr/seqsvr/internal/durable"
@@ -45,6 +46,9 @@ func loadFollowed(dir string) (Identity, error) {
 func saveFollowed(dir string, id Identity) error {
 	if dir == "" {
 		return nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("store client: remember the followed cluster: %w", err)
 	}
 	b, _ := json.Marshal(id)
 	if err := durable.Write(filepath.Join(dir, followedFile), followedVersion, append(b, '\n'), 0o644); err != nil {

@@ -46,7 +46,7 @@ func (cfg *config) open(ctx context.Context, env serve.Env) (*serve.App, error) 
 		Registerer:       env.Registry,
 	})
 	svc := alloc.NewService(cfg.NodeID, seg)
-	svc.SetClusterID(store.ClusterID)
+	exposeFence(env.Registry, store, svc)
 	table := svc.Routes()
 	handover, closeSeq := func() {}, func() {}
 	if cfg.Seq {
@@ -107,15 +107,16 @@ func (cfg *config) open(ctx context.Context, env serve.Env) (*serve.App, error) 
 const clusterCheckInterval = 2 * time.Second
 
 // watchStore marks the allocsvr ready once any store member answered with
-// a leader, then keeps asking for the cluster status, so a change of the
-// store's cluster ID is noticed (the store client calls the takeover
-// hooks). Ready stays true afterwards: buffers keep serving through store
-// outages, which is the point of the double buffer.
+// a leader, then keeps asking every member for the cluster status
+// (Survey), so a cluster restored elsewhere is found and followed (the
+// store client calls the takeover hooks) and old members that come back
+// are refused and counted. Ready stays true afterwards: buffers keep
+// serving through store outages, which is the point of the double buffer.
 func watchStore(ctx context.Context, store *storeclient.Client, reached *atomic.Bool, logger *slog.Logger) {
 	delay := 50 * time.Millisecond
 	for {
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		st, err := store.ClusterStatus(cctx)
+		st, err := store.Survey(cctx)
 		cancel()
 		switch {
 		case err == nil && st.GetLeaderId() != "" && !reached.Load():

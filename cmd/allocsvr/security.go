@@ -87,6 +87,7 @@ func (cfg *config) storeClient(p peerAccess, logger *slog.Logger) (*storeclient.
 		Logger:         logger.With("component", "storeclient"),
 		RequestTimeout: cfg.StoreRequestTimeout,
 		TLS:            p.tls,
+		DataDir:        cfg.DataDir,
 	}
 	if p.token != nil {
 		opts.TokenFunc = p.token.Token
