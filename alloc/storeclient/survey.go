@@ -211,7 +211,7 @@ func (c *Client) follow(was, now Identity) {
 		c.log.Info("following the store cluster", "cluster_id", now.ClusterID, "generation", now.Generation)
 		return
 	}
-	c.log.Warn("the store's cluster changed: it was restored or recovered; taking over as a new member",
+	c.log.Warn("the store's cluster ID changed: it was restored or recovered; taking over as a new member",
 		"was", was.ClusterID, "was_generation", was.Generation, "now", now.ClusterID, "generation", now.Generation)
 	// Off the caller's goroutine: a hook takes its component's locks,
 	// and this call may come from code holding them.
