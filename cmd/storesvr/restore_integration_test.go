@@ -108,6 +108,14 @@ func wantAbove(ctx context.Context, t *testing.T, c *launch.Cluster, lost usage,
 	if err != nil || st.GetClusterId() == "" || st.GetClusterId() == lost.clusterID || len(st.GetMembers()) != 3 {
 		t.Fatalf("status %v %v: want 3 members and a new cluster ID (old %s)", st, err, lost.clusterID)
 	}
+	// The new cluster's generation is the restore's start (Unix ms), and
+	// its backups carry it.
+	if g := st.GetGeneration(); g < since.UnixMilli() || g > time.Now().UnixMilli() {
+		t.Fatalf("generation %d, want the restore's start, between %d and now", g, since.UnixMilli())
+	}
+	if b := takeBackup(ctx, t, c, c.Stores[1], filepath.Join(t.TempDir(), "new.backup")); b.GetGeneration() != st.GetGeneration() || b.GetState().GetGeneration() != st.GetGeneration() {
+		t.Fatalf("backup of the new cluster: generation %d (state %d), want %d", b.GetGeneration(), b.GetState().GetGeneration(), st.GetGeneration())
+	}
 	var sf *connect.Response[seqsvrv1.NextSnowflakeIDsResponse]
 	poll.UntilCtx(ctx, t, "a snowflake ID", func() bool {
 		sf, err = alloc.NextSnowflakeIDs(ctx, connect.NewRequest(&seqsvrv1.NextSnowflakeIDsRequest{Count: 1}))
