@@ -73,6 +73,7 @@ var wantAlerts = []string{
 	"SeqsvrBackupTooOld", "SeqsvrCertificateExpiring", "SeqsvrWorkerIDsRunningOut",
 	"SeqsvrTagBuffersRunningDry", "SeqsvrSnowflakeFenced", "SeqsvrSnowflakeClockOffset",
 	"SeqsvrSeqLeaseLapsing", "SeqsvrTagIDSpaceNearExhaustion", "SeqsvrAllocStoreUnreachable",
+	"SeqsvrStoreFencedMembers",
 }
 
 // runbookBase is where every runbook_url points: an anchor of

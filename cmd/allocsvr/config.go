@@ -61,7 +61,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	fs.StringVar(&c.NodeID, "node-id", "", "stable identity for the snowflake worker registration (default: hostname + http port)")
 	fs.StringVar(&c.HTTPAddr, "http-addr", "127.0.0.1:8080", "Connect/gRPC/gRPC-web API, Leaf HTTP API, /healthz, /readyz, /metrics")
 	fs.StringVar(&c.storesRaw, "store", "", "HTTP base URLs of any storesvr members, comma-separated (required)")
-	fs.StringVar(&c.DataDir, "data-dir", "", "local cache of the snowflake worker ID and its last timestamp (required with --snowflake)")
+	fs.StringVar(&c.DataDir, "data-dir", "", "local state: the snowflake worker ID and its last timestamp, the per-key instance, the store cluster followed (required with --snowflake)")
 	// Every tuning default comes from its package's DefaultConfig, so
 	// --help shows the values in force and no number is written twice.
 	seg, sf, sq, sc := segment.DefaultConfig(), snowflake.DefaultConfig(), seq.DefaultConfig(), storeclient.DefaultOptions()
