@@ -144,9 +144,10 @@ const loseDiskDomain = "storesvr.seqsvr.test"
 // mode; the membership scenario runs it on --peers. The old leader comes
 // back with the longest log and leads again, so leader kills between the
 // lost disks move the roles. Snapshots every 20 entries: the wiped
-// member catches up from one.
+// member catches up from one. The per-key workload too: its sections'
+// counters live in the store like the segments.
 func loseDiskScenario() Config {
-	return Config{Name: "lose-disk", Faults: []string{nemesis.LoseDisk, "kill-leader"}, Ordinal: loseDiskDomain, StoreArgs: snapshotOften,
+	return Config{Name: "lose-disk", Faults: []string{nemesis.LoseDisk, "kill-leader"}, Ordinal: loseDiskDomain, StoreArgs: snapshotOften, SeqWorkers: 3,
 		GapLo: 300 * time.Millisecond, GapHi: time.Second}
 }
 

@@ -116,7 +116,10 @@ func loseDisk(ctx context.Context, e *Env, r *rand.Rand) error {
 	if err := paused.Resume(); err != nil {
 		return err
 	}
-	e.Log.Heal(LoseDisk, paused.Name, "SIGCONT; %s restarted with its flags (%s)", wiped.Name, flagsOf(wiped))
+	// One heal, at the end, closes both injections: the store has no
+	// quorum until the old leader is back, and guarantee 9's check
+	// excuses per-key outages until a fault's heal.
+	resumed := e.Log.Since()
 	if e.AfterResume != nil {
 		e.AfterResume(paused)
 	}
@@ -128,16 +131,18 @@ func loseDisk(ctx context.Context, e *Env, r *rand.Rand) error {
 	for _, s := range []*launch.Proc{l, paused, wiped} {
 		if err := e.waitReady(context.Background(), s, loseDiskReady); err != nil {
 			e.Log.Error(LoseDisk, s.Name, fmt.Errorf("not ready after the lost disk: %w", err))
+			e.Log.Heal(LoseDisk, paused.Name, "gave up waiting")
 			return nil
 		}
 	}
 	ready := time.Since(start)
 	if err := e.waitVoters(ctx, loseDiskReady); err != nil {
 		e.Log.Error(LoseDisk, wiped.Name, err)
+		e.Log.Heal(LoseDisk, paused.Name, "gave up waiting")
 		return nil
 	}
-	e.Log.Heal(LoseDisk, wiped.Name, "old leader %s restarted after %s alone; every member ready %s later, %s a voter again %s later",
-		l.Name, d.Round(time.Millisecond), ready.Round(time.Millisecond), wiped.Name, (time.Since(start) - ready).Round(time.Millisecond))
+	e.Log.Heal(LoseDisk, paused.Name, "SIGCONT at %s with %s restarted (%s); old leader %s restarted %s later; every member ready %s after that, %s a voter again %s later",
+		resumed.Round(time.Millisecond), wiped.Name, flagsOf(wiped), l.Name, d.Round(time.Millisecond), ready.Round(time.Millisecond), wiped.Name, (time.Since(start) - ready).Round(time.Millisecond))
 	return nil
 }
 
