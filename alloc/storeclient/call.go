@@ -94,14 +94,11 @@ func invoke[Req, Res any](ctx context.Context, c *Client, method string, req *Re
 // that still works; a member not heard from may be an old one). errFenced
 // when there is none.
 func (c *Client) target(ctx context.Context) (string, error) {
-	c.mu.Lock()
-	leader := c.leader
-	c.mu.Unlock()
-	if leader != "" {
-		return leader, nil
+	if l := c.usableLeader(); l != "" {
+		return l, nil
 	}
 	_, err := c.survey(ctx, false)
-	if l := c.Leader(); err == nil && l != "" {
+	if l := c.usableLeader(); err == nil && l != "" {
 		return l, nil
 	}
 	c.mu.Lock()
@@ -119,6 +116,18 @@ func (c *Client) target(ctx context.Context) (string, error) {
 		err = fmt.Errorf("%w: no member names a leader", errFenced)
 	}
 	return "", err
+}
+
+// usableLeader is the believed leader, unless its address last answered
+// as a refused cluster: members of the followed cluster may still name
+// the address of a leader that an old member has taken over.
+func (c *Client) usableLeader() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, bad := c.fenced[c.leader]; bad {
+		return ""
+	}
+	return c.leader
 }
 
 // learnLeader records the leader named by the member at from. An address

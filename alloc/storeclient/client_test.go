@@ -33,12 +33,13 @@ type fakeCluster struct {
 	byReq      map[string]*seqsvrv1.Segment
 	commits    int
 	loseReply  bool
-	hang       int            // a member whose ReserveSegment hangs until wake closes; -1 none
-	wake       chan struct{}  // closed when the test ends
-	calls      map[string]int // "node/method" -> count
-	clusterID  string         // what ClusterStatus reports
-	generation int64          // and its generation
-	down       bool           // every call answers unavailable
+	hang       int              // a member whose ReserveSegment hangs until wake closes; -1 none
+	wake       chan struct{}    // closed when the test ends
+	calls      map[string]int   // "node/method" -> count
+	clusterID  string           // what ClusterStatus reports
+	generation int64            // and its generation
+	down       bool             // every call answers unavailable
+	identity   map[int]Identity // a member's own identity, overriding the cluster's
 }
 
 type fakeNode struct {
@@ -97,6 +98,9 @@ func (n *fakeNode) ClusterStatus(context.Context, *connect.Request[seqsvrv1.Clus
 		return nil, connect.NewError(connect.CodeUnavailable, errors.New("starting"))
 	}
 	res := &seqsvrv1.ClusterStatusResponse{NodeId: fmt.Sprint(n.i), ClusterId: n.c.clusterID, Generation: n.c.generation}
+	if id, ok := n.c.identity[n.i]; ok {
+		res.ClusterId, res.Generation = id.ClusterID, id.Generation
+	}
 	if n.c.leader >= 0 {
 		res.LeaderId = fmt.Sprint(n.c.leader)
 		res.LeaderHttpAddr = n.c.addrStyle(n.c.nodes[n.c.leader].URL)

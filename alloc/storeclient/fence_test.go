@@ -264,3 +264,26 @@ func TestClientRefusesOldClusterAtSameAddress(t *testing.T) {
 		t.Fatalf("%d reservation(s) on the old cluster", n)
 	}
 }
+
+// A leader address that answers as an old cluster is not called, even
+// while the followed cluster's other members still name it as leader.
+func TestClientSkipsFencedLeaderAddress(t *testing.T) {
+	fc := identified(t, 3, Identity{restoredAt, "restored"})
+	c := testClient(t, fc.urls())
+	if _, err := c.ReserveSegment(testCtx(t), "t", 5, "r1"); err != nil {
+		t.Fatal(err)
+	}
+	fc.mu.Lock()
+	fc.identity = map[int]Identity{0: {0, "old"}} // the leader's address: an old member now
+	fc.mu.Unlock()
+	if _, err := c.Survey(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	before := fc.count(0, "ReserveSegment")
+	if _, err := c.ReserveSegment(shortCtx(t), "t", 5, "r2"); !errors.Is(err, errs.Unavailable) {
+		t.Fatalf("reserve: %v, want unavailable", err)
+	}
+	if n := fc.count(0, "ReserveSegment") - before; n != 0 {
+		t.Fatalf("%d reservation(s) sent to the old member at the named leader's address", n)
+	}
+}
