@@ -324,11 +324,11 @@ func Catchers(bug string) []string {
 		return []string{checker.ListingsName, checker.SpaceReadsName}
 	case faults.BugBlindBootstrap:
 		// The paused member, leading without the acknowledged writes,
-		// hands their ranges out again and answers reads from before
-		// them. (The raft logs agree again afterwards: the old leader's
+		// hands their ranges (segments, per-key sections) out again and
+		// answers reads from before them. (The raft logs agree again afterwards: the old leader's
 		// tail is overwritten by the new leader's entries, as Raft does
 		// with any uncommitted tail.)
-		return []string{checker.SegmentsDisjointName, checker.Linearizability, checker.SegmentUnique}
+		return []string{checker.SegmentsDisjointName, checker.Linearizability, checker.SegmentUnique, checker.SeqUniqueName, checker.SeqOrderName}
 	case faults.BugRestoreNoJump:
 		return []string{checker.SegmentUnique, checker.SegmentsDisjointName, checker.SegmentWithinReserved, checker.SeqUniqueName, checker.SeqOrderName}
 	}
