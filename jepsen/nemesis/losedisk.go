@@ -36,7 +36,7 @@ const (
 // leader restarts. The only members up in between are one that lacks
 // the writes and one that forgot them: a wiped member that bootstraps or
 // votes at once lets the paused one lead and hand out the acknowledged
-// ranges again, which the segment, linearizability and raft-log checkers
+// ranges again, which the segment, per-key and linearizability checkers
 // see. A correct member waits, is taken back by the leader as a
 // non-voter and promoted once caught up.
 //
