@@ -21,20 +21,19 @@ import (
 // stable store (its keyCurrentTerm).
 var raftCurrentTermKey = []byte("CurrentTerm")
 
-// forgotten reports whether the data dir holds no Raft log or no term:
-// whatever this member acknowledged before (if anything), it no longer
-// knows, even where snapshots survived (raft.HasExistingState counts a
-// snapshot alone as state).
-func forgotten(logs raft.LogStore, stable raft.StableStore) (bool, error) {
-	last, err := logs.LastIndex()
-	if err != nil {
-		return false, fmt.Errorf("storage: read the raft log: %w", err)
-	}
+// forgotten reports whether the data dir holds no Raft term: raft-boltdb
+// keeps the log and the stable store (term and vote) in one file, so a
+// lost raft.db is both, and whatever this member acknowledged before (if
+// anything) it no longer knows, even where snapshots survived
+// (raft.HasExistingState counts a snapshot alone as state). A log
+// compacted into a snapshot, or a data dir a restore or recovery wrote,
+// keeps its term.
+func forgotten(stable raft.StableStore) (bool, error) {
 	term, err := stable.GetUint64(raftCurrentTermKey)
 	if err != nil && err.Error() != "not found" {
 		return false, fmt.Errorf("storage: read the raft term: %w", err)
 	}
-	return last == 0 || term == 0, nil
+	return term == 0, nil
 }
 
 // startPlan is what a member without Raft state learned from its peers.
@@ -117,6 +116,9 @@ func (s *Store) discover(ctx context.Context) (startPlan, error) {
 				return plan, nil
 			}
 			if connect.CodeOf(err) == connect.CodeFailedPrecondition {
+				// A live process holds this ID, or the cluster refuses
+				// this member: asking again cannot help.
+				s.log.Error("taking this member back was refused; exiting", "through", foundAt, "err", err)
 				return startPlan{}, fmt.Errorf("storage: rejoin cluster %s: %w", found.GetClusterId(), err)
 			}
 			w = fmt.Sprintf("cluster %s exists (seen at %s); waiting for its leader to take this member back: %v", found.GetClusterId(), foundAt, err)

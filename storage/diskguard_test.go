@@ -18,7 +18,6 @@ import (
 	"github.com/hashicorp/raft"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
-	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 	"github.com/seqsvr/seqsvr/internal/errs"
 	"github.com/seqsvr/seqsvr/internal/poll"
 )
@@ -213,21 +212,27 @@ func TestSpaceError(t *testing.T) {
 // store as the log and stable store, as Open has it over bolt.
 func (n *testNode) startGuarded(t *testing.T, cfg Config) *diskGuard {
 	t.Helper()
-	cfg.RaftAddr = string(n.addr)
-	cfg.HTTPAddr = n.httpAddr()
+	return <-n.startGuardedAsync(t, cfg)
+}
+
+// startGuardedAsync starts the member in the background (members without
+// state wait for each other before they bootstrap); the channel gets its
+// guard once it is open.
+func (n *testNode) startGuardedAsync(t *testing.T, cfg Config) <-chan *diskGuard {
+	out := make(chan *diskGuard, 1)
 	var g *diskGuard
-	s, err := open(cfg, func(c Config) (raftParts, error) {
-		g = newDiskGuard(&failingBolt{InmemStore: raft.NewInmemStore()}, "/data/"+n.id+"/raft.db", c.Logger, nil)
-		return raftParts{trans: n.trans, logs: g, stable: g, snaps: raft.NewInmemSnapshotStore(), disk: g}, nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n.store = s
-	_, h := seqsvrv1connect.NewStoreServiceHandler(s.Service())
-	n.handler.Store(&h)
+	go func() {
+		err := n.startErr(cfg, func(n *testNode) raftParts {
+			g = newDiskGuard(&failingBolt{InmemStore: raft.NewInmemStore()}, "/data/"+n.id+"/raft.db", cfg.Logger, nil)
+			return raftParts{trans: n.trans, logs: g, stable: g, snaps: raft.NewInmemSnapshotStore(), disk: g}
+		})
+		if err != nil {
+			t.Error(err)
+		}
+		out <- g
+	}()
 	t.Cleanup(func() { n.stop() })
-	return g
+	return out
 }
 
 // A leader whose data dir refuses writes without raft noticing (a failed
@@ -248,10 +253,17 @@ func TestDiskFullLeaderHandsOver(t *testing.T) {
 		peers = append(peers, Peer{ID: node.id, RaftAddr: string(node.addr), HTTPAddr: node.httpAddr()})
 	}
 	guards := map[*testNode]*diskGuard{}
+	started := map[*testNode]<-chan *diskGuard{}
 	for _, node := range c.nodes {
 		cfg := testConfig(node.id, "", "")
 		cfg.Peers = peers
-		guards[node] = node.startGuarded(t, cfg)
+		started[node] = node.startGuardedAsync(t, cfg)
+	}
+	for node, g := range started {
+		guards[node] = <-g
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 	leader := c.waitForLeader()
 	ctx := context.Background()

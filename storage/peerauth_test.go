@@ -1,6 +1,8 @@
 package storage
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"testing"
 )
@@ -9,8 +11,20 @@ import (
 // (one that never started included: "listed") with their Raft hosts, and
 // a member being added until that ends.
 func TestRaftPeerNames(t *testing.T) {
+	// A listed member that never starts Raft: it answers MemberProbe as
+	// a member still waiting, so the others bootstrap with it listed.
+	w := &waitingService{id: "listed", why: func() string { return "never starts" }}
+	mux := http.NewServeMux()
+	for _, svc := range w.routes().Services() {
+		mux.Handle(svc.Path, svc.Handler)
+	}
+	listed := httptest.NewUnstartedServer(mux)
+	listed.Config.Protocols = new(http.Protocols)
+	listed.Config.Protocols.SetUnencryptedHTTP2(true) // members call each other over h2c
+	listed.Start()
+	t.Cleanup(listed.Close)
 	c := newTestCluster(t, 3, func(cfg *Config) {
-		cfg.Peers = append(cfg.Peers, Peer{ID: "listed", RaftAddr: "10.0.0.8:7000", HTTPAddr: "10.0.0.8:8000"})
+		cfg.Peers = append(cfg.Peers, Peer{ID: "listed", RaftAddr: "10.0.0.8:7000", HTTPAddr: listed.Listener.Addr().String()})
 	})
 	leader := c.waitForLeader()
 	names := leader.store.RaftPeerNames()

@@ -172,7 +172,7 @@ func start(ctx context.Context, cfg Config, rc *raft.Config, p raftParts) (*Stor
 	if err != nil {
 		return nil, fmt.Errorf("storage: inspect raft state: %w", err)
 	}
-	lost, err := forgotten(p.logs, p.stable)
+	lost, err := forgotten(p.stable)
 	if err != nil {
 		return nil, err
 	}
@@ -184,7 +184,7 @@ func start(ctx context.Context, cfg Config, rc *raft.Config, p raftParts) (*Stor
 				return nil, err
 			}
 		case !cfg.Bootstrap:
-			return nil, fmt.Errorf("%w: %s holds no Raft log and neither Peers, Join nor Bootstrap is set", ErrNoCluster, cfg.DataDir)
+			return nil, fmt.Errorf("%w: %s holds no Raft state and neither Peers, Join nor Bootstrap is set", ErrNoCluster, cfg.DataDir)
 		}
 	}
 	owner, err := dataDirOwner(p.stable, cfg)
@@ -203,7 +203,7 @@ func start(ctx context.Context, cfg Config, rc *raft.Config, p raftParts) (*Stor
 	var plan startPlan
 	if lost {
 		if existing {
-			s.log.Warn("the data dir holds snapshots but no raft log: whatever this member acknowledged is gone; it starts as a member without state", "data_dir", cfg.DataDir)
+			s.log.Warn("the data dir holds snapshots but no raft term: whatever this member acknowledged is gone; it starts as a member without state", "data_dir", cfg.DataDir)
 		}
 		if cfg.Join != "" || len(cfg.Peers) > 0 {
 			if plan, err = s.discover(ctx); err != nil {
