@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
+	"github.com/seqsvr/seqsvr/internal/durable"
 	"github.com/seqsvr/seqsvr/internal/errs"
 	"github.com/seqsvr/seqsvr/storage/backup"
 )
@@ -32,8 +32,9 @@ func init() {
 	)
 }
 
-// backup streams the leader's backup into FILE: written to a temporary
-// file, checked, synced, then renamed, so FILE is never a partial backup.
+// backup streams the leader's backup into FILE: checked, then written
+// through durable, so FILE is never a partial backup and survives a crash
+// once backup returns.
 func (a *app) backup(ctx context.Context, path string) error {
 	var file []byte
 	err := a.store(ctx, func(ctx context.Context, s seqsvrv1connect.StoreServiceClient) error {
@@ -59,7 +60,7 @@ func (a *app) backup(ctx context.Context, path string) error {
 	if err != nil {
 		return fmt.Errorf("the store sent a bad backup: %w", err)
 	}
-	if err := writeFileSync(path, file); err != nil {
+	if err := durable.WriteFile(path, file, 0o600); err != nil {
 		return err
 	}
 	return a.showBackup(backup.Summarize(b, len(file)), path, false)
@@ -121,26 +122,4 @@ func (a *app) showBackup(s backup.Summary, path string, all bool) error {
 		a.tableOut([]string{"NAME", "KIND", "MAX", "STEP", "PEAK_PER_SEC"}, rows)
 	}
 	return nil
-}
-
-// writeFileSync writes data to path through a synced temporary file in
-// the same directory and a rename.
-func writeFileSync(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

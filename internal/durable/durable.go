@@ -53,10 +53,25 @@ const (
 var testHook func(step) error
 
 // Write replaces path with the header for version (>= 1) and data.
-func Write(path string, version int, data []byte, perm os.FileMode) (err error) {
+func Write(path string, version int, data []byte, perm os.FileMode) error {
 	if version < 1 {
 		return fmt.Errorf("durable: %s: version %d, want >= 1", path, version)
 	}
+	buf := make([]byte, 0, len(header)+4+len(data))
+	buf = append(strconv.AppendInt(append(buf, header...), int64(version), 10), '\n')
+	return replace(path, append(buf, data...), perm)
+}
+
+// WriteFile replaces path with data as it is, without the header, with
+// Write's guarantees: for a file whose content carries its own format
+// version (a backup), which Read would take for version 0.
+func WriteFile(path string, data []byte, perm os.FileMode) error {
+	return replace(path, data, perm)
+}
+
+// replace writes content to a synced temp file in path's directory,
+// renames it over path and syncs the directory.
+func replace(path string, content []byte, perm os.FileMode) (err error) {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
 	if err != nil {
@@ -67,10 +82,7 @@ func Write(path string, version int, data []byte, perm os.FileMode) (err error) 
 			os.Remove(tmp.Name()) // best effort; a leftover is never read
 		}
 	}()
-	buf := make([]byte, 0, len(header)+4+len(data))
-	buf = append(strconv.AppendInt(append(buf, header...), int64(version), 10), '\n')
-	buf = append(buf, data...)
-	if _, err = tmp.Write(buf); err == nil {
+	if _, err = tmp.Write(content); err == nil {
 		err = tmp.Chmod(perm)
 	}
 	if err == nil {

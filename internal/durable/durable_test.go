@@ -132,3 +132,36 @@ func TestCrashSafeOrder(t *testing.T) {
 		t.Fatalf("Read = %d %q %v", v, b, err)
 	}
 }
+
+// WriteFile stores the bytes as given (a backup carries its own format
+// version) with Write's crash order: a crash before the rename leaves
+// the old file and no temp file behind.
+func TestWriteFileAsIs(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "x.bak")
+	if err := WriteFile(path, []byte("old"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != "old" {
+		t.Fatalf("file holds %q, %v; want the bytes as given", b, err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("mode %v, %v", fi.Mode(), err)
+	}
+	crash := errors.New("crash")
+	var steps []step
+	testHook = func(s step) error { steps = append(steps, s); return crash }
+	t.Cleanup(func() { testHook = nil })
+	if err := WriteFile(path, []byte("new"), 0o600); !errors.Is(err, crash) {
+		t.Fatalf("err = %v", err)
+	}
+	if len(steps) != 1 || steps[0] != stepSynced {
+		t.Fatalf("steps %v, want a stop once synced, before the rename", steps)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "old" {
+		t.Fatalf("after a crash before the rename the file holds %q, want old", b)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Fatalf("dir holds %d entries, want the file alone", len(entries))
+	}
+}
