@@ -6,7 +6,8 @@
 //   - The condition is checked at once, then after pauses that start at
 //     1 ms and double up to 100 ms: a quick condition is seen within a
 //     millisecond or two, and a slow one costs little CPU on a loaded
-//     machine.
+//     machine. Timed, which reports how long the wait took, caps them at
+//     20 ms instead.
 //   - The condition is checked once more after the deadline has passed
 //     before the test fails, so a condition met during the last pause
 //     never fails.
@@ -24,13 +25,16 @@ import (
 const (
 	firstPause = time.Millisecond
 	maxPause   = 100 * time.Millisecond
+	// timedPause caps Timed's pauses: what it returns is at most this
+	// late, where maxPause would blur a gap of a few hundred ms.
+	timedPause = 20 * time.Millisecond
 )
 
 // Until calls cond until it returns true, and fails tb if it has not
 // within timeout.
 func Until(tb testing.TB, timeout time.Duration, what string, cond func() bool) {
 	tb.Helper()
-	if err := wait(context.Background(), time.Now().Add(timeout), ok(cond)); err != nil {
+	if err := wait(context.Background(), time.Now().Add(timeout), maxPause, ok(cond)); err != nil {
 		tb.Fatalf("timed out after %v waiting for %s", timeout, what)
 	}
 }
@@ -39,16 +43,28 @@ func Until(tb testing.TB, timeout time.Duration, what string, cond func() bool) 
 // if it has not within timeout.
 func UntilOK(tb testing.TB, timeout time.Duration, what string, f func() error) {
 	tb.Helper()
-	if err := wait(context.Background(), time.Now().Add(timeout), f); err != nil {
+	if err := wait(context.Background(), time.Now().Add(timeout), maxPause, f); err != nil {
 		tb.Fatalf("timed out after %v waiting for %s: %v", timeout, what, err)
 	}
+}
+
+// Timed is UntilOK for a benchmark or test that reports how long the
+// wait took: it returns the time from the call to f's first nil, with
+// pauses of at most timedPause.
+func Timed(tb testing.TB, timeout time.Duration, what string, f func() error) time.Duration {
+	tb.Helper()
+	start := time.Now()
+	if err := wait(context.Background(), start.Add(timeout), timedPause, f); err != nil {
+		tb.Fatalf("timed out after %v waiting for %s: %v", timeout, what, err)
+	}
+	return time.Since(start)
 }
 
 // UntilCtx calls cond until it returns true, and fails tb if ctx ends
 // first (a test-wide deadline).
 func UntilCtx(ctx context.Context, tb testing.TB, what string, cond func() bool) {
 	tb.Helper()
-	if err := wait(ctx, time.Time{}, ok(cond)); err != nil {
+	if err := wait(ctx, time.Time{}, maxPause, ok(cond)); err != nil {
 		tb.Fatalf("timed out waiting for %s (%v)", what, context.Cause(ctx))
 	}
 }
@@ -68,9 +84,10 @@ func ok(cond func() bool) func() error {
 	}
 }
 
-// wait calls f until it returns nil, with the pauses above, and returns
-// f's last error once deadline (zero: none) has passed or ctx has ended.
-func wait(ctx context.Context, deadline time.Time, f func() error) error {
+// wait calls f until it returns nil, with pauses doubling from firstPause
+// up to longest, and returns f's last error once deadline (zero: none)
+// has passed or ctx has ended.
+func wait(ctx context.Context, deadline time.Time, longest time.Duration, f func() error) error {
 	pause := firstPause
 	for {
 		err := f()
@@ -86,6 +103,6 @@ func wait(ctx context.Context, deadline time.Time, f func() error) error {
 		case <-t.C:
 		}
 		t.Stop()
-		pause = min(2*pause, maxPause)
+		pause = min(2*pause, longest)
 	}
 }

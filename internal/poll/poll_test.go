@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -86,6 +87,44 @@ func TestUntilCtxEndsWithContext(t *testing.T) {
 	if msg := run(func(tb testing.TB) {
 		UntilCtx(context.Background(), tb, "two calls", func() bool { return n.Add(1) == 2 })
 	}); msg != "" {
+		t.Fatalf("failed %q", msg)
+	}
+}
+
+// Timed returns the time to f's first nil, and its checks stay close
+// together once UntilOK's would be maxPause apart (a timer is never
+// early, so a gap below maxPause shows the cap; only a late one could
+// blur it, hence the median).
+func TestTimedReturnsTheWait(t *testing.T) {
+	var calls []time.Duration
+	var took time.Duration
+	start := time.Now()
+	msg := run(func(tb testing.TB) {
+		took = Timed(tb, 5*time.Second, "400 ms", func() error {
+			calls = append(calls, time.Since(start))
+			if calls[len(calls)-1] < 400*time.Millisecond {
+				return errors.New("not yet")
+			}
+			return nil
+		})
+	})
+	if msg != "" || took < 400*time.Millisecond || took < calls[len(calls)-1] {
+		t.Fatalf("failed %q, took %v; want at least until the last call at %v", msg, took, calls[len(calls)-1])
+	}
+	var gaps []time.Duration
+	for i := 1; i < len(calls); i++ {
+		if calls[i-1] > 150*time.Millisecond {
+			gaps = append(gaps, calls[i]-calls[i-1])
+		}
+	}
+	slices.Sort(gaps)
+	if len(gaps) == 0 || gaps[len(gaps)/2] >= maxPause {
+		t.Fatalf("checks after 150 ms came %v apart, want a median under %v", gaps, maxPause)
+	}
+	msg = run(func(tb testing.TB) {
+		Timed(tb, 20*time.Millisecond, "never", func() error { return errors.New("still down") })
+	})
+	if !strings.Contains(msg, "waiting for never: still down") {
 		t.Fatalf("failed %q", msg)
 	}
 }
