@@ -204,11 +204,17 @@ func (w *workload) leafMethod(ctx context.Context, r *rand.Rand, client int, p *
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		op.HTTPStatus, op.Allow = resp.StatusCode, resp.Header.Get("Allow")
 		text := strings.TrimSpace(string(body))
+		op.Body = text
 		if v, perr := strconv.ParseInt(text, 10, 64); perr == nil {
 			op.IDs = []int64{v} // an ID handed out to a method that must not take one
 		}
 		if checker.LeafRefused(resp.StatusCode, op.Allow) && op.IDs == nil {
 			return nil
+		}
+		if checker.LeafStarting(resp.StatusCode, text) && op.IDs == nil {
+			// Not a refusal of the method: the checker decides whether the
+			// lifetime was still starting (checker.LeafMethods).
+			return connect.NewError(connect.CodeUnavailable, fmt.Errorf("%s %s: 503 %q", op.Method, op.URL, text))
 		}
 		return connect.NewError(connect.CodeInternal, fmt.Errorf("%s %s: %d, Allow %q, body %q; want 405 allowing GET", op.Method, op.URL, resp.StatusCode, op.Allow, text))
 	}()

@@ -149,11 +149,14 @@ type Op struct {
 	Pages     int        `json:"pages,omitempty"`
 	SpaceInfo *SpaceInfo `json:"space_info,omitempty"`
 	Routing   *Routing   `json:"routing,omitempty"`
-	// URL, Method, HTTPStatus and Allow are a LeafMethod call's.
+	// URL, Method, HTTPStatus and Allow are a LeafMethod call's; Body is
+	// its answer's text, trimmed (empty in histories from before it was
+	// recorded): a starting process answers 503 "starting".
 	URL        string `json:"url,omitempty"`
 	Method     string `json:"method,omitempty"`
 	HTTPStatus int    `json:"http_status,omitempty"`
 	Allow      string `json:"allow,omitempty"`
+	Body       string `json:"body,omitempty"`
 
 	// Resolved marks a reservation whose outcome was unknown (error or
 	// timeout) and was learned after the run by re-issuing its request_id;
