@@ -15,8 +15,12 @@ import (
 // headless Service's DNS name storesvr-N.storesvr.seqsvr.svc.cluster.local
 // (a network alias), the manifest's args without the Secret files (no
 // auth, plain HTTP, plain Raft: podman has no Secrets here). The replicas
-// bootstrap one cluster from --ordinal-domain alone; a scale-up pod
-// (ordinal = replicas) joins it through ordinal 0.
+// bootstrap one cluster from --ordinal-domain alone; a member that loses
+// its volume comes back into it (loseDisk); a scale-up pod (ordinal =
+// replicas) joins it through ordinal 0. Every pod's API is published on
+// the host, and SEQSVR_FAULTS_BUGS, where the test's environment sets it,
+// reaches every pod (a -tags faults image plants those bugs; others ignore
+// it).
 func runStatefulSet(t *testing.T, e *engine, image string) {
 	m := readManifests(t)
 	ss := m.sets[0]
@@ -31,12 +35,16 @@ func runStatefulSet(t *testing.T, e *engine, image string) {
 	}
 	prefix := fmt.Sprintf("seqsvr-sts-%d", os.Getpid())
 	createNetwork(t, e, prefix)
-	var started []string
+	pods := &ssPods{t: t, e: e, name: ss.Name, names: map[int]string{}, urls: map[int]string{}}
 	t.Cleanup(func() {
+		var started []string
+		for ord := range len(pods.names) {
+			started = append(started, pods.names[ord])
+		}
 		if t.Failed() {
-			for _, n := range started {
-				out, _ := e.cmd(time.Minute, "logs", "--tail", "30", n)
-				t.Logf("---- %s ----\n%s", n, out)
+			for ord := range len(pods.names) {
+				l := strings.Split(strings.TrimSpace(pods.logs(ord)), "\n")
+				t.Logf("---- %s ----\n%s", pods.names[ord], strings.Join(l[max(0, len(l)-30):], "\n"))
 			}
 		}
 		if len(started) > 0 {
@@ -44,25 +52,22 @@ func runStatefulSet(t *testing.T, e *engine, image string) {
 		}
 	})
 	httpPort := listenPort(t, flagValue(c.Args, "http-addr"))
-	url0 := ""
-	start := func(ord int) {
+	pods.start = func(ord int) {
 		host := fmt.Sprintf("%s-%d", ss.Name, ord)
+		addr := freeAddr(t)
 		run := append([]string{"run", "-d", "--name", prefix + "-" + host, "--network", prefix,
-			"--hostname", host, "--network-alias", host + "." + domain}, e.run...)
-		if ord == 0 {
-			addr := freeAddr(t)
-			run = append(run, "-p", fmt.Sprintf("%s:%d", addr, httpPort))
-			url0 = "http://" + addr
-		}
+			"--hostname", host, "--network-alias", host + "." + domain,
+			"-p", fmt.Sprintf("%s:%d", addr, httpPort), "-e", "SEQSVR_FAULTS_BUGS"}, e.run...)
 		run = append(append(append(run, image), c.Command...), args...)
 		e.must(time.Minute, run...)
-		started = append(started, prefix+"-"+host)
+		pods.names[ord], pods.urls[ord] = prefix+"-"+host, "http://"+addr
 	}
+	start := pods.start
 	replicas := int(*ss.Spec.Replicas)
 	for ord := range replicas {
 		start(ord)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	waitMembers := func(n int) {
 		t.Helper()
@@ -74,7 +79,7 @@ func runStatefulSet(t *testing.T, e *engine, image string) {
 		}
 		for {
 			st.LeaderID, st.Members = "", nil
-			postOK(ctx, t, url0+"/seqsvr.v1.StoreService/ClusterStatus", `{}`, &st)
+			postOK(ctx, t, pods.urls[0]+"/seqsvr.v1.StoreService/ClusterStatus", `{}`, &st)
 			if st.LeaderID != "" && len(st.Members) == n {
 				break
 			}
@@ -91,15 +96,17 @@ func runStatefulSet(t *testing.T, e *engine, image string) {
 		}
 	}
 	waitMembers(replicas)
-	postOK(ctx, t, url0+"/seqsvr.v1.StoreService/CreateTag", `{"tag":"sts"}`, nil)
+	postOK(ctx, t, pods.urls[0]+"/seqsvr.v1.StoreService/CreateTag", `{"tag":"sts"}`, nil)
 	var seg struct{ First, Last string }
-	postOK(ctx, t, url0+"/seqsvr.v1.StoreService/ReserveSegment", `{"tag":"sts","size":"10"}`, &seg)
+	postOK(ctx, t, pods.urls[0]+"/seqsvr.v1.StoreService/ReserveSegment", `{"tag":"sts","size":"10"}`, &seg)
 	if seg.First != "1" || seg.Last != "10" {
 		t.Fatalf("ReserveSegment: %+v", seg)
 	}
+	pods.loseDisk(ctx, "sts")
+	waitMembers(replicas)
 	// A scale-up: the next ordinal joins through ordinal 0.
 	start(replicas)
 	waitMembers(replicas + 1)
 	b, _ := json.Marshal(seg)
-	t.Logf("StatefulSet from %s: %d pods bootstrapped from --ordinal-domain, a scale-up pod joined, segment %s", image, replicas, b)
+	t.Logf("StatefulSet from %s: %d pods bootstrapped from --ordinal-domain, one came back on an empty volume, a scale-up pod joined, segment %s", image, replicas, b)
 }
