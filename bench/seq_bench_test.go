@@ -12,6 +12,7 @@ import (
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 	"github.com/seqsvr/seqsvr/internal/launch"
+	"github.com/seqsvr/seqsvr/internal/poll"
 )
 
 func seqClient(c *launch.Cluster, p *launch.Proc) seqsvrv1connect.SeqServiceClient {
@@ -34,23 +35,6 @@ func nextSeq(c *launch.Cluster, p *launch.Proc, space string, key uint64) error 
 	defer cancel()
 	_, err := seqClient(c, p).NextSeq(ctx, connect.NewRequest(&seqsvrv1.NextSeqRequest{Space: space, Key: key}))
 	return err
-}
-
-// until retries f every 20 ms until it returns nil and answers how long
-// that took; the benchmark fails after limit.
-func until(tb testing.TB, what string, limit time.Duration, f func() error) time.Duration {
-	tb.Helper()
-	start := time.Now()
-	for {
-		err := f()
-		if err == nil {
-			return time.Since(start)
-		}
-		if time.Since(start) > limit {
-			tb.Fatalf("%s: still failing after %v: %v", what, limit, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // owners is p's routing table's ranges for space, nil if p does not answer.
@@ -92,7 +76,7 @@ func BenchmarkSeqNetwork(b *testing.B) {
 	const keys = 1_000_000
 	createSpace(b, c, &seqsvrv1.CreateSpaceRequest{Space: "bench", KeyCount: keys, SectionSize: 100_000, Step: 10_000})
 	a := c.Allocs[0]
-	until(b, "the allocsvr serves the space", 30*time.Second, func() error { return nextSeq(c, a, "bench", 0) })
+	poll.UntilOK(b, 30*time.Second, "the allocsvr serves the space", func() error { return nextSeq(c, a, "bench", 0) })
 	conc := fmt.Sprint(allocConc)
 	seqArgs := []string{"-target", "seq-raw", "-url", a.URL(), "-tag", "bench", "-keys", fmt.Sprint(keys), "-c", conc, "-d", roundLoad.String(), "-warmup", warmup}
 	idArgs := []string{"-target", "alloc-raw", "-url", a.URL(), "-tag", "bench", "-count", "1", "-c", conc, "-d", roundLoad.String(), "-warmup", warmup}
@@ -147,7 +131,7 @@ func BenchmarkSeqFailover(b *testing.B) {
 	victim, survivor := c.Allocs[0], c.Allocs[1] // a1 owns section 0 once both are live
 	const key = 7                                // in section 0
 	settle := func() {
-		until(b, "both allocsvrs own their section", time.Minute, func() error {
+		poll.UntilOK(b, time.Minute, "both allocsvrs own their section", func() error {
 			r := owners(c, survivor, "fo")
 			if len(r) != 2 || r[0].GetOwner() != victim.NodeID || r[1].GetOwner() != survivor.NodeID || r[0].GetNextOwner() != "" {
 				return fmt.Errorf("table not settled: %v", r)
@@ -176,7 +160,8 @@ func BenchmarkSeqFailover(b *testing.B) {
 		if err := victim.Kill(); err != nil {
 			b.Fatal(err)
 		}
-		until(b, "served after SIGKILL", 3*seqLeaseTTL, servedBySurvivor)
+		// Timed, for its checks at most 20 ms apart.
+		poll.Timed(b, 3*seqLeaseTTL, "served after SIGKILL", servedBySurvivor)
 		kills = append(kills, time.Since(start))
 		restart(b, c, victim)
 		settle()
@@ -185,7 +170,7 @@ func BenchmarkSeqFailover(b *testing.B) {
 		if err := victim.Signal(syscall.SIGTERM); err != nil {
 			b.Fatal(err)
 		}
-		until(b, "served after SIGTERM", 3*seqLeaseTTL, servedBySurvivor)
+		poll.Timed(b, 3*seqLeaseTTL, "served after SIGTERM", servedBySurvivor)
 		terms = append(terms, time.Since(start))
 		if err := victim.Stop(); err != nil { // waits for the exit
 			b.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 	"github.com/seqsvr/seqsvr/internal/launch"
+	"github.com/seqsvr/seqsvr/internal/poll"
 )
 
 // firstUseCallers is how many goroutines call NextSeq at once in
@@ -54,7 +55,7 @@ func benchFirstUse(b *testing.B, callers int) {
 		a := c.Allocs[0]
 		// Load every section (each load records its key as used).
 		for s := range uint64(10) {
-			until(b, "the allocsvr serves section", 30*time.Second, func() error { return nextSeq(c, a, "first", s*100_000) })
+			poll.UntilOK(b, 30*time.Second, "the allocsvr serves section", func() error { return nextSeq(c, a, "first", s*100_000) })
 		}
 		hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: callers, MaxConnsPerHost: callers}}
 		defer hc.CloseIdleConnections()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/seqsvr/seqsvr/client"
+	"github.com/seqsvr/seqsvr/internal/poll"
 )
 
 // nsPer times ops calls of f, in ns per call.
@@ -105,12 +106,7 @@ func benchNextID(b *testing.B, tag string, size int) {
 			take(buffered)
 		}
 		left := buffered.Buffered(tag)
-		for end := time.Now().Add(10 * time.Second); buffered.Buffered(tag) <= left; {
-			if time.Now().After(end) {
-				b.Fatalf("the refill did not install a whole batch: %d IDs buffered", buffered.Buffered(tag))
-			}
-			time.Sleep(100 * time.Microsecond)
-		}
+		poll.Until(b, 10*time.Second, "the refill to install a whole batch", func() bool { return buffered.Buffered(tag) > left })
 		qh := nsPer(8000, func() { take(buffered) })
 		qhits = append(qhits, qh)
 		qratios = append(qratios, qh/qrefs[len(qrefs)-1])

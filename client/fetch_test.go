@@ -13,6 +13,7 @@ import (
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
+	"github.com/seqsvr/seqsvr/internal/poll"
 )
 
 func TestMergeIDs(t *testing.T) {
@@ -172,10 +173,12 @@ func TestLocalBufferLargeBatches(t *testing.T) {
 	}
 	CheckUniqueIncreasing(t, got)
 	// The refill started last may still be in flight: let it end.
-	calls, inflight, missed := f.get()
-	for end := time.Now().Add(30 * time.Second); calls%3 != 0 && time.Now().Before(end); calls, inflight, missed = f.get() {
-		time.Sleep(time.Millisecond)
-	}
+	var calls, inflight int
+	var missed bool
+	poll.Until(t, 30*time.Second, "the last refill's three calls", func() bool {
+		calls, inflight, missed = f.get()
+		return calls%3 == 0
+	})
 	t.Logf("calls %d inflight %d missed %v", calls, inflight, missed)
 	if calls%3 != 0 || calls < 3*(workers*each/size) {
 		t.Fatalf("%d calls for %d IDs: want 3 per batch of %d", calls, workers*each, size)

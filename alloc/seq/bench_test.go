@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/seqsvr/seqsvr/internal/clock/clocktest"
+	"github.com/seqsvr/seqsvr/internal/poll"
 )
 
 // The benchmarks serve from the in-memory fakeStore (fake_test.go), which
@@ -210,23 +211,19 @@ func BenchmarkSeqRaftWrites(b *testing.B) {
 // includes every raise the calls started.
 func settle(b *testing.B, n *Node) {
 	b.Helper()
-	for end := time.Now().Add(5 * time.Second); ; {
-		busy := false
+	poll.Until(b, 5*time.Second, "no raise in flight", func() bool {
 		n.mu.RLock()
+		defer n.mu.RUnlock()
 		for _, s := range n.sections {
 			s.mu.Lock()
-			busy = busy || s.raising != nil
+			busy := s.raising != nil
 			s.mu.Unlock()
+			if busy {
+				return false
+			}
 		}
-		n.mu.RUnlock()
-		if !busy {
-			return
-		}
-		if time.Now().After(end) {
-			b.Fatal("raises still in flight after 5s")
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return true
+	})
 }
 
 // BenchmarkNextSeqInstr runs the reference loop (an atomic add on a slice

@@ -15,6 +15,7 @@ import (
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
+	"github.com/seqsvr/seqsvr/internal/poll"
 	"github.com/seqsvr/seqsvr/internal/routes"
 	"github.com/seqsvr/seqsvr/internal/routes/routestest"
 )
@@ -67,11 +68,7 @@ func startNode(t *testing.T, store Store, id, url string) *Node {
 	ctx, cancel := context.WithCancel(context.Background())
 	n.Start(ctx)
 	t.Cleanup(func() { cancel(); n.Close() })
-	for end := time.Now().Add(5 * time.Second); !n.Status().GetLeaseValid(); time.Sleep(time.Millisecond) {
-		if time.Now().After(end) {
-			t.Fatalf("%s: no lease", id)
-		}
-	}
+	poll.Until(t, 5*time.Second, id+"'s lease", func() bool { return n.Status().GetLeaseValid() })
 	return n
 }
 

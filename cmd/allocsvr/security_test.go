@@ -16,6 +16,7 @@ import (
 	"github.com/seqsvr/seqsvr/cmd/internal/serve"
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
+	"github.com/seqsvr/seqsvr/internal/poll"
 	"github.com/seqsvr/seqsvr/internal/tlsconf"
 	"github.com/seqsvr/seqsvr/internal/tlsconf/tlstest"
 )
@@ -79,11 +80,5 @@ func TestStoreClientFollowsStoreCA(t *testing.T) {
 		t.Fatal("a store certificate of a CA not in --store-ca was trusted")
 	}
 	tlstest.WriteBundle(t, caFile, oldCA, newCA)
-	var last error
-	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
-		if last = get(); last == nil {
-			return
-		}
-	}
-	t.Fatalf("store still refused 10 s after its CA was added to --store-ca: %v", last)
+	poll.UntilOK(t, 10*time.Second, "the store trusted once its CA is added to --store-ca", get)
 }

@@ -87,26 +87,20 @@ func (s *seqTest) next(ctx context.Context, p *launch.Proc, keys []uint64) error
 	return nil
 }
 
-// within retries f (on unavailable only) until it succeeds, failing the
-// test when that takes longer than limit; it answers how long it took.
+// within retries f (on unavailable only, each try bounded by 2 s) until
+// it succeeds, failing the test when that takes longer than limit; it
+// answers how long it took.
 func (s *seqTest) within(what string, limit time.Duration, f func(context.Context) error) time.Duration {
 	s.t.Helper()
-	start := time.Now()
-	for {
+	return poll.Timed(s.t, limit, what, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
 		err := f(ctx)
-		cancel()
-		if err == nil {
-			return time.Since(start)
-		}
-		if connect.CodeOf(err) != connect.CodeUnavailable {
+		if err != nil && connect.CodeOf(err) != connect.CodeUnavailable {
 			s.t.Fatalf("%s: %v", what, err)
 		}
-		if time.Since(start) > limit {
-			s.t.Fatalf("%s: still failing after %v: %v", what, limit, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return err
+	})
 }
 
 // owners is who owns each section by p's table, "" for none or a pending
@@ -332,20 +326,22 @@ func TestSeqAcrossAllocsvrs(t *testing.T) {
 // leafSeq is GET /api/seq/{what}/s/{key} on p: a plain number.
 func leafSeq(t *testing.T, p *launch.Proc, what string, key uint64) int64 {
 	t.Helper()
-	for end := time.Now().Add(5 * time.Second); ; {
+	var v int64
+	poll.UntilOK(t, 5*time.Second, fmt.Sprintf("%s GET %s %d", p.Name, what, key), func() error {
 		code, body := httpGet(t, fmt.Sprintf("%s/api/seq/%s/s/%d", p.URL(), what, key))
 		if code == 200 {
-			v, err := strconv.ParseInt(body, 10, 64)
-			if err != nil {
+			var err error
+			if v, err = strconv.ParseInt(body, 10, 64); err != nil {
 				t.Fatalf("%s: body %q is not a plain number", p.Name, body)
 			}
-			return v
+			return nil
 		}
-		if code != 503 || time.Now().After(end) {
+		if code != 503 {
 			t.Fatalf("%s GET %s %d: %d %q", p.Name, what, key, code, strings.TrimSpace(body))
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return fmt.Errorf("%d %q", code, strings.TrimSpace(body))
+	})
+	return v
 }
 
 func httpGet(t *testing.T, url string) (int, string) {

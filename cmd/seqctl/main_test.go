@@ -15,6 +15,7 @@ import (
 	"github.com/seqsvr/seqsvr/cmd/internal/proctest"
 	"github.com/seqsvr/seqsvr/internal/launch"
 	"github.com/seqsvr/seqsvr/internal/launch/launchtest"
+	"github.com/seqsvr/seqsvr/internal/poll"
 )
 
 func TestMain(m *testing.M) {
@@ -183,14 +184,10 @@ func TestCommands(t *testing.T) {
 	}
 
 	// The allocsvr learns a new space with its next heartbeat.
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	poll.Until(t, 20*time.Second, "the allocsvr to learn space clisp", func() bool {
 		code, out, errOut = invoke(env, "seq", "next", "clisp", "5")
-		if code == 0 || time.Now().After(deadline) || !strings.Contains(errOut, "not_found") {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return code == 0 || !strings.Contains(errOut, "not_found")
+	})
 	if code != 0 || out != "1\n" {
 		t.Errorf("seq next clisp 5: exit %d, %q %q", code, out, errOut)
 	}

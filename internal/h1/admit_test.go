@@ -1,25 +1,12 @@
 package h1
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
-)
 
-// waitFor polls cond for up to 5 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("timed out waiting for %s", what)
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
-}
+	"github.com/seqsvr/seqsvr/internal/poll"
+)
 
 // A head Admit refuses goes to net/http as soon as it is whole, without
 // waiting for its body; an admitted one is waited for.
@@ -31,7 +18,7 @@ func TestAdmitRefusesBeforeTheBody(t *testing.T) {
 		return "POST " + path + " HTTP/1.1\r\nHost: test\r\nContent-Length: 100\r\n\r\n"
 	}
 	dial(t, ts.addr).send(head("/decline"))
-	waitFor(t, "the refused request handed off", func() bool { return ts.Stats().HandOffs["refused"] == 1 })
+	poll.Until(t, 5*time.Second, "the refused request handed off", func() bool { return ts.Stats().HandOffs["refused"] == 1 })
 	dial(t, ts.addr).send(head("/fast"))
 	time.Sleep(100 * time.Millisecond) // nothing to poll for: the front must keep waiting
 	if st := ts.Stats(); st.HandOffs["refused"] != 1 || st.HandOffs["incomplete"] != 0 {

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seqsvr/seqsvr/internal/poll"
 	"github.com/seqsvr/seqsvr/internal/tlsconf"
 	"github.com/seqsvr/seqsvr/internal/tlsconf/tlstest"
 )
@@ -133,20 +134,19 @@ func diffOne(t *testing.T, in []byte, tc *diffTLS) {
 	front, plain := newDiffServer(t, true, tc), newDiffServer(t, false, tc)
 	gotFront, errFront := exchange(t, front.addr, in, tc)
 	gotPlain, errPlain := exchange(t, plain.addr, in, tc)
-	recFront, recPlain := front.dispatched(), plain.dispatched()
 	// net/http's HTTP/2 server runs each stream's handler on its own
 	// goroutine, which may record after the connection has closed: give
 	// a difference time to settle before calling it one (CI saw the
 	// preface seed's GET / recorded behind the front and not yet by
 	// net/http alone). HTTP/1 answers only after its handler returned,
 	// so there the first look is final.
-	for wait := time.Now().Add(2 * time.Second); !slices.Equal(recFront, recPlain) && time.Now().Before(wait); {
-		time.Sleep(5 * time.Millisecond)
-		recFront, recPlain = front.dispatched(), plain.dispatched()
-	}
-	if !slices.Equal(recFront, recPlain) {
-		t.Fatalf("input %q\ndispatched behind the front: %q\ndispatched by net/http alone: %q", in, recFront, recPlain)
-	}
+	poll.UntilOK(t, 2*time.Second, "the same dispatches", func() error {
+		recFront, recPlain := front.dispatched(), plain.dispatched()
+		if slices.Equal(recFront, recPlain) {
+			return nil
+		}
+		return fmt.Errorf("input %q\ndispatched behind the front: %q\ndispatched by net/http alone: %q", in, recFront, recPlain)
+	})
 	// Compare the answers while both are HTTP/1 (HTTP/2's frames carry
 	// dates in HPACK and their order varies); a reset may cut either
 	// short.

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/seqsvr/seqsvr/internal/poll"
 )
 
 // testServer runs a front whose routes are
@@ -430,13 +432,7 @@ func TestShutdownAnswersAnInFlightHandOff(t *testing.T) {
 	ts.waitBlocked(t)
 	shut := make(chan error, 1)
 	go func() { shut <- ts.Shutdown(context.Background()) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for !ts.shutting.Load() {
-		if time.Now().After(deadline) {
-			t.Fatal("Shutdown did not start")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	poll.Until(t, 10*time.Second, "Shutdown to start", ts.shutting.Load)
 	ts.unblock()
 	if _, body := c.read(); body != "slow:POST /block-decline late HTTP/1.1" {
 		t.Fatalf("got %q", body)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seqsvr/seqsvr/internal/poll"
 	"github.com/seqsvr/seqsvr/internal/tlsconf"
 	"github.com/seqsvr/seqsvr/internal/tlsconf/tlstest"
 )
@@ -257,15 +258,7 @@ func TestTLSClientCAReload(t *testing.T) {
 		t.Fatal("a certificate from another CA was accepted")
 	}
 	tlstest.WriteBundle(t, ts.clientCA, ts.ca, other)
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		err := try()
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the new CA is still refused: %v", err)
-		}
-	}
+	poll.UntilOK(t, 10*time.Second, "the new CA to be accepted", try)
 }
 
 // TestTLSPlainHTTPGets400: plain HTTP on the TLS port is answered as

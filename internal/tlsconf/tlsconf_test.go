@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seqsvr/seqsvr/internal/poll"
 	"github.com/seqsvr/seqsvr/internal/tlsconf"
 	"github.com/seqsvr/seqsvr/internal/tlsconf/tlstest"
 )
@@ -69,20 +70,16 @@ func TestReloadOnChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	next := ca.IssueTo(t, certFile, keyFile, "server", "127.0.0.1").SerialNumber.Int64()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	poll.Until(t, 10*time.Second, "the renewed certificate served", func() bool {
 		got, err := dial(addr, ccfg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got == next {
-			break
-		}
-		if got != first || time.Now().After(deadline) {
+		if got != next && got != first {
 			t.Fatalf("serial %d, want %d (the renewed certificate) after %d", got, next, first)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return got == next
+	})
 }
 
 func TestMutual(t *testing.T) {

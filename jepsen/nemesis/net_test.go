@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/seqsvr/seqsvr/internal/poll"
 )
 
 const crashChildEnv = "NEMESIS_NET_CRASH_CHILD"
@@ -41,17 +43,12 @@ func TestNetCleanedAfterSIGKILL(t *testing.T) {
 	if prefix == "" {
 		t.Fatalf("child did not create its namespaces:\n%s", out)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		left := leftovers(prefix)
-		if len(left) == 0 {
-			return
+	poll.UntilOK(t, 10*time.Second, "the namespaces gone after the harness died", func() error {
+		if left := leftovers(prefix); len(left) > 0 {
+			return fmt.Errorf("still present: %v", left)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("still present 10s after the harness died: %v", left)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // crashChild makes a Net, proves it exists, and dies by SIGKILL.

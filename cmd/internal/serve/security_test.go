@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seqsvr/seqsvr/internal/poll"
 	"github.com/seqsvr/seqsvr/internal/tlsconf"
 	"github.com/seqsvr/seqsvr/internal/tlsconf/tlstest"
 )
@@ -95,13 +96,10 @@ func TestTLSAndAuth(t *testing.T) {
 	base := "https://" + addr
 	for proto, tr := range map[string]*http.Transport{"HTTP/2.0": h2, "HTTP/1.1": h1} {
 		c := &http.Client{Transport: tr, Timeout: 5 * time.Second}
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			if code, _, _ := get(t, c, base+"/readyz"); code == http.StatusOK || time.Now().After(deadline) {
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		poll.Until(t, 5*time.Second, proto+" /readyz", func() bool {
+			code, _, _ := get(t, c, base+"/readyz")
+			return code == http.StatusOK
+		})
 		for _, p := range []string{"/healthz", "/readyz", "/metrics"} {
 			if code, _, _ := get(t, c, base+p); code != http.StatusOK {
 				t.Errorf("%s %s: %d", proto, p, code)

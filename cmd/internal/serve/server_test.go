@@ -16,6 +16,7 @@ import (
 
 	_ "github.com/seqsvr/seqsvr/gen/seqsvr/v1" // registers the descriptors reflection serves
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
+	"github.com/seqsvr/seqsvr/internal/poll"
 )
 
 // startTest serves o with Run on 127.0.0.1:0, the HTTP/1.1 front on, and
@@ -54,15 +55,12 @@ func startRun(t *testing.T, fastHTTP bool, o Options) string {
 // answers 503 until then.
 func waitServing(t *testing.T, base string) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		code, _, _ := get(t, http.DefaultClient, base+"/metrics")
-		if code == http.StatusOK {
-			return
+	poll.UntilOK(t, 5*time.Second, base+"/metrics answering", func() error {
+		if code, _, _ := get(t, http.DefaultClient, base+"/metrics"); code != http.StatusOK {
+			return fmt.Errorf("still %d", code)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s/metrics still %d", base, code)
-		}
-	}
+		return nil
+	})
 }
 
 // testProcess is a Process on 127.0.0.1:0 with open as its Open.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 	"github.com/seqsvr/seqsvr/internal/h1"
+	"github.com/seqsvr/seqsvr/internal/poll"
 	"github.com/seqsvr/seqsvr/internal/tlsconf"
 	"github.com/seqsvr/seqsvr/internal/tlsconf/tlstest"
 )
@@ -102,14 +103,10 @@ func TestTLSWithTheFront(t *testing.T) {
 		b, _ := io.ReadAll(res.Body)
 		return res.StatusCode, res.Proto, string(b)
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if code, _, _ := call(hcm, "GET", "/metrics", ""); code == http.StatusOK {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("not serving")
-		}
-	}
+	poll.Until(t, 10*time.Second, "serving", func() bool {
+		code, _, _ := call(hcm, "GET", "/metrics", "")
+		return code == http.StatusOK
+	})
 	served := func() int {
 		t.Helper()
 		_, _, body := call(hcm, "GET", "/metrics", "")
