@@ -84,6 +84,7 @@ type upgrader struct {
 	gap       time.Duration
 	out       Upgrade
 	rolled    []rolled
+	tl        timelineRec
 }
 
 // rolled is a member on the base binary again, since at on the run clock.
@@ -103,16 +104,20 @@ func newUpgrader(c *launch.Cluster, log *nemesis.Log, cur, base string, b Base, 
 	if b.Version != "" {
 		name += " (" + b.Version + ")"
 	}
+	u := &upgrader{c: c, log: log, cur: cur, base: base, gap: d / upgradeSlots,
+		out: Upgrade{Base: name, Stores: len(c.Stores), Allocs: len(c.Allocs)}}
 	for _, p := range c.All() {
 		p.Binary = filepath.Join(base, string(p.Kind))
+		u.started(p, "launch") // the caller launches the cluster next
 	}
-	return &upgrader{c: c, log: log, cur: cur, base: base, gap: d / upgradeSlots,
-		out: Upgrade{Base: name, Stores: len(c.Stores), Allocs: len(c.Allocs)}}, nil
+	return u, nil
 }
 
 // run does the steps until they are done or ctx ends (the run is over:
 // what was not done shows in the verdict).
 func (u *upgrader) run(ctx context.Context) {
+	u.tl.wg.Add(1)
+	go u.poll(ctx)
 	if err := u.steps(ctx); err != nil && ctx.Err() == nil {
 		u.out.Err = err.Error()
 		u.log.Error("upgrade", "", err)
@@ -229,6 +234,7 @@ func (u *upgrader) swap(p *launch.Proc, binDir, fault string) error {
 		return err
 	}
 	p.Binary = filepath.Join(binDir, string(p.Kind))
+	u.started(p, fault)
 	if err := p.Start(context.Background()); err != nil {
 		return err
 	}
@@ -260,6 +266,7 @@ func (u *upgrader) killLeader(ctx context.Context) error {
 	}
 	u.log.Inject(upgradeKill, l.Name, "SIGKILL (versions mixed; it runs %s)", filepath.Dir(l.Binary))
 	_ = launch.Sleep(ctx, 2*ElectionTimeout)
+	u.started(l, upgradeKill)
 	if err := l.Start(context.Background()); err != nil {
 		return err
 	}
@@ -277,6 +284,7 @@ func (u *upgrader) rollback(p *launch.Proc, fault string) error {
 		return err
 	}
 	p.Binary = filepath.Join(u.base, string(p.Kind))
+	u.started(p, fault)
 	if err := p.Start(context.Background()); err != nil {
 		return err
 	}
@@ -300,8 +308,10 @@ func (u *upgrader) rollback(p *launch.Proc, fault string) error {
 // finish runs after the load stopped, before the final reads: a
 // rolled-back member that exited since it became ready is judged on its
 // log, and one that is down goes back on the current binary so the final
-// state can be read from every member.
+// state can be read from every member. The load has stopped, and with
+// it the poll of the cluster version: the timeline is complete.
 func (u *upgrader) finish() {
+	u.out.Timeline = u.timeline()
 	for i, r := range u.rolled {
 		u.log.Window(faultOf(r.p), r.at) // to now, the end of the load
 		if r.p.Running() {

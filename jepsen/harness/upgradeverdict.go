@@ -31,6 +31,10 @@ type Upgrade struct {
 	Stores int    `json:"stores"`
 	Allocs int    `json:"allocs"`
 	Err    string `json:"error,omitempty"`
+	// Timeline is which binary each member ran when, and the cluster
+	// version over time; nil in a folder saved before runs recorded it
+	// (then the timing is not judged, and the verdict says so).
+	Timeline *Timeline `json:"timeline,omitempty"`
 }
 
 // Rollback is one member put back on the base binary and what it did:
@@ -49,7 +53,9 @@ const upgradeRollbacks = 2
 // UpgradeName is the upgrade scenario's own verdict.
 const UpgradeName = "upgrade steps ran; rolled-back members served or refused cleanly"
 
-// Verdict checks that every step ran and no rollback crashed.
+// Verdict checks that every step ran, no rollback crashed, and the
+// cluster version rose when the timeline allows, never before
+// (Timeline.check).
 func (u *Upgrade) Verdict() checker.Result {
 	r := checker.Result{Name: UpgradeName, Checked: u.StoresDone + u.AllocsDone + u.LeaderKills + len(u.Rollbacks)}
 	var miss []string
@@ -82,13 +88,19 @@ func (u *Upgrade) Verdict() checker.Result {
 	if u.Err != "" {
 		miss = append(miss, u.Err)
 	}
+	timing := "timing not recorded (a folder saved before runs recorded it)"
+	if u.Timeline != nil {
+		var bad []string
+		bad, timing = u.Timeline.check()
+		miss = append(miss, bad...)
+	}
 	if len(miss) > 0 {
 		r.Detail = strings.Join(miss, "; ")
 		return r
 	}
 	r.OK = true
-	r.Detail = fmt.Sprintf("from %s: %d storesvrs and %d allocsvrs replaced, leader killed %d×, versions mixed for %s (storesvrs %s), cluster version %s; rolled back to the base: %s",
+	r.Detail = fmt.Sprintf("from %s: %d storesvrs and %d allocsvrs replaced, leader killed %d×, versions mixed for %s (storesvrs %s), cluster version %s; rolled back to the base: %s; timing: %s",
 		u.Base, u.StoresDone, u.AllocsDone, u.LeaderKills, u.Mixed.Round(100*time.Millisecond), u.StoresMixed.Round(100*time.Millisecond),
-		u.ClusterVersion, strings.Join(rolled, ", "))
+		u.ClusterVersion, strings.Join(rolled, ", "), timing)
 	return r
 }
