@@ -136,9 +136,9 @@ func (c Config) withDefaults() (Config, error) {
 		c.Logger = d.Logger
 	}
 	c.Logger = c.Logger.With("node_id", c.NodeID)
-	setDur(&c.WorkerLeaseTTL, d.WorkerLeaseTTL)
-	setDur(&c.WorkerRetention, d.WorkerRetention)
-	setDur(&c.SeqLeaseTTL, d.SeqLeaseTTL)
+	orDefault(&c.WorkerLeaseTTL, d.WorkerLeaseTTL)
+	orDefault(&c.WorkerRetention, d.WorkerRetention)
+	orDefault(&c.SeqLeaseTTL, d.SeqLeaseTTL)
 	if c.RequestRecordLimit <= 0 {
 		c.RequestRecordLimit = d.RequestRecordLimit
 	}
@@ -169,7 +169,8 @@ func (c Config) raftTiming() raftconf.Timing {
 	}
 }
 
-func setDur(d *time.Duration, def time.Duration) {
+// orDefault sets *d to def when *d is not positive (unset).
+func orDefault(d *time.Duration, def time.Duration) {
 	if *d <= 0 {
 		*d = def
 	}

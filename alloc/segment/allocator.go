@@ -91,8 +91,9 @@ func DefaultConfig() Config {
 	}
 }
 
-// setDefaults gives every unset field its DefaultConfig value.
-func (c *Config) setDefaults() {
+// withDefaults returns c with every unset field given its DefaultConfig
+// value.
+func (c Config) withDefaults() Config {
 	d := DefaultConfig()
 	orDefault(&c.MaxStep, d.MaxStep)
 	orDefault(&c.FastRefill, d.FastRefill)
@@ -116,6 +117,7 @@ func (c *Config) setDefaults() {
 	if c.Logger == nil {
 		c.Logger = d.Logger
 	}
+	return c
 }
 
 // orDefault sets *v to d when *v is not positive (unset).
@@ -157,7 +159,7 @@ type Allocator struct {
 
 // New returns an allocator that reserves segments from store.
 func New(store Store, cfg Config) *Allocator {
-	cfg.setDefaults()
+	cfg = cfg.withDefaults()
 	a := &Allocator{
 		store: store,
 		cfg:   cfg,

@@ -8,8 +8,7 @@ import (
 // A zero Config gets every DefaultConfig value, and DefaultConfig sets
 // every tuning field (nothing is left to a default elsewhere).
 func TestZeroConfigTakesDefaultConfig(t *testing.T) {
-	var c Config
-	c.setDefaults()
+	c := Config{}.withDefaults()
 	d := DefaultConfig()
 	cv, dv := reflect.ValueOf(c), reflect.ValueOf(d)
 	for i := range cv.NumField() {

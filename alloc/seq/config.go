@@ -75,19 +75,15 @@ func DefaultConfig() Config {
 	}
 }
 
-// setDefaults gives every unset field its DefaultConfig value.
-func (c *Config) setDefaults() {
+// withDefaults returns c with every unset field given its DefaultConfig
+// value.
+func (c Config) withDefaults() Config {
 	d := DefaultConfig()
-	def := func(v *time.Duration, dv time.Duration) {
-		if *v <= 0 {
-			*v = dv
-		}
-	}
-	def(&c.HeartbeatInterval, d.HeartbeatInterval)
-	def(&c.HeartbeatTimeout, d.HeartbeatTimeout)
-	def(&c.FenceMargin, d.FenceMargin)
-	def(&c.RaiseTimeout, d.RaiseTimeout)
-	def(&c.LeaveTimeout, d.LeaveTimeout)
+	orDefault(&c.HeartbeatInterval, d.HeartbeatInterval)
+	orDefault(&c.HeartbeatTimeout, d.HeartbeatTimeout)
+	orDefault(&c.FenceMargin, d.FenceMargin)
+	orDefault(&c.RaiseTimeout, d.RaiseTimeout)
+	orDefault(&c.LeaveTimeout, d.LeaveTimeout)
 	if c.HTTPClient == nil {
 		c.HTTPClient = d.HTTPClient
 	}
@@ -96,5 +92,13 @@ func (c *Config) setDefaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = d.Logger
+	}
+	return c
+}
+
+// orDefault sets *v to d when *v is not positive (unset).
+func orDefault(v *time.Duration, d time.Duration) {
+	if *v <= 0 {
+		*v = d
 	}
 }

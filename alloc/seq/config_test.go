@@ -7,8 +7,7 @@ import (
 
 // A zero Config gets every DefaultConfig duration.
 func TestZeroConfigTakesDefaultConfig(t *testing.T) {
-	var c Config
-	c.setDefaults()
+	c := Config{}.withDefaults()
 	d := DefaultConfig()
 	cv, dv := reflect.ValueOf(c), reflect.ValueOf(d)
 	for i := range cv.NumField() {

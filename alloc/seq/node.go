@@ -72,7 +72,7 @@ func New(store Store, cfg Config) (*Node, error) {
 	if cfg.NodeID == "" || cfg.URL == "" {
 		return nil, errors.New("seq: NodeID and URL are required")
 	}
-	cfg.setDefaults()
+	cfg = cfg.withDefaults()
 	n := &Node{
 		cfg: cfg, store: store, clock: cfg.Clock, log: cfg.Logger.With("component", "seq"),
 		instance: cmp.Or(cfg.InstanceID, rand.Text()), sections: map[secKey]*section{}, dirs: map[string]*spaceDir{},

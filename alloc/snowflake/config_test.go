@@ -7,7 +7,7 @@ import (
 
 // A zero Config gets every DefaultConfig value.
 func TestZeroConfigTakesDefaultConfig(t *testing.T) {
-	c, d := withDefaults(Config{}), DefaultConfig()
+	c, d := Config{}.withDefaults(), DefaultConfig()
 	for _, f := range []struct {
 		name      string
 		got, want time.Duration

@@ -120,7 +120,7 @@ func Start(ctx context.Context, store WorkerStore, cfg Config) (*Service, error)
 	if cfg.NodeID == "" {
 		return nil, fmt.Errorf("%w: snowflake needs a node ID", errs.InvalidArgument)
 	}
-	cfg = withDefaults(cfg)
+	cfg = cfg.withDefaults()
 	s := &Service{
 		cfg:        cfg,
 		store:      store,
@@ -174,8 +174,9 @@ func DefaultConfig() Config {
 	}
 }
 
-// withDefaults gives every unset field of cfg its DefaultConfig value.
-func withDefaults(cfg Config) Config {
+// withDefaults returns cfg with every unset field given its DefaultConfig
+// value.
+func (cfg Config) withDefaults() Config {
 	d := DefaultConfig()
 	if cfg.Clock == nil {
 		cfg.Clock = d.Clock

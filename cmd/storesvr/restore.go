@@ -119,7 +119,7 @@ func (cfg *config) prepare(st *seqsvrv1.FSMSnapshot, age time.Duration, start ti
 	if over == 0 {
 		over = recovery.DefaultOver(age)
 	}
-	lease := max(time.Duration(leaseMs)*time.Millisecond, orDur(cfg.WorkerLeaseTTL, spec.DefaultWorkerLeaseTTL), orDur(cfg.SeqLeaseTTL, spec.DefaultSeqLeaseTTL))
+	lease := max(time.Duration(leaseMs)*time.Millisecond, orDefault(cfg.WorkerLeaseTTL, spec.DefaultWorkerLeaseTTL), orDefault(cfg.SeqLeaseTTL, spec.DefaultSeqLeaseTTL))
 	out, jumps, err := recovery.Prepare(st, recovery.Options{
 		Over: over, MinJump: cfg.MinJump, MaxSegmentSize: max(maxSeg, cfg.MaxSegmentSize),
 		Start: start, LeaseWait: lease + leaseMargin, ClusterID: storage.NewClusterID(), Generation: start.UnixMilli(),
@@ -135,7 +135,8 @@ func (cfg *config) prepare(st *seqsvrv1.FSMSnapshot, age time.Duration, start ti
 	return out, nil
 }
 
-func orDur(d, def time.Duration) time.Duration {
+// orDefault is d, or def when d is not positive (unset).
+func orDefault(d, def time.Duration) time.Duration {
 	if d > 0 {
 		return d
 	}

@@ -89,14 +89,14 @@ func New(id raft.ServerID, t Timing, logger hclog.Logger) (*raft.Config, error) 
 	rc.LocalID = id
 	rc.Logger = logger
 	d := DefaultTiming()
-	rc.HeartbeatTimeout = or(t.HeartbeatTimeout, d.HeartbeatTimeout)
-	rc.ElectionTimeout = or(t.ElectionTimeout, d.ElectionTimeout)
+	rc.HeartbeatTimeout = orDefault(t.HeartbeatTimeout, d.HeartbeatTimeout)
+	rc.ElectionTimeout = orDefault(t.ElectionTimeout, d.ElectionTimeout)
 	// Raft refuses a lease longer than the heartbeat timeout: the default
 	// follows a shorter --heartbeat-timeout down.
-	rc.LeaderLeaseTimeout = or(t.LeaderLeaseTimeout, min(DefaultLeaderLeaseTimeout, rc.HeartbeatTimeout))
-	rc.CommitTimeout = or(t.CommitTimeout, d.CommitTimeout)
-	rc.SnapshotThreshold = or(t.SnapshotThreshold, d.SnapshotThreshold)
-	rc.SnapshotInterval = or(t.SnapshotInterval, d.SnapshotInterval)
+	rc.LeaderLeaseTimeout = orDefault(t.LeaderLeaseTimeout, min(DefaultLeaderLeaseTimeout, rc.HeartbeatTimeout))
+	rc.CommitTimeout = orDefault(t.CommitTimeout, d.CommitTimeout)
+	rc.SnapshotThreshold = orDefault(t.SnapshotThreshold, d.SnapshotThreshold)
+	rc.SnapshotInterval = orDefault(t.SnapshotInterval, d.SnapshotInterval)
 	rc.MaxAppendEntries = MaxAppendEntries
 	rc.BatchApplyCh = true
 	if err := raft.ValidateConfig(rc); err != nil {
@@ -105,7 +105,8 @@ func New(id raft.ServerID, t Timing, logger hclog.Logger) (*raft.Config, error) 
 	return rc, nil
 }
 
-func or[T time.Duration | uint64](v, def T) T {
+// orDefault is v, or def when v is not positive (unset).
+func orDefault[T time.Duration | uint64](v, def T) T {
 	if v <= 0 {
 		return def
 	}
