@@ -55,6 +55,10 @@ type Config struct {
 	Registerer prometheus.Registerer
 }
 
+// PeerIdleConnsPerHost is how many kept-alive connections a Node's
+// HTTPClient keeps to each peer allocsvr it forwards calls to.
+const PeerIdleConnsPerHost = 32
+
 // DefaultConfig is the configuration where the caller sets nothing but
 // the required NodeID and URL: every default of a Node, defined here only
 // (the allocsvr's flags show these values). A zero field of the Config
@@ -62,7 +66,7 @@ type Config struct {
 // call (a pooled client of its own).
 func DefaultConfig() Config {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConnsPerHost = 32
+	tr.MaxIdleConnsPerHost = PeerIdleConnsPerHost
 	return Config{
 		HeartbeatInterval: 500 * time.Millisecond,
 		HeartbeatTimeout:  2 * time.Second,

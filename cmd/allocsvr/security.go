@@ -8,6 +8,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/seqsvr/seqsvr/alloc/seq"
 	"github.com/seqsvr/seqsvr/alloc/storeclient"
 	"github.com/seqsvr/seqsvr/cmd/internal/serve"
 	"github.com/seqsvr/seqsvr/internal/auth"
@@ -62,10 +63,11 @@ func (cfg *config) peerAccess(env serve.Env) (peerAccess, error) {
 	return p, nil
 }
 
-// httpClient is a pooled client with p's TLS.
+// httpClient is a pooled client with p's TLS, for a seq.Node's calls to
+// its peers.
 func (p peerAccess) httpClient() *http.Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConnsPerHost = 32
+	tr.MaxIdleConnsPerHost = seq.PeerIdleConnsPerHost
 	// Follows --store-ca when it changes (a CA rotation needs no restart).
 	return &http.Client{Transport: tlsconf.Transport(tr, p.tls)}
 }
