@@ -142,7 +142,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	defer c.Close()
 	var up *upgrader
 	if cfg.Upgrade {
-		if up, err = newUpgrader(c, nlog, cfg.BinDir, baseDir, base, cfg.Duration); err != nil {
+		if up, err = newUpgrader(c, opts.Security, nlog, cfg.BinDir, baseDir, base, cfg.Duration); err != nil {
 			return nil, err
 		}
 		rep.Notes = append(rep.Notes, "upgrade from the base release "+up.out.Base)

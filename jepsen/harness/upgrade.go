@@ -85,6 +85,10 @@ type upgrader struct {
 	out       Upgrade
 	rolled    []rolled
 	tl        timelineRec
+	// sec is the cluster's secure mode (nil: plain); args, each
+	// process's flags as created (setBinary).
+	sec  *launch.Security
+	args map[*launch.Proc][]string
 }
 
 // rolled is a member on the base binary again, since at on the run clock.
@@ -95,7 +99,7 @@ type rolled struct {
 
 // newUpgrader points every process of c at the base binaries (in base);
 // c is not launched yet. cur holds the current build.
-func newUpgrader(c *launch.Cluster, log *nemesis.Log, cur, base string, b Base, d time.Duration) (*upgrader, error) {
+func newUpgrader(c *launch.Cluster, sec *launch.Security, log *nemesis.Log, cur, base string, b Base, d time.Duration) (*upgrader, error) {
 	cur, err := filepath.Abs(cur)
 	if err != nil {
 		return nil, err
@@ -104,10 +108,10 @@ func newUpgrader(c *launch.Cluster, log *nemesis.Log, cur, base string, b Base, 
 	if b.Version != "" {
 		name += " (" + b.Version + ")"
 	}
-	u := &upgrader{c: c, log: log, cur: cur, base: base, gap: d / upgradeSlots,
+	u := &upgrader{c: c, sec: sec, log: log, cur: cur, base: base, gap: d / upgradeSlots,
 		out: Upgrade{Base: name, Stores: len(c.Stores), Allocs: len(c.Allocs)}}
 	for _, p := range c.All() {
-		p.Binary = filepath.Join(base, string(p.Kind))
+		u.setBinary(p, base)
 		u.started(p, "launch") // the caller launches the cluster next
 	}
 	return u, nil
@@ -233,7 +237,7 @@ func (u *upgrader) swap(p *launch.Proc, binDir, fault string) error {
 	if err := p.Stop(); err != nil {
 		return err
 	}
-	p.Binary = filepath.Join(binDir, string(p.Kind))
+	u.setBinary(p, binDir)
 	u.started(p, fault)
 	if err := p.Start(context.Background()); err != nil {
 		return err
@@ -283,7 +287,7 @@ func (u *upgrader) rollback(p *launch.Proc, fault string) error {
 	if err := p.Stop(); err != nil {
 		return err
 	}
-	p.Binary = filepath.Join(u.base, string(p.Kind))
+	u.setBinary(p, u.base)
 	u.started(p, fault)
 	if err := p.Start(context.Background()); err != nil {
 		return err
@@ -322,7 +326,7 @@ func (u *upgrader) finish() {
 			rb.Result, rb.Log = exitKind(r.p), lastLines(r.p.LogPath, 6)
 			u.log.Error(faultOf(r.p), r.p.Name, fmt.Errorf("exited on the base release: %s", strings.Join(rb.Log, " | ")))
 		}
-		r.p.Binary = filepath.Join(u.cur, string(r.p.Kind))
+		u.setBinary(r.p, u.cur)
 		u.log.Heal(faultOf(r.p), r.p.Name, "back on the current binary for the final reads")
 	}
 }
