@@ -27,6 +27,11 @@ const SoloPrefix = "solo-"
 // those counts are the lifetime's allowance. Across lifetimes holes are
 // allowed: a killed process loses its buffers.
 //
+// Starting and stopping: a starting allocsvr answers 503 "starting"
+// before any handler runs, so it took nothing and adds nothing to the
+// allowance; a stopping one (SIGTERM) answers its in-flight calls as
+// usual and drops the rest, whose calls count as unknown outcomes.
+//
 // One hole more is allowed in a lifetime that follows another (a restart)
 // when its size is that of one segment (within seg): a process killed
 // while cut off from the stores leaves its in-flight ReserveSegment in an
@@ -142,13 +147,20 @@ type SegmentBounds struct {
 // answeredByAlloc reports whether a failed NextIDs is the allocsvr's own
 // answer (it took no ID): a definite code, or unavailable with the
 // allocator's reason (which names the tag), as opposed to a timeout or a
-// broken connection.
+// broken connection. A plain-text 503 (connect-go's "503 Service
+// Unavailable" when the body is no Connect error) is the server's answer
+// before any handler ran: a starting process's 503 "starting", or a
+// connection shed over --max-conns. It took nothing either.
 func answeredByAlloc(op *history.Op) bool {
 	switch op.Code {
 	case "not_found", "invalid_argument", "resource_exhausted", "failed_precondition":
 		return true
 	case "unavailable":
-		return strings.Contains(op.Err, fmt.Sprintf("tag %q", op.Tag))
+		return strings.Contains(op.Err, fmt.Sprintf("tag %q", op.Tag)) || op.Err == plain503
 	}
 	return false
 }
+
+// plain503 is a Connect call's error for a 503 whose body is no Connect
+// error.
+const plain503 = "unavailable: 503 Service Unavailable"
