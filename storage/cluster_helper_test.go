@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -207,7 +208,7 @@ func newTestCluster(t testing.TB, n int, tweak func(*Config)) *testCluster {
 	}
 	startAll(t, c.nodes, func(node *testNode) Config {
 		cfg := testConfig(node.id, "", "")
-		cfg.Peers = peers
+		cfg.Peers = slices.Clone(peers) // tweaks run at once, each on its own list
 		if tweak != nil {
 			tweak(&cfg)
 		}
