@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"math"
 	"time"
-
-	"github.com/seqsvr/seqsvr/internal/faults"
 )
 
 // The default jump duration: DefaultFactor x the state's age, at least
@@ -51,9 +49,7 @@ func (j Jump) String() string {
 // duration over: from + max(rate x over, minJump, floor, 1), stopping at
 // 2^63-1 (saturated) rather than wrapping.
 func Compute(from, ratePerSec int64, over time.Duration, minJump, floor int64) (to int64, saturated bool) {
-	if faults.Bug(faults.BugRestoreNoJump) {
-		// The planted bug of the harness's disaster scenario: the
-		// restored counters continue where the backup left them.
+	if plantedRestoreNoJump() {
 		return from, false
 	}
 	secs := int64((over + time.Second - 1) / time.Second)
