@@ -26,7 +26,10 @@ func TestSecurityFlagsGoTogether(t *testing.T) {
 		{[]string{"--raft-tls-cert", "c", "--raft-tls-key", "k", "--raft-tls-ca", "ca"}, ""},
 		{[]string{"--tls-cert", "c"}, "--tls-key"},
 		{[]string{"--tls-client-ca", "ca"}, "--tls-client-ca needs --tls-cert"},
-		{[]string{"--tls-cert", "c", "--tls-key", "k", "--tls-client-ca", "ca", "--auth-file", "a"}, ""},
+		{[]string{"--tls-cert", "c", "--tls-key", "k", "--tls-client-ca", "ca", "--auth-file", "a", "--join-token-file", "j"}, ""},
+		// Members ask each other with the join token when one starts
+		// without state, rejoins or is promoted.
+		{[]string{"--auth-file", "a"}, "--auth-file needs --join-token-file"},
 	} {
 		var out bytes.Buffer
 		_, err := parseConfig(append(append([]string{}, base...), c.args...), none, &out)
