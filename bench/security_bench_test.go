@@ -41,8 +41,8 @@ const (
 	authRounds = 21
 )
 
-// BenchmarkSecurity is the cost of access control and of TLS per call
-// (issue 11): NextIDs count=1 from loadgen's raw HTTP/1.1 client, 64
+// BenchmarkSecurity is the cost of access control and of TLS per call:
+// NextIDs count=1 from loadgen's raw HTTP/1.1 client, 64
 // workers on kept-alive connections, against allocsvrs that differ in one
 // setting each, all on the same 3 storesvrs (which check tokens: the
 // allocsvrs present theirs with --store-token-file).

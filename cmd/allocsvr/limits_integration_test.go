@@ -17,7 +17,7 @@ import (
 )
 
 // TestLimitsUnderAttack holds proctest.AttackConns connections of each
-// shape of issue 25 on an allocsvr's NextIDs, plain and under TLS: each
+// shape of proctest.Shapes on an allocsvr's NextIDs, plain and under TLS: each
 // is answered or closed within --body-timeout (plus slack), the
 // process's memory stays bounded, a normal client keeps its answers (p99
 // logged against calm), one address over --max-conns-per-addr is shed

@@ -59,8 +59,8 @@ type Proc struct {
 	// JoinTokenFile (stores, secure mode) is passed as --join-token-file,
 	// with --join or --peers: joining a cluster with auth needs role
 	// admin, and a member's own calls to the others that carry no
-	// caller's token (the join; with issue 23 the version poll the
-	// cluster version waits for) present it.
+	// caller's token (the join, and the version poll the cluster version
+	// waits for) present it.
 	JoinTokenFile string
 
 	logf func(string, ...any)

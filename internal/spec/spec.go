@@ -102,7 +102,7 @@ const (
 	DefaultWorkerRetention = 24 * time.Hour
 )
 
-// Per-key sequence spaces (issue 10): the defaults CreateSpace applies to a
+// Per-key sequence spaces: the defaults CreateSpace applies to a
 // zero field and the limits the store enforces. A section's memory on the
 // allocsvr is 8*section_size bytes, hence MaxSectionSize.
 const (

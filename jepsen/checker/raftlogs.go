@@ -30,8 +30,9 @@ type RaftLogs struct {
 // RaftLogsAgree passes when every index compared held the same entry
 // (term, type and bytes) on every member. Raft's log matching property
 // promises that for committed entries; a difference means the members'
-// states may differ too, whatever the other checkers saw (hashicorp/raft
-// #695 made one in the disk scenario).
+// states may differ too, whatever the other checkers saw (raft's
+// heartbeat fast path, which let a deposed leader stamp queued entries
+// with a newer term, hashicorp/raft#695, made one in the disk scenario).
 func RaftLogsAgree(r *RaftLogs) Result {
 	switch {
 	case r == nil:

@@ -10,7 +10,7 @@ import (
 	"github.com/seqsvr/seqsvr/jepsen/nemesis"
 )
 
-// disasterScenario is "disaster" (issue 22): under the segment, snowflake
+// disasterScenario is "disaster": under the segment, snowflake
 // and per-key load, a backup every few seconds (the "backup" lane), and
 // over and over (the "store" lane) the whole store destroyed and restored
 // from the oldest backup of the current cluster with the default jump,

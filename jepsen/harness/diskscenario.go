@@ -28,7 +28,7 @@ func diskScenario() Config {
 // diskTmpfsBytes is each data dir's tmpfs: room for a store's Raft log
 // between snapshots and two snapshots under the harness's load, so only
 // the fault fills it. 64 MiB was too small once the load went through
-// every serving path (issue 26): a full 100 s run left s3 short of room
+// every serving path (the coverage gate's load): a full 100 s run left s3 short of room
 // for the log it had to catch up on (it flapped full/free to the end and
 // the final read found it behind), which is the disk really being full,
 // not the fault.

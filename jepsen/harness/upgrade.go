@@ -11,7 +11,7 @@ import (
 	"github.com/seqsvr/seqsvr/jepsen/nemesis"
 )
 
-// The upgrade scenario (issue 23): the cluster starts on the base
+// The upgrade scenario: the cluster starts on the base
 // release's binaries (BaseRelease, BuildBase) under the full load, and
 // the upgrader replaces one process at a time with the current build, the
 // way docs/upgrading.md tells an operator to:

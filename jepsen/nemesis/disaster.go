@@ -19,7 +19,7 @@ import (
 	"github.com/seqsvr/seqsvr/storage/backup"
 )
 
-// The disaster faults (issue 22): backups taken every few seconds through
+// The disaster faults: backups taken every few seconds through
 // StoreService.Backup (seqctl backup's call, with the admin token in the
 // secure mode), and a disaster that destroys the whole store and restores
 // it from the oldest backup, then loses a quorum and recovers the

@@ -70,8 +70,8 @@ func killLeader(ctx context.Context, e *Env, r *rand.Rand) error {
 // minority fault. Two copies of its lane (Copies 2) would otherwise often
 // kill both followers together, leaving the store with no quorum for as
 // long as their holds overlap; then every reservation fails with an
-// unknown outcome, and thousands of those (10,813 in the clock scenario
-// of session 8's second full run) leave porcupine undecided. Losing the
+// unknown outcome, and thousands of those (10,813 in one full run of the
+// clock scenario) leave porcupine undecided. Losing the
 // quorum is kill-all-stores' fault.
 func killFollower(ctx context.Context, e *Env, r *rand.Rand) error {
 	for _, s := range e.C.Stores {

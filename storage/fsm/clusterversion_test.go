@@ -42,7 +42,7 @@ func TestClusterVersionRaiseAndSnapshot(t *testing.T) {
 // listed needs a level in CommandLevel.
 var baseFields = map[string]bool{
 	"seqsvr.v1.NoopCommand.cluster_version": true, // the raise: a no-op to the base release
-	"seqsvr.v1.NoopCommand.cluster_id":      true, // issue 22: first applied wins, re-proposed each term
+	"seqsvr.v1.NoopCommand.cluster_id":      true, // the cluster ID: first applied wins, re-proposed each term
 }
 
 // TestCommandLevelKnowsEveryField fails when a field is added to a Raft

@@ -9,9 +9,10 @@ import (
 )
 
 // SnapshotFormat is the newest snapshot format this binary reads. A
-// snapshot of the base release carries none and is format 1; issue 22
-// adds FSMSnapshot.format_version (field 15), which a later release raises
-// when a reader of the previous format would misread its snapshots.
+// snapshot of the base release carries none and is format 1; later ones
+// carry it in FSMSnapshot.format_version (field 15), which a later
+// release raises when a reader of the previous format would misread its
+// snapshots.
 const SnapshotFormat = 1
 
 // snapshotFormatField is FSMSnapshot.format_version's field number. It is

@@ -52,7 +52,8 @@ type Shape struct {
 	check func(status string, refused int) error
 }
 
-// Shapes are the four shapes of issue 25, each held on one connection:
+// Shapes are the four shapes of a slow or unauthenticated client that
+// holds a server's memory, each held on one connection:
 // no token with a large Content-Length and a stalled body (answered 401
 // at once, with Connection: close); a chunked body trickled one byte
 // every 1.5 s with a valid token (cut off by --body-min-rate); HTTP/2
@@ -97,9 +98,9 @@ const AttackSlack = 10 * time.Second
 
 // MaxRSSGrowth bounds how far the process's resident memory may rise
 // above its level before a shape while the shape's connections are held.
-// Before issue 25 each no-token connection made the server buffer the
-// 256 KiB it was sent, in a buffer grown by doubling (200 of them: well
-// over 64 MiB); now a refused connection costs nothing once answered, and
+// Without the limits each no-token connection would make the server
+// buffer the 256 KiB it was sent, in a buffer grown by doubling (200 of
+// them: well over 64 MiB); a refused connection costs nothing once answered, and
 // a held one its buffers, goroutines and what --max-body-bytes-in-flight
 // lets it send. (Go returns freed memory to the system slowly, so each
 // shape is measured from the level the last one left.)

@@ -3,7 +3,7 @@
 // test binary (not under -short, where those tests skip) and starts
 // clusters of them on free loopback ports, killed when the test ends.
 // Attack (with StartLimited) holds connections on a real process in the
-// shapes of issue 25 and checks the limits of docs/security.md hold.
+// shapes of Shapes and checks the limits of docs/security.md hold.
 package proctest
 
 import (
