@@ -9,6 +9,9 @@ import (
 // and sequence the service decodes from an ID it handed out must be the
 // ones its bits hold. A history without such calls passes with nothing
 // checked.
+//
+// Starting and stopping: only answered decodes are judged; a starting or
+// stopping allocsvr's failures are not, and nothing is excused.
 func SnowflakeDecode(ops []*history.Op, l Layout) Result {
 	const name = SnowflakeDecoded
 	var p problems

@@ -16,6 +16,11 @@ import (
 // request_id that had succeeded is a violation too: the store forgot or
 // misfiled the reservation. Checked counts the request_ids re-sent and
 // answered at least once besides their first success.
+//
+// Starting and stopping: a starting storesvr answers unavailable (503
+// "starting"), never a definite not_found or invalid_argument, so its
+// answers are not judged; a stopping member's last answers are judged
+// like any other; nothing is excused.
 func Idempotent(ops []*history.Op) Result {
 	type group struct {
 		first  *history.Op // earliest-returning success

@@ -45,6 +45,10 @@ const ListingsName = "ListTags/ListSpaces listings complete, in order, no delete
 // A listing with a failed page proves nothing and is skipped. A history
 // that spans a store restore must be cut at the first one before this
 // check (the restored cluster's tags are the backup's).
+//
+// Starting and stopping: a starting store answers unavailable, never a
+// listing, and a stopping one's dropped calls fail: both prove nothing;
+// nothing is excused.
 func Listings(ops []*history.Op) Result {
 	var p problems
 	present, deletes, creates := tagEvidence(ops)

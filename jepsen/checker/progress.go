@@ -32,6 +32,11 @@ const ProgressName = "every workload made progress"
 // CreateTag end "may have committed" or already_exists, the earlier
 // "may have committed" one having taken effect: the clock scenario with
 // seed 2426 did, twice.)
+//
+// Starting and stopping: a starting process's 503 "starting" and a
+// stopping one's dropped calls are failures, which this check neither
+// needs nor forbids (it wants one success per kind and path over the
+// run); nothing is excused.
 func Progress(ops []*history.Op) Result {
 	kinds := []string{history.Reserve, history.GetTag, history.NextIDs, history.Snowflake}
 	ok := map[string]int{}

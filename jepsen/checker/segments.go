@@ -36,6 +36,11 @@ type owner struct {
 // operator fault) continues above its tombstone's max_id (guarantee 7), so
 // an ID of one life issued again in a later one is a duplicate like any
 // other.
+//
+// Starting and stopping: only answered IDs are judged (a starting
+// process's 503 and a stopping one's dropped calls carry none; a
+// stopping process's last answers belong to its lifetime like any
+// other); nothing is excused.
 func UniqueIDs(ops []*history.Op, kind string) Result {
 	name := forKind(kind, SegmentUnique, SnowflakeUnique)
 	seen := map[string]map[int64]owner{}
@@ -86,6 +91,11 @@ type lifeKey struct {
 // below the tombstone) until it drops those buffers, and every later
 // segment comes from the new life, above the tombstone's max_id, so the
 // IDs still rise.
+//
+// Starting and stopping: only answered IDs are judged (a starting
+// process's 503 and a stopping one's dropped calls carry none; a
+// stopping process's last answers belong to its lifetime like any
+// other); nothing is excused.
 func MonotonicPerLifetime(ops []*history.Op, kind string) Result {
 	name := forKind(kind, SegmentMonotonic, SnowflakeMonotonic)
 	groups := map[lifeKey][]*history.Op{}
@@ -144,6 +154,11 @@ func realTimeIncreasing(g []*history.Op, bad func(prev, cur *history.Op)) {
 // final max_id is that of the tag's last life, which started at or above
 // the max_id of every earlier one, so the bound covers the IDs of all its
 // lives.
+//
+// Starting and stopping: only answered IDs are judged (a starting
+// process's 503 and a stopping one's dropped calls carry none; a
+// stopping process's last answers belong to its lifetime like any
+// other); nothing is excused.
 func WithinReserved(ops []*history.Op, finalMax map[string]int64) Result {
 	const name = SegmentWithinReserved
 	var p problems
@@ -171,6 +186,9 @@ func WithinReserved(ops []*history.Op, finalMax map[string]int64) Result {
 }
 
 // SegmentsDisjoint checks that no two acknowledged reservations overlap.
+//
+// Starting and stopping: only acknowledged segments are judged; a
+// starting storesvr's 503 acknowledges none; nothing is excused.
 func SegmentsDisjoint(ops []*history.Op) Result {
 	const name = SegmentsDisjointName
 	by := map[string][]*history.Op{}
@@ -200,6 +218,10 @@ func SegmentsDisjoint(ops []*history.Op) Result {
 // FinalState checks that every member reports the same max_id per tag
 // after the run, and that it is at least the end of every acknowledged
 // reservation. final maps member -> tag -> max_id (absent: no answer).
+//
+// Starting and stopping: the members are read after the load, again
+// until they agree (30 s): a member still starting is waited for, never
+// excused.
 func FinalState(ops []*history.Op, final map[string]map[string]int64, tags []string) Result {
 	const name = FinalMaxID
 	var p problems

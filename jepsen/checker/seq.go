@@ -13,6 +13,9 @@ import (
 // call whose outcome is unknown (a timeout, unavailable) may or may not
 // have taken values, but no one ever saw them, so it orders nothing and
 // its values exist nowhere in the history.
+//
+// Starting and stopping: a starting allocsvr's 503 "starting" and a
+// stopping one's dropped calls are such failures; nothing is excused.
 
 // noSeqCalls is the detail of a per-key check on a history without
 // per-key calls (a run without per-key workers): nothing to check; the
@@ -217,6 +220,12 @@ type SeqScale struct {
 // stopped, paused or cut off, by target) says nothing about its keys
 // (clients should call another) and is left out, as is one that never
 // left the client.
+//
+// Starting and stopping: a starting allocsvr answers 503 "starting", a
+// stopping one fails the calls it drops after releasing its sections;
+// both count as outages of the keys asked, excused only by the bounds
+// above (SeqBlip after a start or a graceful stop, the lease TTL plus
+// 2 s after a death).
 func SeqAvailability(ops []*history.Op, scale []SeqScale, excused []Span, down map[string][]Span) Result {
 	type call struct {
 		call, ret time.Duration

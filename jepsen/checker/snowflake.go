@@ -47,6 +47,9 @@ func byWorker(ops []*history.Op, l Layout, bad func(*history.Op)) map[int64][]*h
 // clock steps, that an ID response called after another returned holds
 // only larger IDs: so a snowflake timestamp never goes backwards for a
 // worker, whoever holds it.
+//
+// Starting and stopping: only answered IDs are judged (a starting
+// allocsvr answers 503 until it holds its worker ID); nothing is excused.
 func WorkerTimeline(ops []*history.Op, l Layout) Result {
 	const name = SnowflakeTimeline
 	var p problems
@@ -74,6 +77,10 @@ func WorkerTimeline(ops []*history.Op, l Layout) Result {
 // prove it held the worker ID throughout [first return, second call]: a
 // response of another lifetime lying entirely inside such a window is an
 // overlap.
+//
+// Starting and stopping: a starting twin answers 503 until it holds the
+// worker ID, and a stopping holder answers until it stops; only answers
+// are judged, and nothing is excused.
 func WorkerExclusive(ops []*history.Op, l Layout, maxGap time.Duration) Result {
 	const name = SnowflakeExclusive
 	var p problems

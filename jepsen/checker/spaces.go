@@ -41,6 +41,10 @@ const SpaceReadsName = "GetSpace/GetRouting consistent, routing_version never ba
 // A history that spans a store restore must be cut at the first one
 // before this check: the restored cluster's tables start from the
 // backup's versions.
+//
+// Starting and stopping: a starting store answers unavailable, never
+// not_found, and a stopping one's dropped calls fail: neither is judged;
+// nothing is excused.
 func SpaceReads(ops []*history.Op) Result {
 	var p problems
 	type versioned struct {

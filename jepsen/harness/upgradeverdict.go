@@ -56,6 +56,12 @@ const UpgradeName = "upgrade steps ran; rolled-back members served or refused cl
 // Verdict checks that every step ran, no rollback crashed, and the
 // cluster version rose when the timeline allows, never before
 // (Timeline.check).
+//
+// Starting and stopping: a swapped or rolled-back process answers 503
+// until it is ready, which it must be within readyWait; a rolled-back one
+// may instead exit without a panic ("refused"); a base-release storesvr's
+// ClusterStatus carries no cluster version, which the timeline does not
+// read as one.
 func (u *Upgrade) Verdict() checker.Result {
 	r := checker.Result{Name: UpgradeName, Checked: u.StoresDone + u.AllocsDone + u.LeaderKills + len(u.Rollbacks)}
 	var miss []string
