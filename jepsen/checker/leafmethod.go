@@ -29,7 +29,8 @@ const startingBody = "starting"
 // body is exactly "starting", with no ID, from a lifetime that was still
 // starting as far as the history shows. That is, the answer came from
 // the lifetime the call was sent to (a restarted one, or a new process
-// such as a twin), and no call to that lifetime had returned an answer
+// such as a twin; a lifetime is a name, a start count and a pid), and no
+// call to that lifetime had returned an answer
 // it served (an OK call of any kind) before this one was sent: a
 // lifetime starts once and serves from then on, so a "starting" after it
 // served is a fault. A stopping process (SIGTERM) answers what it still
@@ -109,10 +110,13 @@ func leafBody(op *history.Op) string {
 	return s
 }
 
-// lifetime is one process lifetime of a target.
+// lifetime is one process lifetime of a target. The pid is part of it:
+// a fresh process under a reused name (the takeover twins) starts its
+// count of lifetimes again.
 type lifetime struct {
 	target string
 	life   int
+	pid    int
 }
 
 // firstServed is, per lifetime, the earliest return of a call that
@@ -123,7 +127,7 @@ func firstServed(ops []*history.Op) map[lifetime]int64 {
 		if !op.OK || op.Life != op.LifeReturn || op.Life == 0 {
 			continue
 		}
-		k := lifetime{op.Target, op.Life}
+		k := lifetime{op.Target, op.Life, op.Pid}
 		if t, ok := out[k]; !ok || op.Return < t {
 			out[k] = op.Return
 		}
@@ -139,6 +143,6 @@ func stillStarting(op *history.Op, served map[lifetime]int64) bool {
 	if op.Life == 0 || op.Life != op.LifeReturn {
 		return false
 	}
-	t, ok := served[lifetime{op.Target, op.Life}]
+	t, ok := served[lifetime{op.Target, op.Life, op.Pid}]
 	return !ok || t >= op.Call
 }

@@ -33,6 +33,9 @@ func TestLeafMethodsStarting(t *testing.T) {
 			life1, leafCall(3, 2, 60, 65, 503, "starting"), ids(4, "a1", 2, history.NextIDs, 55, 70, 9)}},
 		{name: "503 starting from a lifetime that never served (a twin)", ok: true, ops: []*history.Op{
 			leafCall(3, 1, 60, 61, 503, "starting")}},
+		{name: "503 starting from a second twin under a reused name", ok: true, ops: []*history.Op{
+			func() *history.Op { op := ids(4, "a1", 1, history.NextIDs, 0, 10, 1); op.Pid = 7; return op }(),
+			func() *history.Op { op := leafCall(3, 1, 60, 61, 503, "starting"); op.Pid = 8; return op }()}},
 		{name: "503 starting with no restart nearby", want: `answered 503 "starting"`, ops: []*history.Op{
 			life1, life1b, leafCall(3, 1, 60, 61, 503, "starting")}},
 		{name: "503 starting after the new lifetime served", want: `answered 503 "starting"`, ops: []*history.Op{
