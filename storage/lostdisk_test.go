@@ -3,7 +3,9 @@ package storage
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -25,6 +27,35 @@ type diskNode struct {
 	stable *raft.InmemStore
 	cfg    Config
 	all    *[]*diskNode
+	record *logRecord // the member's log lines, for what a test cannot see otherwise
+}
+
+// logRecord is a slog.Handler that keeps every message (and passes them
+// on to the usual test logger).
+type logRecord struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (l *logRecord) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logRecord) Handle(ctx context.Context, r slog.Record) error {
+	l.mu.Lock()
+	l.msgs = append(l.msgs, r.Message)
+	l.mu.Unlock()
+	return testLogger().Handler().Handle(ctx, r)
+}
+func (l *logRecord) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *logRecord) WithGroup(string) slog.Handler      { return l }
+
+func (l *logRecord) has(sub string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, m := range l.msgs {
+		if strings.Contains(m, sub) {
+			return true
+		}
+	}
+	return false
 }
 
 func newDiskCluster(t *testing.T, n int) []*diskNode {
@@ -49,6 +80,8 @@ func newDiskCluster(t *testing.T, n int) []*diskNode {
 	for _, d := range nodes {
 		d.cfg = testConfig(d.id, "", "")
 		d.cfg.Peers = peers
+		d.record = &logRecord{}
+		d.cfg.Logger = slog.New(d.record)
 		t.Cleanup(func() { d.stop() })
 	}
 	return nodes
@@ -253,6 +286,14 @@ func TestLostDiskRejoinsByItself(t *testing.T) {
 			poll.Until(t, 15*time.Second, "the wiped member caught up and promoted", func() bool {
 				return suffrageOf(leader.store, wiped.id) == "voter" && wiped.store.fsm.Tag("r").GetMaxId() == 77
 			})
+			// The stale identity was removed, the member added back as a
+			// non-voter, then promoted: a voter entry left in place would
+			// have made it a voter at once, on an empty log.
+			for _, want := range []string{"removing its old entry", "member re-added as a non-voter", "promoted a caught-up non-voter"} {
+				if !leader.record.has(want) {
+					t.Errorf("the leader never logged %q", want)
+				}
+			}
 			// It counts toward a quorum again, and votes.
 			leader.stop()
 			var live []*diskNode
@@ -480,5 +521,30 @@ func TestRejoinedMemberWithholdsVoteUntilCaughtUp(t *testing.T) {
 	poll.Until(t, 15*time.Second, "the vote gate to open", func() bool { return wiped.store.voteGate.until.Load() == 0 })
 	if granted, err := vote(); granted || err != nil && strings.Contains(err.Error(), "vote withheld") {
 		t.Fatalf("after catching up: granted %v, err %v", granted, err)
+	}
+}
+
+// TestAddMemberAddsNonVoter: AddMember (and so --join) adds a non-voter
+// and answers before any promotion; a member that never catches up (here
+// none runs) stays one, so it never counts toward a quorum.
+func TestAddMemberAddsNonVoter(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	l := c.waitForLeader()
+	res, err := l.client().AddMember(context.Background(), connect.NewRequest(&seqsvrv1.AddMemberRequest{Id: "n9", RaftAddr: "n9-raft", HttpAddr: "127.0.0.1:1"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got string
+	for _, m := range res.Msg.GetMembers() {
+		if m.GetId() == "n9" {
+			got = m.GetSuffrage()
+		}
+	}
+	if got != "nonvoter" {
+		t.Fatalf("AddMember answered suffrage %q for the new member, want nonvoter", got)
+	}
+	time.Sleep(3 * promoteInterval)
+	if s := suffrageOf(l.store, "n9"); s != "nonvoter" {
+		t.Fatalf("a member that never answered became %s", s)
 	}
 }

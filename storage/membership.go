@@ -29,6 +29,8 @@ func (s *Store) addMember(ctx context.Context, r *seqsvrv1.AddMemberRequest) (*s
 	if s.raft.State() != raft.Leader {
 		return nil, ErrNotLeader
 	}
+	s.memberMu.Lock()
+	defer s.memberMu.Unlock()
 	if err := s.checkJoinerCluster(ctx, r); err != nil {
 		return nil, err
 	}
@@ -64,7 +66,7 @@ func (s *Store) addMember(ctx context.Context, r *seqsvrv1.AddMemberRequest) (*s
 	case held != nil && (moved || r.GetReplace()):
 		s.log.Warn("member comes back without its raft state, or at a new address: removing its old entry, then adding it as a non-voter",
 			"id", r.GetId(), "old_raft_addr", held.Address, "raft_addr", r.GetRaftAddr(), "old_suffrage", held.Suffrage, "replace", r.GetReplace())
-		if err := s.await(s.raft.RemoveServer(held.ID, cf.Index(), timeoutFrom(ctx))); err != nil {
+		if err := s.await(s.raft.RemoveServer(held.ID, 0, timeoutFrom(ctx))); err != nil {
 			return nil, mapRaftErr(err)
 		}
 		if err := s.await(s.raft.AddNonvoter(raft.ServerID(r.GetId()), raft.ServerAddress(r.GetRaftAddr()), 0, timeoutFrom(ctx))); err != nil {
@@ -72,7 +74,7 @@ func (s *Store) addMember(ctx context.Context, r *seqsvrv1.AddMemberRequest) (*s
 		}
 		s.log.Info("member re-added as a non-voter", "id", r.GetId(), "raft_addr", r.GetRaftAddr(), "http_addr", r.GetHttpAddr())
 	case held == nil:
-		if err := s.await(s.raft.AddNonvoter(raft.ServerID(r.GetId()), raft.ServerAddress(r.GetRaftAddr()), cf.Index(), timeoutFrom(ctx))); err != nil {
+		if err := s.await(s.raft.AddNonvoter(raft.ServerID(r.GetId()), raft.ServerAddress(r.GetRaftAddr()), 0, timeoutFrom(ctx))); err != nil {
 			return nil, mapRaftErr(err)
 		}
 		s.log.Info("added member as a non-voter", "id", r.GetId(), "raft_addr", r.GetRaftAddr(), "http_addr", r.GetHttpAddr())
@@ -96,6 +98,8 @@ func (s *Store) removeMember(ctx context.Context, r *seqsvrv1.RemoveMemberReques
 	if s.raft.State() != raft.Leader {
 		return nil, ErrNotLeader
 	}
+	s.memberMu.Lock()
+	defer s.memberMu.Unlock()
 	if s.fsm.Member(r.GetId()) != nil {
 		cmd := &seqsvrv1.Command{Cmd: &seqsvrv1.Command_RemoveMember{RemoveMember: &seqsvrv1.RemoveMemberCommand{Id: r.GetId()}}}
 		if _, err := s.propose(ctx, cmd); err != nil {

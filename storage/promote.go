@@ -2,6 +2,8 @@ package storage
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"time"
 
 	"connectrpc.com/connect"
@@ -38,9 +40,12 @@ func (s *Store) promoteLoop() {
 
 // promoteCaughtUp promotes each non-voter whose applied index has reached
 // the commit index this leader had before asking it: raft does not expose
-// a follower's progress, so the member is asked (MemberProbe). The
-// promotion names the configuration it was decided on, so a change in
-// between (the member removed, say) makes it fail instead of undoing it.
+// a follower's progress, so the member is asked (MemberProbe). raft
+// v1.7.3's GetConfiguration reports no index to make AddVoter conditional
+// on, so the membership changes of this leader (AddMember, RemoveMember,
+// this promotion) take turns (memberMu), and the promotion checks again,
+// in its turn, that the member is still a non-voter at that address: a
+// member removed meanwhile is never added back.
 func (s *Store) promoteCaughtUp() {
 	cf := s.raft.GetConfiguration()
 	if cf.Error() != nil {
@@ -66,11 +71,25 @@ func (s *Store) promoteCaughtUp() {
 		if res.Msg.GetPhase() != phaseRunning || res.Msg.GetNodeId() != id || res.Msg.GetAppliedIndex() < commit {
 			continue
 		}
-		if err := s.await(s.raft.AddVoter(srv.ID, srv.Address, cf.Index(), time.Second)); err != nil {
+		if err := s.promote(srv); err != nil {
 			s.log.Warn("promoting a caught-up non-voter failed; will retry", "id", id, "err", err)
 			return
 		}
 		s.log.Info("promoted a caught-up non-voter to voter", "id", id, "applied_index", res.Msg.GetAppliedIndex(), "leader_commit_index", commit)
 		return // the configuration changed: look again next tick
 	}
+}
+
+// promote makes srv a voter if it is still the non-voter it was.
+func (s *Store) promote(srv raft.Server) error {
+	s.memberMu.Lock()
+	defer s.memberMu.Unlock()
+	cf := s.raft.GetConfiguration()
+	if err := cf.Error(); err != nil {
+		return err
+	}
+	if !slices.Contains(cf.Configuration().Servers, srv) {
+		return errors.New("the member changed before its promotion")
+	}
+	return s.await(s.raft.AddVoter(srv.ID, srv.Address, 0, time.Second))
 }

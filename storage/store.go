@@ -41,7 +41,8 @@ type Store struct {
 
 	handingOff atomic.Bool // a leadership transfer for a bad disk is running
 
-	voteGate *voteGate // nil unless this member started without its Raft state
+	voteGate *voteGate  // nil unless this member started without its Raft state
+	memberMu sync.Mutex // this leader's membership changes take turns (promote.go)
 
 	peerAuth // who may speak Raft beyond the configuration (peerauth.go)
 
