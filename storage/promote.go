@@ -25,6 +25,7 @@ func (s *Store) promoteLoop() {
 	defer s.wg.Done()
 	tick := time.NewTicker(promoteInterval)
 	defer tick.Stop()
+	var mark uint64 // this leader's commit index one tick ago; 0: not leading then
 	for {
 		select {
 		case <-s.stop:
@@ -32,21 +33,31 @@ func (s *Store) promoteLoop() {
 		case <-tick.C:
 		}
 		if s.raft.State() != raft.Leader {
+			mark = 0
 			continue
 		}
-		s.promoteCaughtUp()
+		if mark != 0 {
+			s.promoteCaughtUp(mark)
+		}
+		mark = s.raft.CommitIndex()
 	}
 }
 
 // promoteCaughtUp promotes each non-voter whose applied index has reached
-// the commit index this leader had before asking it: raft does not expose
-// a follower's progress, so the member is asked (MemberProbe). raft
+// mark, the commit index this leader had one tick (promoteInterval) ago:
+// raft does not expose a follower's progress, so the member is asked
+// (MemberProbe). Under a steady write load a follower always trails the
+// commit index of the very moment by a few entries; one that holds
+// everything committed a tick ago is within far less than an election
+// timeout of the leader, the Raft dissertation's test of a caught-up
+// server. (Promotion timing is no matter of safety: a voter's log may
+// trail; only a voter that forgot what it acknowledged is unsafe.) raft
 // v1.7.3's GetConfiguration reports no index to make AddVoter conditional
 // on, so the membership changes of this leader (AddMember, RemoveMember,
 // this promotion) take turns (memberMu), and the promotion checks again,
 // in its turn, that the member is still a non-voter at that address: a
 // member removed meanwhile is never added back.
-func (s *Store) promoteCaughtUp() {
+func (s *Store) promoteCaughtUp(mark uint64) {
 	cf := s.raft.GetConfiguration()
 	if cf.Error() != nil {
 		return
@@ -60,7 +71,6 @@ func (s *Store) promoteCaughtUp() {
 		if addr == "" {
 			continue // its HTTP address is recorded right after it is added
 		}
-		commit := s.raft.CommitIndex()
 		ctx, cancel := context.WithTimeout(s.stopCtx, time.Second)
 		res, err := s.client(addr).MemberProbe(ctx, connect.NewRequest(&seqsvrv1.MemberProbeRequest{FromId: s.cfg.NodeID}))
 		cancel()
@@ -68,14 +78,14 @@ func (s *Store) promoteCaughtUp() {
 			s.log.Debug("non-voter did not answer; not promoted yet", "id", id, "http_addr", addr, "err", err)
 			continue
 		}
-		if res.Msg.GetPhase() != phaseRunning || res.Msg.GetNodeId() != id || res.Msg.GetAppliedIndex() < commit {
+		if res.Msg.GetPhase() != phaseRunning || res.Msg.GetNodeId() != id || res.Msg.GetAppliedIndex() < mark {
 			continue
 		}
 		if err := s.promote(srv); err != nil {
 			s.log.Warn("promoting a caught-up non-voter failed; will retry", "id", id, "err", err)
 			return
 		}
-		s.log.Info("promoted a caught-up non-voter to voter", "id", id, "applied_index", res.Msg.GetAppliedIndex(), "leader_commit_index", commit)
+		s.log.Info("promoted a caught-up non-voter to voter", "id", id, "applied_index", res.Msg.GetAppliedIndex(), "leader_commit_index_a_tick_ago", mark)
 		return // the configuration changed: look again next tick
 	}
 }
