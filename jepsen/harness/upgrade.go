@@ -89,6 +89,9 @@ type upgrader struct {
 	// process's flags as created (setBinary).
 	sec  *launch.Security
 	args map[*launch.Proc][]string
+	// newLeaderSince is when an upgraded member came to lead while the
+	// versions were mixed (killLeaderUntilNew), 0 outside that stretch.
+	newLeaderSince time.Duration
 }
 
 // rolled is a member on the base binary again, since at on the run clock.
@@ -140,6 +143,7 @@ func (u *upgrader) steps(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		u.endNewLeader()
 		if u.out.StoresDone == 0 {
 			mixedFrom = u.log.Since()
 		}
@@ -151,10 +155,9 @@ func (u *upgrader) steps(ctx context.Context) error {
 			if err := launch.Sleep(ctx, u.gap); err != nil {
 				return err
 			}
-			if err := u.killLeader(ctx); err != nil {
+			if err := u.killLeaderUntilNew(ctx); err != nil {
 				return err
 			}
-			u.out.LeaderKills++
 			// Two slots before the next swap: the stores' versions stay
 			// mixed for four (30 s of the full matrix's 100 s).
 			wait = 2 * u.gap

@@ -20,6 +20,10 @@ type Upgrade struct {
 	// StoresMixed, how long the storesvrs alone were mixed.
 	Mixed       time.Duration `json:"mixed"`
 	StoresMixed time.Duration `json:"stores_mixed"`
+	// NewLeaderMixed is how long a storesvr on the new binary led while
+	// another ran the base release (killLeaderUntilNew): the stretch in
+	// which the cluster version must not rise.
+	NewLeaderMixed time.Duration `json:"new_leader_mixed,omitempty"`
 	// ClusterVersion is what the wait for the cluster version said
 	// (clusterversion.go); ClusterVersionStuck, that it did not rise.
 	ClusterVersion      string `json:"cluster_version,omitempty"`
@@ -105,8 +109,8 @@ func (u *Upgrade) Verdict() checker.Result {
 		return r
 	}
 	r.OK = true
-	r.Detail = fmt.Sprintf("from %s: %d storesvrs and %d allocsvrs replaced, leader killed %d×, versions mixed for %s (storesvrs %s), cluster version %s; rolled back to the base: %s; timing: %s",
+	r.Detail = fmt.Sprintf("from %s: %d storesvrs and %d allocsvrs replaced, leader killed %d×, versions mixed for %s (storesvrs %s), cluster version %s; rolled back to the base: %s; timing: %s; %s",
 		u.Base, u.StoresDone, u.AllocsDone, u.LeaderKills, u.Mixed.Round(100*time.Millisecond), u.StoresMixed.Round(100*time.Millisecond),
-		u.ClusterVersion, strings.Join(rolled, ", "), timing)
+		u.ClusterVersion, strings.Join(rolled, ", "), timing, newLeaderNote(u.NewLeaderMixed))
 	return r
 }
