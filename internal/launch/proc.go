@@ -145,10 +145,9 @@ func (p *Proc) Start(ctx context.Context) error {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), p.Env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = sysProcAttr()
 	p.starts++
 	fmt.Fprintf(logf, "=== cluster: start #%d of %s at %s: %v\n", p.starts, p.Name, time.Now().Format(time.RFC3339Nano), argv)
-	if err := spawn(cmd); err != nil {
+	if err := StartCommand(cmd); err != nil {
 		logf.Close()
 		return fmt.Errorf("cluster: start %s: %w", p.Name, err)
 	}

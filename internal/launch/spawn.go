@@ -19,6 +19,17 @@ type spawnReq struct {
 	done chan error
 }
 
+// StartCommand starts cmd as launch starts its own processes: in a
+// process group of its own and, on Linux, killed by SIGKILL when this
+// process dies (Pdeathsig), forked from the one locked thread so that
+// the signal cannot come early. For a caller with processes of its own
+// (benchpeers' peers), so that every process of a run is launched one
+// way.
+func StartCommand(cmd *exec.Cmd) error {
+	cmd.SysProcAttr = sysProcAttr()
+	return spawn(cmd)
+}
+
 func spawn(cmd *exec.Cmd) error {
 	spawnOnce.Do(func() {
 		spawnCh = make(chan spawnReq)

@@ -57,11 +57,11 @@ func (p *proc) start() error {
 	}
 	cmd := exec.Command(p.bin, p.args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	// Pdeathsig: should benchpeers itself die without reaching killAll
-	// (SIGKILL, a crash), the kernel ends the peer anyway; nothing of a
-	// run outlives it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	// Started as launch starts seqsvr's processes: should benchpeers die
+	// without reaching killAll (SIGKILL, a crash), the kernel ends the
+	// peer anyway (Pdeathsig, from launch's locked thread, which lives as
+	// long as benchpeers); nothing of a run outlives it.
+	if err := launch.StartCommand(cmd); err != nil {
 		logf.Close()
 		return fmt.Errorf("start %s: %w", p.name, err)
 	}
