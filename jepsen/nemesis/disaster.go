@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -211,7 +212,15 @@ func quorumLoss(ctx context.Context, e *Env, r *rand.Rand) error {
 	e.backups.clear()
 	start := time.Now()
 	e.Log.Inject(QuorumLoss, survivor.Name, "SIGKILL all; the %d others wiped; recovering %s", len(e.C.Stores)-1, survivor.Name)
-	if err := startWith(ctx, e, survivor, "--recover"); err != nil {
+	// The others are gone for good, and only the operator can say so: a
+	// member that cannot be reached is not known to be gone.
+	var lost []string
+	for _, s := range e.C.Stores {
+		if s != survivor {
+			lost = append(lost, s.NodeID)
+		}
+	}
+	if err := startWith(ctx, e, survivor, "--recover", "--recover-lost", strings.Join(lost, ",")); err != nil {
 		return fmt.Errorf("%s: %w", QuorumLoss, err)
 	}
 	if err := joinOthers(ctx, e, survivor); err != nil {
