@@ -24,14 +24,7 @@ var fuzzNow = time.UnixMilli(1_800_000_000_000)
 //
 //	go test -run '^$' -fuzz FuzzBackupDecode -fuzztime 15s ./storage/backup/
 func FuzzBackupDecode(f *testing.F) {
-	valid, err := backup.Encode(backuptest.Valid(fuzzNow))
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Add(valid)
-	for _, e := range backuptest.Evils(fuzzNow) {
-		f.Add(e.File)
-	}
+	backuptest.AddSeeds(f, fuzzNow)
 	f.Fuzz(func(t *testing.T, file []byte) {
 		b, err := backup.Decode(file)
 		if err != nil {
