@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -27,35 +26,7 @@ type diskNode struct {
 	stable *raft.InmemStore
 	cfg    Config
 	all    *[]*diskNode
-	record *logRecord // the member's log lines, for what a test cannot see otherwise
-}
-
-// logRecord is a slog.Handler that keeps every message (and passes them
-// on to the usual test logger).
-type logRecord struct {
-	mu   sync.Mutex
-	msgs []string
-}
-
-func (l *logRecord) Enabled(context.Context, slog.Level) bool { return true }
-func (l *logRecord) Handle(ctx context.Context, r slog.Record) error {
-	l.mu.Lock()
-	l.msgs = append(l.msgs, r.Message)
-	l.mu.Unlock()
-	return testLogger().Handler().Handle(ctx, r)
-}
-func (l *logRecord) WithAttrs([]slog.Attr) slog.Handler { return l }
-func (l *logRecord) WithGroup(string) slog.Handler      { return l }
-
-func (l *logRecord) has(sub string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, m := range l.msgs {
-		if strings.Contains(m, sub) {
-			return true
-		}
-	}
-	return false
+	record *syncBuffer // the member's log, for what a test cannot see otherwise
 }
 
 func newDiskCluster(t *testing.T, n int) []*diskNode {
@@ -80,8 +51,8 @@ func newDiskCluster(t *testing.T, n int) []*diskNode {
 	for _, d := range nodes {
 		d.cfg = testConfig(d.id, "", "")
 		d.cfg.Peers = peers
-		d.record = &logRecord{}
-		d.cfg.Logger = slog.New(d.record)
+		d.record = &syncBuffer{}
+		d.cfg.Logger = slog.New(slog.NewTextHandler(d.record, nil))
 		t.Cleanup(func() { d.stop() })
 	}
 	return nodes
@@ -290,7 +261,7 @@ func TestLostDiskRejoinsByItself(t *testing.T) {
 			// non-voter, then promoted: a voter entry left in place would
 			// have made it a voter at once, on an empty log.
 			for _, want := range []string{"removing its old entry", "member re-added as a non-voter", "promoted a caught-up non-voter"} {
-				if !leader.record.has(want) {
+				if !strings.Contains(leader.record.String(), want) {
 					t.Errorf("the leader never logged %q", want)
 				}
 			}
