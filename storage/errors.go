@@ -19,6 +19,11 @@ var (
 	// ErrOtherCluster: a join between members of two different clusters
 	// (their cluster IDs differ).
 	ErrOtherCluster = errs.New(errs.FailedPrecondition, "member of another cluster")
+	// ErrCallerCluster: a write whose caller follows another cluster (the
+	// request's cluster_id): an old member answering at an address the
+	// caller knows. Nothing was proposed. Its text begins every such
+	// answer's message, which the store client recognises.
+	ErrCallerCluster = errs.New(errs.FailedPrecondition, "request for another store cluster")
 	// ErrDiskFull: this member's data dir refused a write for lack of
 	// space; it refuses writes until a write succeeds again (no restart
 	// needed). Unavailable: another member may take the call.

@@ -168,6 +168,9 @@ func (s *Store) deleteTag(ctx context.Context, r *seqsvrv1.DeleteTagRequest) (*s
 }
 
 func (s *Store) reserveSegment(ctx context.Context, r *seqsvrv1.ReserveSegmentRequest) (*seqsvrv1.Segment, error) {
+	if err := s.checkCallerCluster(r.GetClusterId()); err != nil {
+		return nil, err
+	}
 	if err := fsm.ValidateReserve(r, s.cfg.MaxSegmentSize); err != nil {
 		return nil, err
 	}
@@ -185,6 +188,9 @@ func (s *Store) reserveSegment(ctx context.Context, r *seqsvrv1.ReserveSegmentRe
 }
 
 func (s *Store) registerWorker(ctx context.Context, r *seqsvrv1.RegisterWorkerRequest) (*seqsvrv1.Worker, error) {
+	if err := s.checkCallerCluster(r.GetClusterId()); err != nil {
+		return nil, err
+	}
 	if err := fsm.ValidateRegisterWorker(r); err != nil {
 		return nil, err
 	}
@@ -205,6 +211,9 @@ func (s *Store) registerWorker(ctx context.Context, r *seqsvrv1.RegisterWorkerRe
 }
 
 func (s *Store) renewWorker(ctx context.Context, r *seqsvrv1.RenewWorkerRequest) (*seqsvrv1.Worker, error) {
+	if err := s.checkCallerCluster(r.GetClusterId()); err != nil {
+		return nil, err
+	}
 	if err := fsm.ValidateRenewWorker(r); err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 
@@ -49,14 +50,14 @@ func (s *Store) createSpace(ctx context.Context, r *seqsvrv1.CreateSpaceRequest)
 // seqHeartbeat carries this member's lease TTL in the command, so every
 // member applies the same lease whatever its own flag says.
 func (s *Store) seqHeartbeat(ctx context.Context, r *seqsvrv1.SeqHeartbeatRequest) (*seqsvrv1.SeqHeartbeatResponse, error) {
-	res, err := s.proposeChecked(ctx, fsm.ValidateSeqHeartbeat(r), &seqsvrv1.Command{Cmd: &seqsvrv1.Command_SeqHeartbeat{SeqHeartbeat: &seqsvrv1.SeqHeartbeatCommand{
+	res, err := s.proposeChecked(ctx, cmp.Or(s.checkCallerCluster(r.GetClusterId()), fsm.ValidateSeqHeartbeat(r)), &seqsvrv1.Command{Cmd: &seqsvrv1.Command_SeqHeartbeat{SeqHeartbeat: &seqsvrv1.SeqHeartbeatCommand{
 		NodeId: r.GetNodeId(), InstanceId: r.GetInstanceId(), Url: r.GetUrl(), Leaving: r.GetLeaving(), Released: r.GetReleased(),
 		LeaseTtlMs: s.cfg.SeqLeaseTTL.Milliseconds()}}})
 	return res.Heartbeat, err
 }
 
 func (s *Store) raiseSections(ctx context.Context, r *seqsvrv1.RaiseSectionsRequest) (*seqsvrv1.RaiseSectionsResponse, error) {
-	res, err := s.proposeChecked(ctx, fsm.ValidateRaiseSections(r), &seqsvrv1.Command{Cmd: &seqsvrv1.Command_RaiseSections{RaiseSections: &seqsvrv1.RaiseSectionsCommand{
+	res, err := s.proposeChecked(ctx, cmp.Or(s.checkCallerCluster(r.GetClusterId()), fsm.ValidateRaiseSections(r)), &seqsvrv1.Command{Cmd: &seqsvrv1.Command_RaiseSections{RaiseSections: &seqsvrv1.RaiseSectionsCommand{
 		NodeId: r.GetNodeId(), InstanceId: r.GetInstanceId(), Space: r.GetSpace(), Sections: r.GetSections()}}})
 	return res.Raise, err
 }

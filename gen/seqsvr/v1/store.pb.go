@@ -559,7 +559,11 @@ type ReserveSegmentRequest struct {
 	// 0 means the tag's step.
 	Size int64 `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
 	// Optional idempotency key: a retried request_id returns the same segment.
-	RequestId     string `protobuf:"bytes,3,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	RequestId string `protobuf:"bytes,3,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// The store cluster ID the caller follows. A member of another cluster
+	// refuses the call (failed_precondition) before proposing anything;
+	// empty means unchecked.
+	ClusterId     string `protobuf:"bytes,4,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -611,6 +615,13 @@ func (x *ReserveSegmentRequest) GetSize() int64 {
 func (x *ReserveSegmentRequest) GetRequestId() string {
 	if x != nil {
 		return x.RequestId
+	}
+	return ""
+}
+
+func (x *ReserveSegmentRequest) GetClusterId() string {
+	if x != nil {
+		return x.ClusterId
 	}
 	return ""
 }
@@ -692,7 +703,11 @@ type RegisterWorkerRequest struct {
 	NowMs int64 `protobuf:"varint,2,opt,name=now_ms,json=nowMs,proto3" json:"now_ms,omitempty"`
 	// Identifies one process lifetime holding the lease. A register or renew
 	// with a different instance_id while the lease is live is refused.
-	InstanceId    string `protobuf:"bytes,3,opt,name=instance_id,json=instanceId,proto3" json:"instance_id,omitempty"`
+	InstanceId string `protobuf:"bytes,3,opt,name=instance_id,json=instanceId,proto3" json:"instance_id,omitempty"`
+	// The store cluster ID the caller follows. A member of another cluster
+	// refuses the call (failed_precondition) before proposing anything;
+	// empty means unchecked.
+	ClusterId     string `protobuf:"bytes,4,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -748,12 +763,23 @@ func (x *RegisterWorkerRequest) GetInstanceId() string {
 	return ""
 }
 
+func (x *RegisterWorkerRequest) GetClusterId() string {
+	if x != nil {
+		return x.ClusterId
+	}
+	return ""
+}
+
 type RenewWorkerRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	NodeId        string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
-	WorkerId      int64                  `protobuf:"varint,2,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
-	NowMs         int64                  `protobuf:"varint,3,opt,name=now_ms,json=nowMs,proto3" json:"now_ms,omitempty"`
-	InstanceId    string                 `protobuf:"bytes,4,opt,name=instance_id,json=instanceId,proto3" json:"instance_id,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	NodeId     string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	WorkerId   int64                  `protobuf:"varint,2,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	NowMs      int64                  `protobuf:"varint,3,opt,name=now_ms,json=nowMs,proto3" json:"now_ms,omitempty"`
+	InstanceId string                 `protobuf:"bytes,4,opt,name=instance_id,json=instanceId,proto3" json:"instance_id,omitempty"`
+	// The store cluster ID the caller follows. A member of another cluster
+	// refuses the call (failed_precondition) before proposing anything;
+	// empty means unchecked.
+	ClusterId     string `protobuf:"bytes,5,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -812,6 +838,13 @@ func (x *RenewWorkerRequest) GetNowMs() int64 {
 func (x *RenewWorkerRequest) GetInstanceId() string {
 	if x != nil {
 		return x.InstanceId
+	}
+	return ""
+}
+
+func (x *RenewWorkerRequest) GetClusterId() string {
+	if x != nil {
+		return x.ClusterId
 	}
 	return ""
 }
@@ -2199,7 +2232,11 @@ type SeqHeartbeatRequest struct {
 	// move at once.
 	Leaving bool `protobuf:"varint,5,opt,name=leaving,proto3" json:"leaving,omitempty"`
 	// Sections the caller has stopped serving (handover).
-	Released      []*SectionSpan `protobuf:"bytes,6,rep,name=released,proto3" json:"released,omitempty"`
+	Released []*SectionSpan `protobuf:"bytes,6,rep,name=released,proto3" json:"released,omitempty"`
+	// The store cluster ID the caller follows. A member of another cluster
+	// refuses the call (failed_precondition) before proposing anything;
+	// empty means unchecked.
+	ClusterId     string `protobuf:"bytes,7,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2274,6 +2311,13 @@ func (x *SeqHeartbeatRequest) GetReleased() []*SectionSpan {
 		return x.Released
 	}
 	return nil
+}
+
+func (x *SeqHeartbeatRequest) GetClusterId() string {
+	if x != nil {
+		return x.ClusterId
+	}
+	return ""
 }
 
 type SeqHeartbeatResponse struct {
@@ -2426,11 +2470,15 @@ func (x *SectionRaise) GetKeepMax() bool {
 }
 
 type RaiseSectionsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	NodeId        string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
-	InstanceId    string                 `protobuf:"bytes,2,opt,name=instance_id,json=instanceId,proto3" json:"instance_id,omitempty"`
-	Space         string                 `protobuf:"bytes,3,opt,name=space,proto3" json:"space,omitempty"`
-	Sections      []*SectionRaise        `protobuf:"bytes,4,rep,name=sections,proto3" json:"sections,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	NodeId     string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	InstanceId string                 `protobuf:"bytes,2,opt,name=instance_id,json=instanceId,proto3" json:"instance_id,omitempty"`
+	Space      string                 `protobuf:"bytes,3,opt,name=space,proto3" json:"space,omitempty"`
+	Sections   []*SectionRaise        `protobuf:"bytes,4,rep,name=sections,proto3" json:"sections,omitempty"`
+	// The store cluster ID the caller follows. A member of another cluster
+	// refuses the call (failed_precondition) before proposing anything;
+	// empty means unchecked.
+	ClusterId     string `protobuf:"bytes,5,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2491,6 +2539,13 @@ func (x *RaiseSectionsRequest) GetSections() []*SectionRaise {
 		return x.Sections
 	}
 	return nil
+}
+
+func (x *RaiseSectionsRequest) GetClusterId() string {
+	if x != nil {
+		return x.ClusterId
+	}
+	return ""
 }
 
 type SectionMax struct {
@@ -2664,28 +2719,34 @@ const file_seqsvr_v1_store_proto_rawDesc = "" +
 	"\f_description\"$\n" +
 	"\x10DeleteTagRequest\x12\x10\n" +
 	"\x03tag\x18\x01 \x01(\tR\x03tag\"\x13\n" +
-	"\x11DeleteTagResponse\"\\\n" +
+	"\x11DeleteTagResponse\"{\n" +
 	"\x15ReserveSegmentRequest\x12\x10\n" +
 	"\x03tag\x18\x01 \x01(\tR\x03tag\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x03R\x04size\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x03 \x01(\tR\trequestId\"Y\n" +
+	"request_id\x18\x03 \x01(\tR\trequestId\x12\x1d\n" +
+	"\n" +
+	"cluster_id\x18\x04 \x01(\tR\tclusterId\"Y\n" +
 	"\aSegment\x12\x10\n" +
 	"\x03tag\x18\x01 \x01(\tR\x03tag\x12\x14\n" +
 	"\x05first\x18\x02 \x01(\x03R\x05first\x12\x12\n" +
 	"\x04last\x18\x03 \x01(\x03R\x04last\x12\x12\n" +
-	"\x04step\x18\x04 \x01(\x03R\x04step\"h\n" +
+	"\x04step\x18\x04 \x01(\x03R\x04step\"\x87\x01\n" +
 	"\x15RegisterWorkerRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x15\n" +
 	"\x06now_ms\x18\x02 \x01(\x03R\x05nowMs\x12\x1f\n" +
 	"\vinstance_id\x18\x03 \x01(\tR\n" +
-	"instanceId\"\x82\x01\n" +
+	"instanceId\x12\x1d\n" +
+	"\n" +
+	"cluster_id\x18\x04 \x01(\tR\tclusterId\"\xa1\x01\n" +
 	"\x12RenewWorkerRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1b\n" +
 	"\tworker_id\x18\x02 \x01(\x03R\bworkerId\x12\x15\n" +
 	"\x06now_ms\x18\x03 \x01(\x03R\x05nowMs\x12\x1f\n" +
 	"\vinstance_id\x18\x04 \x01(\tR\n" +
-	"instanceId\"\x99\x01\n" +
+	"instanceId\x12\x1d\n" +
+	"\n" +
+	"cluster_id\x18\x05 \x01(\tR\tclusterId\"\x99\x01\n" +
 	"\x0fSnowflakeLayout\x12\x19\n" +
 	"\bepoch_ms\x18\x01 \x01(\x03R\aepochMs\x12%\n" +
 	"\x0etimestamp_bits\x18\x02 \x01(\x05R\rtimestampBits\x12\x1f\n" +
@@ -2801,7 +2862,7 @@ const file_seqsvr_v1_store_proto_rawDesc = "" +
 	"\vSectionSpan\x12\x14\n" +
 	"\x05space\x18\x01 \x01(\tR\x05space\x12#\n" +
 	"\rfirst_section\x18\x02 \x01(\x04R\ffirstSection\x12!\n" +
-	"\flast_section\x18\x03 \x01(\x04R\vlastSection\"\xc6\x01\n" +
+	"\flast_section\x18\x03 \x01(\x04R\vlastSection\"\xe5\x01\n" +
 	"\x13SeqHeartbeatRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1f\n" +
 	"\vinstance_id\x18\x02 \x01(\tR\n" +
@@ -2809,7 +2870,9 @@ const file_seqsvr_v1_store_proto_rawDesc = "" +
 	"\x03url\x18\x03 \x01(\tR\x03url\x12\x15\n" +
 	"\x06now_ms\x18\x04 \x01(\x03R\x05nowMs\x12\x18\n" +
 	"\aleaving\x18\x05 \x01(\bR\aleaving\x122\n" +
-	"\breleased\x18\x06 \x03(\v2\x16.seqsvr.v1.SectionSpanR\breleased\"\xb7\x01\n" +
+	"\breleased\x18\x06 \x03(\v2\x16.seqsvr.v1.SectionSpanR\breleased\x12\x1d\n" +
+	"\n" +
+	"cluster_id\x18\a \x01(\tR\tclusterId\"\xb7\x01\n" +
 	"\x14SeqHeartbeatResponse\x12 \n" +
 	"\flease_ttl_ms\x18\x01 \x01(\x03R\n" +
 	"leaseTtlMs\x12(\n" +
@@ -2820,13 +2883,15 @@ const file_seqsvr_v1_store_proto_rawDesc = "" +
 	"\asection\x18\x01 \x01(\x04R\asection\x12\x1b\n" +
 	"\tknown_max\x18\x02 \x01(\x03R\bknownMax\x12\x1b\n" +
 	"\tfirst_use\x18\x03 \x03(\rR\bfirstUse\x12\x19\n" +
-	"\bkeep_max\x18\x04 \x01(\bR\akeepMax\"\x9b\x01\n" +
+	"\bkeep_max\x18\x04 \x01(\bR\akeepMax\"\xba\x01\n" +
 	"\x14RaiseSectionsRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1f\n" +
 	"\vinstance_id\x18\x02 \x01(\tR\n" +
 	"instanceId\x12\x14\n" +
 	"\x05space\x18\x03 \x01(\tR\x05space\x123\n" +
-	"\bsections\x18\x04 \x03(\v2\x17.seqsvr.v1.SectionRaiseR\bsections\"\x89\x01\n" +
+	"\bsections\x18\x04 \x03(\v2\x17.seqsvr.v1.SectionRaiseR\bsections\x12\x1d\n" +
+	"\n" +
+	"cluster_id\x18\x05 \x01(\tR\tclusterId\"\x89\x01\n" +
 	"\n" +
 	"SectionMax\x12\x18\n" +
 	"\asection\x18\x01 \x01(\x04R\asection\x12\x19\n" +
