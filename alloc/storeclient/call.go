@@ -34,6 +34,9 @@ func invoke[Req, Res any](ctx context.Context, c *Client, method string, req *Re
 		target, err := c.target(ctx)
 		var answer error
 		if err == nil {
+			// Set on each attempt: a retry after a restore names the
+			// cluster followed by then.
+			stamp(req, c.Followed().ClusterID)
 			actx, cancel := context.WithTimeout(ctx, c.opts.RequestTimeout)
 			var res *connect.Response[Res]
 			res, err = call(c.client(target), actx, connect.NewRequest(req))
@@ -51,6 +54,16 @@ func invoke[Req, Res any](ctx context.Context, c *Client, method string, req *Re
 				}
 			}
 			answer = errs.FromConnect("store "+method, err)
+			if id, ok := refusedAs(err); ok {
+				// An old member at a known address: the call goes on to
+				// the others, as after a ClusterStatus naming it. A member
+				// of a newer cluster (restored where the followed one
+				// stood) is not fenced: the retry's survey follows it.
+				if judge(c.Followed(), id) == fenced {
+					c.refused(target, id)
+				}
+				answer = fmt.Errorf("store %s: %w: %s answers as %s: %v", method, errFenced, target, id, err)
+			}
 		} else {
 			answer = fmt.Errorf("store %s: %w", method, err)
 		}

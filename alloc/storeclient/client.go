@@ -83,6 +83,9 @@ type Client struct {
 	// refuses, by URL; fencedAnswers counts such answers.
 	fenced        map[string]Identity
 	fencedAnswers uint64
+	// refusedAt: when members refused a write as another cluster
+	// (callerfence.go).
+	refusedAt map[string]time.Time
 	// live: members whose last answer named the followed cluster; only
 	// they take a call while no leader is known.
 	live map[string]bool
@@ -118,7 +121,7 @@ func New(urls []string, opts Options) (*Client, error) {
 	if len(urls) == 0 {
 		return nil, fmt.Errorf("%w: no store URLs", errs.InvalidArgument)
 	}
-	c := &Client{opts: opts, clients: map[string]seqsvrv1connect.StoreServiceClient{}, fenced: map[string]Identity{}, live: map[string]bool{}}
+	c := &Client{opts: opts, clients: map[string]seqsvrv1connect.StoreServiceClient{}, fenced: map[string]Identity{}, refusedAt: map[string]time.Time{}, live: map[string]bool{}}
 	for _, raw := range urls {
 		raw = strings.TrimSpace(raw)
 		if raw == "" {
@@ -222,7 +225,8 @@ func (c *Client) ReserveSegment(ctx context.Context, tag string, size int64, req
 	return invoke(ctx, c, "ReserveSegment", req, seqsvrv1connect.StoreServiceClient.ReserveSegment)
 }
 
-// RegisterWorker registers a snowflake worker.
+// RegisterWorker registers a snowflake worker. Like every write, req is
+// sent naming the followed cluster (its cluster_id is set).
 func (c *Client) RegisterWorker(ctx context.Context, req *seqsvrv1.RegisterWorkerRequest) (*seqsvrv1.Worker, error) {
 	return invoke(ctx, c, "RegisterWorker", req, seqsvrv1connect.StoreServiceClient.RegisterWorker)
 }

@@ -233,6 +233,9 @@ func (c *Client) noteAnswers(seen map[string]bool, refused map[string]Identity) 
 	defer c.mu.Unlock()
 	ours := c.followed
 	for u, ok := range seen {
+		if _, bad := refused[u]; !bad && c.heldRefusal(u) {
+			continue // still fenced: it refused a write as another cluster
+		}
 		if ok {
 			c.live[u] = true
 		} else {
