@@ -141,6 +141,7 @@ func TestImage(t *testing.T) {
 		}
 	}
 	t.Run("compose", func(t *testing.T) { runCompose(t, e, image) })
+	t.Run("compose-prometheus", func(t *testing.T) { runComposePrometheus(t, e, image) })
 	t.Run("statefulset", func(t *testing.T) { runStatefulSet(t, e, image) })
 	t.Run("statefulset-restore", func(t *testing.T) { runStatefulSetRestore(t, e, image) })
 	t.Run("statefulset-recover", func(t *testing.T) { runStatefulSetRecover(t, e, image) })
@@ -237,13 +238,54 @@ func (e *engine) canRun(t *testing.T, image string) bool {
 // every allocsvr, unique IDs.
 func runCompose(t *testing.T, e *engine, image string) {
 	c := readCompose(t)
-	prefix := fmt.Sprintf("seqsvr-test-%d", os.Getpid())
+	names, urls := startCompose(t, e, image, fmt.Sprintf("seqsvr-test-%d", os.Getpid()), nil)
+	var storeURL string
+	var allocURLs []string
+	for _, n := range names {
+		switch c.Services[n].Command[0] {
+		case "storesvr":
+			if storeURL == "" {
+				storeURL = urls[n]
+			}
+		case "allocsvr":
+			allocURLs = append(allocURLs, urls[n])
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	postOK(ctx, t, storeURL+"/seqsvr.v1.StoreService/CreateTag", `{"tag":"image","step":"100"}`, nil)
+	seen := map[string]bool{}
+	for _, a := range allocURLs {
+		var ids struct{ Ids []string }
+		postOK(ctx, t, a+"/seqsvr.v1.AllocService/NextIDs", `{"tag":"image","count":50}`, &ids)
+		var sf struct{ Ids []string }
+		postOK(ctx, t, a+"/seqsvr.v1.AllocService/NextSnowflakeIDs", `{"count":5}`, &sf)
+		if len(ids.Ids) != 50 || len(sf.Ids) != 5 {
+			t.Fatalf("%s: %d segment IDs, %d snowflake IDs", a, len(ids.Ids), len(sf.Ids))
+		}
+		for _, id := range append(ids.Ids, sf.Ids...) {
+			if seen[id] {
+				t.Fatalf("ID %s answered twice", id)
+			}
+			seen[id] = true
+		}
+	}
+	t.Logf("compose cluster from %s: %d storesvrs, %d allocsvrs answered %d unique IDs", image, len(names)-len(allocURLs), len(allocURLs), len(seen))
+}
+
+// startCompose runs compose.yaml's services as runCompose describes,
+// stores first, each with the podman run flags extra gives it (nil: none,
+// as written), and returns the services in start order and each one's
+// URL on the host.
+func startCompose(t *testing.T, e *engine, image, prefix string, extra func(name string, s composeService) []string) ([]string, map[string]string) {
+	t.Helper()
+	c := readCompose(t)
 	createNetwork(t, e, prefix)
 	var started []string
 	t.Cleanup(func() {
 		if t.Failed() {
 			for _, n := range started {
-				out, _ := e.cmd(time.Minute, "logs", "--tail", "30", n)
+				out, _ := exec.Command(e.bin, append(append([]string{}, e.global...), "logs", "--tail", "30", n)...).CombinedOutput()
 				t.Logf("---- %s ----\n%s", n, out)
 			}
 		}
@@ -294,42 +336,14 @@ func runCompose(t *testing.T, e *engine, image string) {
 			args = append(args, "-p", host+":"+m[2])
 			urls[n] = "http://" + host
 		}
+		if extra != nil {
+			args = append(args, extra(n, s)...)
+		}
 		args = append(append(args, image), s.Command...)
 		e.must(time.Minute, args...)
 		started = append(started, prefix+"-"+n)
 	}
-	var storeURL string
-	var allocURLs []string
-	for _, n := range names {
-		switch c.Services[n].Command[0] {
-		case "storesvr":
-			if storeURL == "" {
-				storeURL = urls[n]
-			}
-		case "allocsvr":
-			allocURLs = append(allocURLs, urls[n])
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	postOK(ctx, t, storeURL+"/seqsvr.v1.StoreService/CreateTag", `{"tag":"image","step":"100"}`, nil)
-	seen := map[string]bool{}
-	for _, a := range allocURLs {
-		var ids struct{ Ids []string }
-		postOK(ctx, t, a+"/seqsvr.v1.AllocService/NextIDs", `{"tag":"image","count":50}`, &ids)
-		var sf struct{ Ids []string }
-		postOK(ctx, t, a+"/seqsvr.v1.AllocService/NextSnowflakeIDs", `{"count":5}`, &sf)
-		if len(ids.Ids) != 50 || len(sf.Ids) != 5 {
-			t.Fatalf("%s: %d segment IDs, %d snowflake IDs", a, len(ids.Ids), len(sf.Ids))
-		}
-		for _, id := range append(ids.Ids, sf.Ids...) {
-			if seen[id] {
-				t.Fatalf("ID %s answered twice", id)
-			}
-			seen[id] = true
-		}
-	}
-	t.Logf("compose cluster from %s: %d storesvrs, %d allocsvrs answered %d unique IDs", image, len(names)-len(allocURLs), len(allocURLs), len(seen))
+	return names, urls
 }
 
 // postOK posts a Connect JSON call until it answers 200 (the cluster
