@@ -119,8 +119,9 @@ func (p *stsPods) waitMembers(ctx context.Context, n int) (clusterID string) {
 }
 
 // runStatefulSetRestore runs docs/operations.md's Kubernetes restore
-// runbook on the StatefulSet's pods: a cluster reserves IDs and is backed
-// up with seqctl from outside; the StatefulSet is scaled to 0 and its
+// runbook on the StatefulSet's pods: a cluster reserves IDs, the backup
+// CronJob's container runs once against it (runBackupCronJob), and it is
+// backed up with seqctl from outside; the StatefulSet is scaled to 0 and its
 // PVCs deleted; ordinal 0 alone restores the backup (--restore and
 // --ordinal-initial=1 patched in); it restarts without --restore; the
 // other ordinals, with empty PVCs, join it instead of bootstrapping. The
@@ -139,6 +140,8 @@ func runStatefulSetRestore(t *testing.T, e *engine, image string) {
 	var seg struct{ First, Last string }
 	postOK(ctx, t, p.url0+"/seqsvr.v1.StoreService/ReserveSegment", `{"tag":"rb","size":"10"}`, &seg)
 
+	// The scheduled backup, in the image, as the CronJob runs it.
+	runBackupCronJob(t, p)
 	// The backup, from outside the pods (seqctl through the API).
 	restoreDir := t.TempDir()
 	if err := os.Chmod(restoreDir, 0o755); err != nil {
@@ -185,4 +188,50 @@ func runStatefulSetRestore(t *testing.T, e *engine, image string) {
 		t.Fatalf("after the restore the tag continues at %s, not above %s reserved before the backup", after.First, seg.Last)
 	}
 	t.Logf("restore runbook on the StatefulSet: cluster %s restored as %s on storesvr-0, 2 pods joined it; tag rb continues at %s (before: up to %s)", oldID, newID, after.First, seg.Last)
+}
+
+// runBackupCronJob runs the backup CronJob's container once, as its
+// manifest writes it, from the image on the pods' network: its command
+// and args, its backups volume a directory of the test, SEQCTL_STORE
+// naming pod 0 (no Service here) and, as everywhere in these podman runs,
+// no Secret (so no token file and no CA). It returns the backup written,
+// which the host's seqctl backup inspect reads.
+func runBackupCronJob(t *testing.T, p *stsPods) string {
+	t.Helper()
+	m := readManifests(t)
+	if len(m.cronJobs) != 1 {
+		t.Fatalf("%d CronJobs", len(m.cronJobs))
+	}
+	c := m.cronJobs[0].Spec.JobTemplate.Spec.Template.Spec.Containers[0]
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o777); err != nil { // the pod's user writes there
+		t.Fatal(err)
+	}
+	run := append([]string{"run", "--rm", "--network", p.prefix}, p.e.run...)
+	for _, vm := range c.VolumeMounts {
+		if vm.Name == "backups" {
+			run = append(run, "-v", dir+":"+vm.MountPath)
+		}
+	}
+	for _, env := range c.Env {
+		switch env.Name {
+		case "SEQCTL_STORE":
+			run = append(run, "-e", fmt.Sprintf("SEQCTL_STORE=http://%s-0.%s:%d", p.name, p.domain, p.httpPort))
+		case "SEQCTL_TOKEN_FILE", "SEQCTL_CA":
+		default:
+			run = append(run, "-e", env.Name+"="+env.Value)
+		}
+	}
+	run = append(append(append(run, p.image), c.Command...), c.Args...)
+	p.e.must(2*time.Minute, run...)
+	files, _ := filepath.Glob(filepath.Join(dir, "seqsvr-*.bak"))
+	if len(files) != 1 {
+		t.Fatalf("the CronJob's run left %v", files)
+	}
+	out, err := exec.Command(filepath.Join(binDir, "seqctl"), "backup", "inspect", files[0]).CombinedOutput()
+	if err != nil {
+		t.Fatalf("seqctl backup inspect of the CronJob's backup: %v\n%s", err, out)
+	}
+	t.Logf("the backup CronJob's container (%v %v) ran once against the StatefulSet:\n%s", c.Command, c.Args, out)
+	return files[0]
 }
