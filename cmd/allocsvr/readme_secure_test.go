@@ -19,11 +19,12 @@ import (
 	"github.com/seqsvr/seqsvr/cmd/internal/proctest"
 )
 
-// readmeMarker precedes the README's secure walk-through block.
+// readmeMarker precedes the secure walk-through block of docs/security.md.
 const readmeMarker = "<!-- secure-walkthrough:"
 
-// TestReadmeSecureWalkthrough runs the shell block of README.md's "Running
-// it securely" with bash, as a user pasting it would, and checks what it
+// TestReadmeSecureWalkthrough runs the shell block of docs/security.md's
+// "The walk-through in one block" (the README links to it) with bash, as
+// a user pasting it would, and checks what it
 // prints: certificates from openssl, 3 storesvrs and an allocsvr with
 // tokens, HTTPS and Raft over mutual TLS, curl and grpcurl calls, the two
 // refusals, and the final kill. Two things differ from a user's run: the
@@ -43,12 +44,12 @@ func TestReadmeSecureWalkthrough(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(grpcurl); err != nil {
-		if os.Getenv("CI") != "" { // make test installs it: a skip there hides a broken README
+		if os.Getenv("CI") != "" { // make test installs it: a skip there hides a broken walk-through
 			t.Fatalf("no grpcurl under CI: %v", err)
 		}
 		t.Skipf("no grpcurl (make grpcurl installs it; make test does first): %v", err)
 	}
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/security.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +121,7 @@ func TestReadmeSecureWalkthrough(t *testing.T) {
 func secureBlock(readme string) (string, error) {
 	_, rest, ok := strings.Cut(readme, readmeMarker)
 	if !ok {
-		return "", errors.New("README.md has no " + readmeMarker + " marker")
+		return "", errors.New("docs/security.md has no " + readmeMarker + " marker")
 	}
 	_, rest, ok = strings.Cut(rest, "```sh\n")
 	if !ok {
