@@ -59,21 +59,6 @@ func runStatefulSetRecover(t *testing.T, e *engine, image string) {
 	if newID == oldID {
 		t.Fatalf("the recovered cluster kept the cluster ID %s", oldID)
 	}
-	p.stop(0)
-	p.start(0, patch)
-	for ord := 1; ord < 3; ord++ {
-		p.start(ord, patch)
-	}
-	if id := p.waitMembers(ctx, 3); id != newID {
-		t.Fatalf("after the scale-up the cluster ID is %s, want the recovered %s", id, newID)
-	}
-	var after struct{ First, Last string }
-	postOK(ctx, t, p.url0+"/seqsvr.v1.StoreService/ReserveSegment", `{"tag":"rc","size":"10"}`, &after)
-	var first, last int64
-	fmt.Sscan(after.First, &first)
-	fmt.Sscan(seg.Last, &last)
-	if first <= last {
-		t.Fatalf("after the recovery the tag continues at %s, not above %s", after.First, seg.Last)
-	}
-	t.Logf("scale-down 4 to 3, then quorum loss: cluster %s recovered as %s on storesvr-0, 2 pods joined it; tag rc continues at %s (before: up to %s)", oldID, newID, after.First, seg.Last)
+	first := p.rejoinAndContinue(ctx, patch, newID, "recovered", "rc", seg.Last)
+	t.Logf("scale-down 4 to 3, then quorum loss: cluster %s recovered as %s on storesvr-0, 2 pods joined it; tag rc continues at %s (before: up to %s)", oldID, newID, first, seg.Last)
 }

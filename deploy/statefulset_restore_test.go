@@ -171,23 +171,8 @@ func runStatefulSetRestore(t *testing.T, e *engine, image string) {
 	}
 	// --restore taken out again; ordinal 0 restarts from its PVC, and
 	// the others, with empty PVCs, join it.
-	p.stop(0)
-	p.start(0, patch)
-	for ord := 1; ord < 3; ord++ {
-		p.start(ord, patch)
-	}
-	if id := p.waitMembers(ctx, 3); id != newID {
-		t.Fatalf("after the scale-up the cluster ID is %s, want the restored %s", id, newID)
-	}
-	var after struct{ First, Last string }
-	postOK(ctx, t, p.url0+"/seqsvr.v1.StoreService/ReserveSegment", `{"tag":"rb","size":"10"}`, &after)
-	var first, last int64
-	fmt.Sscan(after.First, &first)
-	fmt.Sscan(seg.Last, &last)
-	if first <= last {
-		t.Fatalf("after the restore the tag continues at %s, not above %s reserved before the backup", after.First, seg.Last)
-	}
-	t.Logf("restore runbook on the StatefulSet: cluster %s restored as %s on storesvr-0, 2 pods joined it; tag rb continues at %s (before: up to %s)", oldID, newID, after.First, seg.Last)
+	first := p.rejoinAndContinue(ctx, patch, newID, "restored", "rb", seg.Last)
+	t.Logf("restore runbook on the StatefulSet: cluster %s restored as %s on storesvr-0, 2 pods joined it; tag rb continues at %s (before: up to %s)", oldID, newID, first, seg.Last)
 }
 
 // runBackupCronJob runs the backup CronJob's container once, as its
@@ -234,4 +219,30 @@ func runBackupCronJob(t *testing.T, p *stsPods) string {
 	}
 	t.Logf("the backup CronJob's container (%v %v) ran once against the StatefulSet:\n%s", c.Command, c.Args, out)
 	return files[0]
+}
+
+// rejoinAndContinue is a runbook's last steps on the StatefulSet's pods:
+// ordinal 0 restarts from its PVC without the one-off flag, the other
+// ordinals start on empty PVCs and join it, the cluster keeps newID
+// (what: "restored", "recovered"), and tag, reserved up to beforeLast
+// before, continues above it. It answers the first ID reserved after.
+func (p *stsPods) rejoinAndContinue(ctx context.Context, patch []string, newID, what, tag, beforeLast string) string {
+	t := p.t
+	p.stop(0)
+	p.start(0, patch)
+	for ord := 1; ord < 3; ord++ {
+		p.start(ord, patch)
+	}
+	if id := p.waitMembers(ctx, 3); id != newID {
+		t.Fatalf("after the scale-up the cluster ID is %s, want the %s %s", id, what, newID)
+	}
+	var after struct{ First, Last string }
+	postOK(ctx, t, p.url0+"/seqsvr.v1.StoreService/ReserveSegment", `{"tag":"`+tag+`","size":"10"}`, &after)
+	var first, last int64
+	fmt.Sscan(after.First, &first)
+	fmt.Sscan(beforeLast, &last)
+	if first <= last {
+		t.Fatalf("after the %s cluster the tag continues at %s, not above %s reserved before", what, after.First, beforeLast)
+	}
+	return after.First
 }
