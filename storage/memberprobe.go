@@ -2,7 +2,6 @@ package storage
 
 import (
 	"context"
-	"strings"
 
 	"connectrpc.com/connect"
 
@@ -38,18 +37,9 @@ func (s *Store) probe() *seqsvrv1.MemberProbeResponse {
 		CommitIndex:   s.raft.CommitIndex(),
 		AppliedIndex:  s.raft.AppliedIndex(),
 	}
-	if _, leader := s.raft.LeaderWithID(); leader != "" {
-		out.LeaderId = string(leader)
-		out.LeaderHttpAddr = s.httpAddrOf(string(leader))
-	}
-	if cf := s.raft.GetConfiguration(); cf.Error() == nil {
-		for _, srv := range cf.Configuration().Servers {
-			id := string(srv.ID)
-			out.Members = append(out.Members, &seqsvrv1.Member{
-				Id: id, RaftAddr: string(srv.Address), HttpAddr: s.httpAddrOf(id),
-				Suffrage: strings.ToLower(srv.Suffrage.String()),
-			})
-		}
+	// The configuration and leader as ClusterStatus shows them.
+	if st, err := s.status(); err == nil {
+		out.LeaderId, out.LeaderHttpAddr, out.Members = st.GetLeaderId(), st.GetLeaderHttpAddr(), st.GetMembers()
 	}
 	return out
 }
