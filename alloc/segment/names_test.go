@@ -39,7 +39,9 @@ func TestUnknownTagsMakeNoSeriesAndStayBounded(t *testing.T) {
 	f := newFakeStore()
 	f.create("t", 0, 10)
 	reg := prometheus.NewRegistry()
-	a := newTest(t, f, Config{Registerer: reg, EmptyWait: time.Millisecond, LoadBackoff: time.Hour, LoadBackoffMax: time.Hour})
+	// EmptyWait bounds a call while the load is in flight, not a failed one:
+	// long enough that a slow fake answer under -race is still an answer.
+	a := newTest(t, f, Config{Registerer: reg, EmptyWait: 500 * time.Millisecond, LoadBackoff: time.Hour, LoadBackoffMax: time.Hour})
 	if _, err := nextID(ctx, a, "t"); err != nil {
 		t.Fatal(err)
 	}
