@@ -49,6 +49,9 @@ type Report struct {
 	// FaultKinds is each fault kind's injections and the operations that
 	// ran within its windows.
 	FaultKinds map[string]FaultFigures `json:"fault_kinds,omitempty"`
+	// Margins counts the aimed faults per safety margin and side
+	// (nemesis.Margin): which margins this run hit inside and outside.
+	Margins map[string]map[nemesis.Side]int `json:"margins,omitempty"`
 	Results    []Verdict               `json:"results"`
 	OK         bool                    `json:"ok"`
 	Notes      []string                `json:"notes,omitempty"`
@@ -170,6 +173,9 @@ func (r *Report) Table() string {
 	}
 	b.WriteString(")\n")
 	b.WriteString(faultLines(r.FaultKinds))
+	if len(r.Margins) > 0 {
+		fmt.Fprintf(&b, "margins aimed at: %s\n", nemesis.FormatMarginHits(r.Margins))
+	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(&b, "note: %s\n", n)
 	}

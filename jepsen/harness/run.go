@@ -333,6 +333,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		rep.Notes = append(rep.Notes, kept)
 	}
 	rep.FaultKinds = faultFigures(nlog.Events(), ops)
+	rep.Margins = nemesis.MarginHits(nlog.Events())
 	rep.Elapsed = time.Since(started)
 
 	// The Raft data is large and useless once checked; the logs stay.

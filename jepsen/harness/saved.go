@@ -167,6 +167,7 @@ func Recheck(dir string) (*Report, error) {
 	in.Events = evs
 	rep.check(in)
 	rep.FaultKinds = faultFigures(evs, in.Ops)
+	rep.Margins = nemesis.MarginHits(evs)
 	if saved != nil {
 		rep.Notes = append(rep.Notes, changedVerdicts(saved.Results, rep.Results)...)
 		rep.Notes = append(rep.Notes, carrySavedFailures(saved.Results, rep.Results)...)

@@ -19,12 +19,16 @@ type Event struct {
 	At     time.Duration `json:"at"` // since the run started (monotonic)
 	Wall   time.Time     `json:"wall"`
 	Fault  string        `json:"fault"`
-	Phase  string        `json:"phase"` // inject, heal, skip, error, window
+	Phase  string        `json:"phase"` // inject, heal, skip, error, window, margin
 	Target string        `json:"target,omitempty"`
 	Detail string        `json:"detail,omitempty"`
 	// End closes a window event: one run of the fault that injected
 	// something lasted from At to End (Schedule records them).
 	End time.Duration `json:"end,omitempty"`
+	// Margin and Side: a margin event's safety margin and where the
+	// aimed fault landed against it (margin.go).
+	Margin string `json:"margin,omitempty"`
+	Side   Side   `json:"side,omitempty"`
 }
 
 // PhaseWindow marks a window event.

@@ -161,6 +161,12 @@ func summary(w io.Writer, reports []*harness.Report) {
 		}
 		fmt.Fprintf(w, "  %-14s ops %6d  faults %5d  %s\n", r.Name, r.Ops, r.FaultTotal, v)
 	}
+	// Which safety margins each scenario's aimed faults hit, and on
+	// which side (docs/fault-injection.md, "Margins").
+	fmt.Fprintln(w, "== margins aimed at (inside/outside)")
+	for _, r := range reports {
+		fmt.Fprintf(w, "  %-14s %s\n", r.Name, nemesis.FormatMarginHits(r.Margins))
+	}
 }
 
 // fullFaultTarget is the fewest faults a full matrix must inject to count
