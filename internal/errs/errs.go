@@ -12,6 +12,11 @@
 // Message, the whole text. An error that wraps no kind is an internal
 // failure: the client gets the stable text "internal error" and the detail
 // goes to the log.
+//
+// Retrying: Judge is the one rule deciding whether a failed call is
+// retried and whether it took no effect, and Retry the one loop that
+// repeats a call under it (Backoff its pauses); no other package decides
+// by code whether to try again.
 package errs
 
 import (
