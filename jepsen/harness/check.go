@@ -133,7 +133,7 @@ func Check(in Inputs, outDir string) []Verdict {
 	out = append(out, ran(checker.SeqOrder(ops)), ran(checker.SeqUnique(ops)), ran(idempotentPerCluster(ops, in.Events)),
 		ran(checker.NoBurnedIDs(ops, burnedBounds(in.Events))),
 		ran(firstCluster(ops, in.Events, checker.Listings)), ran(firstCluster(ops, in.Events, checker.SpaceReads)),
-		ran(checker.LeafMethods(ops)))
+		ran(checker.LeafMethods(ops)), ran(checker.MarginRefusals(ops, marginRefusals(in.Events))))
 	switch {
 	case f == nil:
 		return append(out, skipped(checker.SeqAvailabilityName, noFinal+": needs the per-key lease TTL"))
@@ -141,6 +141,18 @@ func Check(in Inputs, outDir string) []Verdict {
 		return append(out, skipped(checker.SeqAvailabilityName, "final.json has no seq_lease_ttl (saved before runs recorded it)"))
 	}
 	return append(out, ran(SeqAvailability(ops, in.Events, f.SeqLeaseTTL)))
+}
+
+// marginRefusals are the margin events of faults aimed outside a margin the
+// design detects (nemesis.Log.MarginRefused).
+func marginRefusals(evs []nemesis.Event) []checker.Refusal {
+	var out []checker.Refusal
+	for _, e := range evs {
+		if e.Phase == nemesis.PhaseMargin && e.Refuses != "" {
+			out = append(out, checker.Refusal{Margin: e.Margin, Target: e.Target, Kind: e.Refuses, From: e.At, To: e.End})
+		}
+	}
+	return out
 }
 
 // agreedMax is each tag's highest final max_id over the members: an ID

@@ -37,7 +37,15 @@ const (
 var (
 	storeTiming = []string{"--heartbeat-timeout", ElectionTimeout.String(), "--election-timeout", ElectionTimeout.String(),
 		"--leader-lease-timeout", leaderLeaseTimeout.String()}
-	allocLease = []string{"--snowflake-renew-interval", "300ms", "--snowflake-fence-margin", "1s"}
+	allocLease = []string{"--snowflake-renew-interval", "300ms", "--snowflake-fence-margin", snowflakeFenceMargin.String(),
+		"--snowflake-max-clock-offset", snowflakeMaxClockOffset.String()}
+)
+
+// snowflakeFenceMargin and snowflakeMaxClockOffset are the allocsvrs'
+// snowflake margins, which the aimed faults are sized by.
+const (
+	snowflakeFenceMargin    = time.Second
+	snowflakeMaxClockOffset = time.Second
 )
 
 // Run executes one test and returns its report; err is for a run that
@@ -198,6 +206,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	env := &nemesis.Env{C: c, Log: nlog, Net: net, ElectionTimeout: ElectionTimeout, LeaseTTL: cfg.LeaseTTL, SeqLeaseTTL: cfg.SeqLeaseTTL,
+		SnowflakeFenceMargin: snowflakeFenceMargin, SnowflakeMaxClockOffset: snowflakeMaxClockOffset,
 		SeqSpace: seqSpace, AddAlloc: w.addAlloc, RemoveAlloc: w.removeAlloc, OperatorTags: w.allocTags,
 		Reserve: w.nemesisReserve, Resend: w.nemesisResend, LastSnowflakeMs: w.lastSnowflakeMs, BackupDir: filepath.Join(out, "backups")}
 	probeClient := cfg.StoreWorkers + cfg.AllocWorkers + cfg.TagWorkers + cfg.SeqWorkers

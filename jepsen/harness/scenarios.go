@@ -86,7 +86,7 @@ func Full(d time.Duration, withPartitions bool) []Config {
 	// a time: takeovers at lease expiry with skewed clocks, a holder
 	// paused past its lease and resumed while a twin serves, restarts with
 	// the clock just below and just above the last issued timestamp.
-	out = append(out, Config{Name: "takeover", Faults: []string{"skewed-takeover", "pause-takeover", "restart-below-issued", "restart-above-issued"},
+	out = append(out, Config{Name: "takeover", Faults: []string{"skewed-takeover", "pause-takeover", "restart-below-issued", "restart-above-issued", "fence-skew-takeover"},
 		Partitions: withPartitions, AllocWorkers: 6, GapLo: 100 * time.Millisecond, GapHi: 300 * time.Millisecond})
 	if withPartitions {
 		// cutoff: an allocsvr cut off from the store for 5-9 s, longer

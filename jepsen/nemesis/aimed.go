@@ -1,6 +1,7 @@
 package nemesis
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -29,14 +30,9 @@ import (
 //     Below, only the data-dir high-water mark keeps it from issuing
 //     those timestamps again.
 
-// skewAhead and skewBehind are the clock skews of skewed-takeover: each
-// inside the allocsvrs' 1 s tolerance, together well past the old
-// holder's fence margin (1 s), which is what the takeover floor's lease
-// TTL has to cover.
-const (
-	skewAhead  = 850 * time.Millisecond
-	skewBehind = -850 * time.Millisecond
-)
+// skewAhead is the clock skew the restart-aimed faults give an allocsvr
+// before cutting it off: inside the allocsvrs' 1 s tolerance.
+const skewAhead = 850 * time.Millisecond
 
 // twinRenew is the twin's --snowflake-renew-interval in skewed-takeover:
 // its registration retries that often, so it takes the worker ID over
@@ -44,9 +40,15 @@ const (
 // eat a third of the window the skews open).
 const twinRenew = "100ms"
 
-// skewedTakeover: see the list above. It needs namespaces (the old holder
-// must keep serving, cut off from the store, until its own fence); without
-// them it skips.
+// skewedTakeover: see the list above. It is aimed at the clock tolerance
+// (--snowflake-max-clock-offset, MarginSnowflakeClock): two injections in
+// three put both clocks 10% inside it (the old holder ahead, the twin
+// behind), where the takeover floor alone keeps the twin's timestamps
+// above the old holder's; the third puts the twin's 10% outside it, where
+// registration must refuse the twin, so it issues no snowflake ID (the
+// margin-claims checker reads the margin event's window). It needs
+// namespaces (the old holder must keep serving, cut off from the store,
+// until its own fence); without them it skips.
 func skewedTakeover(ctx context.Context, e *Env, r *rand.Rand) error {
 	const name = "skewed-takeover"
 	if e.Net == nil {
@@ -59,7 +61,13 @@ func skewedTakeover(ctx context.Context, e *Env, r *rand.Rand) error {
 	if a == nil {
 		return nil
 	}
-	if err := e.SetClock(ctx, a, skewAhead); err != nil {
+	tol := cmp.Or(e.SnowflakeMaxClockOffset, time.Second)
+	side := Inside
+	if r.Intn(3) == 2 {
+		side = Outside
+	}
+	ahead, behind := Aim(tol, Inside), -Aim(tol, side)
+	if err := e.SetClock(ctx, a, ahead); err != nil {
 		e.Log.Error(name, a.Name, err)
 		return nil
 	}
@@ -71,20 +79,31 @@ func skewedTakeover(ctx context.Context, e *Env, r *rand.Rand) error {
 		return err
 	}
 	cut := time.Now()
-	e.Log.Inject(name, a.Name, "clock %+v, cut from all stores: serves until its own fence", skewAhead)
+	e.Log.Inject(name, a.Name, "clock %+v, cut from all stores: serves until its own fence", ahead)
 	// Start the twin before the lease ends: it retries its registration
-	// (every 300 ms at most) until the store lets it take over, so it
-	// takes the worker ID over within moments of the expiry.
+	// (every 100 ms) until the store lets it take over, so it takes the
+	// worker ID over within moments of the expiry.
 	sleep(ctx, e.LeaseTTL-time.Second-time.Since(cut))
-	twin, err := e.startTwin(ctx, a, skewBehind, "--snowflake-renew-interval", twinRenew)
+	since := e.Log.Since()
+	twin, err := e.startTwin(ctx, a, behind, "--snowflake-renew-interval", twinRenew)
 	if err != nil {
 		_ = e.Net.Uncut([]string{a.Name}, stores)
 		return err
 	}
 	if twin != nil {
 		e.Log.Inject(name, twin.Name, "twin with clock %v ready %s after the cut; takes --node-id %s's worker ID over once the lease expires",
-			skewBehind, time.Since(cut).Round(time.Millisecond), a.NodeID)
+			behind, time.Since(cut).Round(time.Millisecond), a.NodeID)
 		hold(ctx, r, 2*time.Second, 3*time.Second)
+		if side == Outside {
+			e.Log.MarginRefused(name, twin.Name, MarginSnowflakeClock, -behind, tol, RefusesSnowflake, since)
+		} else {
+			e.Log.Margin(name, twin.Name, MarginSnowflakeClock, side, -behind, tol)
+			// The two holders' clocks differ by 90% of the most the
+			// tolerance lets through (twice it): the twin's clock reads
+			// well below the old holder's last timestamps, and only the
+			// takeover floor lifts it above them.
+			e.Log.Margin(name, twin.Name, MarginSnowflakeTakeover, side, ahead-behind, 2*tol)
+		}
 		e.stopTwin(twin)
 	}
 	if err := e.Net.Uncut([]string{a.Name}, stores); err != nil {

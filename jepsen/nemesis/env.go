@@ -27,6 +27,10 @@ type Env struct {
 	ElectionTimeout time.Duration
 	// LeaseTTL is the snowflake worker lease TTL the stores were given.
 	LeaseTTL time.Duration
+	// SnowflakeFenceMargin and SnowflakeMaxClockOffset are the allocsvrs'
+	// --snowflake-fence-margin and --snowflake-max-clock-offset: the
+	// margins the aimed snowflake faults are sized by (margin.go).
+	SnowflakeFenceMargin, SnowflakeMaxClockOffset time.Duration
 	// SeqLeaseTTL is the per-key sequence lease the stores were given
 	// (--seq-lease-ttl): how long a dead allocsvr keeps its sections.
 	SeqLeaseTTL time.Duration

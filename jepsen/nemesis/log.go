@@ -29,6 +29,9 @@ type Event struct {
 	// aimed fault landed against it (margin.go).
 	Margin string `json:"margin,omitempty"`
 	Side   Side   `json:"side,omitempty"`
+	// Refuses: a margin event outside a detected margin names the call
+	// kind Target must not have answered from At to End (MarginRefused).
+	Refuses string `json:"refuses,omitempty"`
 }
 
 // PhaseWindow marks a window event.

@@ -25,6 +25,10 @@ const (
 	// offset between an allocsvr and the store leader that registration
 	// tolerates. Outside it registration is refused (detected).
 	MarginSnowflakeClock = "snowflake-clock-offset"
+	// MarginSnowflakeFence is --snowflake-fence-margin: a holder stops
+	// issuing that long before its worker lease ends, which covers the
+	// store leader's clock stepping ahead of its own (fenceskew.go).
+	MarginSnowflakeFence = "snowflake-fence-margin"
 	// MarginSnowflakeTakeover is the store's takeover floor: a new holder
 	// of a worker ID starts one lease TTL above the old holder's last
 	// report, which covers everything the old holder may issue before its
@@ -68,6 +72,24 @@ func (l *Log) Margin(fault, target, margin string, side Side, value, limit time.
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.evs[len(l.evs)-1].Margin, l.evs[len(l.evs)-1].Side = margin, side
+}
+
+// What a process must refuse while a fault outside a detected margin
+// lasts (Event.Refuses): the history kind it must not answer.
+const (
+	RefusesSnowflake = "snowflake"
+)
+
+// MarginRefused records a fault aimed outside a margin whose crossing the
+// design detects: from since to now on the run clock, target must not
+// have answered a call of kind refuses (the margin-claims checker).
+func (l *Log) MarginRefused(fault, target, margin string, value, limit time.Duration, refuses string, since time.Duration) {
+	l.add(fault, PhaseMargin, target, "%s %s: %v against %v; must refuse %s from %.3fs", margin, Outside, value, limit, refuses, since.Seconds())
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e := &l.evs[len(l.evs)-1]
+	e.Margin, e.Side, e.Refuses, e.End = margin, Outside, refuses, e.At
+	e.At = since
 }
 
 // MarginHits counts the margin events of evs: margin -> side -> count.
