@@ -86,7 +86,7 @@ func Full(d time.Duration, withPartitions bool) []Config {
 	// a time: takeovers at lease expiry with skewed clocks, a holder
 	// paused past its lease and resumed while a twin serves, restarts with
 	// the clock just below and just above the last issued timestamp.
-	out = append(out, Config{Name: "takeover", Faults: []string{"skewed-takeover", "pause-takeover", "restart-below-issued", "restart-above-issued", "fence-skew-takeover"},
+	out = append(out, Config{Name: "takeover", Faults: []string{"skewed-takeover", "pause-takeover", "restart-below-issued", "restart-above-issued"},
 		Partitions: withPartitions, AllocWorkers: 6, GapLo: 100 * time.Millisecond, GapHi: 300 * time.Millisecond})
 	if withPartitions {
 		// cutoff: an allocsvr cut off from the store for 5-9 s, longer
@@ -125,9 +125,28 @@ func Full(d time.Duration, withPartitions bool) []Config {
 	// a StatefulSet lose their volume while another is paused and the
 	// leader dies, and come back with the flags they had.
 	out = append(out, loseDiskScenario())
+	if withPartitions {
+		// snowflake-margins (after lose-disk: the others keep their
+		// seeds): only the faults aimed at the snowflake margins
+		// (nemesis/margin.go), over and over, so that each margin is hit
+		// inside (and the clock tolerance outside) several times a run.
+		out = append(out, Config{Name: "snowflake-margins", Faults: []string{"skewed-takeover", "fence-skew-takeover"},
+			Partitions: true, AllocWorkers: 6, GapLo: 100 * time.Millisecond, GapHi: 300 * time.Millisecond})
+	}
+	if withPartitions {
+		// seq-fence (last: the others keep their seeds): the per-key fence
+		// margin attacked (nemesis.SeqFenceSkew), over and over: an owner
+		// cut off from the stores serves until its fence while a new
+		// leader, its clock 0.9 of the margin ahead, gives its sections
+		// away. Ten hot keys, one per section, and a large step, so that
+		// the cut-off owner's keys are called often and never run out.
+		out = append(out, Config{Name: "seq-fence", Faults: []string{nemesis.SeqFenceSkew}, Partitions: true,
+			Allocs: 3, SeqWorkers: 8, SeqHotKeys: 10, SeqStep: 1000, StoreWorkers: 1, AllocWorkers: 1, TagWorkers: 1,
+			GapLo: 200 * time.Millisecond, GapHi: 500 * time.Millisecond})
+	}
 	for i := range out {
 		out[i].Duration = d
-		if !slices.Contains([]string{"membership", "idempotency", "takeover", "cutoff", "seq-alloc", "disaster", "upgrade", "seq-join", "lose-disk"}, out[i].Name) {
+		if !slices.Contains([]string{"membership", "idempotency", "takeover", "cutoff", "seq-alloc", "disaster", "upgrade", "seq-join", "lose-disk", "seq-fence"}, out[i].Name) {
 			out[i].Copies = 2
 		}
 	}
