@@ -12,7 +12,7 @@ import (
 	"github.com/seqsvr/seqsvr/alloc/seq"
 	"github.com/seqsvr/seqsvr/alloc/snowflake"
 	"github.com/seqsvr/seqsvr/alloc/storeclient"
-	"github.com/seqsvr/seqsvr/cmd/internal/serve"
+	"github.com/seqsvr/seqsvr/internal/serve"
 )
 
 // config is everything allocsvr reads from flags and SEQSVR_* variables.

@@ -14,7 +14,7 @@ import (
 	"github.com/seqsvr/seqsvr/alloc"
 	"github.com/seqsvr/seqsvr/alloc/segment"
 	"github.com/seqsvr/seqsvr/alloc/storeclient"
-	"github.com/seqsvr/seqsvr/cmd/internal/serve"
+	"github.com/seqsvr/seqsvr/internal/serve"
 	"github.com/seqsvr/seqsvr/web"
 )
 

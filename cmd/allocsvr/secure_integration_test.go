@@ -22,6 +22,7 @@ import (
 	"github.com/seqsvr/seqsvr/cmd/internal/proctest"
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
+	"github.com/seqsvr/seqsvr/internal/errs"
 	"github.com/seqsvr/seqsvr/internal/launch"
 	"github.com/seqsvr/seqsvr/internal/poll"
 	"github.com/seqsvr/seqsvr/internal/tlsconf"
@@ -285,7 +286,7 @@ func TestSecureCluster(t *testing.T) {
 	// Allocsvr: it reaches the store with its alloc token over HTTPS.
 	al := seqsvrv1connect.NewAllocServiceClient(s.noCert, s.allocURL)
 	var res *connect.Response[seqsvrv1.NextIDsResponse]
-	err = proctest.RetryUnavailable(ctx, func() (err error) {
+	err = errs.Retry(ctx, proctest.Retry(errs.AllocCall), func(context.Context, int) (err error) {
 		res, err = al.NextIDs(ctx, withToken(&seqsvrv1.NextIDsRequest{Tag: "sec0", Count: 3}, secClientTok))
 		return err
 	})

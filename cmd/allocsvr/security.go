@@ -10,8 +10,8 @@ import (
 
 	"github.com/seqsvr/seqsvr/alloc/seq"
 	"github.com/seqsvr/seqsvr/alloc/storeclient"
-	"github.com/seqsvr/seqsvr/cmd/internal/serve"
 	"github.com/seqsvr/seqsvr/internal/auth"
+	"github.com/seqsvr/seqsvr/internal/serve"
 	"github.com/seqsvr/seqsvr/internal/tlsconf"
 )
 

@@ -13,10 +13,10 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/seqsvr/seqsvr/cmd/internal/serve"
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 	"github.com/seqsvr/seqsvr/internal/poll"
+	"github.com/seqsvr/seqsvr/internal/serve"
 	"github.com/seqsvr/seqsvr/internal/tlsconf"
 	"github.com/seqsvr/seqsvr/internal/tlsconf/tlstest"
 )

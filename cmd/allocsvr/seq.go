@@ -8,8 +8,8 @@ import (
 	"github.com/seqsvr/seqsvr/alloc"
 	"github.com/seqsvr/seqsvr/alloc/seq"
 	"github.com/seqsvr/seqsvr/alloc/storeclient"
-	"github.com/seqsvr/seqsvr/cmd/internal/serve"
 	"github.com/seqsvr/seqsvr/internal/clock"
+	"github.com/seqsvr/seqsvr/internal/serve"
 )
 
 // openSeq starts per-key sequences: the node heartbeats its lease until

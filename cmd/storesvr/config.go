@@ -6,8 +6,8 @@ import (
 	"io"
 	"time"
 
-	"github.com/seqsvr/seqsvr/cmd/internal/serve"
 	"github.com/seqsvr/seqsvr/internal/raftconf"
+	"github.com/seqsvr/seqsvr/internal/serve"
 	"github.com/seqsvr/seqsvr/internal/spec"
 	"github.com/seqsvr/seqsvr/storage"
 	"github.com/seqsvr/seqsvr/storage/fsm"

@@ -15,6 +15,7 @@ import (
 
 	"github.com/seqsvr/seqsvr/cmd/internal/proctest"
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/internal/errs"
 	"github.com/seqsvr/seqsvr/internal/launch"
 	"github.com/seqsvr/seqsvr/internal/launch/launchtest"
 	"github.com/seqsvr/seqsvr/internal/poll"
@@ -176,7 +177,7 @@ func TestDiskFullRefusesThenHeals(t *testing.T) {
 		t.Fatal(err)
 	}
 	var tag *seqsvrv1.Tag
-	err := proctest.RetryUnavailable(ctx, func() error {
+	err := errs.Retry(ctx, proctest.Retry(errs.StoreCall), func(context.Context, int) error {
 		r, err := cl.GetTag(ctx, connect.NewRequest(&seqsvrv1.GetTagRequest{Tag: "full"}))
 		if err == nil {
 			tag = r.Msg
@@ -284,7 +285,7 @@ func TestDiskFullLeaderOfThree(t *testing.T) {
 		}
 	}
 	var tag *seqsvrv1.Tag
-	err = proctest.RetryUnavailable(ctx, func() error {
+	err = errs.Retry(ctx, proctest.Retry(errs.StoreCall), func(context.Context, int) error {
 		r, err := cl.GetTag(ctx, connect.NewRequest(&seqsvrv1.GetTagRequest{Tag: "three"}))
 		if err == nil {
 			tag = r.Msg

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/seqsvr/seqsvr/cmd/internal/proctest"
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/internal/errs"
 	"github.com/seqsvr/seqsvr/internal/poll"
 )
 
@@ -70,7 +72,7 @@ func TestAllocsvrFencesOldClusterAfterRestore(t *testing.T) {
 		return res.Msg.GetIds(), nil
 	}
 	var ids []int64
-	if err := proctest.RetryUnavailable(ctx, func() (err error) { ids, err = next(); return err }); err != nil {
+	if err := errs.Retry(ctx, proctest.Retry(errs.AllocCall), func(context.Context, int) (err error) { ids, err = next(); return err }); err != nil {
 		t.Fatal(err)
 	}
 	first := ids[0]
@@ -91,7 +93,7 @@ func TestAllocsvrFencesOldClusterAfterRestore(t *testing.T) {
 	}
 	oldMax := func() int64 {
 		var tag *connect.Response[seqsvrv1.Tag]
-		if err := proctest.RetryUnavailable(ctx, func() (err error) {
+		if err := errs.Retry(ctx, proctest.Retry(errs.StoreCall), func(context.Context, int) (err error) {
 			tag, err = old.StoreClient(old.Stores[0]).GetTag(ctx, connect.NewRequest(&seqsvrv1.GetTagRequest{Tag: "order"}))
 			return err
 		}); err != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/seqsvr/seqsvr/cmd/internal/proctest"
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
+	"github.com/seqsvr/seqsvr/internal/errs"
 	"github.com/seqsvr/seqsvr/internal/launch"
 	"github.com/seqsvr/seqsvr/internal/poll"
 )
@@ -272,7 +273,7 @@ func testJoinForwardAndRemoveMember(t *testing.T, flags []string) {
 	}
 	// The new member serves a write (forwarded) and a linearizable read.
 	// A request_id makes the retries of a leader change one reservation.
-	err = proctest.RetryUnavailable(ctx, func() (err error) {
+	err = errs.Retry(ctx, proctest.Retry(errs.StoreCall), func(context.Context, int) (err error) {
 		res, err = c.StoreClient(s4).ReserveSegment(ctx, connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: "fwd", Size: 5, RequestId: "join-fwd"}))
 		return err
 	})
@@ -292,7 +293,7 @@ func testJoinForwardAndRemoveMember(t *testing.T, flags []string) {
 	}
 	// The three remaining still commit with s4 gone.
 	_ = s4.Kill()
-	if err := proctest.RetryUnavailable(ctx, func() error {
+	if err := errs.Retry(ctx, proctest.Retry(errs.StoreCall), func(context.Context, int) error {
 		_, err := c.StoreClient(leader).ReserveSegment(ctx, connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: "fwd"}))
 		return err
 	}); err != nil {
@@ -421,7 +422,7 @@ func testMetricsHealthAndProtocols(t *testing.T, flags []string) {
 	h2c := &http.Client{Transport: &http.Transport{Protocols: &p}}
 	for _, s := range c.Stores {
 		g := seqsvrv1connect.NewStoreServiceClient(h2c, s.URL(), connect.WithGRPC())
-		if err := proctest.RetryUnavailable(ctx, func() error {
+		if err := errs.Retry(ctx, proctest.Retry(errs.StoreCall), func(context.Context, int) error {
 			_, err := g.GetTag(ctx, connect.NewRequest(&seqsvrv1.GetTagRequest{Tag: "m"}))
 			return err
 		}); err != nil {

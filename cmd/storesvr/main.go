@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/seqsvr/seqsvr/cmd/internal/serve"
+	"github.com/seqsvr/seqsvr/internal/serve"
 	"github.com/seqsvr/seqsvr/internal/version"
 )
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/seqsvr/seqsvr/cmd/internal/proctest"
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/internal/errs"
 	"github.com/seqsvr/seqsvr/internal/launch"
 	"github.com/seqsvr/seqsvr/internal/poll"
 	"github.com/seqsvr/seqsvr/storage/backup"
@@ -33,7 +34,7 @@ func use(ctx context.Context, t *testing.T, c *launch.Cluster, u *usage, rounds 
 	alloc, seq := c.AllocClient(c.Allocs[0]), c.SeqClient(c.Allocs[0])
 	for range rounds {
 		var res *connect.Response[seqsvrv1.NextIDsResponse]
-		if err := proctest.RetryUnavailable(ctx, func() (err error) {
+		if err := errs.Retry(ctx, proctest.Retry(errs.AllocCall), func(context.Context, int) (err error) {
 			res, err = alloc.NextIDs(ctx, connect.NewRequest(&seqsvrv1.NextIDsRequest{Tag: "order", Count: 100}))
 			return err
 		}); err != nil {
@@ -41,7 +42,7 @@ func use(ctx context.Context, t *testing.T, c *launch.Cluster, u *usage, rounds 
 		}
 		u.maxID = max(u.maxID, slicesMax(res.Msg.GetIds()))
 		var sres *connect.Response[seqsvrv1.NextSeqResponse]
-		if err := proctest.RetryUnavailable(ctx, func() (err error) {
+		if err := errs.Retry(ctx, proctest.Retry(errs.AllocCall), func(context.Context, int) (err error) {
 			sres, err = seq.NextSeq(ctx, connect.NewRequest(&seqsvrv1.NextSeqRequest{Space: "chat", Key: 7}))
 			return err
 		}); err != nil {
@@ -91,7 +92,7 @@ func wantAbove(ctx context.Context, t *testing.T, c *launch.Cluster, lost usage,
 	t.Helper()
 	alloc := c.AllocClient(c.Allocs[0])
 	var res *connect.Response[seqsvrv1.NextIDsResponse]
-	if err := proctest.RetryUnavailable(ctx, func() (err error) {
+	if err := errs.Retry(ctx, proctest.Retry(errs.AllocCall), func(context.Context, int) (err error) {
 		res, err = alloc.NextIDs(ctx, connect.NewRequest(&seqsvrv1.NextIDsRequest{Tag: "order", Count: 1}))
 		return err
 	}); err != nil {

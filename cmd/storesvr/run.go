@@ -7,7 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/seqsvr/seqsvr/cmd/internal/serve"
+	"github.com/seqsvr/seqsvr/internal/serve"
 	"github.com/seqsvr/seqsvr/storage"
 	"github.com/seqsvr/seqsvr/web"
 )

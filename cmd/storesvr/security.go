@@ -9,8 +9,8 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/seqsvr/seqsvr/cmd/internal/serve"
 	"github.com/seqsvr/seqsvr/internal/auth"
+	"github.com/seqsvr/seqsvr/internal/serve"
 	"github.com/seqsvr/seqsvr/internal/tlsconf"
 	"github.com/seqsvr/seqsvr/storage"
 )

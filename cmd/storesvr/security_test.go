@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seqsvr/seqsvr/cmd/internal/serve"
 	"github.com/seqsvr/seqsvr/internal/poll"
+	"github.com/seqsvr/seqsvr/internal/serve"
 )
 
 func TestSecurityFlagsGoTogether(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 
 // The front must treat a connection it keeps serving exactly as net/http
 // would. Each test here runs the same bytes against the front and against
-// plain net/http set up as cmd/internal/serve sets it up (HTTP/1.1 and
+// plain net/http set up as internal/serve sets it up (HTTP/1.1 and
 // unencrypted HTTP/2), whose handler answers /fast as the front's route
 // does, and wants the same answers.
 

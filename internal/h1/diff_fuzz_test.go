@@ -24,7 +24,7 @@ import (
 
 // FuzzFrontMatchesNetHTTP sends the same bytes on one connection to the
 // front in front of net/http and to net/http alone (both as
-// cmd/internal/serve sets net/http up: HTTP/1.1 and unencrypted HTTP/2),
+// internal/serve sets net/http up: HTTP/1.1 and unencrypted HTTP/2),
 // and wants the same requests dispatched, in the same order, with the same
 // method, target, protocol and body, and the same bytes answered (Date
 // values aside). The front's route /fast answers exactly as net/http's
@@ -43,7 +43,7 @@ func FuzzFrontMatchesNetHTTP(f *testing.F) {
 // FuzzTLSFrontMatchesNetHTTP is FuzzFrontMatchesNetHTTP over TLS (ALPN
 // http/1.1, as loadgen and Go's HTTP/1.1 clients ask): the front's
 // ServeTLS against net/http's own ServeTLS, both with HTTP/1.1 and h2 as
-// cmd/internal/serve sets them up. Every record also says whether the
+// internal/serve sets them up. Every record also says whether the
 // handler saw Request.TLS, so a hand-off that lost it shows.
 //
 // Its seeds run with plain go test (well under a second). Fuzzing it is

@@ -39,7 +39,7 @@ type Server struct {
 	// front waits for none of the body: the request goes to net/http at
 	// once (reason "refused"), which is expected to refuse it without
 	// reading the body either. The process uses it to check the token on
-	// the headers (cmd/internal/serve).
+	// the headers (internal/serve).
 	Admit  func(req *Request) bool
 	Logger *slog.Logger
 

@@ -17,7 +17,7 @@ import (
 	"github.com/seqsvr/seqsvr/internal/tlsconf/tlstest"
 )
 
-// tlsServer is the front serving HTTPS as cmd/internal/serve sets it up
+// tlsServer is the front serving HTTPS as internal/serve sets it up
 // (tlsconf.Server: h2 and http/1.1 by ALPN, client certificates with a
 // client CA), its /fast route answered by the front and everything else
 // by net/http, which reports the protocol and what it saw of TLS.

@@ -12,7 +12,7 @@ import (
 const LeafMethodsName = "Leaf routes refuse methods other than GET"
 
 // startingBody is what a process that is still starting answers to every
-// call but /healthz (cmd/internal/serve: the server before its handler is
+// call but /healthz (internal/serve: the server before its handler is
 // set, and the starting handler): 503 with this text.
 const startingBody = "starting"
 

@@ -14,7 +14,7 @@ import (
 
 // frontMetric counts the requests a process's HTTP/1.1 front answered
 // without net/http, handoffMetric the connections it handed to net/http
-// by reason (cmd/internal/serve).
+// by reason (internal/serve).
 const (
 	frontMetric   = "seqsvr_http_fast_requests_total"
 	handoffMetric = "seqsvr_http_handoffs_total"

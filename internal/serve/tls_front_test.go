@@ -20,6 +20,7 @@ import (
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 	"github.com/seqsvr/seqsvr/internal/h1"
 	"github.com/seqsvr/seqsvr/internal/poll"
+	"github.com/seqsvr/seqsvr/internal/routes"
 	"github.com/seqsvr/seqsvr/internal/tlsconf"
 	"github.com/seqsvr/seqsvr/internal/tlsconf/tlstest"
 )
@@ -42,10 +43,10 @@ func TestTLSWithTheFront(t *testing.T) {
 	addr := make(chan string, 1)
 	p := testProcess(true, func(_ context.Context, env Env) (*App, error) {
 		addr <- env.Addr
-		routes := protoEcho()
-		routes["POST /api/fast"] = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "net/http") })
+		plain := protoEcho()
+		plain["POST /api/fast"] = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "net/http") })
 		return &App{
-			Handler: Options{Routes: routes, Services: []Service{{
+			Handler: Options{Routes: plain, Services: []routes.Service{{
 				Name: seqsvrv1connect.AllocServiceName, Path: "/seqsvr.v1.AllocService/", Handler: http.NotFoundHandler(),
 			}}},
 			Fast: h1.HandlerFunc(func(req *h1.Request, resp *h1.Response) bool {

@@ -16,6 +16,7 @@ import (
 	"github.com/seqsvr/seqsvr/internal/auth"
 	"github.com/seqsvr/seqsvr/internal/errs"
 	"github.com/seqsvr/seqsvr/internal/faults"
+	"github.com/seqsvr/seqsvr/internal/routes"
 	"github.com/seqsvr/seqsvr/internal/rpcmetrics"
 	"github.com/seqsvr/seqsvr/web"
 )
@@ -51,18 +52,12 @@ func ConnectOptions(maxBodyBytes int64, logger *slog.Logger) []connect.HandlerOp
 	}
 }
 
-// Service is one Connect service to mount, as returned by a generated
-// New...Handler together with its fully-qualified proto name.
-type Service struct {
-	Name    string // e.g. seqsvrv1connect.StoreServiceName
-	Path    string
-	Handler http.Handler
-}
-
 // Options configure the process's HTTP handler.
 type Options struct {
-	Logger   *slog.Logger
-	Services []Service
+	Logger *slog.Logger
+	// Services are the Connect services to mount (a routes.Table's, or a
+	// generated New...Handler's with its fully-qualified proto name).
+	Services []routes.Service
 	// Routes are plain HTTP endpoints keyed by http.ServeMux pattern
 	// ("GET /api/segment/get/{tag}"). Their bodies are bounded too.
 	Routes map[string]http.Handler

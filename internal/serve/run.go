@@ -249,9 +249,7 @@ func open(ctx, stop context.Context, p Process, srv *Server, reg *prometheus.Reg
 // when set, else the table's (nil when it has none).
 func mount(o *Options, app *App, copts []connect.HandlerOption, maxBodyBytes int64, logger *slog.Logger) h1.Handler {
 	t := app.Routes
-	for _, s := range t.Services(copts...) {
-		o.Services = append(o.Services, Service(s))
-	}
+	o.Services = append(o.Services, t.Services(copts...)...)
 	all := t.HTTP()
 	maps.Copy(all, o.Routes)
 	o.Routes = all

@@ -18,6 +18,7 @@ import (
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 	"github.com/seqsvr/seqsvr/internal/auth"
 	"github.com/seqsvr/seqsvr/internal/h1"
+	"github.com/seqsvr/seqsvr/internal/routes"
 )
 
 const (
@@ -41,7 +42,7 @@ func runLimited(t *testing.T, fast bool, l Limits) string {
 		svc, h := seqsvrv1connect.NewAllocServiceHandler(&allocStub{}, env.ConnectOptions...)
 		var m h1.Mux
 		m.Handle(seqsvrv1connect.AllocServiceNextIDsProcedure, h1.HandlerFunc(func(*h1.Request, *h1.Response) bool { return false }))
-		return &App{Handler: Options{Services: []Service{{Name: seqsvrv1connect.AllocServiceName, Path: svc, Handler: h}}, Routes: protoEcho()},
+		return &App{Handler: Options{Services: []routes.Service{{Name: seqsvrv1connect.AllocServiceName, Path: svc, Handler: h}}, Routes: protoEcho()},
 			Fast: &m}, nil
 	})
 	p.Common.Security.AuthFile, p.Common.Limits = path, l

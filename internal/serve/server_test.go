@@ -17,6 +17,7 @@ import (
 	_ "github.com/seqsvr/seqsvr/gen/seqsvr/v1" // registers the descriptors reflection serves
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 	"github.com/seqsvr/seqsvr/internal/poll"
+	"github.com/seqsvr/seqsvr/internal/routes"
 )
 
 // startTest serves o with Run on 127.0.0.1:0, the HTTP/1.1 front on, and
@@ -201,7 +202,7 @@ func TestRequestSizeLimit(t *testing.T) {
 }
 
 func TestHealthAndReflection(t *testing.T) {
-	base := startTest(t, Options{Services: []Service{{
+	base := startTest(t, Options{Services: []routes.Service{{
 		Name: seqsvrv1connect.AllocServiceName, Path: "/seqsvr.v1.AllocService/", Handler: http.NotFoundHandler(),
 	}}})
 	check := func(service string) (int, string) {
