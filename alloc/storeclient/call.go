@@ -2,8 +2,8 @@ package storeclient
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"net/url"
 	"time"
@@ -15,88 +15,121 @@ import (
 	"github.com/seqsvr/seqsvr/internal/errs"
 )
 
-// quickRetry bounds the pause before a call's first retry.
+// quickRetry bounds the pause before a call's first retry: most store
+// failures are a member going away (a stop, a leadership handover), which
+// the next member answers; only a second failure means the cluster itself
+// is changing, and earns the backoff.
 const quickRetry = 2 * time.Millisecond
 
 type rpc[Req, Res any] func(seqsvrv1connect.StoreServiceClient, context.Context, *connect.Request[Req]) (*connect.Response[Res], error)
 
-// invoke runs one RPC with leader following and retries. Every retry
-// sends the same request message, so an idempotency key in it holds across
-// retries.
+// invoke runs one RPC with leader following and retries (run). Every
+// retry sends the same request message, so an idempotency key in it holds
+// across retries.
 func invoke[Req, Res any](ctx context.Context, c *Client, method string, req *Req, call rpc[Req, Res]) (*Res, error) {
+	var out *Res
+	err := c.run(ctx, method, func(ctx context.Context, target string, stub seqsvrv1connect.StoreServiceClient) error {
+		// Set on each attempt: a retry after a restore names the
+		// cluster followed by then.
+		stamp(req, c.Followed().ClusterID)
+		res, err := call(stub, ctx, connect.NewRequest(req))
+		if err != nil {
+			return err
+		}
+		if cs, ok := any(res.Msg).(*seqsvrv1.ClusterStatusResponse); ok {
+			// A member of a cluster the client refuses (at the leader's
+			// address now) is not answered from: the call goes on to
+			// the others.
+			if _, err := c.learn(target, cs); err != nil {
+				return err
+			}
+		}
+		out = res.Msg
+		return nil
+	})
+	return out, err
+}
+
+// Call runs call, one attempt of a store RPC this package has no method
+// for (seqctl's admin calls, the Backup stream), with the same leader
+// following and retries as the methods: call gets the stub of the member
+// to ask and the attempt's context (Options.RequestTimeout). A request
+// that must keep its idempotency key across retries is built once,
+// outside call. Unlike the methods' requests, it is not stamped with the
+// followed cluster.
+func (c *Client) Call(ctx context.Context, method string, call func(ctx context.Context, s seqsvrv1connect.StoreServiceClient) error) error {
+	return c.run(ctx, method, func(ctx context.Context, _ string, stub seqsvrv1connect.StoreServiceClient) error {
+		return call(ctx, stub)
+	})
+}
+
+// run is the loop of every call: each attempt goes to target's choice of
+// member within RequestTimeout; errs.Retry repeats it under the store
+// caller's rule within the caller's deadline (or RetryBudget), and a
+// member that failed in a way worth retrying is forgotten as the leader,
+// so the next attempt goes to another.
+func (c *Client) run(ctx context.Context, method string, try func(ctx context.Context, target string, stub seqsvrv1connect.StoreServiceClient) error) error {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.opts.RetryBudget)
 		defer cancel()
 	}
-	backoff := c.opts.BackoffInitial
-	for attempt := 1; ; attempt++ {
-		target, err := c.target(ctx)
-		var answer error
-		if err == nil {
-			// Set on each attempt: a retry after a restore names the
-			// cluster followed by then.
-			stamp(req, c.Followed().ClusterID)
-			actx, cancel := context.WithTimeout(ctx, c.opts.RequestTimeout)
-			var res *connect.Response[Res]
-			res, err = call(c.client(target), actx, connect.NewRequest(req))
-			cancel()
-			if err == nil {
-				cs, ok := any(res.Msg).(*seqsvrv1.ClusterStatusResponse)
-				if !ok {
-					return res.Msg, nil
-				}
-				// A member of a cluster the client refuses (at the leader's
-				// address now) is not answered from: the call goes on to
-				// the others.
-				if _, err = c.learn(target, cs); err == nil {
-					return res.Msg, nil
-				}
-			}
-			answer = errs.FromConnect("store "+method, err)
-			if id, ok := refusedAs(err); ok {
-				// An old member at a known address: the call goes on to
-				// the others, as after a ClusterStatus naming it. A member
-				// of a newer cluster (restored where the followed one
-				// stood) is not fenced: the retry's survey follows it.
-				if judge(c.Followed(), id) == fenced {
-					c.refused(target, id)
-				}
-				answer = fmt.Errorf("store %s: %w: %s answers as %s: %v", method, errFenced, target, id, err)
-			}
-		} else {
-			answer = fmt.Errorf("store %s: %w", method, err)
-		}
-		retry := retryable(answer)
-		if retry {
+	var target string // the member the current attempt went to
+	var cause error   // the current attempt's own error, for giveUp
+	p := c.retryPolicy()
+	p.OnFailure = func(_ int, _ error, v errs.Verdict) {
+		if v.Retry {
 			// Also when the caller's deadline cut the attempt short: a
 			// member that did not answer in the time given (a paused
 			// leader) must not get the next call too.
-			c.forget(target, err)
+			c.forget(target, cause)
 		}
-		if ctx.Err() != nil {
-			return nil, giveUp(ctx, method, attempt, err)
+	}
+	err := errs.Retry(ctx, p, func(ctx context.Context, _ int) error {
+		var err error
+		if target, err = c.target(ctx); err != nil {
+			cause = err
+			return fmt.Errorf("store %s: %w", method, err)
 		}
-		if !retry {
-			return nil, answer
+		actx, cancel := context.WithTimeout(ctx, c.opts.RequestTimeout)
+		err = try(actx, target, c.client(target))
+		cancel()
+		if err == nil {
+			return nil
 		}
-		wait := backoff/2 + rand.N(backoff/2+1)
-		if attempt == 1 {
-			// The first retry goes almost at once, to another member or the
-			// leader discover names: most store failures are a member going
-			// away (a stop, a leadership handover), which the next member
-			// answers; only a second failure means the cluster itself is
-			// changing, and earns the backoff.
-			wait = min(wait, quickRetry)
+		cause = err
+		if id, ok := refusedAs(err); ok {
+			// An old member at a known address: the call goes on to
+			// the others, as after a ClusterStatus naming it. A member
+			// of a newer cluster (restored where the followed one
+			// stood) is not fenced: the retry's survey follows it.
+			if judge(c.Followed(), id) == fenced {
+				c.refused(target, id)
+			}
+			return fmt.Errorf("store %s: %w: %s answers as %s: %v", method, errFenced, target, id, err)
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return nil, giveUp(ctx, method, attempt, err)
-		}
-		backoff = min(backoff*2, c.opts.BackoffMax)
+		return errs.FromConnect("store "+method, err)
+	})
+	var st *errs.Stopped
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &st) && st.Ctx != nil:
+		return giveUp(ctx, method, st.Attempts, cause)
+	case st != nil:
+		return st.Last
+	}
+	return err
+}
+
+// retryPolicy is the store caller's errs.Retry policy with the client's
+// backoff.
+func (c *Client) retryPolicy() errs.Policy {
+	return errs.Policy{
+		Caller:        errs.StoreCall,
+		Backoff:       errs.Backoff{Min: c.opts.BackoffInitial, Max: c.opts.BackoffMax},
+		FirstPauseMax: quickRetry,
+		Attempts:      c.opts.Attempts,
 	}
 }
 

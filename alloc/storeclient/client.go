@@ -40,6 +40,9 @@ type Options struct {
 	// RetryBudget bounds the retries of a call whose context has no
 	// deadline (default 10s).
 	RetryBudget time.Duration
+	// Attempts, when above zero, bounds a call's attempts (default 0:
+	// until its deadline).
+	Attempts int
 	// ClientOptions are passed to the Connect client (e.g.
 	// connect.WithGRPC(), with an HTTP/2 HTTPClient).
 	ClientOptions []connect.ClientOption
