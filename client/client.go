@@ -17,6 +17,7 @@ import (
 
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 	"github.com/seqsvr/seqsvr/internal/auth"
+	"github.com/seqsvr/seqsvr/internal/errs"
 )
 
 // Client calls a set of allocsvrs. It is safe for concurrent use; make
@@ -215,12 +216,13 @@ func (c *Client) goBG(f func(ctx context.Context)) bool {
 }
 
 // do runs call on one endpoint after another until it succeeds, fails in
-// a way no other endpoint can fix, or ctx ends. prefer (may be nil, and
-// need not be configured) is tried first while healthy. Endpoints that
-// fail are ejected; a round that tried every endpoint waits a growing
-// backoff before the next. Every call this package makes is safe to
-// repeat (see the package documentation), so a failure whose outcome is
-// unknown is retried too.
+// a way no other endpoint can fix (errs.Judge, the allocsvr caller's
+// rule), or ctx ends. prefer (may be nil, and need not be configured) is
+// tried first while healthy. Endpoints that fail are ejected; one attempt
+// of errs.Retry is a round over every endpoint, and rounds are spaced by
+// the client's backoff. Every call this package makes is safe to repeat
+// (see the package documentation), so a failure whose outcome is unknown
+// is retried too.
 func (c *Client) do(ctx context.Context, what string, prefer *endpoint, snowflake bool,
 	call func(ctx context.Context, ep *endpoint) error) (*endpoint, error) {
 	if c.closed.Load() {
@@ -231,46 +233,48 @@ func (c *Client) do(ctx context.Context, what string, prefer *endpoint, snowflak
 		ctx, cancel = context.WithTimeout(ctx, c.cfg.timeout)
 		defer cancel()
 	}
-	var last error
-	tried := make(map[*endpoint]bool, len(c.eps)+1)
-	for round := 0; ; {
-		if err := ctx.Err(); err != nil {
-			return nil, ctxError(ctx, what, last)
-		}
-		ep := c.pick(prefer, tried)
-		if ep == nil {
-			// Every endpoint failed once in this call: wait, then again.
-			clear(tried)
-			wait := min(20*time.Millisecond<<min(round, 5), 500*time.Millisecond)
-			round++
-			t := time.NewTimer(wait)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return nil, ctxError(ctx, what, last)
-			case <-t.C:
-			}
-			continue
-		}
-		actx, cancel := context.WithTimeout(ctx, c.cfg.attemptTimout)
-		err := call(actx, ep)
-		cancel()
-		if err == nil {
-			if ep.ok() {
-				c.cfg.logger.Info("seqsvr client: endpoint recovered", "endpoint", ep.url)
-			}
-			return ep, nil
-		}
-		if ctx.Err() != nil {
-			return nil, ctxError(ctx, what, err)
-		}
-		if !retryable(err, snowflake) {
-			return nil, err
-		}
-		d := ep.fail(time.Now(), c.cfg.maxEject)
-		c.cfg.logger.Warn("seqsvr client: endpoint ejected", "endpoint", ep.url, "call", what, "for", d, "err", err)
-		tried[ep], last = true, err
+	if err := ctx.Err(); err != nil {
+		return nil, ctxError(ctx, what, nil)
 	}
+	p := errs.Policy{Caller: caller(snowflake), Backoff: c.cfg.backoff}
+	var done *endpoint
+	tried := make(map[*endpoint]bool, len(c.eps)+1)
+	err := errs.Retry(ctx, p, func(ctx context.Context, _ int) error {
+		clear(tried)
+		var last error
+		for ep := c.pick(prefer, tried); ep != nil; ep = c.pick(prefer, tried) {
+			actx, cancel := context.WithTimeout(ctx, c.cfg.attemptTimout)
+			err := call(actx, ep)
+			cancel()
+			if err == nil {
+				if ep.ok() {
+					c.cfg.logger.Info("seqsvr client: endpoint recovered", "endpoint", ep.url)
+				}
+				done = ep
+				return nil
+			}
+			if ctx.Err() != nil || !errs.Judge(p.Caller, err).Retry {
+				return err
+			}
+			d := ep.fail(time.Now(), c.cfg.maxEject)
+			c.cfg.logger.Warn("seqsvr client: endpoint ejected", "endpoint", ep.url, "call", what, "for", d, "err", err)
+			tried[ep], last = true, err
+		}
+		if last == nil {
+			return fmt.Errorf("%w: %s: no endpoint to call", errs.Unavailable, what)
+		}
+		return last // every endpoint failed once in this round
+	})
+	var st *errs.Stopped
+	switch {
+	case err == nil:
+		return done, nil
+	case errors.As(err, &st) && st.Ctx != nil:
+		return nil, ctxError(ctx, what, st.Last)
+	case st != nil:
+		return nil, st.Last
+	}
+	return nil, err
 }
 
 // pick chooses the endpoint for the next attempt: prefer while healthy,

@@ -24,16 +24,14 @@ func Code(err error) connect.Code {
 	return connect.CodeOf(err)
 }
 
-// retryable says whether another attempt, on another endpoint, may
-// succeed where err failed: errs.Judge's rule for an allocsvr call (a
-// snowflake call also retries failed_precondition: one allocsvr's worker
-// lease is lost, another's is not).
-func retryable(err error, snowflake bool) bool {
-	who := errs.AllocCall
+// caller is who a call is for errs.Judge: a snowflake call also retries
+// failed_precondition (one allocsvr's worker lease is lost, another's is
+// not).
+func caller(snowflake bool) errs.Caller {
 	if snowflake {
-		who = errs.SnowflakeCall
+		return errs.SnowflakeCall
 	}
-	return errs.Judge(who, err).Retry
+	return errs.AllocCall
 }
 
 // ctxError is what a call answers when the caller's context ends before

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+
+	"github.com/seqsvr/seqsvr/internal/errs"
 )
 
 // Protocol is the wire protocol a Client speaks.
@@ -34,8 +36,10 @@ type config struct {
 	timeout       time.Duration
 	attemptTimout time.Duration
 	maxEject      time.Duration
-	bufferSize    int
-	interceptors  []connect.Interceptor
+	// backoff spaces the rounds of a call over every endpoint.
+	backoff      errs.Backoff
+	bufferSize   int
+	interceptors []connect.Interceptor
 }
 
 // defaultConfig is every default of a Client, defined here only: New
@@ -47,6 +51,7 @@ func defaultConfig() config {
 		timeout:       10 * time.Second,
 		attemptTimout: 3 * time.Second,
 		maxEject:      5 * time.Second,
+		backoff:       errs.Backoff{Min: 20 * time.Millisecond, Max: 500 * time.Millisecond},
 		logger:        slog.New(slog.DiscardHandler),
 	}
 }

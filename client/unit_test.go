@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+
+	"github.com/seqsvr/seqsvr/internal/errs"
 )
 
 func TestEjectBackoff(t *testing.T) {
@@ -82,8 +84,8 @@ func TestRetryable(t *testing.T) {
 		{wire(connect.CodeFailedPrecondition), false, false},
 		{wire(connect.CodeFailedPrecondition), true, true},
 	} {
-		if got := retryable(tc.err, tc.snowflake); got != tc.want {
-			t.Errorf("retryable(%v, %v) = %v, want %v", tc.err, tc.snowflake, got, tc.want)
+		if got := errs.Judge(caller(tc.snowflake), tc.err).Retry; got != tc.want {
+			t.Errorf("Judge(caller(%v), %v).Retry = %v, want %v", tc.snowflake, tc.err, got, tc.want)
 		}
 	}
 }
