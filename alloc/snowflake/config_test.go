@@ -16,6 +16,7 @@ func TestZeroConfigTakesDefaultConfig(t *testing.T) {
 		{"FenceMargin", c.FenceMargin, d.FenceMargin},
 		{"MaxClockOffset", c.MaxClockOffset, d.MaxClockOffset},
 		{"MaxBackwardWait", c.MaxBackwardWait, d.MaxBackwardWait},
+		{"RegisterBackoff", c.RegisterBackoff, d.RegisterBackoff},
 	} {
 		if f.got != f.want || f.want <= 0 {
 			t.Errorf("%s: zero became %v, DefaultConfig says %v", f.name, f.got, f.want)

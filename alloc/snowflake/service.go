@@ -22,10 +22,7 @@ import (
 )
 
 // Internal timing, not configuration.
-const (
-	highWaterAhead     = time.Second
-	registerBackoffMin = 100 * time.Millisecond
-)
+const highWaterAhead = time.Second
 
 // Config configures Start. Zero values take DefaultConfig's.
 type Config struct {
@@ -44,6 +41,9 @@ type Config struct {
 	// MaxBackwardWait: a clock step back up to this is waited out (default
 	// 5 ms); more answers errs.Unavailable.
 	MaxBackwardWait time.Duration
+	// RegisterBackoff is the pause after a failed registration (default
+	// 100 ms), doubling (jittered, errs.Backoff) up to RenewInterval.
+	RegisterBackoff time.Duration
 	Registerer      prometheus.Registerer // optional
 }
 
@@ -171,6 +171,7 @@ func DefaultConfig() Config {
 		FenceMargin:     2 * time.Second,
 		MaxClockOffset:  time.Second,
 		MaxBackwardWait: 5 * time.Millisecond,
+		RegisterBackoff: 100 * time.Millisecond,
 	}
 }
 
@@ -189,6 +190,7 @@ func (cfg Config) withDefaults() Config {
 		{&cfg.FenceMargin, &d.FenceMargin},
 		{&cfg.MaxClockOffset, &d.MaxClockOffset},
 		{&cfg.MaxBackwardWait, &d.MaxBackwardWait},
+		{&cfg.RegisterBackoff, &d.RegisterBackoff},
 	} {
 		if *f.v <= 0 {
 			*f.v = *f.d
@@ -204,51 +206,63 @@ func newInstanceID() string {
 	return hex.EncodeToString(b[:])
 }
 
-func (s *Service) initialRegister(ctx context.Context) error {
-	backoff := registerBackoffMin
-	for attempt := 1; ; attempt++ {
-		rctx, cancel := context.WithTimeout(ctx, s.cfg.RenewInterval)
-		err := s.registerWorker(rctx)
-		cancel()
-		if err == nil {
-			return nil
-		}
-		if errors.Is(err, ErrClockOffset) {
-			s.log.Error("snowflake refuses to start: clock offset", "err", err)
-			return err
-		}
-		s.setErr(err)
-		if errs.Code(err) == connect.CodeFailedPrecondition {
-			// A twin: waiting here would only delay the answer callers
-			// need (failed_precondition); keep registering in the
-			// background, which succeeds once the holder's lease expires.
-			s.log.Error("snowflake: this --node-id is held by another live process; snowflake IDs answer failed_precondition until its lease expires. Give every allocsvr its own --node-id",
-				"node_id", s.cfg.NodeID, "err", err)
-			return nil
-		}
-		s.log.Warn("snowflake worker registration failed; retrying", "attempt", attempt, "err", err)
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			if !s.startFromCache() {
-				s.log.Warn("snowflake IDs unavailable until the worker registers; registering in the background", "err", err)
-			}
-			return nil
-		case <-t.C:
-		}
-		backoff = min(backoff*2, s.cfg.RenewInterval)
-	}
+// registerBackoff spaces registrations after failures.
+func (cfg Config) registerBackoff() errs.Backoff {
+	return errs.Backoff{Min: cfg.RegisterBackoff, Max: cfg.RenewInterval}
 }
 
-// run renews the lease every RenewInterval, or registers again (with
-// backoff) while there is no usable lease.
+// initialRegister registers until it succeeds, the store refuses it
+// definitely (errs.Retry under the store caller's rule), or ctx ends; in
+// the last two cases the background loop (run) keeps registering.
+func (s *Service) initialRegister(ctx context.Context) error {
+	p := errs.Policy{Caller: errs.StoreCall, Backoff: s.cfg.registerBackoff(),
+		OnFailure: func(attempt int, err error, v errs.Verdict) {
+			s.setErr(err)
+			if v.Retry && ctx.Err() == nil {
+				s.log.Warn("snowflake worker registration failed; retrying", "attempt", attempt, "err", err)
+			}
+		}}
+	err := errs.Retry(ctx, p, func(ctx context.Context, _ int) error {
+		rctx, cancel := context.WithTimeout(ctx, s.cfg.RenewInterval)
+		defer cancel()
+		return s.registerWorker(rctx)
+	})
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrClockOffset):
+		s.log.Error("snowflake refuses to start: clock offset", "err", err)
+		return err
+	case errs.Code(err) == connect.CodeFailedPrecondition && ctx.Err() == nil:
+		// A twin: waiting here would only delay the answer callers
+		// need (failed_precondition); keep registering in the
+		// background, which succeeds once the holder's lease expires.
+		s.log.Error("snowflake: this --node-id is held by another live process; snowflake IDs answer failed_precondition until its lease expires. Give every allocsvr its own --node-id",
+			"node_id", s.cfg.NodeID, "err", err)
+		return nil
+	}
+	// The caller's deadline, or another definite refusal: serve from the
+	// cache where provably safe, and register in the background.
+	if !s.startFromCache() {
+		s.log.Warn("snowflake IDs unavailable until the worker registers; registering in the background", "err", err)
+	}
+	return nil
+}
+
+// run renews the lease every RenewInterval, or registers again (spaced by
+// registerBackoff) while there is no usable lease. A renewal is one call
+// (the store client's own retries stay within its RenewInterval
+// deadline): the fence stops IDs on the clock whatever the store
+// answers, so a renewal is never retried past it, only sent again at the
+// next interval. Registering is retried whatever the store answers: it
+// is this loop's whole job, and a lease held elsewhere expires.
 func (s *Service) run(ctx context.Context) {
 	defer close(s.done)
-	backoff := registerBackoffMin
+	backoff := s.cfg.registerBackoff()
+	failures := 0 // registrations failed in a row
 	delay := s.cfg.RenewInterval
 	if s.needsRegister() {
-		delay = backoff
+		delay = backoff.Pause(1)
 	}
 	for {
 		t := time.NewTimer(delay)
@@ -274,15 +288,16 @@ func (s *Service) run(ctx context.Context) {
 					lvl = slog.LevelError
 				}
 				s.log.Log(ctx, lvl, "snowflake worker registration failed; retrying", "err", err)
-				delay, backoff = backoff, min(backoff*2, s.cfg.RenewInterval)
+				failures++
+				delay = backoff.Pause(failures)
 			} else {
-				backoff = registerBackoffMin
+				failures = 0
 			}
 		} else if err := s.renewWorker(rctx); err != nil {
 			s.setErr(err)
 			s.log.Warn("snowflake lease renewal failed", "err", err)
 			if s.needsRegister() {
-				delay = backoff // lease taken: register again soon
+				delay = backoff.Pause(1) // lease taken: register again soon
 			}
 		}
 		cancel()
