@@ -192,10 +192,9 @@ func (a *Allocator) loadFailedLocked(t *tagState, err error, size int64) {
 		// committed: the retry reuses the request_id and size.
 		t.pendingReq = ""
 	}
-	backoff := a.cfg.LoadBackoff << min(t.failures-1, 20)
-	if backoff > a.cfg.LoadBackoffMax || backoff <= 0 {
-		backoff = a.cfg.LoadBackoffMax
-	}
+	// The loader retries whole reservations on its own schedule (a kick
+	// after retryAt), whatever the answer: errs.Backoff's pauses.
+	backoff := errs.Backoff{Min: a.cfg.LoadBackoff, Max: a.cfg.LoadBackoffMax}.Pause(t.failures)
 	if capped {
 		backoff = 0 // a smaller size is asked for at once
 	}
