@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/seqsvr/seqsvr/internal/clock"
+	"github.com/seqsvr/seqsvr/internal/errs"
 	"github.com/seqsvr/seqsvr/internal/raftconf"
 	"github.com/seqsvr/seqsvr/internal/routes"
 	"github.com/seqsvr/seqsvr/internal/spec"
@@ -85,6 +86,9 @@ type Config struct {
 	// RaftTLS, when set, runs Raft between members over TLS with it
 	// (mutual: build it with tlsconf.Mutual); nil is plain TCP.
 	RaftTLS *tls.Config
+	// DiscoverBackoff spaces the rounds of probes of a member starting
+	// without Raft state (default 100 ms doubling to 2 s, jittered).
+	DiscoverBackoff errs.Backoff
 }
 
 // defaultApplyTimeout bounds a proposal whose context has no deadline.
@@ -112,6 +116,7 @@ func DefaultConfig() Config {
 		MaxSegmentSize:     DefaultMaxSegmentSize,
 		Clock:              clock.System(),
 		HTTPScheme:         "http",
+		DiscoverBackoff:    errs.Backoff{Min: 100 * time.Millisecond, Max: 2 * time.Second},
 	}
 }
 
@@ -147,6 +152,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Clock == nil {
 		c.Clock = d.Clock
+	}
+	if c.DiscoverBackoff.Min <= 0 {
+		c.DiscoverBackoff = d.DiscoverBackoff
 	}
 	if c.HTTPClient == nil {
 		c.HTTPClient = DefaultHTTPClient()

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -48,9 +49,6 @@ type startPlan struct {
 // probeTarget is one member a starting member asks.
 type probeTarget struct{ id, httpAddr string }
 
-// discoverInterval bounds the wait between two rounds of probes.
-const discoverInterval = 2 * time.Second
-
 // discover decides, before Raft runs, what a member without Raft state
 // does: it asks every listed member (Peers, or the Join address) with
 // MemberProbe, answering the same probe itself meanwhile.
@@ -86,10 +84,26 @@ func (s *Store) discover(ctx context.Context) (startPlan, error) {
 	s.log.Info("no raft state in the data dir: asking the listed members whether a cluster exists before starting raft",
 		"data_dir", s.cfg.DataDir, "members", len(targets))
 	seen := map[string]bool{} // listed members seen without a cluster in this start
-	var lastWhy string
+	var lastWhy, w string
 	var lastLog time.Time
-	wait := 100 * time.Millisecond
-	for {
+	var plan startPlan
+	var foundID string // the cluster whose leader refused or failed to take this member back
+	// Stop ends the wait as the caller's context does.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-s.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	// One round of probes is one attempt: a cluster's leader refusing
+	// this member (errs.Judge's definite answers, such as a live process
+	// holding this ID) ends the wait; any other outcome waits and asks
+	// again, the rounds spaced by DiscoverBackoff.
+	p := errs.Policy{Caller: errs.StoreCall, Backoff: s.cfg.DiscoverBackoff}
+	err := errs.Retry(ctx, p, func(ctx context.Context, _ int) error {
 		answers := s.probeAll(ctx, targets)
 		var found *seqsvrv1.MemberProbeResponse
 		var foundAt string
@@ -108,23 +122,20 @@ func (s *Store) discover(ctx context.Context) (startPlan, error) {
 				noCluster = append(noCluster, t.label())
 			}
 		}
-		var w string
+		var wait error // the answer that keeps this member waiting
 		switch {
 		case found != nil:
-			plan, err := s.rejoin(ctx, found, foundAt)
-			if err == nil {
-				return plan, nil
+			var err error
+			if plan, err = s.rejoin(ctx, found, foundAt); err == nil {
+				return nil
 			}
-			if connect.CodeOf(err) == connect.CodeFailedPrecondition {
-				// A live process holds this ID, or the cluster refuses
-				// this member: asking again cannot help.
-				s.log.Error("taking this member back was refused; exiting", "through", foundAt, "err", err)
-				return startPlan{}, fmt.Errorf("storage: rejoin cluster %s: %w", found.GetClusterId(), err)
-			}
-			w = fmt.Sprintf("cluster %s exists (seen at %s); waiting for its leader to take this member back: %v", found.GetClusterId(), foundAt, err)
+			foundID = found.GetClusterId()
+			w = fmt.Sprintf("cluster %s exists (seen at %s); waiting for its leader to take this member back: %v", foundID, foundAt, err)
+			wait = fmt.Errorf("rejoin through %s: %w", foundAt, err)
 		case s.cfg.Join == "" && len(seen) == len(targets):
 			s.log.Info("every listed member was seen without a cluster: bootstrapping", "members", len(s.cfg.Peers))
-			return startPlan{bootstrap: true}, nil
+			plan = startPlan{bootstrap: true}
+			return nil
 		case s.cfg.Join != "" && len(unreachable) == 0:
 			w = fmt.Sprintf("the member at --join %s has no cluster yet", s.cfg.Join)
 		default:
@@ -144,15 +155,22 @@ func (s *Store) discover(ctx context.Context) (startPlan, error) {
 			s.log.Warn("raft not started: "+w, "seen_without_cluster", noCluster)
 			lastWhy, lastLog = w, time.Now()
 		}
-		select {
-		case <-ctx.Done():
-			return startPlan{}, fmt.Errorf("%w: stopped while waiting: %s", errs.Unavailable, w)
-		case <-s.stop:
-			return startPlan{}, fmt.Errorf("%w: stopped while waiting: %s", errs.Unavailable, w)
-		case <-time.After(wait):
+		if wait == nil {
+			wait = fmt.Errorf("%w: %s", errs.Unavailable, w)
 		}
-		wait = min(2*wait, discoverInterval)
+		return wait
+	})
+	var st *errs.Stopped
+	switch {
+	case err == nil:
+		return plan, nil
+	case errors.As(err, &st) && st.Ctx != nil:
+		return startPlan{}, fmt.Errorf("%w: stopped while waiting: %s", errs.Unavailable, w)
 	}
+	// A definite refusal: a live process holds this ID, or the cluster
+	// refuses this member. Asking again cannot help.
+	s.log.Error("taking this member back was refused; exiting", "err", err)
+	return startPlan{}, fmt.Errorf("storage: rejoin cluster %s: %w", foundID, err)
 }
 
 func (t probeTarget) label() string {
