@@ -52,10 +52,10 @@ type Report struct {
 	// Margins counts the aimed faults per safety margin and side
 	// (nemesis.Margin): which margins this run hit inside and outside.
 	Margins map[string]map[nemesis.Side]int `json:"margins,omitempty"`
-	Results    []Verdict               `json:"results"`
-	OK         bool                    `json:"ok"`
-	Notes      []string                `json:"notes,omitempty"`
-	Elapsed    time.Duration           `json:"elapsed"`
+	Results []Verdict                       `json:"results"`
+	OK      bool                            `json:"ok"`
+	Notes   []string                        `json:"notes,omitempty"`
+	Elapsed time.Duration                   `json:"elapsed"`
 }
 
 // SpaceFigures are one space's per-key calls: how many and how many

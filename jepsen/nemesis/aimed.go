@@ -41,10 +41,10 @@ const skewAhead = 850 * time.Millisecond
 const twinRenew = "100ms"
 
 // skewedTakeover: see the list above. It is aimed at the clock tolerance
-// (--snowflake-max-clock-offset, MarginSnowflakeClock): two injections in
-// three put both clocks 10% inside it (the old holder ahead, the twin
+// (--snowflake-max-clock-offset, MarginSnowflakeClock): every other
+// injection puts both clocks 10% inside it (the old holder ahead, the twin
 // behind), where the takeover floor alone keeps the twin's timestamps
-// above the old holder's; the third puts the twin's 10% outside it, where
+// above the old holder's; the others put the twin's 10% outside it, where
 // registration must refuse the twin, so it issues no snowflake ID (the
 // margin-claims checker reads the margin event's window). It needs
 // namespaces (the old holder must keep serving, cut off from the store,
@@ -62,10 +62,13 @@ func skewedTakeover(ctx context.Context, e *Env, r *rand.Rand) error {
 		return nil
 	}
 	tol := cmp.Or(e.SnowflakeMaxClockOffset, time.Second)
+	// Inside and outside take turns, inside first: each run of the
+	// scenario hits both sides however few times the fault runs.
 	side := Inside
-	if r.Intn(3) == 2 {
+	if e.skewedRuns%2 == 1 {
 		side = Outside
 	}
+	e.skewedRuns++
 	ahead, behind := Aim(tol, Inside), -Aim(tol, side)
 	if err := e.SetClock(ctx, a, ahead); err != nil {
 		e.Log.Error(name, a.Name, err)

@@ -58,6 +58,9 @@ type Env struct {
 	// empty: the disaster faults skip.
 	BackupDir string
 	backups   shelf
+	// skewedRuns counts skewed-takeover's runs (under twinMu): its side
+	// of the clock tolerance alternates.
+	skewedRuns int
 
 	// One membership change at a time, one twin at a time (a twin has a
 	// fixed port in namespaces) and one extra allocsvr at a time (it has
