@@ -48,6 +48,8 @@ func Catalogue() map[string]Fault {
 		{"seq-term-alloc", "alloc", onRandomAlloc(seqTermAlloc), 0},
 		{"seq-kill-alloc", "alloc", onRandomAlloc(seqKillAlloc), 0},
 		{"seq-pause-alloc", "alloc", onRandomAlloc(seqPauseAlloc), 0},
+		// The store lane: it stops the store leader and sets store clocks.
+		{SeqFenceSkew, "store", seqFenceSkew, 0},
 		// A lane of its own: an operator acts whatever the processes do.
 		{"operator", "operator", operator, 0},
 	} {
