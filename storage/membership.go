@@ -11,7 +11,6 @@ import (
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/internal/errs"
-	"github.com/seqsvr/seqsvr/storage/fsm"
 )
 
 // addMember adds id at raftAddr as a non-voter and records its HTTP
@@ -23,7 +22,9 @@ import (
 // which neither counts toward a quorum nor, until it has caught up,
 // votes (voteGate).
 func (s *Store) addMember(ctx context.Context, r *seqsvrv1.AddMemberRequest) (*seqsvrv1.ClusterStatusResponse, error) {
-	if err := fsm.ValidateMember(r.GetId(), r.GetRaftAddr(), r.GetHttpAddr()); err != nil {
+	setMember := &seqsvrv1.Command{Cmd: &seqsvrv1.Command_SetMember{SetMember: &seqsvrv1.SetMemberCommand{Id: r.GetId(), RaftAddr: r.GetRaftAddr(), HttpAddr: r.GetHttpAddr()}}}
+	// Checked before the configuration changes, not only when proposed.
+	if err := s.checkCommand(setMember); err != nil {
 		return nil, err
 	}
 	if s.raft.State() != raft.Leader {
@@ -80,8 +81,7 @@ func (s *Store) addMember(ctx context.Context, r *seqsvrv1.AddMemberRequest) (*s
 		s.log.Info("added member as a non-voter", "id", r.GetId(), "raft_addr", r.GetRaftAddr(), "http_addr", r.GetHttpAddr())
 	}
 	if m := s.fsm.Member(r.GetId()); m == nil || m.GetHttpAddr() != r.GetHttpAddr() || m.GetRaftAddr() != r.GetRaftAddr() {
-		cmd := &seqsvrv1.Command{Cmd: &seqsvrv1.Command_SetMember{SetMember: &seqsvrv1.SetMemberCommand{Id: r.GetId(), RaftAddr: r.GetRaftAddr(), HttpAddr: r.GetHttpAddr()}}}
-		if _, err := s.propose(ctx, cmd); err != nil {
+		if _, err := s.propose(ctx, setMember); err != nil {
 			return nil, err
 		}
 	}
@@ -92,7 +92,8 @@ func (s *Store) addMember(ctx context.Context, r *seqsvrv1.AddMemberRequest) (*s
 // Raft configuration (in this order so a leader removing itself still
 // commits the first step). Removing an absent member succeeds.
 func (s *Store) removeMember(ctx context.Context, r *seqsvrv1.RemoveMemberRequest) (*seqsvrv1.ClusterStatusResponse, error) {
-	if err := fsm.ValidateKey("id", r.GetId(), true); err != nil {
+	cmd := &seqsvrv1.Command{Cmd: &seqsvrv1.Command_RemoveMember{RemoveMember: &seqsvrv1.RemoveMemberCommand{Id: r.GetId()}}}
+	if err := s.checkCommand(cmd); err != nil {
 		return nil, err
 	}
 	if s.raft.State() != raft.Leader {
@@ -101,7 +102,6 @@ func (s *Store) removeMember(ctx context.Context, r *seqsvrv1.RemoveMemberReques
 	s.memberMu.Lock()
 	defer s.memberMu.Unlock()
 	if s.fsm.Member(r.GetId()) != nil {
-		cmd := &seqsvrv1.Command{Cmd: &seqsvrv1.Command_RemoveMember{RemoveMember: &seqsvrv1.RemoveMemberCommand{Id: r.GetId()}}}
 		if _, err := s.propose(ctx, cmd); err != nil {
 			return nil, err
 		}

@@ -99,7 +99,7 @@ func rewrite(cfg Config, seed bool, from string, prepare func(*seqsvrv1.FSMSnaps
 	}
 	recovered := stableString(stores.Bolt, recoveredToKey)
 	var made string
-	w := &rewriter{Machine: fsm.New(nil), prepare: func(cur *seqsvrv1.FSMSnapshot) (*seqsvrv1.FSMSnapshot, error) {
+	w := &rewriter{prepare: func(cur *seqsvrv1.FSMSnapshot) (*seqsvrv1.FSMSnapshot, error) {
 		if !seed && recovered != "" && cur.GetClusterId() == recovered {
 			return nil, ErrDone
 		}
@@ -107,6 +107,9 @@ func rewrite(cfg Config, seed bool, from string, prepare func(*seqsvrv1.FSMSnaps
 		made = st.GetClusterId()
 		return st, err
 	}}
+	// An entry the replay cannot apply (a newer release's command) ends
+	// the rewrite with its error: a state without it is not the cluster's.
+	w.Machine = fsm.New(nil, fsm.OnFatal(func(err error) { w.err = err }))
 	if err := raft.RecoverCluster(rc, w, stores.Logs, stores.Bolt, snaps, trans, conf); err != nil {
 		if w.err != nil {
 			return w.err
@@ -141,6 +144,9 @@ type rewriter struct {
 }
 
 func (w *rewriter) Snapshot() (raft.FSMSnapshot, error) {
+	if w.err != nil {
+		return nil, w.err
+	}
 	st, err := w.prepare(w.State())
 	if err != nil {
 		w.err = err

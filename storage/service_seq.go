@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 
@@ -42,7 +41,7 @@ func (h *service) RaiseSections(ctx context.Context, req *connect.Request[seqsvr
 }
 
 func (s *Store) createSpace(ctx context.Context, r *seqsvrv1.CreateSpaceRequest) (*seqsvrv1.Space, error) {
-	res, err := s.proposeChecked(ctx, fsm.ValidateCreateSpace(r), &seqsvrv1.Command{Cmd: &seqsvrv1.Command_CreateSpace{CreateSpace: &seqsvrv1.CreateSpaceCommand{
+	res, err := s.propose(ctx, &seqsvrv1.Command{Cmd: &seqsvrv1.Command_CreateSpace{CreateSpace: &seqsvrv1.CreateSpaceCommand{
 		Space: r.GetSpace(), KeyCount: r.GetKeyCount(), SectionSize: r.GetSectionSize(), Step: r.GetStep(), Description: r.GetDescription()}}})
 	return res.Space, err
 }
@@ -50,20 +49,20 @@ func (s *Store) createSpace(ctx context.Context, r *seqsvrv1.CreateSpaceRequest)
 // seqHeartbeat carries this member's lease TTL in the command, so every
 // member applies the same lease whatever its own flag says.
 func (s *Store) seqHeartbeat(ctx context.Context, r *seqsvrv1.SeqHeartbeatRequest) (*seqsvrv1.SeqHeartbeatResponse, error) {
-	res, err := s.proposeChecked(ctx, cmp.Or(s.checkCallerCluster(r.GetClusterId()), fsm.ValidateSeqHeartbeat(r)), &seqsvrv1.Command{Cmd: &seqsvrv1.Command_SeqHeartbeat{SeqHeartbeat: &seqsvrv1.SeqHeartbeatCommand{
+	res, err := s.proposeChecked(ctx, s.checkCallerCluster(r.GetClusterId()), &seqsvrv1.Command{Cmd: &seqsvrv1.Command_SeqHeartbeat{SeqHeartbeat: &seqsvrv1.SeqHeartbeatCommand{
 		NodeId: r.GetNodeId(), InstanceId: r.GetInstanceId(), Url: r.GetUrl(), Leaving: r.GetLeaving(), Released: r.GetReleased(),
 		LeaseTtlMs: s.cfg.SeqLeaseTTL.Milliseconds()}}})
 	return res.Heartbeat, err
 }
 
 func (s *Store) raiseSections(ctx context.Context, r *seqsvrv1.RaiseSectionsRequest) (*seqsvrv1.RaiseSectionsResponse, error) {
-	res, err := s.proposeChecked(ctx, cmp.Or(s.checkCallerCluster(r.GetClusterId()), fsm.ValidateRaiseSections(r)), &seqsvrv1.Command{Cmd: &seqsvrv1.Command_RaiseSections{RaiseSections: &seqsvrv1.RaiseSectionsCommand{
+	res, err := s.proposeChecked(ctx, s.checkCallerCluster(r.GetClusterId()), &seqsvrv1.Command{Cmd: &seqsvrv1.Command_RaiseSections{RaiseSections: &seqsvrv1.RaiseSectionsCommand{
 		NodeId: r.GetNodeId(), InstanceId: r.GetInstanceId(), Space: r.GetSpace(), Sections: r.GetSections()}}})
 	return res.Raise, err
 }
 
-// proposeChecked proposes cmd unless the request failed its check
-// (checkErr), which is then the answer.
+// proposeChecked proposes cmd unless the request failed a check of its
+// own (checkErr), which is then the answer.
 func (s *Store) proposeChecked(ctx context.Context, checkErr error, cmd *seqsvrv1.Command) (fsm.Result, error) {
 	if checkErr != nil {
 		return fsm.Result{}, checkErr

@@ -46,6 +46,10 @@ type Store struct {
 
 	peerAuth // who may speak Raft beyond the configuration (peerauth.go)
 
+	// exit ends the process when the state machine stops (applystop.go):
+	// os.Exit; tests record the code instead.
+	exit func(code int)
+
 	stop      chan struct{}
 	stopCtx   context.Context // cancelled by Close, with stop
 	stopAll   context.CancelFunc
@@ -196,7 +200,8 @@ func start(ctx context.Context, cfg Config, rc *raft.Config, p raftParts) (*Stor
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{cfg: cfg, log: cfg.Logger, fsm: fsm.New(nil), disk: p.disk, closers: p.closers, stop: make(chan struct{})}
+	s := &Store{cfg: cfg, log: cfg.Logger, disk: p.disk, closers: p.closers, stop: make(chan struct{}), exit: os.Exit}
+	s.fsm = fsm.New(nil, fsm.OnFatal(s.stopApplying))
 	s.stopCtx, s.stopAll = context.WithCancel(context.Background())
 	if s.disk != nil {
 		s.disk.stop = s.stop
@@ -380,12 +385,17 @@ func (s *Store) Ready(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// propose is the one write path: it stamps the command with the leader's
-// clock, applies it through raft and waits until it is committed and
-// applied here, then unwraps the FSM's answer. A member whose data dir
-// refuses writes answers ErrDiskFull or ErrDiskIO and neither proposes nor
-// forwards.
+// propose is the one write path: it runs the command's registered check
+// (invalid_argument before anything else, on any member), stamps the
+// command with the leader's clock, applies it through raft and waits
+// until it is committed and applied here, then unwraps the FSM's answer.
+// A member whose data dir refuses writes answers ErrDiskFull or ErrDiskIO
+// and neither proposes nor forwards. A command the cluster version does
+// not allow yet, or one this binary does not know, is never proposed.
 func (s *Store) propose(ctx context.Context, cmd *seqsvrv1.Command) (fsm.Result, error) {
+	if err := s.checkCommand(cmd); err != nil {
+		return fsm.Result{}, err
+	}
 	if err := s.disk.check(); err != nil {
 		if s.raft.State() == raft.Leader {
 			s.handOffLeadership(err)
@@ -395,7 +405,11 @@ func (s *Store) propose(ctx context.Context, cmd *seqsvrv1.Command) (fsm.Result,
 	if s.raft.State() != raft.Leader {
 		return fsm.Result{}, ErrNotLeader
 	}
-	if err := s.requireLevel(fsm.CommandLevel(cmd)); err != nil {
+	level, err := fsm.CommandLevel(cmd)
+	if err != nil {
+		return fsm.Result{}, err
+	}
+	if err := s.requireLevel(level); err != nil {
 		return fsm.Result{}, err
 	}
 	cmd.NowMs = s.cfg.Clock.Now().UnixMilli()
@@ -417,6 +431,12 @@ func (s *Store) propose(ctx context.Context, cmd *seqsvrv1.Command) (fsm.Result,
 		return fsm.Result{}, fmt.Errorf("storage: unexpected apply response %T", f.Response())
 	}
 	return res, res.Err
+}
+
+// checkCommand runs cmd's check, registered with it in package fsm, with
+// this member's limits.
+func (s *Store) checkCommand(cmd *seqsvrv1.Command) error {
+	return fsm.CheckCommand(cmd, fsm.Limits{MaxSegmentSize: s.cfg.MaxSegmentSize})
 }
 
 // awaitGrace is how long a future may still be answered once Close has

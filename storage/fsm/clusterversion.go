@@ -10,8 +10,9 @@ import (
 // first one, jepsen/upgrade-base) is level 1 and knows no levels at all;
 // level 2 is the first binary with a cluster version. A command or field
 // that a lower-level binary would not apply the same way is proposed only
-// once the cluster version reaches its level (CommandLevel), so a member
-// of the previous release never applies it differently.
+// once the cluster version reaches its level (registered with the command
+// in commands.go, read by CommandLevel), so a member of the previous
+// release never applies it differently.
 const Level uint32 = 2
 
 // BaseLevel is the level of a cluster (or a snapshot) that records none:
@@ -41,15 +42,4 @@ func (st *fsmState) applyClusterVersion(c *seqsvrv1.NoopCommand) {
 func (f *Machine) ClusterVersion() (v uint32) {
 	f.read(func(st *fsmState) { v = max(st.clusterVersion, BaseLevel) })
 	return v
-}
-
-// CommandLevel is the cluster version cmd needs: the lowest level at
-// which every member applies it the same way. Every command and field the
-// base release knows is BaseLevel; the cluster-version raise itself is
-// BaseLevel too (the base release applies a Noop as a no-op). A command or
-// field added later names its level here, and the server refuses to
-// propose it below that level (Store.requireLevel). TestCommandLevelKnowsEveryField
-// fails when raft.proto gains a field this function has not classified.
-func CommandLevel(cmd *seqsvrv1.Command) uint32 {
-	return BaseLevel
 }

@@ -39,7 +39,7 @@ func TestClusterVersionRaiseAndSnapshot(t *testing.T) {
 // baseFields is every field of raft.proto's commands the base release
 // knows (jepsen/upgrade-base), plus later ones that every base-release
 // member applies the same way (it ignores them harmlessly); a field not
-// listed needs a level in CommandLevel.
+// listed needs a level, registered with its command (commands.go).
 var baseFields = map[string]bool{
 	"seqsvr.v1.NoopCommand.cluster_version": true, // the raise: a no-op to the base release
 	"seqsvr.v1.NoopCommand.cluster_id":      true, // the cluster ID: first applied wins, re-proposed each term
@@ -63,7 +63,7 @@ func TestCommandLevelKnowsEveryField(t *testing.T) {
 	for _, md := range msgs {
 		n, known := base[string(md.FullName())]
 		if !known {
-			t.Errorf("%s: a command the base release does not know: an old member panics on it; give it a level in CommandLevel, then list it here", md.FullName())
+			t.Errorf("%s: a command the base release does not know: a base-release member panics on it; register it (commands.go) with a level above BaseLevel, then list it here", md.FullName())
 			continue
 		}
 		extra := 0
@@ -73,7 +73,7 @@ func TestCommandLevelKnowsEveryField(t *testing.T) {
 			}
 		}
 		if got := md.Fields().Len() - extra; got != n {
-			t.Errorf("%s has %d fields the base release did not have and that are not classified: give each a level in CommandLevel (or list it in baseFields if an old member applies it the same way)", md.FullName(), got-n)
+			t.Errorf("%s has %d fields the base release did not have and that are not classified: give the command a level (commands.go) that covers them (or list each in baseFields if an old member applies it the same way)", md.FullName(), got-n)
 		}
 	}
 }

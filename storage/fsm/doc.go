@@ -8,10 +8,15 @@
 //
 // API used by package storage:
 //
-//	m := fsm.New(nil)                     // the raft.FSM: Apply, Snapshot, Restore
+//	m := fsm.New(nil, fsm.OnFatal(stop))  // the raft.FSM: Apply, Snapshot, Restore
 //	res := future.Response().(fsm.Result) // after raft.Apply; res.Err: the business error
 //	m.Tag(name), m.ListTags(size, after)  // reads, made linearizable by the caller
-//	fsm.ValidateCreateTag(req, maxSize)   // refuse a request before proposing it
+//	fsm.CheckCommand(cmd, limits)         // refuse a command before proposing it
+//	fsm.CommandLevel(cmd)                 // the cluster version it needs
+//
+// Every command is registered once (commands.go) with its check, its
+// level and how it is applied; Apply, CheckCommand and CommandLevel read
+// that one table.
 //
 // Errors: every business error wraps an internal/errs kind (the sentinels
 // in errors.go are of a kind too).
@@ -21,8 +26,11 @@
 //   - Apply is deterministic: time comes only from Command.now_ms (the
 //     proposing leader's clock) and configuration (lease TTL, retention,
 //     idempotency bound) only from the command. An undecodable entry or
-//     unknown command panics rather than fork the replicas. Business errors
-//     are results (Result.Err), not panics, and change nothing.
+//     unknown command (a newer release's) is never skipped, which would
+//     fork the replicas: the machine stops on it, changing nothing, and
+//     tells OnFatal (the store logs it and exits non-zero); an unknown
+//     command is never proposed (ErrUnknownCommand). Business errors are
+//     results (Result.Err), not panics, and change nothing.
 //   - ReserveSegment does max_id += size inside Apply, so ranges reserved
 //     in log order never overlap and max_id covers every one of them. An
 //     int64 overflow changes nothing. A request_id is remembered in a

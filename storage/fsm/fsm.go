@@ -43,6 +43,11 @@ type Machine struct {
 	st *fsmState
 	// defaultLayout is used for a fresh state and for snapshots without one.
 	defaultLayout *seqsvrv1.SnowflakeLayout
+	// onFatal is told once of the entry this member cannot apply (OnFatal).
+	onFatal func(error)
+	// stopped is that entry's error: from then on Apply changes nothing,
+	// and Snapshot and Restore refuse (stop.go).
+	stopped error
 }
 
 // fsmState is the whole replicated state; Restore swaps in a fresh one.
@@ -76,11 +81,15 @@ type fsmState struct {
 
 // New makes an empty state machine. A nil layout is the store's,
 // spec.DefaultLayout(); the tests pass smaller ones to run out of worker IDs.
-func New(layout *seqsvrv1.SnowflakeLayout) *Machine {
+func New(layout *seqsvrv1.SnowflakeLayout, opts ...Option) *Machine {
 	if layout == nil {
 		layout = spec.DefaultLayout()
 	}
-	return &Machine{st: newState(layout), defaultLayout: layout}
+	f := &Machine{st: newState(layout), defaultLayout: layout}
+	for _, o := range opts {
+		o(f)
+	}
+	return f
 }
 
 func newState(layout *seqsvrv1.SnowflakeLayout) *fsmState {
@@ -98,49 +107,31 @@ func newState(layout *seqsvrv1.SnowflakeLayout) *fsmState {
 }
 
 // Apply implements raft.FSM. An entry that does not decode, or a command
-// this binary does not know, is a bug or a version mismatch: applying it
-// wrongly would silently fork the replicas, so it panics instead.
+// this binary does not know (a newer release's), can be neither applied
+// nor skipped: skipping it would silently fork the replicas. The machine
+// stops on it instead (stop.go): OnFatal is told, and nothing changes.
 func (f *Machine) Apply(l *raft.Log) interface{} {
 	var cmd seqsvrv1.Command
 	if err := proto.Unmarshal(l.Data, &cmd); err != nil {
-		panic(fmt.Sprintf("storage: undecodable raft entry at index %d: %v", l.Index, err))
+		return f.stop(fmt.Errorf("undecodable raft entry %d (term %d): %w", l.Index, l.Term, err))
 	}
 	return f.applyCommand(&cmd, l.Index, l.Term)
 }
 
+// applyCommand applies cmd as its registration says (commands.go).
 func (f *Machine) applyCommand(cmd *seqsvrv1.Command, index, term uint64) Result {
+	c, err := lookup(cmd)
+	if err != nil {
+		return f.stop(fmt.Errorf("raft entry %d (term %d, cluster version %d): %w", index, term, f.ClusterVersion(), err))
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.stopped != nil {
+		return stoppedResult(f.stopped)
+	}
 	now := cmd.GetNowMs()
 	f.st.lastIndex, f.st.lastTerm, f.st.lastNowMs = index, term, max(f.st.lastNowMs, now)
-	switch c := cmd.GetCmd().(type) {
-	case *seqsvrv1.Command_CreateTag:
-		return f.st.applyCreateTag(now, c.CreateTag)
-	case *seqsvrv1.Command_UpdateTag:
-		return f.st.applyUpdateTag(now, c.UpdateTag)
-	case *seqsvrv1.Command_DeleteTag:
-		return f.st.applyDeleteTag(c.DeleteTag)
-	case *seqsvrv1.Command_ReserveSegment:
-		return f.st.applyReserveSegment(now, c.ReserveSegment)
-	case *seqsvrv1.Command_RegisterWorker:
-		return f.st.applyRegisterWorker(now, c.RegisterWorker)
-	case *seqsvrv1.Command_RenewWorker:
-		return f.st.applyRenewWorker(now, c.RenewWorker)
-	case *seqsvrv1.Command_SetMember:
-		return f.st.applySetMember(c.SetMember)
-	case *seqsvrv1.Command_RemoveMember:
-		return f.st.applyRemoveMember(c.RemoveMember)
-	case *seqsvrv1.Command_CreateSpace:
-		return f.st.applyCreateSpace(now, c.CreateSpace)
-	case *seqsvrv1.Command_SeqHeartbeat:
-		return f.st.applySeqHeartbeat(now, c.SeqHeartbeat)
-	case *seqsvrv1.Command_RaiseSections:
-		return f.st.applyRaiseSections(now, c.RaiseSections)
-	case *seqsvrv1.Command_Noop:
-		return f.st.applyNoop(c.Noop)
-	default:
-		panic(fmt.Sprintf("storage: unknown raft command %T", c))
-	}
+	return c.apply(f.st, now, cmd)
 }
 
 // Snapshot implements raft.FSM: it copies the state under the lock so
@@ -148,6 +139,9 @@ func (f *Machine) applyCommand(cmd *seqsvrv1.Command, index, term uint64) Result
 func (f *Machine) Snapshot() (raft.FSMSnapshot, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
+	if f.stopped != nil {
+		return nil, stoppedErr(f.stopped)
+	}
 	snap := f.st.toProto()
 	plantedSnapshotDropsMaxID(snap)
 	return &fsmSnapshot{snap: snap}, nil
@@ -172,8 +166,11 @@ func (f *Machine) Restore(rc io.ReadCloser) error {
 	}
 	st := stateFromProto(&snap, f.defaultLayout)
 	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.stopped != nil {
+		return stoppedErr(f.stopped)
+	}
 	f.st = st
-	f.mu.Unlock()
 	return nil
 }
 

@@ -210,7 +210,9 @@ func itoa(i int) string {
 	}
 }
 
-func TestFSMPanicsOnBadEntries(t *testing.T) {
+// Without OnFatal, an entry the machine cannot apply panics (commands_test.go
+// has the stop through OnFatal).
+func TestFSMPanicsOnBadEntriesWithoutOnFatal(t *testing.T) {
 	f := New(nil)
 	mustPanic := func(name string, fn func()) {
 		t.Helper()

@@ -57,10 +57,10 @@ func TestFSMCreateSpace(t *testing.T) {
 	}
 }
 
-func TestValidateSeqRequests(t *testing.T) {
+func TestCheckSeqCommands(t *testing.T) {
 	long := string(make([]byte, MaxDescriptionLen+1))
-	raise := func(items ...*seqsvrv1.SectionRaise) *seqsvrv1.RaiseSectionsRequest {
-		return &seqsvrv1.RaiseSectionsRequest{NodeId: "a", InstanceId: "i", Space: "s", Sections: items}
+	raise := func(items ...*seqsvrv1.SectionRaise) *seqsvrv1.RaiseSectionsCommand {
+		return &seqsvrv1.RaiseSectionsCommand{NodeId: "a", InstanceId: "i", Space: "s", Sections: items}
 	}
 	many := make([]*seqsvrv1.SectionRaise, spec.MaxRaiseSections+1)
 	for i := range many {
@@ -70,20 +70,20 @@ func TestValidateSeqRequests(t *testing.T) {
 		err error
 		ok  bool
 	}{
-		"create ok":          {ValidateCreateSpace(&seqsvrv1.CreateSpaceRequest{Space: "s"}), true},
-		"create bad name":    {ValidateCreateSpace(&seqsvrv1.CreateSpaceRequest{Space: "a b"}), false},
-		"create long desc":   {ValidateCreateSpace(&seqsvrv1.CreateSpaceRequest{Space: "s", Description: long}), false},
-		"create bad shape":   {ValidateCreateSpace(&seqsvrv1.CreateSpaceRequest{Space: "s", SectionSize: spec.MaxSectionSize + 1}), false},
-		"heartbeat ok":       {ValidateSeqHeartbeat(&seqsvrv1.SeqHeartbeatRequest{NodeId: "a", InstanceId: "i", Released: []*seqsvrv1.SectionSpan{span("s", 2, 2)}}), true},
-		"heartbeat no node":  {ValidateSeqHeartbeat(&seqsvrv1.SeqHeartbeatRequest{InstanceId: "i"}), false},
-		"heartbeat no inst":  {ValidateSeqHeartbeat(&seqsvrv1.SeqHeartbeatRequest{NodeId: "a"}), false},
-		"heartbeat bad span": {ValidateSeqHeartbeat(&seqsvrv1.SeqHeartbeatRequest{NodeId: "a", InstanceId: "i", Released: []*seqsvrv1.SectionSpan{span("s", 3, 2)}}), false},
-		"raise ok":           {ValidateRaiseSections(raise(&seqsvrv1.SectionRaise{Section: 1, KnownMax: -1}, &seqsvrv1.SectionRaise{Section: 2, KnownMax: 5})), true},
-		"raise empty":        {ValidateRaiseSections(raise()), false},
-		"raise too many":     {ValidateRaiseSections(raise(many...)), false},
-		"raise duplicate":    {ValidateRaiseSections(raise(&seqsvrv1.SectionRaise{Section: 1}, &seqsvrv1.SectionRaise{Section: 1})), false},
-		"raise known_max -2": {ValidateRaiseSections(raise(&seqsvrv1.SectionRaise{Section: 1, KnownMax: -2})), false},
-		"raise bad space":    {ValidateRaiseSections(&seqsvrv1.RaiseSectionsRequest{NodeId: "a", InstanceId: "i", Sections: many[:1]}), false},
+		"create ok":          {check(&seqsvrv1.CreateSpaceCommand{Space: "s"}, 0), true},
+		"create bad name":    {check(&seqsvrv1.CreateSpaceCommand{Space: "a b"}, 0), false},
+		"create long desc":   {check(&seqsvrv1.CreateSpaceCommand{Space: "s", Description: long}, 0), false},
+		"create bad shape":   {check(&seqsvrv1.CreateSpaceCommand{Space: "s", SectionSize: spec.MaxSectionSize + 1}, 0), false},
+		"heartbeat ok":       {check(&seqsvrv1.SeqHeartbeatCommand{NodeId: "a", InstanceId: "i", Released: []*seqsvrv1.SectionSpan{span("s", 2, 2)}}, 0), true},
+		"heartbeat no node":  {check(&seqsvrv1.SeqHeartbeatCommand{InstanceId: "i"}, 0), false},
+		"heartbeat no inst":  {check(&seqsvrv1.SeqHeartbeatCommand{NodeId: "a"}, 0), false},
+		"heartbeat bad span": {check(&seqsvrv1.SeqHeartbeatCommand{NodeId: "a", InstanceId: "i", Released: []*seqsvrv1.SectionSpan{span("s", 3, 2)}}, 0), false},
+		"raise ok":           {check(raise(&seqsvrv1.SectionRaise{Section: 1, KnownMax: -1}, &seqsvrv1.SectionRaise{Section: 2, KnownMax: 5}), 0), true},
+		"raise empty":        {check(raise(), 0), false},
+		"raise too many":     {check(raise(many...), 0), false},
+		"raise duplicate":    {check(raise(&seqsvrv1.SectionRaise{Section: 1}, &seqsvrv1.SectionRaise{Section: 1}), 0), false},
+		"raise known_max -2": {check(raise(&seqsvrv1.SectionRaise{Section: 1, KnownMax: -2}), 0), false},
+		"raise bad space":    {check(&seqsvrv1.RaiseSectionsCommand{NodeId: "a", InstanceId: "i", Sections: many[:1]}, 0), false},
 	} {
 		if c.ok != (c.err == nil) || !c.ok && !errors.Is(c.err, errs.InvalidArgument) {
 			t.Errorf("%s: %v", name, c.err)

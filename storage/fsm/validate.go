@@ -59,96 +59,111 @@ func validateSize(field string, v, maxSize int64) error {
 	return nil
 }
 
-// ValidateCreateTag checks a CreateTag request; maxSize is the store's
-// MaxSegmentSize.
-func ValidateCreateTag(r *seqsvrv1.CreateTagRequest, maxSize int64) error {
-	if err := spec.CheckTag(r.GetTag()); err != nil {
+// The checks of the commands a caller's request becomes, registered with
+// them (commands.go) and run by CheckCommand before the command is
+// proposed. A command's fields are its request's, under the same names.
+
+// checkCreateTag checks a CreateTag; lim.MaxSegmentSize bounds its step.
+func checkCreateTag(c *seqsvrv1.CreateTagCommand, lim Limits) error {
+	if err := spec.CheckTag(c.GetTag()); err != nil {
 		return err
 	}
-	if err := validateNonNegative("start", r.GetStart()); err != nil {
+	if err := validateNonNegative("start", c.GetStart()); err != nil {
 		return err
 	}
-	if err := validateNonNegative("step", r.GetStep()); err != nil {
+	if err := validateNonNegative("step", c.GetStep()); err != nil {
 		return err
 	}
-	if err := validateSize("step", r.GetStep(), maxSize); err != nil {
+	if err := validateSize("step", c.GetStep(), lim.MaxSegmentSize); err != nil {
 		return err
 	}
-	if r.GetStart() == math.MaxInt64 {
-		return fmt.Errorf("%w: start %d leaves no IDs to hand out", errs.InvalidArgument, r.GetStart())
+	if c.GetStart() == math.MaxInt64 {
+		return fmt.Errorf("%w: start %d leaves no IDs to hand out", errs.InvalidArgument, c.GetStart())
 	}
-	return validateDescription(r.GetDescription())
+	return validateDescription(c.GetDescription())
 }
 
-// ValidateUpdateTag checks an UpdateTag request like ValidateCreateTag.
-func ValidateUpdateTag(r *seqsvrv1.UpdateTagRequest, maxSize int64) error {
-	if err := spec.CheckTag(r.GetTag()); err != nil {
+// checkUpdateTag checks an UpdateTag like checkCreateTag.
+func checkUpdateTag(c *seqsvrv1.UpdateTagCommand, lim Limits) error {
+	if err := spec.CheckTag(c.GetTag()); err != nil {
 		return err
 	}
-	if err := validateNonNegative("step", r.GetStep()); err != nil {
+	if err := validateNonNegative("step", c.GetStep()); err != nil {
 		return err
 	}
-	if err := validateSize("step", r.GetStep(), maxSize); err != nil {
+	if err := validateSize("step", c.GetStep(), lim.MaxSegmentSize); err != nil {
 		return err
 	}
-	return validateDescription(r.GetDescription())
+	return validateDescription(c.GetDescription())
 }
 
-// ValidateReserve checks a ReserveSegment request; maxSize is the store's
-// MaxSegmentSize.
-func ValidateReserve(r *seqsvrv1.ReserveSegmentRequest, maxSize int64) error {
-	if err := spec.CheckTag(r.GetTag()); err != nil {
-		return err
-	}
-	if err := validateNonNegative("size", r.GetSize()); err != nil {
-		return err
-	}
-	if err := validateSize("size", r.GetSize(), maxSize); err != nil {
-		return err
-	}
-	return ValidateKey("request_id", r.GetRequestId(), false)
+// checkDeleteTag checks a DeleteTag's tag name.
+func checkDeleteTag(c *seqsvrv1.DeleteTagCommand, _ Limits) error {
+	return spec.CheckTag(c.GetTag())
 }
 
-// ValidateRegisterWorker checks a RegisterWorker request.
-func ValidateRegisterWorker(r *seqsvrv1.RegisterWorkerRequest) error {
-	if err := ValidateKey("node_id", r.GetNodeId(), true); err != nil {
+// checkReserveSegment checks a ReserveSegment; lim.MaxSegmentSize bounds
+// its size.
+func checkReserveSegment(c *seqsvrv1.ReserveSegmentCommand, lim Limits) error {
+	if err := spec.CheckTag(c.GetTag()); err != nil {
 		return err
 	}
-	if err := ValidateKey("instance_id", r.GetInstanceId(), false); err != nil {
+	if err := validateNonNegative("size", c.GetSize()); err != nil {
 		return err
 	}
-	if r.GetNowMs() <= 0 {
-		return fmt.Errorf("%w: now_ms must be the caller's clock in Unix milliseconds, got %d", errs.InvalidArgument, r.GetNowMs())
+	if err := validateSize("size", c.GetSize(), lim.MaxSegmentSize); err != nil {
+		return err
+	}
+	return ValidateKey("request_id", c.GetRequestId(), false)
+}
+
+// checkRegisterWorker checks a RegisterWorker.
+func checkRegisterWorker(c *seqsvrv1.RegisterWorkerCommand, _ Limits) error {
+	if err := ValidateKey("node_id", c.GetNodeId(), true); err != nil {
+		return err
+	}
+	if err := ValidateKey("instance_id", c.GetInstanceId(), false); err != nil {
+		return err
+	}
+	return validateCallerClock(c.GetNowMs())
+}
+
+// checkRenewWorker checks a RenewWorker.
+func checkRenewWorker(c *seqsvrv1.RenewWorkerCommand, _ Limits) error {
+	if err := ValidateKey("node_id", c.GetNodeId(), true); err != nil {
+		return err
+	}
+	if err := ValidateKey("instance_id", c.GetInstanceId(), false); err != nil {
+		return err
+	}
+	if err := validateNonNegative("worker_id", c.GetWorkerId()); err != nil {
+		return err
+	}
+	return validateCallerClock(c.GetNowMs())
+}
+
+// validateCallerClock refuses a worker call's now_ms that is no Unix time.
+func validateCallerClock(nowMs int64) error {
+	if nowMs <= 0 {
+		return fmt.Errorf("%w: now_ms must be the caller's clock in Unix milliseconds, got %d", errs.InvalidArgument, nowMs)
 	}
 	return nil
 }
 
-// ValidateRenewWorker checks a RenewWorker request.
-func ValidateRenewWorker(r *seqsvrv1.RenewWorkerRequest) error {
-	if err := ValidateKey("node_id", r.GetNodeId(), true); err != nil {
+// checkSetMember checks AddMember's ID and addresses.
+func checkSetMember(c *seqsvrv1.SetMemberCommand, _ Limits) error {
+	if err := ValidateKey("id", c.GetId(), true); err != nil {
 		return err
 	}
-	if err := ValidateKey("instance_id", r.GetInstanceId(), false); err != nil {
+	if err := ValidateKey("raft_addr", c.GetRaftAddr(), true); err != nil {
 		return err
 	}
-	if err := validateNonNegative("worker_id", r.GetWorkerId()); err != nil {
-		return err
-	}
-	if r.GetNowMs() <= 0 {
-		return fmt.Errorf("%w: now_ms must be the caller's clock in Unix milliseconds, got %d", errs.InvalidArgument, r.GetNowMs())
-	}
-	return nil
+	return ValidateKey("http_addr", c.GetHttpAddr(), true)
 }
 
-// ValidateMember checks AddMember's ID and addresses.
-func ValidateMember(id, raftAddr, httpAddr string) error {
-	if err := ValidateKey("id", id, true); err != nil {
-		return err
-	}
-	if err := ValidateKey("raft_addr", raftAddr, true); err != nil {
-		return err
-	}
-	return ValidateKey("http_addr", httpAddr, true)
+// checkRemoveMember checks RemoveMember's ID.
+func checkRemoveMember(c *seqsvrv1.RemoveMemberCommand, _ Limits) error {
+	return ValidateKey("id", c.GetId(), true)
 }
 
 // PageParams resolves ListTags and ListSpaces paging: the size (default

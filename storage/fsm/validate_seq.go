@@ -8,12 +8,13 @@ import (
 	"github.com/seqsvr/seqsvr/internal/spec"
 )
 
-// Checks of the per-key sequence requests. The FSM checks again what
-// depends on the state (the space exists, a section is in it, ownership).
+// Checks of the per-key sequence commands (registered in commands.go).
+// The FSM checks again what depends on the state (the space exists, a
+// section is in it, ownership).
 
-// ValidateCreateSpace checks a CreateSpace request, its shape as the FSM
-// will (spaceShape).
-func ValidateCreateSpace(r *seqsvrv1.CreateSpaceRequest) error {
+// checkCreateSpace checks a CreateSpace, its shape as the FSM will
+// (spaceShape).
+func checkCreateSpace(r *seqsvrv1.CreateSpaceCommand, _ Limits) error {
 	if err := spec.CheckTag(r.GetSpace()); err != nil {
 		return err
 	}
@@ -31,8 +32,8 @@ func validateSeqCaller(node, instance string) error {
 	return ValidateKey("instance_id", instance, true)
 }
 
-// ValidateSeqHeartbeat checks a SeqHeartbeat request.
-func ValidateSeqHeartbeat(r *seqsvrv1.SeqHeartbeatRequest) error {
+// checkSeqHeartbeat checks a SeqHeartbeat.
+func checkSeqHeartbeat(r *seqsvrv1.SeqHeartbeatCommand, _ Limits) error {
 	if err := validateSeqCaller(r.GetNodeId(), r.GetInstanceId()); err != nil {
 		return err
 	}
@@ -53,8 +54,8 @@ func ValidateSeqHeartbeat(r *seqsvrv1.SeqHeartbeatRequest) error {
 	return nil
 }
 
-// ValidateRaiseSections checks a RaiseSections request.
-func ValidateRaiseSections(r *seqsvrv1.RaiseSectionsRequest) error {
+// checkRaiseSections checks a RaiseSections.
+func checkRaiseSections(r *seqsvrv1.RaiseSectionsCommand, _ Limits) error {
 	if err := validateSeqCaller(r.GetNodeId(), r.GetInstanceId()); err != nil {
 		return err
 	}
