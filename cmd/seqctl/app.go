@@ -20,7 +20,6 @@ type app struct {
 	getenv         func(string) string
 	stdout, stderr io.Writer
 	g              globals
-	once           bool // one round over the stores, no retry (status asks each member once)
 }
 
 // command is one seqctl command. setup adds the command's own flags and

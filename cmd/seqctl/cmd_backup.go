@@ -37,7 +37,7 @@ func init() {
 // once backup returns.
 func (a *app) backup(ctx context.Context, path string) error {
 	var file []byte
-	err := a.store(ctx, func(ctx context.Context, s seqsvrv1connect.StoreServiceClient) error {
+	err := a.store(ctx, "Backup", func(ctx context.Context, s seqsvrv1connect.StoreServiceClient) error {
 		stream, err := s.Backup(ctx, connect.NewRequest(&seqsvrv1.BackupRequest{}))
 		if err != nil {
 			return err

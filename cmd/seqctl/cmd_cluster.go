@@ -130,11 +130,16 @@ func (a *app) status(ctx context.Context, _ []string) error {
 			return err
 		}
 		for _, url := range urls {
-			a1 := *a
-			a1.g.store, a1.once = url, true
-			cctx, cancel := one(ctx)
-			st, err := storeOne(&a1, cctx, clusterStatus, &seqsvrv1.ClusterStatusRequest{})
-			cancel()
+			var st *seqsvrv1.ClusterStatusResponse
+			m, err := a.member(url)
+			if err == nil {
+				cctx, cancel := one(ctx)
+				var res *connect.Response[seqsvrv1.ClusterStatusResponse]
+				if res, err = m.ClusterStatus(cctx, connect.NewRequest(&seqsvrv1.ClusterStatusRequest{})); err == nil {
+					st = res.Msg
+				}
+				cancel()
+			}
 			if err != nil {
 				failed++
 				out.Stores = append(out.Stores, result{URL: url, Error: err.Error()})

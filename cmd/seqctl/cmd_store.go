@@ -4,8 +4,10 @@ import (
 	"context"
 	"flag"
 	"strconv"
+	"strings"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/proto"
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
@@ -34,7 +36,11 @@ func spaceRow(s *seqsvrv1.Space) []string {
 func storeOne[Req, Res any](a *app, ctx context.Context, rpc func(seqsvrv1connect.StoreServiceClient) func(context.Context, *connect.Request[Req]) (*connect.Response[Res], error),
 	req *Req) (*Res, error) {
 	var res *Res
-	err := a.store(ctx, func(ctx context.Context, s seqsvrv1connect.StoreServiceClient) error {
+	method := "call"
+	if m, ok := any(req).(proto.Message); ok {
+		method = strings.TrimSuffix(string(m.ProtoReflect().Descriptor().Name()), "Request")
+	}
+	err := a.store(ctx, method, func(ctx context.Context, s seqsvrv1connect.StoreServiceClient) error {
 		r, err := rpc(s)(ctx, connect.NewRequest(req))
 		if err != nil {
 			return err

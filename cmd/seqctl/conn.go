@@ -3,14 +3,14 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
-	"time"
 
 	"connectrpc.com/connect"
 
+	"github.com/seqsvr/seqsvr/alloc/storeclient"
 	"github.com/seqsvr/seqsvr/client"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 	"github.com/seqsvr/seqsvr/internal/auth"
@@ -96,14 +96,13 @@ func (a *app) connectOptions() ([]connect.ClientOption, error) {
 	return opts, nil
 }
 
-// store runs call on the --store members in turn until one answers: a
-// member that cannot be reached or has no leader is skipped (writes sent
-// to a follower are forwarded to the leader by the store itself), and
-// when every member failed so, all are tried again after a pause, until
-// the command's deadline (an election takes a second or two). A write
-// whose answer was lost may thus be sent twice: a create then answers
-// already_exists, which is the tag or space the first attempt made.
-func (a *app) store(ctx context.Context, call func(ctx context.Context, s seqsvrv1connect.StoreServiceClient) error) error {
+// store runs call against the --store members through the allocsvr's
+// own store client (alloc/storeclient): it finds the leader, follows
+// leader changes and retries as errs.Judge says for a store call, until
+// the command's deadline. A write whose answer was lost may thus be sent
+// twice: a create then answers already_exists, which is the tag or space
+// the first attempt made. method names the call in errors.
+func (a *app) store(ctx context.Context, method string, call func(ctx context.Context, s seqsvrv1connect.StoreServiceClient) error) error {
 	urls, err := a.urls(a.g.store, "store")
 	if err != nil {
 		return err
@@ -116,38 +115,32 @@ func (a *app) store(ctx context.Context, call func(ctx context.Context, s seqsvr
 	if err != nil {
 		return err
 	}
-	stubs := make([]seqsvrv1connect.StoreServiceClient, len(urls))
-	for i, u := range urls {
-		stubs[i] = seqsvrv1connect.NewStoreServiceClient(hc, u, opts...)
+	sc, err := storeclient.New(urls, storeclient.Options{
+		HTTPClient:    hc,
+		ClientOptions: opts,
+		// One attempt may be a whole backup stream: it gets the
+		// command's time, not a store call's.
+		RequestTimeout: a.g.timeout,
+		Logger:         slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		return configError{err}
 	}
-	for pause := 100 * time.Millisecond; ; pause = min(2*pause, time.Second) {
-		var last error
-		for _, s := range stubs {
-			last = call(ctx, s)
-			if last == nil || !skippable(last) || ctx.Err() != nil {
-				return last
-			}
-		}
-		if a.once {
-			return last
-		}
-		t := time.NewTimer(pause)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return last
-		case <-t.C:
-		}
-	}
+	return sc.Call(ctx, method, call)
 }
 
-// skippable: the member did not answer, or answered unavailable.
-func skippable(err error) bool {
-	var ce *connect.Error
-	if !errors.As(err, &ce) {
-		return true
+// member is the generated client of one store member, asked alone (no
+// leader following, no retry): status reports each member's own answer.
+func (a *app) member(url string) (seqsvrv1connect.StoreServiceClient, error) {
+	hc, err := a.httpClient()
+	if err != nil {
+		return nil, err
 	}
-	return ce.Code() == connect.CodeUnavailable || !connect.IsWireError(ce)
+	opts, err := a.connectOptions()
+	if err != nil {
+		return nil, err
+	}
+	return seqsvrv1connect.NewStoreServiceClient(hc, url, opts...), nil
 }
 
 // alloc is a client of the --alloc allocsvrs.
