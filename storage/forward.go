@@ -70,10 +70,11 @@ func route[Req, Resp any](
 		fwd.Header().Set("Authorization", a)
 	}
 	out, err := remote(leader, ctx, fwd)
-	if connect.CodeOf(err) == connect.CodeUnavailable {
-		// That leader was handing over, or is gone: the call goes once
-		// more to the next one. It is the same request, as the caller's
-		// retry would send, so its request_id still holds.
+	if err != nil && ctx.Err() == nil && errs.Judge(errs.StoreCall, err).Retry {
+		// That leader was handing over, or is gone, or gave no certain
+		// answer: the call goes once more to the next one. It is the
+		// same request, as the caller's retry would send, so its
+		// request_id still holds.
 		if leader, _, self, nerr := s.awaitLeader(ctx, was); nerr == nil {
 			if self {
 				return local(ctx, req.Msg)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"connectrpc.com/connect"
 	"github.com/hashicorp/raft"
 
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
@@ -35,7 +34,7 @@ func (s *Store) electionTimeout() time.Duration {
 func runLocal[Req, Resp any](ctx context.Context, s *Store, local localCall[Req, Resp], req *Req) (*Resp, error) {
 	s.awaitTransfer(ctx)
 	resp, err := local(ctx, req)
-	if err != nil && errs.Code(err) == connect.CodeUnavailable && !errors.Is(err, ErrNotLeader) && s.handingOver() {
+	if err != nil && ctx.Err() == nil && errs.Judge(errs.StoreCall, err).Retry && !errors.Is(err, ErrNotLeader) && s.handingOver() {
 		s.awaitTransfer(ctx)
 		return local(ctx, req)
 	}
