@@ -19,7 +19,7 @@
 // out) or answers unavailable is ejected for 100 ms, doubling with each
 // failure in a row up to 5 s; the call moves on to the next endpoint at
 // once. When every endpoint has failed once in a call, the call waits a
-// short backoff (20 ms, doubling, at most 500 ms) and tries them again,
+// short backoff (20 ms, doubling, at most 500 ms, jittered) and tries them again,
 // ejected ones included, until it succeeds or its context ends. So a call
 // fails only when its context ends (deadline_exceeded or canceled,
 // naming the last failure) or when a server gives an answer no other

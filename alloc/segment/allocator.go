@@ -59,7 +59,8 @@ type Config struct {
 	// Store that is a TagGetter.
 	TagCheckInterval time.Duration
 	// LoadBackoff and LoadBackoffMax space out reservations after failures
-	// so a dead store is not hammered (defaults 50ms doubling to 2s).
+	// so a dead store is not hammered (defaults 50ms doubling to 2s,
+	// jittered: errs.Backoff).
 	LoadBackoff, LoadBackoffMax time.Duration
 	// Clock is the wall clock for the dynamic step and Status (nil means
 	// clock.System()). Waits and backoff use the monotonic clock.

@@ -323,23 +323,24 @@ func (c *Cluster) CreateSpace(ctx context.Context, req *seqsvrv1.CreateSpaceRequ
 	})
 }
 
-// create retries call (2 s per attempt) until it succeeds, answers
-// already_exists, or fails in a way retrying cannot help (errs.Judge).
+// createRetry is how create repeats a call: as a store caller.
+var createRetry = errs.Policy{Caller: errs.StoreCall, Backoff: errs.Backoff{Min: 100 * time.Millisecond, Max: time.Second}}
+
+// create retries call (2 s per attempt, errs.Retry) until it succeeds,
+// answers already_exists, or fails in a way retrying cannot help.
 func create(ctx context.Context, what string, call func(context.Context) error) error {
-	for {
+	err := errs.Retry(ctx, createRetry, func(ctx context.Context, _ int) error {
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		err := call(cctx)
-		cancel()
-		if err == nil || connect.CodeOf(err) == connect.CodeAlreadyExists {
-			return nil
+		defer cancel()
+		if err := call(cctx); connect.CodeOf(err) != connect.CodeAlreadyExists {
+			return err
 		}
-		if !errs.Judge(errs.StoreCall, err).Retry {
-			return fmt.Errorf("create %s: %w", what, err) // retrying cannot help
-		}
-		if Sleep(ctx, 100*time.Millisecond) != nil {
-			return fmt.Errorf("create %s: %w", what, err)
-		}
+		return nil // an earlier attempt's create, whose answer was lost
+	})
+	if err != nil {
+		return fmt.Errorf("create %s: %w", what, err)
 	}
+	return nil
 }
 
 // Leader polls the running, unpaused stores until one of them names a

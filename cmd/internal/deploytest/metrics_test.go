@@ -1,6 +1,7 @@
 package deploytest
 
 import (
+	"context"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/seqsvr/seqsvr/cmd/internal/proctest"
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/internal/errs"
 	"github.com/seqsvr/seqsvr/internal/poll"
 )
 
@@ -83,14 +85,14 @@ func TestDashboardAndAlertMetricsExist(t *testing.T) {
 		ac, sc := c.AllocClient(a), c.SeqClient(a)
 		// Past a few segments of 10, so reservations and their latency show.
 		for i := 0; i < 5; i++ {
-			if err := proctest.RetryUnavailable(ctx, func() error {
+			if err := errs.Retry(ctx, proctest.Retry(errs.AllocCall), func(context.Context, int) error {
 				_, err := ac.NextIDs(ctx, connect.NewRequest(&seqsvrv1.NextIDsRequest{Tag: "deploy", Count: 20}))
 				return err
 			}); err != nil {
 				t.Fatalf("NextIDs: %v", err)
 			}
 		}
-		if err := proctest.RetryUnavailable(ctx, func() error {
+		if err := errs.Retry(ctx, proctest.Retry(errs.SnowflakeCall), func(context.Context, int) error {
 			_, err := ac.NextSnowflakeIDs(ctx, connect.NewRequest(&seqsvrv1.NextSnowflakeIDsRequest{Count: 3}))
 			return err
 		}); err != nil {
@@ -106,7 +108,7 @@ func TestDashboardAndAlertMetricsExist(t *testing.T) {
 		// heartbeat: not_found until then.
 		var seqErr error
 		poll.UntilCtx(ctx, t, "NextSeqs to answer", func() bool {
-			seqErr = proctest.RetryUnavailable(ctx, func() error {
+			seqErr = errs.Retry(ctx, proctest.Retry(errs.AllocCall), func(context.Context, int) error {
 				_, err := sc.NextSeqs(ctx, connect.NewRequest(&seqsvrv1.NextSeqsRequest{Space: "inbox", Keys: keys}))
 				return err
 			})

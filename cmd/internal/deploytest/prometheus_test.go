@@ -19,6 +19,7 @@ import (
 
 	"github.com/seqsvr/seqsvr/cmd/internal/proctest"
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/internal/errs"
 	"github.com/seqsvr/seqsvr/internal/launch"
 	"github.com/seqsvr/seqsvr/internal/launch/launchtest"
 	"github.com/seqsvr/seqsvr/internal/poll"
@@ -54,7 +55,7 @@ func TestPrometheusScrapesAndAlerts(t *testing.T) {
 	if err := c.CreateTag(ctx, &seqsvrv1.CreateTagRequest{Tag: "prom", Step: 10}); err != nil {
 		t.Fatal(err)
 	}
-	if err := proctest.RetryUnavailable(ctx, func() error {
+	if err := errs.Retry(ctx, proctest.Retry(errs.AllocCall), func(context.Context, int) error {
 		_, err := c.AllocClient(c.Allocs[0]).NextIDs(ctx, connect.NewRequest(&seqsvrv1.NextIDsRequest{Tag: "prom", Count: 5}))
 		return err
 	}); err != nil {

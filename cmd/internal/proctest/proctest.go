@@ -19,8 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"connectrpc.com/connect"
-
+	"github.com/seqsvr/seqsvr/internal/errs"
 	"github.com/seqsvr/seqsvr/internal/launch"
 	"github.com/seqsvr/seqsvr/internal/launch/launchtest"
 )
@@ -80,22 +79,16 @@ func Context(t *testing.T, d time.Duration) context.Context {
 	return ctx
 }
 
-// RetryUnavailable calls f until it returns an error that is not
-// unavailable, as the contract tells clients to: a leader change under a
-// loaded machine answers unavailable, which is not what a test checks.
-// Pair it with a request_id where a retried write must not count twice.
-func RetryUnavailable(ctx context.Context, f func() error) error {
-	for {
-		err := f()
-		if connect.CodeOf(err) != connect.CodeUnavailable || ctx.Err() != nil {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+// RetryBackoff spaces a test's own retries (errs.Retry with Retry's
+// policy).
+var RetryBackoff = errs.Backoff{Min: 20 * time.Millisecond, Max: 200 * time.Millisecond}
+
+// Retry is the errs.Retry policy of a test's own call as caller c: retried
+// as every client retries (a leader change under a loaded machine answers
+// unavailable, which is not what a test checks). Pair it with a
+// request_id where a retried write must not count twice.
+func Retry(c errs.Caller) errs.Policy {
+	return errs.Policy{Caller: c, Backoff: RetryBackoff}
 }
 
 // Metric reads one unlabelled series from the /metrics of the process at
