@@ -40,7 +40,9 @@ func Catalogue() map[string]Fault {
 		{"twin-takeover", "alloc", twinTakeover, 0},
 		{"skewed-takeover", "alloc", skewedTakeover, 0},
 		{"pause-takeover", "alloc", pauseTakeover, 0},
-		{"fence-skew-takeover", "alloc", fenceSkewTakeover, 0},
+		// In the store lane: its fault is the stores' clocks, and beside
+		// skewed-takeover (alloc lane) each gets its turn at the twin.
+		{"fence-skew-takeover", "store", fenceSkewTakeover, 0},
 		{"restart-below-issued", "alloc", restartBelowIssued, 0},
 		{"restart-above-issued", "alloc", restartAboveIssued, 0},
 		{"seq-add-alloc", "alloc", seqAddAlloc, 0},
