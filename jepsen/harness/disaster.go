@@ -19,13 +19,25 @@ import (
 // per-key order checkers as they are, the store's linearizability split
 // at each restore (checker.LinearizableAcross) and the burned-ID check
 // excusing one jump per restore (jumpBounds).
-func disasterScenario(d time.Duration) Config {
+//
+// The restore aims inside the restore fence and the recovery outside it
+// (nemesis/restorefence.go). The per-key lease is long (8 s, so the wait
+// is 10 s) for the fence to matter: an allocsvr cut off at the kill
+// serves its sections for 7.5 s after its last heartbeat, past half the
+// wait, so a restore that waited half as long would let a new owner
+// answer those keys while it still does. With the default 2 s lease the
+// old leases end before even half the wait. The step (1000) lets the
+// cut-off allocsvr serve its keys from memory until its own fence. The
+// cut needs network namespaces (withPartitions); without them the
+// restore's aim is skipped.
+func disasterScenario(d time.Duration, withPartitions bool) Config {
 	return Config{Name: "disaster", Duration: d, Faults: []string{"backup", "disaster"}, SeqWorkers: 3,
-		GapLo: 2 * time.Second, GapHi: 4 * time.Second}
+		SeqLeaseTTL: 8 * time.Second, SeqStep: 1000, Partitions: withPartitions, GapLo: 2 * time.Second, GapHi: 4 * time.Second}
 }
 
-// Disaster is the short disaster run of `go test`.
-func Disaster(d time.Duration) Config { return disasterScenario(d) }
+// Disaster is the short disaster run of `go test`, with namespaces where
+// they can be made (the run notes it otherwise).
+func Disaster(d time.Duration) Config { return disasterScenario(d, true) }
 
 // restoreHole is the smallest hole a restore leaves in a lifetime's IDs:
 // the jump is at least twice the stores' --max-segment-size (100000000 by

@@ -107,7 +107,7 @@ func Full(d time.Duration, withPartitions bool) []Config {
 	}
 	out = append(out, seqAlloc)
 	out = append(out, diskScenario())
-	out = append(out, disasterScenario(d)) // last but the upgrade: the others keep their seeds
+	out = append(out, disasterScenario(d, withPartitions)) // last but the upgrade: the others keep their seeds
 	// upgrade: the base release's binaries replaced one process at a time
 	// by the current build, a leader kill while mixed, an allocsvr and a
 	// storesvr rolled back (upgrade.go).
@@ -140,8 +140,15 @@ func Full(d time.Duration, withPartitions bool) []Config {
 		// leader, its clock 0.9 of the margin ahead, gives its sections
 		// away. Ten hot keys, one per section, and a large step, so that
 		// the cut-off owner's keys are called often and never run out.
+		// A 1 s margin (under a 3 s lease) instead of 0.5 s: the skew,
+		// 0.9 s, stays inside the snowflake margins (1 s), and a fence
+		// that gives part of the margin away leaves a window as wide as
+		// that part (0.5 s for half of it), which a busy machine's stalls
+		// of 100-200 ms do not swallow. Heartbeats every 100 ms: the
+		// other allocsvrs take the sections over soon after the expiry.
 		out = append(out, Config{Name: "seq-fence", Faults: []string{nemesis.SeqFenceSkew}, Partitions: true,
 			Allocs: 3, SeqWorkers: 8, SeqHotKeys: 10, SeqStep: 1000, StoreWorkers: 1, AllocWorkers: 1, TagWorkers: 1,
+			SeqFenceMargin: time.Second, SeqLeaseTTL: 3 * time.Second, SeqHeartbeat: 100 * time.Millisecond,
 			GapLo: 200 * time.Millisecond, GapHi: 500 * time.Millisecond})
 	}
 	for i := range out {
@@ -251,7 +258,7 @@ func PlantedBug(bug string, d time.Duration) Config {
 		// The disaster scenario: restores whose counters continue where
 		// the oldest backup left them.
 		d := c.Duration
-		c = disasterScenario(d)
+		c = disasterScenario(d, false)
 		c.Name, c.Bugs = "bug-"+bug, []string{bug}
 	case faults.BugBlindBootstrap:
 		// The lose-disk scenario: the wiped member bootstraps at once and

@@ -158,7 +158,7 @@ func disaster(ctx context.Context, e *Env, r *rand.Rand) error {
 		e.Log.Skip("disaster", "no backup of this cluster taken yet")
 		return nil
 	}
-	if err := restoreOldest(context.WithoutCancel(ctx), e); err != nil {
+	if err := restoreOldest(context.WithoutCancel(ctx), e, r); err != nil {
 		return err
 	}
 	hold(ctx, r, disasterRestLo, disasterRestHi)
@@ -170,19 +170,27 @@ func disaster(ctx context.Context, e *Env, r *rand.Rand) error {
 
 // restoreOldest SIGKILLs every member, deletes its data dir, starts the
 // first one with --restore on the oldest backup (the default jump) and
-// the others with --join, on the same addresses.
-func restoreOldest(ctx context.Context, e *Env) error {
+// the others with --join, on the same addresses. It aims inside the
+// restore fence (restorefence.go): an allocsvr cut off with a fresh
+// lease, its worker ID asked for just before the wait ends.
+func restoreOldest(ctx context.Context, e *Env, r *rand.Rand) error {
 	file := e.backups.oldest()
 	if file == "" {
 		e.Log.Skip(RestoreOldest, "no backup taken yet")
 		return nil
 	}
+	aim, err := aimFence(e, r, RestoreOldest, Inside)
+	if err != nil {
+		return err
+	}
+	defer aim.release()
 	if err := killWipe(e.C.Stores, nil); err != nil {
 		return err
 	}
 	e.backups.clear()
 	start := time.Now()
-	e.Log.Inject(RestoreOldest, "stores", "SIGKILL all %d members, data dirs deleted; restoring from %s", len(e.C.Stores), filepath.Base(file))
+	e.Log.Inject(RestoreOldest, "stores", "SIGKILL all %d members, data dirs deleted; restoring from %s%s", len(e.C.Stores), filepath.Base(file),
+		aim.describe(e.restoreLeaseWait()))
 	first := e.C.Stores[0]
 	if err := startWith(ctx, e, first, "--restore", file); err != nil {
 		return fmt.Errorf("%s: %w", RestoreOldest, err)
@@ -190,8 +198,9 @@ func restoreOldest(ctx context.Context, e *Env) error {
 	if err := joinOthers(ctx, e, first); err != nil {
 		return fmt.Errorf("%s: %w", RestoreOldest, err)
 	}
+	struck := aim.strike(ctx, e, start)
 	waitLeases(ctx, e, start)
-	e.Log.Heal(RestoreOldest, "stores", "restored cluster ready after %s", time.Since(start).Round(time.Millisecond))
+	e.Log.Heal(RestoreOldest, "stores", "restored cluster ready after %s%s", time.Since(start).Round(time.Millisecond), struck)
 	return nil
 }
 
@@ -203,6 +212,11 @@ func quorumLoss(ctx context.Context, e *Env, r *rand.Rand) error {
 	if err != nil {
 		survivor = e.C.Stores[r.Intn(len(e.C.Stores))]
 	}
+	aim, err := aimFence(e, r, QuorumLoss, Outside)
+	if err != nil {
+		return err
+	}
+	defer aim.release()
 	if err := killWipe(e.C.Stores, survivor); err != nil {
 		return err
 	}
@@ -211,7 +225,8 @@ func quorumLoss(ctx context.Context, e *Env, r *rand.Rand) error {
 	}
 	e.backups.clear()
 	start := time.Now()
-	e.Log.Inject(QuorumLoss, survivor.Name, "SIGKILL all; the %d others wiped; recovering %s", len(e.C.Stores)-1, survivor.Name)
+	e.Log.Inject(QuorumLoss, survivor.Name, "SIGKILL all; the %d others wiped; recovering %s%s", len(e.C.Stores)-1, survivor.Name,
+		aim.describe(e.restoreLeaseWait()))
 	// The others are gone for good, and only the operator can say so: a
 	// member that cannot be reached is not known to be gone.
 	var lost []string
@@ -226,8 +241,9 @@ func quorumLoss(ctx context.Context, e *Env, r *rand.Rand) error {
 	if err := joinOthers(ctx, e, survivor); err != nil {
 		return fmt.Errorf("%s: %w", QuorumLoss, err)
 	}
+	struck := aim.strike(ctx, e, start)
 	waitLeases(ctx, e, start)
-	e.Log.Heal(QuorumLoss, survivor.Name, "recovered, %d fresh members joined, after %s", len(e.C.Stores)-1, time.Since(start).Round(time.Millisecond))
+	e.Log.Heal(QuorumLoss, survivor.Name, "recovered, %d fresh members joined, after %s%s", len(e.C.Stores)-1, time.Since(start).Round(time.Millisecond), struck)
 	return nil
 }
 
@@ -282,9 +298,9 @@ func joinOthers(ctx context.Context, e *Env, first *launch.Proc) error {
 }
 
 // waitLeases waits until the restored cluster grants leases again (the
-// longest lease TTL + 2 s after start, docs/operations.md "Leases") and
-// one per-key lease more, so the heal marks when the allocsvrs may serve
-// again, not when the stores are up.
+// lease wait after start, docs/operations.md "Leases") and one per-key
+// lease more, so the heal marks when the allocsvrs may serve again, not
+// when the stores are up.
 func waitLeases(ctx context.Context, e *Env, start time.Time) {
-	sleep(ctx, time.Until(start.Add(max(e.LeaseTTL, e.SeqLeaseTTL)+2*time.Second+e.SeqLeaseTTL)))
+	sleep(ctx, time.Until(start.Add(e.restoreLeaseWait()+e.SeqLeaseTTL)))
 }
