@@ -11,9 +11,9 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/seqsvr/seqsvr/cmd/internal/proctest"
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
+	"github.com/seqsvr/seqsvr/internal/launch/launchtest"
 )
 
 // answer is what a client sees of one call.
@@ -30,10 +30,10 @@ type answer struct {
 // allocsvr's checks are under test.
 func TestAuthFrontAnswers(t *testing.T) {
 	byFlags := map[bool][]answer{}
-	proctest.EachFastHTTP(t, func(t *testing.T, flags []string) {
+	launchtest.EachFastHTTP(t, func(t *testing.T, flags []string) {
 		authPath := filepath.Join(t.TempDir(), "auth.json")
 		writeTestFile(t, authPath, authFile(entry("app", secClientTok, "client")))
-		c := proctest.StartCluster(t, 1, 1, flags, append([]string{"--auth-file", authPath}, flags...))
+		c := launchtest.StartCluster(t, 1, 1, flags, append([]string{"--auth-file", authPath}, flags...))
 		createTag(t, c, "front", 1000)
 		base := c.Allocs[0].URL()
 		body, err := proto.Marshal(&seqsvrv1.NextIDsRequest{Tag: "front", Count: 2})
@@ -59,7 +59,7 @@ func TestAuthFrontAnswers(t *testing.T) {
 			b, _ := io.ReadAll(res.Body)
 			return answer{res.StatusCode, res.Header.Get("Content-Type"), string(b)}
 		}
-		before, _ := proctest.Metric(t, base, "seqsvr_http_fast_requests_total")
+		before, _ := launchtest.Metric(t, base, "seqsvr_http_fast_requests_total")
 		var got []answer
 		for _, tok := range []string{"", "not-a-known-token-at-all"} {
 			got = append(got, do(http.MethodPost, seqsvrv1connect.AllocServiceNextIDsProcedure, tok, body))
@@ -76,8 +76,8 @@ func TestAuthFrontAnswers(t *testing.T) {
 		if a := do(http.MethodGet, "/api/segment/get/front", secClientTok, nil); a.status != http.StatusOK {
 			t.Errorf("Leaf as client: %+v", a)
 		}
-		after, _ := proctest.Metric(t, base, "seqsvr_http_fast_requests_total")
-		if front := !slices.Contains(flags, proctest.FastHTTPOff); front && after-before != 2 {
+		after, _ := launchtest.Metric(t, base, "seqsvr_http_fast_requests_total")
+		if front := !slices.Contains(flags, launchtest.FastHTTPOff); front && after-before != 2 {
 			t.Errorf("the front served %v calls, want the 2 allowed ones", after-before)
 		}
 		byFlags[len(flags) == 0] = got

@@ -9,7 +9,6 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/seqsvr/seqsvr/cmd/internal/proctest"
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/internal/launch"
 	"github.com/seqsvr/seqsvr/internal/launch/launchtest"
@@ -21,7 +20,7 @@ import (
 // and serves again, IDs still increasing, once space is back, without a
 // restart. Segment IDs, which need no local disk, keep being served.
 func TestSnowflakeStopsWhenDataDirFull(t *testing.T) {
-	proctest.SkipShort(t)
+	launchtest.SkipShort(t)
 	c, err := launch.New(launch.Options{BinDir: launchtest.BinDir(t), Dir: t.TempDir(), Stores: 1, Allocs: 1, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
@@ -36,7 +35,7 @@ func TestSnowflakeStopsWhenDataDirFull(t *testing.T) {
 			}
 		}
 	})
-	ctx := proctest.Context(t, 2*time.Minute)
+	ctx := launchtest.Context(t, 2*time.Minute)
 	if err := c.Launch(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -11,9 +11,9 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/seqsvr/seqsvr/cmd/internal/proctest"
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
+	"github.com/seqsvr/seqsvr/internal/launch/launchtest"
 	"github.com/seqsvr/seqsvr/internal/poll"
 )
 
@@ -48,11 +48,11 @@ func retry(ctx context.Context, t *testing.T, what string, f func() error) {
 // a fresh connection is still the front's with it on, and the per-RPC
 // metrics count it.
 func TestConnectGETThroughTheFront(t *testing.T) {
-	proctest.EachFastHTTP(t, func(t *testing.T, flags []string) {
-		c := proctest.StartCluster(t, 3, 1, flags, flags)
+	launchtest.EachFastHTTP(t, func(t *testing.T, flags []string) {
+		c := launchtest.StartCluster(t, 3, 1, flags, flags)
 		s1, a1 := c.Stores[0].URL(), c.Allocs[0].URL()
-		proctest.WantFront(t, a1, flags)
-		ctx := proctest.Context(t, 60*time.Second)
+		launchtest.WantFront(t, a1, flags)
+		ctx := launchtest.Context(t, 60*time.Second)
 		if err := c.CreateTag(ctx, &seqsvrv1.CreateTagRequest{Tag: "g", Step: 100}); err != nil {
 			t.Fatal(err)
 		}
@@ -153,12 +153,12 @@ func TestConnectGETThroughTheFront(t *testing.T) {
 			t.Errorf("GET NextIDs: %d, want 405", res.StatusCode)
 		}
 		// A binary NextIDs on a fresh connection: the front's, when on.
-		before, _ := proctest.Metric(t, a1, "seqsvr_http_fast_requests_total")
+		before, _ := launchtest.Metric(t, a1, "seqsvr_http_fast_requests_total")
 		bin := seqsvrv1connect.NewAllocServiceClient(&http.Client{Transport: &http.Transport{}}, a1)
 		if _, err := bin.NextIDs(ctx, connect.NewRequest(&seqsvrv1.NextIDsRequest{Tag: "g"})); err != nil {
 			t.Fatal(err)
 		}
-		after, on := proctest.Metric(t, a1, "seqsvr_http_fast_requests_total")
+		after, on := launchtest.Metric(t, a1, "seqsvr_http_fast_requests_total")
 		if on && after != before+1 {
 			t.Errorf("the front answered %v binary NextIDs, want 1", after-before)
 		}
@@ -166,7 +166,7 @@ func TestConnectGETThroughTheFront(t *testing.T) {
 			a1: `rpc_server_handled_total{rpc_code="ok",rpc_method="NextIDs",rpc_protocol="connect",rpc_service="seqsvr.v1.AllocService"}`,
 			s1: `rpc_server_handled_total{rpc_code="not_found",rpc_method="GetTag",rpc_protocol="connect",rpc_service="seqsvr.v1.StoreService"}`,
 		} {
-			if v, _ := proctest.Metric(t, base, series); v < 2 {
+			if v, _ := launchtest.Metric(t, base, series); v < 2 {
 				t.Errorf("%s: %s = %v, want >= 2", base, series, v)
 			}
 		}

@@ -17,10 +17,10 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/seqsvr/seqsvr/cmd/internal/proctest"
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 	"github.com/seqsvr/seqsvr/internal/launch"
+	"github.com/seqsvr/seqsvr/internal/launch/launchtest"
 	"github.com/seqsvr/seqsvr/internal/poll"
 )
 
@@ -35,7 +35,7 @@ var (
 
 func createTag(t *testing.T, c *launch.Cluster, tag string, step int64) {
 	t.Helper()
-	if err := c.CreateTag(proctest.Context(t, 30*time.Second), &seqsvrv1.CreateTagRequest{Tag: tag, Step: step}); err != nil {
+	if err := c.CreateTag(launchtest.Context(t, 30*time.Second), &seqsvrv1.CreateTagRequest{Tag: tag, Step: step}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -59,7 +59,7 @@ func snowIDs(ctx context.Context, c seqsvrv1connect.AllocServiceClient, n int32)
 // waitSnowflake polls until p serves snowflake IDs.
 func waitSnowflake(t *testing.T, c *launch.Cluster, p *launch.Proc) []int64 {
 	t.Helper()
-	ctx := proctest.Context(t, 30*time.Second)
+	ctx := launchtest.Context(t, 30*time.Second)
 	for {
 		ids, err := snowIDs(ctx, c.AllocClient(p), 1)
 		if err == nil {
@@ -74,7 +74,7 @@ func waitSnowflake(t *testing.T, c *launch.Cluster, p *launch.Proc) []int64 {
 
 func workerOf(t *testing.T, c *launch.Cluster, p *launch.Proc, id int64) int64 {
 	t.Helper()
-	res, err := c.AllocClient(p).DecodeSnowflake(proctest.Context(t, 5*time.Second), connect.NewRequest(&seqsvrv1.DecodeSnowflakeRequest{Id: id}))
+	res, err := c.AllocClient(p).DecodeSnowflake(launchtest.Context(t, 5*time.Second), connect.NewRequest(&seqsvrv1.DecodeSnowflakeRequest{Id: id}))
 	if err != nil {
 		t.Fatalf("decode %d: %v", id, err)
 	}
@@ -106,9 +106,9 @@ func (u *uniq) add(t *testing.T, who string, ids []int64) {
 // SIGKILLed and restarted: every ID unique, each client's IDs strictly
 // increasing, and no error at all since the buffers outlast the failover.
 func TestStoreLeaderKillTwoAllocsvrs(t *testing.T) {
-	c := proctest.StartCluster(t, 3, 2, nil, nil)
+	c := launchtest.StartCluster(t, 3, 2, nil, nil)
 	createTag(t, c, "ord", 5000)
-	ctx := proctest.Context(t, 60*time.Second)
+	ctx := launchtest.Context(t, 60*time.Second)
 
 	var (
 		ids   uniq
@@ -203,11 +203,11 @@ func TestStoreLeaderKillTwoAllocsvrs(t *testing.T) {
 // TTL (failed_precondition); after the store restarts both recover.
 func TestWholeStoreDownThenRecover(t *testing.T) {
 	allocArgs := append([]string{"--max-step", "100", "--empty-wait", "200ms", "--load-timeout", "1s"}, allocLeaseArgs...)
-	c := proctest.StartCluster(t, 3, 1, storeLeaseArgs, allocArgs)
+	c := launchtest.StartCluster(t, 3, 1, storeLeaseArgs, allocArgs)
 	createTag(t, c, "t", 100)
 	a := c.Allocs[0]
 	ac := c.AllocClient(a)
-	ctx := proctest.Context(t, 90*time.Second)
+	ctx := launchtest.Context(t, 90*time.Second)
 	var segIDs, sfIDs uniq
 	var last int64
 	take := func(got []int64) {
@@ -302,14 +302,14 @@ func TestWholeStoreDownThenRecover(t *testing.T) {
 // the HTTP/1.1 front and without (--fast-http=false): the answers are the
 // same.
 func TestEveryProtocolAndLeafAPI(t *testing.T) {
-	proctest.EachFastHTTP(t, testEveryProtocolAndLeafAPI)
+	launchtest.EachFastHTTP(t, testEveryProtocolAndLeafAPI)
 }
 
 func testEveryProtocolAndLeafAPI(t *testing.T, flags []string) {
-	c := proctest.StartCluster(t, 3, 1, flags, flags)
+	c := launchtest.StartCluster(t, 3, 1, flags, flags)
 	createTag(t, c, "proto", 1000)
 	a := c.Allocs[0]
-	ctx := proctest.Context(t, 30*time.Second)
+	ctx := launchtest.Context(t, 30*time.Second)
 	var p http.Protocols
 	p.SetUnencryptedHTTP2(true)
 	h2c := &http.Client{Transport: &http.Transport{Protocols: &p}}
@@ -353,8 +353,8 @@ func testEveryProtocolAndLeafAPI(t *testing.T, flags []string) {
 		}
 		last = ids[1]
 	}
-	proctest.WantFront(t, a.URL(), flags)
-	if n, on := proctest.Metric(t, a.URL(), "seqsvr_http_fast_requests_total"); on && n < 5 {
+	launchtest.WantFront(t, a.URL(), flags)
+	if n, on := launchtest.Metric(t, a.URL(), "seqsvr_http_fast_requests_total"); on && n < 5 {
 		t.Fatalf("seqsvr_http_fast_requests_total = %v after 5 plain calls", n)
 	}
 	res, err := http.Get(a.URL() + "/api/segment/get/proto")
@@ -404,7 +404,7 @@ func testEveryProtocolAndLeafAPI(t *testing.T, flags []string) {
 // ID while the holder lives, and all processes stop serving within the
 // lease TTL when every store member is frozen (SIGSTOP).
 func TestSnowflakeWorkerIDs(t *testing.T) {
-	c := proctest.StartCluster(t, 3, 2, storeLeaseArgs, allocLeaseArgs)
+	c := launchtest.StartCluster(t, 3, 2, storeLeaseArgs, allocLeaseArgs)
 	a1, a2 := c.Allocs[0], c.Allocs[1]
 	var all uniq
 	id1, id2 := waitSnowflake(t, c, a1), waitSnowflake(t, c, a2)
@@ -415,7 +415,7 @@ func TestSnowflakeWorkerIDs(t *testing.T) {
 		t.Fatalf("a1 and a2 share worker ID %d", w1)
 	}
 
-	ctx := proctest.Context(t, 90*time.Second)
+	ctx := launchtest.Context(t, 90*time.Second)
 	if err := a1.Restart(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -438,7 +438,7 @@ func TestSnowflakeWorkerIDs(t *testing.T) {
 		Name: "twin", Kind: launch.KindAlloc, NodeID: a1.NodeID,
 		HTTPAddr: fmt.Sprintf("127.0.0.1:%d", port),
 		DataDir:  filepath.Join(dir, "data"), LogPath: filepath.Join(dir, "twin.log"),
-		Binary: filepath.Join(proctest.BinDir(), "allocsvr"), Stores: c.StoreURLs(),
+		Binary: filepath.Join(launchtest.BinDir(t), "allocsvr"), Stores: c.StoreURLs(),
 		ExtraArgs: allocLeaseArgs,
 	}
 	t.Cleanup(func() { _ = twin.Kill() })
@@ -528,8 +528,8 @@ func TestSnowflakeWorkerIDs(t *testing.T) {
 // start snowflake and exits non-zero with a log line saying why. The skew
 // comes from a -tags faults build (SEQSVR_FAULTS_CLOCK_OFFSET_MS).
 func TestClockCheckFailureExits(t *testing.T) {
-	c := proctest.StartCluster(t, 3, 0, nil, nil)
-	ctx := proctest.Context(t, 120*time.Second)
+	c := launchtest.StartCluster(t, 3, 0, nil, nil)
+	ctx := launchtest.Context(t, 120*time.Second)
 	faultsBin := t.TempDir()
 	if err := launch.Build(ctx, faultsBin, "faults"); err != nil {
 		t.Fatal(err)

@@ -10,14 +10,14 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/seqsvr/seqsvr/cmd/internal/proctest"
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 	"github.com/seqsvr/seqsvr/internal/auth"
+	"github.com/seqsvr/seqsvr/internal/launch/launchtest"
 )
 
-// TestLimitsUnderAttack holds proctest.AttackConns connections of each
-// shape of proctest.Shapes on an allocsvr's NextIDs, plain and under TLS: each
+// TestLimitsUnderAttack holds launchtest.AttackConns connections of each
+// shape of launchtest.Shapes on an allocsvr's NextIDs, plain and under TLS: each
 // is answered or closed within --body-timeout (plus slack), the
 // process's memory stays bounded, a normal client keeps its answers (p99
 // logged against calm), one address over --max-conns-per-addr is shed
@@ -27,24 +27,24 @@ func TestLimitsUnderAttack(t *testing.T) {
 		name := map[bool]string{false: "plain", true: "tls"}[secure]
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			l := proctest.StartLimited(t, secure, 1)
+			l := launchtest.StartLimited(t, secure, 1)
 			a := l.C.Allocs[0]
-			hc := proctest.ClientFrom(proctest.NormalFrom, l.TLS)
-			ctx := proctest.Context(t, 30*time.Second)
+			hc := launchtest.ClientFrom(launchtest.NormalFrom, l.TLS)
+			ctx := launchtest.Context(t, 30*time.Second)
 			store := seqsvrv1connect.NewStoreServiceClient(hc, l.C.Stores[0].URL(), connect.WithInterceptors(auth.Bearer(l.Sec.AdminToken)))
 			if _, err := store.CreateTag(ctx, connect.NewRequest(&seqsvrv1.CreateTagRequest{Tag: "order", Step: 1000})); err != nil {
 				t.Fatal(err)
 			}
 			alloc := seqsvrv1connect.NewAllocServiceClient(hc, a.URL(), connect.WithInterceptors(auth.Bearer(l.Sec.ClientToken)))
-			tg := proctest.Target{Addr: a.HTTPAddr, TLS: l.TLS, Path: seqsvrv1connect.AllocServiceNextIDsProcedure,
-				Token: l.Sec.ClientToken, Pid: a.Pid(), BodyTimeout: proctest.LimitedBodyTimeout, H2MaxStreams: proctest.LimitedH2MaxStreams,
+			tg := launchtest.Target{Addr: a.HTTPAddr, TLS: l.TLS, Path: seqsvrv1connect.AllocServiceNextIDsProcedure,
+				Token: l.Sec.ClientToken, Pid: a.Pid(), BodyTimeout: launchtest.LimitedBodyTimeout, H2MaxStreams: launchtest.LimitedH2MaxStreams,
 				Base: a.URL(), Client: hc,
 				Normal: func(ctx context.Context) error {
 					_, err := alloc.NextIDs(ctx, connect.NewRequest(&seqsvrv1.NextIDsRequest{Tag: "order", Count: 1}))
 					return err
 				}}
-			proctest.Attack(t, "allocsvr "+name, tg)
-			proctest.CheckConnLimit(t, tg, proctest.LimitedPerAddr)
+			launchtest.Attack(t, "allocsvr "+name, tg)
+			launchtest.CheckConnLimit(t, tg, launchtest.LimitedPerAddr)
 			checkMetricsGuard(t, hc, a.URL())
 		})
 	}
@@ -72,7 +72,7 @@ func checkMetricsGuard(t *testing.T, hc *http.Client, base string) {
 	if code != 200 || strings.Contains(anon, `tag="`) || strings.Contains(anon, `space="`) || !strings.Contains(anon, "go_goroutines") {
 		t.Errorf("anonymous /metrics: %d, tag or space names shown or no runtime series", code)
 	}
-	code, full := get("/metrics", proctest.ScraperToken)
+	code, full := get("/metrics", launchtest.ScraperToken)
 	if code != 200 || !strings.Contains(full, `seqsvr_segment_ids_served_total{tag="order"}`) {
 		t.Errorf("/metrics with the scraper token: %d, no per-tag series", code)
 	}

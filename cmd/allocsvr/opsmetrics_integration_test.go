@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seqsvr/seqsvr/cmd/internal/proctest"
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
+	"github.com/seqsvr/seqsvr/internal/launch/launchtest"
 	"github.com/seqsvr/seqsvr/internal/poll"
 )
 
@@ -19,7 +19,7 @@ import (
 // and the time of a backup on the member that answered it.
 func TestOperationsMetrics(t *testing.T) {
 	s := startSecure(t, 1)
-	ctx := proctest.Context(t, 60*time.Second)
+	ctx := launchtest.Context(t, 60*time.Second)
 	raftPair, err := tls.LoadX509KeyPair(s.raftCert, s.raftKey)
 	if err != nil {
 		t.Fatal(err)

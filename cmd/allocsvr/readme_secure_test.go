@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seqsvr/seqsvr/cmd/internal/proctest"
+	"github.com/seqsvr/seqsvr/internal/launch/launchtest"
 )
 
 // readmeMarker precedes the secure walk-through block of docs/security.md.
@@ -33,7 +33,7 @@ const readmeMarker = "<!-- secure-walkthrough:"
 // and the fixed ports 808x and 700x become free ones below the kernel's
 // ephemeral range, so the test can run beside others.
 func TestReadmeSecureWalkthrough(t *testing.T) {
-	proctest.SkipShort(t)
+	launchtest.SkipShort(t)
 	for _, tool := range []string{"bash", "openssl", "curl"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("needs %s: %v", tool, err)
@@ -74,7 +74,7 @@ func TestReadmeSecureWalkthrough(t *testing.T) {
 		t.Fatal(err)
 	}
 	for link, target := range map[string]string{
-		filepath.Join(root, "bin"):                      proctest.BinDir(),
+		filepath.Join(root, "bin"):                      launchtest.BinDir(t),
 		filepath.Join(root, ".tools", "bin", "grpcurl"): grpcurl,
 	} {
 		if err := os.Symlink(target, link); err != nil {

@@ -7,9 +7,9 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/seqsvr/seqsvr/cmd/internal/proctest"
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
+	"github.com/seqsvr/seqsvr/internal/launch/launchtest"
 	"github.com/seqsvr/seqsvr/internal/poll"
 )
 
@@ -21,7 +21,7 @@ import (
 // token file is rewritten, the old token leaves the stores' list).
 func TestSecureRotationWithoutSignal(t *testing.T) {
 	s := startSecure(t, 1)
-	ctx := proctest.Context(t, 90*time.Second)
+	ctx := launchtest.Context(t, 90*time.Second)
 	dir := filepath.Dir(s.allocAuth)
 	storeAuth, tokFile := filepath.Join(dir, "store-auth.json"), filepath.Join(dir, "alloc.token")
 	al := seqsvrv1connect.NewAllocServiceClient(s.noCert, s.allocURL)

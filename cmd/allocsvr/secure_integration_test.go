@@ -19,11 +19,11 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/seqsvr/seqsvr/cmd/internal/proctest"
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 	"github.com/seqsvr/seqsvr/internal/errs"
 	"github.com/seqsvr/seqsvr/internal/launch"
+	"github.com/seqsvr/seqsvr/internal/launch/launchtest"
 	"github.com/seqsvr/seqsvr/internal/poll"
 	"github.com/seqsvr/seqsvr/internal/tlsconf"
 	"github.com/seqsvr/seqsvr/internal/tlsconf/tlstest"
@@ -73,7 +73,7 @@ type secureCluster struct {
 // --join-token-file.
 func startSecure(t *testing.T, allocs int, joiner ...bool) *secureCluster {
 	t.Helper()
-	proctest.SkipShort(t)
+	launchtest.SkipShort(t)
 	dir := t.TempDir()
 	ca := tlstest.NewCA(t)
 	cert, key := ca.Issue(t, "node", "127.0.0.1", "localhost")
@@ -92,7 +92,7 @@ func startSecure(t *testing.T, allocs int, joiner ...bool) *secureCluster {
 		stores = 4
 	}
 	c, err := launch.New(launch.Options{
-		BinDir: proctest.BinDir(), Dir: dir, Stores: stores, Allocs: allocs,
+		BinDir: launchtest.BinDir(t), Dir: dir, Stores: stores, Allocs: allocs,
 		StoreArgs: []string{"--auth-file", storeAuth, "--join-token-file", adminFile, "--tls-cert", cert, "--tls-key", key, "--tls-client-ca", ca.CertFile,
 			"--raft-tls-cert", raftCert, "--raft-tls-key", raftKey, "--raft-tls-ca", ca.CertFile},
 		AllocArgs: []string{"--auth-file", allocAuth, "--tls-cert", cert, "--tls-key", key,
@@ -130,7 +130,7 @@ func startSecure(t *testing.T, allocs int, joiner ...bool) *secureCluster {
 	s.withCert = tlsClient(t, ca.CertFile, keys)
 	s.noCert = tlsClient(t, ca.CertFile, nil)
 
-	ctx := proctest.Context(t, 60*time.Second)
+	ctx := launchtest.Context(t, 60*time.Second)
 	for _, p := range c.All() {
 		if err := p.Start(ctx); err != nil {
 			t.Fatal(err)
@@ -221,7 +221,7 @@ func secMetric(t *testing.T, hc *http.Client, base, name string) float64 {
 
 func TestSecureCluster(t *testing.T) {
 	s := startSecure(t, 1)
-	ctx := proctest.Context(t, 90*time.Second)
+	ctx := launchtest.Context(t, 90*time.Second)
 
 	// Store: roles. Each member gets a write: followers forward it with
 	// the caller's token, so the leader's check passes for admin only.
@@ -286,7 +286,7 @@ func TestSecureCluster(t *testing.T) {
 	// Allocsvr: it reaches the store with its alloc token over HTTPS.
 	al := seqsvrv1connect.NewAllocServiceClient(s.noCert, s.allocURL)
 	var res *connect.Response[seqsvrv1.NextIDsResponse]
-	err = errs.Retry(ctx, proctest.Retry(errs.AllocCall), func(context.Context, int) (err error) {
+	err = errs.Retry(ctx, launchtest.Retry(errs.AllocCall), func(context.Context, int) (err error) {
 		res, err = al.NextIDs(ctx, withToken(&seqsvrv1.NextIDsRequest{Tag: "sec0", Count: 3}, secClientTok))
 		return err
 	})
@@ -399,7 +399,7 @@ func TestSecureCluster(t *testing.T) {
 // load keeps the tokens in force.
 func TestSecureReload(t *testing.T) {
 	s := startSecure(t, 1)
-	ctx := proctest.Context(t, 60*time.Second)
+	ctx := launchtest.Context(t, 60*time.Second)
 	al := seqsvrv1connect.NewAllocServiceClient(s.noCert, s.allocURL)
 	call := func(tok string) error {
 		_, err := al.Status(ctx, withToken(&seqsvrv1.StatusRequest{}, tok))
@@ -475,7 +475,7 @@ func TestSecureReload(t *testing.T) {
 // which the other allocsvr's auth file lists.
 func TestSecureSeqForwarding(t *testing.T) {
 	s := startSecure(t, 2)
-	ctx := proctest.Context(t, 60*time.Second)
+	ctx := launchtest.Context(t, 60*time.Second)
 	st := seqsvrv1connect.NewStoreServiceClient(s.withCert, s.storeURLs[0])
 	_, err := st.CreateSpace(ctx, withToken(&seqsvrv1.CreateSpaceRequest{Space: "sp", KeyCount: 40, SectionSize: 10, Step: 100}, secAdminTok))
 	if err != nil {
@@ -533,7 +533,7 @@ func httpsMetric(t *testing.T, hc *http.Client, base, name string) float64 {
 // leader with that token), and Raft to it runs over mutual TLS.
 func TestSecureJoin(t *testing.T) {
 	s := startSecure(t, 0, true)
-	ctx := proctest.Context(t, 60*time.Second)
+	ctx := launchtest.Context(t, 60*time.Second)
 	st := seqsvrv1connect.NewStoreServiceClient(s.withCert, s.storeURLs[3])
 	poll.UntilCtx(ctx, t, "s4 a voting member", func() bool {
 		res, err := st.ClusterStatus(ctx, withToken(&seqsvrv1.ClusterStatusRequest{}, secClientTok))
@@ -559,7 +559,7 @@ func TestSecureJoin(t *testing.T) {
 // are of the old CA, still in the file) keeps committing.
 func TestSecureCARotation(t *testing.T) {
 	s := startSecure(t, 0)
-	ctx := proctest.Context(t, 60*time.Second)
+	ctx := launchtest.Context(t, 60*time.Second)
 	newCA := tlstest.NewCA(t)
 	cert, key := newCA.Issue(t, "client-of-new-ca", "127.0.0.1")
 	keys, err := tlsconf.LoadKeyPair(cert, key, nil)

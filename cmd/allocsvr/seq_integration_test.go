@@ -14,10 +14,10 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/seqsvr/seqsvr/cmd/internal/proctest"
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 	"github.com/seqsvr/seqsvr/internal/launch"
+	"github.com/seqsvr/seqsvr/internal/launch/launchtest"
 	"github.com/seqsvr/seqsvr/internal/poll"
 	"github.com/seqsvr/seqsvr/internal/spec"
 )
@@ -106,7 +106,7 @@ func (s *seqTest) within(what string, limit time.Duration, f func(context.Contex
 // owners is who owns each section by p's table, "" for none or a pending
 // handover.
 func (s *seqTest) owners(p *launch.Proc) []string {
-	res, err := s.client(p).Routing(proctest.Context(s.t, 5*time.Second), connect.NewRequest(&seqsvrv1.RoutingRequest{Space: "s"}))
+	res, err := s.client(p).Routing(launchtest.Context(s.t, 5*time.Second), connect.NewRequest(&seqsvrv1.RoutingRequest{Space: "s"}))
 	if err != nil {
 		return nil
 	}
@@ -127,7 +127,7 @@ func (s *seqTest) owners(p *launch.Proc) []string {
 // of which owns some.
 func (s *seqTest) settled(p *launch.Proc, want ...string) {
 	s.t.Helper()
-	poll.UntilCtx(proctest.Context(s.t, 15*time.Second), s.t, fmt.Sprintf("%s's table spread over %v", p.Name, want), func() bool {
+	poll.UntilCtx(launchtest.Context(s.t, 15*time.Second), s.t, fmt.Sprintf("%s's table spread over %v", p.Name, want), func() bool {
 		got := s.owners(p)
 		seen := map[string]bool{}
 		for _, o := range got {
@@ -146,13 +146,13 @@ func (s *seqTest) settled(p *launch.Proc, want ...string) {
 }
 
 func TestSeqAcrossAllocsvrs(t *testing.T) {
-	c := proctest.StartCluster(t, 3, 2, seqStoreArgs, seqAllocArgs)
+	c := launchtest.StartCluster(t, 3, 2, seqStoreArgs, seqAllocArgs)
 	s := &seqTest{t: t, c: c, keys: perKey{last: map[uint64]int64{}}}
-	leader, err := c.Leader(proctest.Context(t, 30*time.Second))
+	leader, err := c.Leader(launchtest.Context(t, 30*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = c.StoreClient(leader).CreateSpace(proctest.Context(t, 10*time.Second), connect.NewRequest(&seqsvrv1.CreateSpaceRequest{Space: "s", KeyCount: 40, SectionSize: 10, Step: 100}))
+	_, err = c.StoreClient(leader).CreateSpace(launchtest.Context(t, 10*time.Second), connect.NewRequest(&seqsvrv1.CreateSpaceRequest{Space: "s", KeyCount: 40, SectionSize: 10, Step: 100}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func TestSeqAcrossAllocsvrs(t *testing.T) {
 			}
 		}
 		for _, p := range []*launch.Proc{a1, a2} {
-			if f, _ := proctest.Metric(t, p.URL(), "seqsvr_seq_forwards_total"); f == 0 {
+			if f, _ := launchtest.Metric(t, p.URL(), "seqsvr_seq_forwards_total"); f == 0 {
 				t.Fatalf("%s forwarded nothing", p.Name)
 			}
 		}
@@ -187,7 +187,7 @@ func TestSeqAcrossAllocsvrs(t *testing.T) {
 			{"no keys", "s", nil, connect.CodeInvalidArgument},
 			{"too many keys", "s", make([]uint64, spec.MaxCount+1), connect.CodeInvalidArgument},
 		} {
-			_, err := s.client(a1).NextSeqs(proctest.Context(t, 5*time.Second), connect.NewRequest(&seqsvrv1.NextSeqsRequest{Space: tc.space, Keys: tc.keys}))
+			_, err := s.client(a1).NextSeqs(launchtest.Context(t, 5*time.Second), connect.NewRequest(&seqsvrv1.NextSeqsRequest{Space: tc.space, Keys: tc.keys}))
 			if connect.CodeOf(err) != tc.code {
 				t.Errorf("%s: %v, want %v", tc.name, err, tc.code)
 			}
@@ -211,7 +211,7 @@ func TestSeqAcrossAllocsvrs(t *testing.T) {
 		// the old process dead, so the restart keeps its instance ID and
 		// the store renews its lease at once instead of refusing it until
 		// the lease expires (seq.LoadInstance).
-		ctx := proctest.Context(t, 30*time.Second)
+		ctx := launchtest.Context(t, 30*time.Second)
 		if err := a2.Kill(); err != nil {
 			t.Fatal(err)
 		}
@@ -242,7 +242,7 @@ func TestSeqAcrossAllocsvrs(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Run("a new allocsvr takes a share", func(t *testing.T) {
-		ctx := proctest.Context(t, 30*time.Second)
+		ctx := launchtest.Context(t, 30*time.Second)
 		if err := a3.Start(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -272,7 +272,7 @@ func TestSeqAcrossAllocsvrs(t *testing.T) {
 			victim, survivor = a3, a1
 		}
 		// Space z: a few keys used before the crash, the others never.
-		ctx := proctest.Context(t, 30*time.Second)
+		ctx := launchtest.Context(t, 30*time.Second)
 		if _, err := c.StoreClient(leader).CreateSpace(ctx, connect.NewRequest(&seqsvrv1.CreateSpaceRequest{Space: "z", KeyCount: 40, SectionSize: 10, Step: 100})); err != nil {
 			t.Fatal(err)
 		}
@@ -294,7 +294,7 @@ func TestSeqAcrossAllocsvrs(t *testing.T) {
 			return s.next(ctx, survivor, seqKeys)
 		})
 		t.Logf("%s's sections served by %s %v after the kill", victim.Name, survivor.Name, took)
-		cur, err := s.client(survivor).CurrentSeqs(proctest.Context(t, 5*time.Second), connect.NewRequest(&seqsvrv1.CurrentSeqsRequest{Space: "s", Keys: seqKeys}))
+		cur, err := s.client(survivor).CurrentSeqs(launchtest.Context(t, 5*time.Second), connect.NewRequest(&seqsvrv1.CurrentSeqsRequest{Space: "s", Keys: seqKeys}))
 		if err != nil {
 			t.Fatal(err)
 		}

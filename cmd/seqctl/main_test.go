@@ -12,14 +12,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seqsvr/seqsvr/cmd/internal/proctest"
 	"github.com/seqsvr/seqsvr/internal/launch"
 	"github.com/seqsvr/seqsvr/internal/launch/launchtest"
 	"github.com/seqsvr/seqsvr/internal/poll"
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(proctest.Main(m, "seqctl"))
+	os.Exit(launchtest.Main(m))
 }
 
 // invoke runs seqctl in-process with env as its environment.
@@ -62,7 +61,7 @@ func TestUsageAndVersion(t *testing.T) {
 // Every binary prints its version with --version (and exits 0 at once,
 // serving nothing).
 func TestVersionEveryBinary(t *testing.T) {
-	proctest.SkipShort(t)
+	launchtest.SkipShort(t)
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -70,7 +69,7 @@ func TestVersionEveryBinary(t *testing.T) {
 		t.Fatal(err)
 	}
 	bins := map[string]string{
-		"storesvr": filepath.Join(proctest.BinDir(), "storesvr"), "allocsvr": filepath.Join(proctest.BinDir(), "allocsvr"),
+		"storesvr": filepath.Join(launchtest.BinDir(t), "storesvr"), "allocsvr": filepath.Join(launchtest.BinDir(t), "allocsvr"),
 		"seqctl": filepath.Join(dir, "seqctl"), "devcluster": filepath.Join(dir, "devcluster"),
 	}
 	for name, bin := range bins {

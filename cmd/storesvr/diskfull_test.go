@@ -13,7 +13,6 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/seqsvr/seqsvr/cmd/internal/proctest"
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/internal/errs"
 	"github.com/seqsvr/seqsvr/internal/launch"
@@ -26,7 +25,7 @@ import (
 // go.
 func tmpfsStores(t *testing.T, ctx context.Context, n int) *launch.Cluster {
 	t.Helper()
-	proctest.SkipShort(t)
+	launchtest.SkipShort(t)
 	c, err := launch.New(launch.Options{BinDir: launchtest.BinDir(t), Dir: t.TempDir(), Stores: n, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +91,7 @@ func startLoad(ctx context.Context, cl interface {
 // write, and serves again once space is back, without a restart; every
 // segment it acknowledged is below max_id after a SIGKILL and restart.
 func TestDiskFullRefusesThenHeals(t *testing.T) {
-	ctx := proctest.Context(t, 3*time.Minute)
+	ctx := launchtest.Context(t, 3*time.Minute)
 	c := tmpfsStores(t, ctx, 1)
 	s := c.Stores[0]
 	createTag(t, c, s, "full", 10)
@@ -137,7 +136,7 @@ func TestDiskFullRefusesThenHeals(t *testing.T) {
 	// until the next append fails again (seen under load), so the metric
 	// and /readyz are polled for the refusing state, not read once.
 	poll.UntilCtx(fullCtx, t, "seqsvr_store_data_dir_writable 0 while full", func() bool {
-		v, ok := proctest.Metric(t, s.URL(), "seqsvr_store_data_dir_writable")
+		v, ok := launchtest.Metric(t, s.URL(), "seqsvr_store_data_dir_writable")
 		return ok && v == 0
 	})
 	poll.UntilCtx(fullCtx, t, "/readyz not 200 while full", func() bool {
@@ -162,7 +161,7 @@ func TestDiskFullRefusesThenHeals(t *testing.T) {
 	if s.Pid() != pid || s.Starts() != 1 {
 		t.Fatalf("the storesvr restarted (pid %d -> %d, starts %d)", pid, s.Pid(), s.Starts())
 	}
-	if v, ok := proctest.Metric(t, s.URL(), "seqsvr_store_data_dir_writable"); !ok || v != 1 {
+	if v, ok := launchtest.Metric(t, s.URL(), "seqsvr_store_data_dir_writable"); !ok || v != 1 {
 		t.Fatalf("seqsvr_store_data_dir_writable after space came back = %v (found %v), want 1", v, ok)
 	}
 	stopLoad()
@@ -177,7 +176,7 @@ func TestDiskFullRefusesThenHeals(t *testing.T) {
 		t.Fatal(err)
 	}
 	var tag *seqsvrv1.Tag
-	err := errs.Retry(ctx, proctest.Retry(errs.StoreCall), func(context.Context, int) error {
+	err := errs.Retry(ctx, launchtest.Retry(errs.StoreCall), func(context.Context, int) error {
 		r, err := cl.GetTag(ctx, connect.NewRequest(&seqsvrv1.GetTagRequest{Tag: "full"}))
 		if err == nil {
 			tag = r.Msg
@@ -218,7 +217,7 @@ func checkAcked(t *testing.T, acked []*seqsvrv1.Segment, maxID int64) {
 // every acknowledged segment is below max_id after all three are killed
 // and restarted.
 func TestDiskFullLeaderOfThree(t *testing.T) {
-	ctx := proctest.Context(t, 3*time.Minute)
+	ctx := launchtest.Context(t, 3*time.Minute)
 	c := tmpfsStores(t, ctx, 3)
 	full, err := c.Leader(ctx)
 	if err != nil {
@@ -285,7 +284,7 @@ func TestDiskFullLeaderOfThree(t *testing.T) {
 		}
 	}
 	var tag *seqsvrv1.Tag
-	err = errs.Retry(ctx, proctest.Retry(errs.StoreCall), func(context.Context, int) error {
+	err = errs.Retry(ctx, launchtest.Retry(errs.StoreCall), func(context.Context, int) error {
 		r, err := cl.GetTag(ctx, connect.NewRequest(&seqsvrv1.GetTagRequest{Tag: "three"}))
 		if err == nil {
 			tag = r.Msg

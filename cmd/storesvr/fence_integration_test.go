@@ -10,9 +10,9 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/seqsvr/seqsvr/cmd/internal/proctest"
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/internal/errs"
+	"github.com/seqsvr/seqsvr/internal/launch/launchtest"
 	"github.com/seqsvr/seqsvr/internal/poll"
 )
 
@@ -23,8 +23,8 @@ import (
 // it is down and the allocsvr's buffers run dry, and not after the
 // allocsvr restarts (it remembers the restored cluster in its data dir).
 func TestAllocsvrFencesOldClusterAfterRestore(t *testing.T) {
-	proctest.SkipShort(t)
-	ctx := proctest.Context(t, 4*time.Minute)
+	launchtest.SkipShort(t)
+	ctx := launchtest.Context(t, 4*time.Minute)
 	old, lost := startLost(ctx, t)
 	file := filepath.Join(t.TempDir(), "seqsvr.backup")
 	b := takeBackup(ctx, t, old, old.Stores[1], file)
@@ -72,7 +72,7 @@ func TestAllocsvrFencesOldClusterAfterRestore(t *testing.T) {
 		return res.Msg.GetIds(), nil
 	}
 	var ids []int64
-	if err := errs.Retry(ctx, proctest.Retry(errs.AllocCall), func(context.Context, int) (err error) { ids, err = next(); return err }); err != nil {
+	if err := errs.Retry(ctx, launchtest.Retry(errs.AllocCall), func(context.Context, int) (err error) { ids, err = next(); return err }); err != nil {
 		t.Fatal(err)
 	}
 	first := ids[0]
@@ -93,7 +93,7 @@ func TestAllocsvrFencesOldClusterAfterRestore(t *testing.T) {
 	}
 	oldMax := func() int64 {
 		var tag *connect.Response[seqsvrv1.Tag]
-		if err := errs.Retry(ctx, proctest.Retry(errs.StoreCall), func(context.Context, int) (err error) {
+		if err := errs.Retry(ctx, launchtest.Retry(errs.StoreCall), func(context.Context, int) (err error) {
 			tag, err = old.StoreClient(old.Stores[0]).GetTag(ctx, connect.NewRequest(&seqsvrv1.GetTagRequest{Tag: "order"}))
 			return err
 		}); err != nil {

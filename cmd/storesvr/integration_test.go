@@ -19,17 +19,17 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/seqsvr/seqsvr/cmd/internal/proctest"
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 	"github.com/seqsvr/seqsvr/internal/errs"
 	"github.com/seqsvr/seqsvr/internal/launch"
+	"github.com/seqsvr/seqsvr/internal/launch/launchtest"
 	"github.com/seqsvr/seqsvr/internal/poll"
 )
 
 func createTag(t *testing.T, c *launch.Cluster, p *launch.Proc, tag string, step int64) {
 	t.Helper()
-	_, err := c.StoreClient(p).CreateTag(proctest.Context(t, 10*time.Second), connect.NewRequest(&seqsvrv1.CreateTagRequest{Tag: tag, Step: step}))
+	_, err := c.StoreClient(p).CreateTag(launchtest.Context(t, 10*time.Second), connect.NewRequest(&seqsvrv1.CreateTagRequest{Tag: tag, Step: step}))
 	if err != nil {
 		t.Fatalf("CreateTag %s: %v", tag, err)
 	}
@@ -39,8 +39,8 @@ func createTag(t *testing.T, c *launch.Cluster, p *launch.Proc, tag string, step
 // picks a store that is not it. ctx ends after d.
 func threeStores(t *testing.T, flags []string, d time.Duration) (c *launch.Cluster, ctx context.Context, leader, follower *launch.Proc) {
 	t.Helper()
-	c = proctest.StartCluster(t, 3, 0, flags, nil)
-	ctx = proctest.Context(t, d)
+	c = launchtest.StartCluster(t, 3, 0, flags, nil)
+	ctx = launchtest.Context(t, d)
 	leader, follower = leaderAndFollower(ctx, t, c)
 	return c, ctx, leader, follower
 }
@@ -63,7 +63,7 @@ func leaderAndFollower(ctx context.Context, t *testing.T, c *launch.Cluster) (le
 // maxID reads max_id through the current leader (a linearizable read).
 func maxID(t *testing.T, c *launch.Cluster, tag string) int64 {
 	t.Helper()
-	ctx := proctest.Context(t, 20*time.Second)
+	ctx := launchtest.Context(t, 20*time.Second)
 	for {
 		l, err := c.Leader(ctx)
 		if err != nil {
@@ -99,8 +99,8 @@ func checkNoOverlap(t *testing.T, segs []*seqsvrv1.Segment) {
 // reservations go on after the kill. Then the whole cluster is killed and
 // restarted from disk: max_id is kept.
 func TestLeaderKillDuringReservationsAndRestartFromDisk(t *testing.T) {
-	c := proctest.StartCluster(t, 3, 0, nil, nil)
-	ctx := proctest.Context(t, 90*time.Second)
+	c := launchtest.StartCluster(t, 3, 0, nil, nil)
+	ctx := launchtest.Context(t, 90*time.Second)
 	leader, err := c.Leader(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -217,7 +217,7 @@ func TestLeaderKillDuringReservationsAndRestartFromDisk(t *testing.T) {
 // A member joins with --join, serves (forwarding writes), and is removed;
 // with the HTTP/1.1 front and without.
 func TestJoinForwardAndRemoveMember(t *testing.T) {
-	proctest.EachFastHTTP(t, testJoinForwardAndRemoveMember)
+	launchtest.EachFastHTTP(t, testJoinForwardAndRemoveMember)
 }
 
 func testJoinForwardAndRemoveMember(t *testing.T, flags []string) {
@@ -244,7 +244,7 @@ func testJoinForwardAndRemoveMember(t *testing.T, flags []string) {
 		Name: "s4", Kind: launch.KindStore, NodeID: "s4",
 		HTTPAddr: fmt.Sprintf("127.0.0.1:%d", hp), RaftAddr: fmt.Sprintf("127.0.0.1:%d", rp),
 		DataDir: filepath.Join(dir, "data"), LogPath: filepath.Join(dir, "s4.log"),
-		Binary: filepath.Join(proctest.BinDir(), "storesvr"), Join: follower.HTTPAddr,
+		Binary: filepath.Join(launchtest.BinDir(t), "storesvr"), Join: follower.HTTPAddr,
 		ExtraArgs: flags,
 	}
 	t.Cleanup(func() { _ = s4.Kill() })
@@ -273,7 +273,7 @@ func testJoinForwardAndRemoveMember(t *testing.T, flags []string) {
 	}
 	// The new member serves a write (forwarded) and a linearizable read.
 	// A request_id makes the retries of a leader change one reservation.
-	err = errs.Retry(ctx, proctest.Retry(errs.StoreCall), func(context.Context, int) (err error) {
+	err = errs.Retry(ctx, launchtest.Retry(errs.StoreCall), func(context.Context, int) (err error) {
 		res, err = c.StoreClient(s4).ReserveSegment(ctx, connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: "fwd", Size: 5, RequestId: "join-fwd"}))
 		return err
 	})
@@ -293,7 +293,7 @@ func testJoinForwardAndRemoveMember(t *testing.T, flags []string) {
 	}
 	// The three remaining still commit with s4 gone.
 	_ = s4.Kill()
-	if err := errs.Retry(ctx, proctest.Retry(errs.StoreCall), func(context.Context, int) error {
+	if err := errs.Retry(ctx, launchtest.Retry(errs.StoreCall), func(context.Context, int) error {
 		_, err := c.StoreClient(leader).ReserveSegment(ctx, connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: "fwd"}))
 		return err
 	}); err != nil {
@@ -304,7 +304,7 @@ func testJoinForwardAndRemoveMember(t *testing.T, flags []string) {
 // Every kind of bad input answers its contract code, does not crash the
 // process, and changes nothing; with the HTTP/1.1 front and without.
 func TestBadInputCodes(t *testing.T) {
-	proctest.EachFastHTTP(t, testBadInputCodes)
+	launchtest.EachFastHTTP(t, testBadInputCodes)
 }
 
 func testBadInputCodes(t *testing.T, flags []string) {
@@ -396,14 +396,14 @@ func testBadInputCodes(t *testing.T, flags []string) {
 // -tags hashicorpmetrics), plus health, reflection-free gRPC and h2c; with
 // the HTTP/1.1 front and without.
 func TestMetricsHealthAndProtocols(t *testing.T) {
-	proctest.EachFastHTTP(t, testMetricsHealthAndProtocols)
+	launchtest.EachFastHTTP(t, testMetricsHealthAndProtocols)
 }
 
 func testMetricsHealthAndProtocols(t *testing.T, flags []string) {
 	c, ctx, leader, _ := threeStores(t, flags, 30*time.Second)
 	createTag(t, c, leader, "m", 10)
 	for _, s := range c.Stores {
-		proctest.WantFront(t, s.URL(), flags)
+		launchtest.WantFront(t, s.URL(), flags)
 	}
 	res, err := http.Get(leader.URL() + "/metrics")
 	if err != nil {
@@ -422,7 +422,7 @@ func testMetricsHealthAndProtocols(t *testing.T, flags []string) {
 	h2c := &http.Client{Transport: &http.Transport{Protocols: &p}}
 	for _, s := range c.Stores {
 		g := seqsvrv1connect.NewStoreServiceClient(h2c, s.URL(), connect.WithGRPC())
-		if err := errs.Retry(ctx, proctest.Retry(errs.StoreCall), func(context.Context, int) error {
+		if err := errs.Retry(ctx, launchtest.Retry(errs.StoreCall), func(context.Context, int) error {
 			_, err := g.GetTag(ctx, connect.NewRequest(&seqsvrv1.GetTagRequest{Tag: "m"}))
 			return err
 		}); err != nil {
@@ -443,13 +443,13 @@ func testMetricsHealthAndProtocols(t *testing.T, flags []string) {
 // Three command lines started in reverse order, a moment apart, still form
 // one cluster.
 func TestAnyStartOrder(t *testing.T) {
-	proctest.SkipShort(t)
-	c, err := launch.New(launch.Options{BinDir: proctest.BinDir(), Dir: t.TempDir(), Stores: 3, Logf: t.Logf})
+	launchtest.SkipShort(t)
+	c, err := launch.New(launch.Options{BinDir: launchtest.BinDir(t), Dir: t.TempDir(), Stores: 3, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	ctx := proctest.Context(t, 30*time.Second)
+	ctx := launchtest.Context(t, 30*time.Second)
 	for i := len(c.Stores) - 1; i >= 0; i-- {
 		if err := c.Stores[i].Start(ctx); err != nil {
 			t.Fatal(err)
@@ -474,7 +474,7 @@ func TestAnyStartOrder(t *testing.T) {
 // A storesvr pointed at a data dir a live storesvr holds exits at once with
 // an error naming the directory, instead of blocking on bolt's lock.
 func TestDataDirInUseExits(t *testing.T) {
-	c := proctest.StartCluster(t, 1, 0, nil, nil)
+	c := launchtest.StartCluster(t, 1, 0, nil, nil)
 	held := c.Stores[0]
 	ports := make([]string, 2)
 	for i := range ports {
@@ -484,8 +484,8 @@ func TestDataDirInUseExits(t *testing.T) {
 		}
 		ports[i] = fmt.Sprintf("127.0.0.1:%d", p)
 	}
-	ctx := proctest.Context(t, 20*time.Second)
-	cmd := exec.CommandContext(ctx, filepath.Join(proctest.BinDir(), "storesvr"),
+	ctx := launchtest.Context(t, 20*time.Second)
+	cmd := exec.CommandContext(ctx, filepath.Join(launchtest.BinDir(t), "storesvr"),
 		"--node-id", held.NodeID, "--raft-addr", ports[0], "--http-addr", ports[1], "--data-dir", held.DataDir,
 		"--peers", held.NodeID+"="+ports[0]+"@"+ports[1])
 	out, err := cmd.CombinedOutput()

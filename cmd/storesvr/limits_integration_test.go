@@ -7,10 +7,10 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/seqsvr/seqsvr/cmd/internal/proctest"
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 	"github.com/seqsvr/seqsvr/internal/auth"
+	"github.com/seqsvr/seqsvr/internal/launch/launchtest"
 )
 
 // TestLimitsUnderAttack is the allocsvr's test of the same name on a
@@ -21,24 +21,24 @@ func TestLimitsUnderAttack(t *testing.T) {
 		name := map[bool]string{false: "plain", true: "tls"}[secure]
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			l := proctest.StartLimited(t, secure, 0)
+			l := launchtest.StartLimited(t, secure, 0)
 			s := l.C.Stores[0]
-			hc := proctest.ClientFrom(proctest.NormalFrom, l.TLS)
-			ctx := proctest.Context(t, 30*time.Second)
+			hc := launchtest.ClientFrom(launchtest.NormalFrom, l.TLS)
+			ctx := launchtest.Context(t, 30*time.Second)
 			admin := seqsvrv1connect.NewStoreServiceClient(hc, s.URL(), connect.WithInterceptors(auth.Bearer(l.Sec.AdminToken)))
 			if _, err := admin.CreateTag(ctx, connect.NewRequest(&seqsvrv1.CreateTagRequest{Tag: "order"})); err != nil {
 				t.Fatal(err)
 			}
 			client := seqsvrv1connect.NewStoreServiceClient(hc, s.URL(), connect.WithInterceptors(auth.Bearer(l.Sec.ClientToken)))
-			tg := proctest.Target{Addr: s.HTTPAddr, TLS: l.TLS, Path: seqsvrv1connect.StoreServiceCreateTagProcedure,
-				Token: l.Sec.AdminToken, Pid: s.Pid(), BodyTimeout: proctest.LimitedBodyTimeout, H2MaxStreams: proctest.LimitedH2MaxStreams,
+			tg := launchtest.Target{Addr: s.HTTPAddr, TLS: l.TLS, Path: seqsvrv1connect.StoreServiceCreateTagProcedure,
+				Token: l.Sec.AdminToken, Pid: s.Pid(), BodyTimeout: launchtest.LimitedBodyTimeout, H2MaxStreams: launchtest.LimitedH2MaxStreams,
 				Base: s.URL(), Client: hc,
 				Normal: func(ctx context.Context) error {
 					_, err := client.GetTag(ctx, connect.NewRequest(&seqsvrv1.GetTagRequest{Tag: "order"}))
 					return err
 				}}
-			proctest.Attack(t, "storesvr "+name, tg)
-			proctest.CheckConnLimit(t, tg, proctest.LimitedPerAddr)
+			launchtest.Attack(t, "storesvr "+name, tg)
+			launchtest.CheckConnLimit(t, tg, launchtest.LimitedPerAddr)
 		})
 	}
 }

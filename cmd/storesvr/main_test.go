@@ -4,11 +4,11 @@ import (
 	"os"
 	"testing"
 
-	"github.com/seqsvr/seqsvr/cmd/internal/proctest"
+	"github.com/seqsvr/seqsvr/internal/launch/launchtest"
 )
 
 // TestMain builds storesvr and allocsvr once for this package's
-// real-process tests (proctest.StartCluster).
+// real-process tests (launchtest.StartCluster).
 func TestMain(m *testing.M) {
-	os.Exit(proctest.Main(m, "storesvr"))
+	os.Exit(launchtest.Main(m))
 }

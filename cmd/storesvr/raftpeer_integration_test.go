@@ -12,7 +12,6 @@ import (
 	"github.com/hashicorp/raft"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/seqsvr/seqsvr/cmd/internal/proctest"
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/internal/launch"
 	"github.com/seqsvr/seqsvr/internal/launch/launchtest"
@@ -30,14 +29,14 @@ import (
 // term moved; the members' own certificate still passes the handshake and
 // the cluster keeps running.
 func TestRaftRefusesClientCertificate(t *testing.T) {
-	proctest.SkipShort(t)
+	launchtest.SkipShort(t)
 	dir := t.TempDir()
 	sec, err := launch.NewSecurity(dir + "/sec")
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := launchtest.Start(t, launch.Options{Dir: dir, Stores: 3, Allocs: 1, Security: sec})
-	ctx := proctest.Context(t, 90*time.Second)
+	ctx := launchtest.Context(t, 90*time.Second)
 	leader := launchtest.Leader(t, c)
 	launchtest.CreateTag(t, c, "real", 1)
 	st, err := c.Status(ctx, leader)

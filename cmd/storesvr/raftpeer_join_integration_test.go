@@ -9,9 +9,9 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/seqsvr/seqsvr/cmd/internal/proctest"
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/internal/launch"
+	"github.com/seqsvr/seqsvr/internal/launch/launchtest"
 	"github.com/seqsvr/seqsvr/internal/poll"
 	"github.com/seqsvr/seqsvr/internal/tlsconf/tlstest"
 )
@@ -24,7 +24,7 @@ import (
 // join target before it lets the leader in. It catches up, and a member
 // it never heard of before the join is refused nothing.
 func TestRaftTLSJoinThroughFollower(t *testing.T) {
-	proctest.SkipShort(t)
+	launchtest.SkipShort(t)
 	ln, err := net.Listen("tcp", "127.0.0.11:0")
 	if err != nil {
 		t.Skipf("no loopback address 127.0.0.11: %v", err)
@@ -32,7 +32,7 @@ func TestRaftTLSJoinThroughFollower(t *testing.T) {
 	ln.Close()
 	ca := tlstest.NewCA(t)
 	c, err := launch.New(launch.Options{
-		BinDir: proctest.BinDir(), Dir: t.TempDir(), Stores: 4, Logf: t.Logf,
+		BinDir: launchtest.BinDir(t), Dir: t.TempDir(), Stores: 4, Logf: t.Logf,
 		Host:          func(name string) string { return "127.0.0.1" + name[1:] },
 		StoreHTTPBase: 1, StoreRaftBase: 1,
 	})
@@ -56,7 +56,7 @@ func TestRaftTLSJoinThroughFollower(t *testing.T) {
 		s.ExtraArgs = append(s.ExtraArgs, "--raft-tls-cert", cert, "--raft-tls-key", key, "--raft-tls-ca", ca.CertFile)
 	}
 	peers := launch.PeersFlag(c.Stores[:3])
-	ctx := proctest.Context(t, time.Minute)
+	ctx := launchtest.Context(t, time.Minute)
 	for _, s := range c.Stores[:3] {
 		s.Peers = peers
 		if err := s.Start(ctx); err != nil {

@@ -11,7 +11,6 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/seqsvr/seqsvr/cmd/internal/proctest"
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/internal/launch"
 	"github.com/seqsvr/seqsvr/internal/launch/launchtest"
@@ -27,14 +26,14 @@ import (
 // and s3 stopped, it is refused until --recover-lost names both, then
 // s1 runs alone as a new cluster with the data.
 func TestRecoverRefusedUnlessPeersGone(t *testing.T) {
-	proctest.SkipShort(t)
+	launchtest.SkipShort(t)
 	dir := t.TempDir()
 	sec, err := launch.NewSecurity(filepath.Join(dir, "sec"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := launchtest.Start(t, launch.Options{Dir: dir, Stores: 3, Security: sec})
-	ctx := proctest.Context(t, 3*time.Minute)
+	ctx := launchtest.Context(t, 3*time.Minute)
 	launchtest.CreateTag(t, c, "kept", 1)
 	before, err := c.Status(ctx, c.Stores[1])
 	if err != nil {

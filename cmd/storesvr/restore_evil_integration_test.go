@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seqsvr/seqsvr/cmd/internal/proctest"
+	"github.com/seqsvr/seqsvr/internal/launch/launchtest"
 	"github.com/seqsvr/seqsvr/storage/backup/backuptest"
 )
 
@@ -18,8 +18,8 @@ import (
 // contents that break the store's rules) exits 1 naming the problem,
 // without a panic, and leaves its empty data dir empty.
 func TestRestoreRefusesEvilFiles(t *testing.T) {
-	proctest.SkipShort(t)
-	bin := filepath.Join(proctest.BinDir(), "storesvr")
+	launchtest.SkipShort(t)
+	bin := filepath.Join(launchtest.BinDir(t), "storesvr")
 	for _, e := range backuptest.Evils(time.Now()) {
 		t.Run(e.Name, func(t *testing.T) {
 			dir := t.TempDir()

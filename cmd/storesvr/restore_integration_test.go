@@ -13,10 +13,10 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/seqsvr/seqsvr/cmd/internal/proctest"
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/internal/errs"
 	"github.com/seqsvr/seqsvr/internal/launch"
+	"github.com/seqsvr/seqsvr/internal/launch/launchtest"
 	"github.com/seqsvr/seqsvr/internal/poll"
 	"github.com/seqsvr/seqsvr/storage/backup"
 )
@@ -34,7 +34,7 @@ func use(ctx context.Context, t *testing.T, c *launch.Cluster, u *usage, rounds 
 	alloc, seq := c.AllocClient(c.Allocs[0]), c.SeqClient(c.Allocs[0])
 	for range rounds {
 		var res *connect.Response[seqsvrv1.NextIDsResponse]
-		if err := errs.Retry(ctx, proctest.Retry(errs.AllocCall), func(context.Context, int) (err error) {
+		if err := errs.Retry(ctx, launchtest.Retry(errs.AllocCall), func(context.Context, int) (err error) {
 			res, err = alloc.NextIDs(ctx, connect.NewRequest(&seqsvrv1.NextIDsRequest{Tag: "order", Count: 100}))
 			return err
 		}); err != nil {
@@ -42,7 +42,7 @@ func use(ctx context.Context, t *testing.T, c *launch.Cluster, u *usage, rounds 
 		}
 		u.maxID = max(u.maxID, slicesMax(res.Msg.GetIds()))
 		var sres *connect.Response[seqsvrv1.NextSeqResponse]
-		if err := errs.Retry(ctx, proctest.Retry(errs.AllocCall), func(context.Context, int) (err error) {
+		if err := errs.Retry(ctx, launchtest.Retry(errs.AllocCall), func(context.Context, int) (err error) {
 			sres, err = seq.NextSeq(ctx, connect.NewRequest(&seqsvrv1.NextSeqRequest{Space: "chat", Key: 7}))
 			return err
 		}); err != nil {
@@ -92,7 +92,7 @@ func wantAbove(ctx context.Context, t *testing.T, c *launch.Cluster, lost usage,
 	t.Helper()
 	alloc := c.AllocClient(c.Allocs[0])
 	var res *connect.Response[seqsvrv1.NextIDsResponse]
-	if err := errs.Retry(ctx, proctest.Retry(errs.AllocCall), func(context.Context, int) (err error) {
+	if err := errs.Retry(ctx, launchtest.Retry(errs.AllocCall), func(context.Context, int) (err error) {
 		res, err = alloc.NextIDs(ctx, connect.NewRequest(&seqsvrv1.NextIDsRequest{Tag: "order", Count: 1}))
 		return err
 	}); err != nil {
@@ -135,7 +135,7 @@ func wantAbove(ctx context.Context, t *testing.T, c *launch.Cluster, lost usage,
 
 func startLost(ctx context.Context, t *testing.T) (*launch.Cluster, *usage) {
 	t.Helper()
-	old := proctest.StartCluster(t, 3, 1, nil, nil)
+	old := launchtest.StartCluster(t, 3, 1, nil, nil)
 	if err := old.CreateTag(ctx, &seqsvrv1.CreateTagRequest{Tag: "order", Step: 100}); err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func startLost(ctx context.Context, t *testing.T) (*launch.Cluster, *usage) {
 // starting it; Close runs when the test ends.
 func layout(t *testing.T) *launch.Cluster {
 	t.Helper()
-	c, err := launch.New(launch.Options{BinDir: proctest.BinDir(), Dir: t.TempDir(), Stores: 3, Allocs: 1, Logf: t.Logf})
+	c, err := launch.New(launch.Options{BinDir: launchtest.BinDir(t), Dir: t.TempDir(), Stores: 3, Allocs: 1, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,8 +226,8 @@ func startStores(ctx context.Context, t *testing.T, c *launch.Cluster) {
 // cluster with the default jump: IDs and per-key values continue above
 // everything the lost cluster handed out, also after the backup.
 func TestRestoreFromBackup(t *testing.T) {
-	proctest.SkipShort(t)
-	ctx := proctest.Context(t, 3*time.Minute)
+	launchtest.SkipShort(t)
+	ctx := launchtest.Context(t, 3*time.Minute)
 	old, lost := startLost(ctx, t)
 	file := filepath.Join(t.TempDir(), "seqsvr.backup")
 	b := takeBackup(ctx, t, old, old.Stores[2], file)
@@ -261,8 +261,8 @@ func TestRestoreFromBackup(t *testing.T) {
 // it; once the others are gone it continues alone from the survivor's
 // data with the jump, and fresh members join it.
 func TestRecoverAfterQuorumLoss(t *testing.T) {
-	proctest.SkipShort(t)
-	ctx := proctest.Context(t, 3*time.Minute)
+	launchtest.SkipShort(t)
+	ctx := launchtest.Context(t, 3*time.Minute)
 	c, lost := startLost(ctx, t)
 	s1 := c.Stores[0]
 	if err := s1.Kill(); err != nil {
@@ -297,8 +297,8 @@ func TestRecoverAfterQuorumLoss(t *testing.T) {
 // Nothing it hands out afterwards is at or below what it handed out
 // before.
 func TestAllocsvrTakesOverAfterRestore(t *testing.T) {
-	proctest.SkipShort(t)
-	ctx := proctest.Context(t, 3*time.Minute)
+	launchtest.SkipShort(t)
+	ctx := launchtest.Context(t, 3*time.Minute)
 	c, lost := startLost(ctx, t)
 	a := c.Allocs[0]
 	alloc := c.AllocClient(a)

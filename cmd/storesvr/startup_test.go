@@ -16,10 +16,10 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/seqsvr/seqsvr/cmd/internal/proctest"
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 	"github.com/seqsvr/seqsvr/internal/launch"
+	"github.com/seqsvr/seqsvr/internal/launch/launchtest"
 	"github.com/seqsvr/seqsvr/internal/poll"
 )
 
@@ -64,9 +64,10 @@ type storesvrRun struct {
 func startStoresvr(t *testing.T, httpAddr string, args ...string) *storesvrRun {
 	t.Helper()
 	r := &storesvrRun{out: &lockedBuf{}, done: make(chan error, 1), http: httpAddr}
-	r.cmd = exec.Command(filepath.Join(proctest.BinDir(), "storesvr"), append(args, "--http-addr", httpAddr)...)
+	r.cmd = exec.Command(filepath.Join(launchtest.BinDir(t), "storesvr"), append(args, "--http-addr", httpAddr)...)
 	r.cmd.Stdout, r.cmd.Stderr = r.out, r.out
-	if err := r.cmd.Start(); err != nil {
+	// As launch starts every process: it dies with the test binary.
+	if err := launch.StartCommand(r.cmd); err != nil {
 		t.Fatal(err)
 	}
 	go func() { r.done <- r.cmd.Wait() }()
@@ -129,7 +130,7 @@ func (r *storesvrRun) stop(t *testing.T) string {
 // that says which flag to pass; nothing is written that a later start
 // would take for a cluster.
 func TestStartWithoutPeersJoinOrBootstrapExits(t *testing.T) {
-	proctest.SkipShort(t)
+	launchtest.SkipShort(t)
 	dir := t.TempDir()
 	r := startStoresvr(t, freeAddr(t), "--node-id", "s1", "--raft-addr", freeAddr(t), "--data-dir", dir)
 	out := r.exit(t, 15*time.Second)
@@ -150,8 +151,8 @@ func TestStartWithoutPeersJoinOrBootstrapExits(t *testing.T) {
 // (another node ID) or warned about, naming what differs (raft address,
 // peers), and then runs on the stored state.
 func TestBootstrapAndRestartAgainstStoredState(t *testing.T) {
-	proctest.SkipShort(t)
-	ctx := proctest.Context(t, 90*time.Second)
+	launchtest.SkipShort(t)
+	ctx := launchtest.Context(t, 90*time.Second)
 	dir := t.TempDir()
 	raftAddr := freeAddr(t)
 
@@ -203,8 +204,8 @@ func TestBootstrapAndRestartAgainstStoredState(t *testing.T) {
 // own Raft address, is refused with failed_precondition ("node-id held by
 // a live member") and exits; the live member keeps its address and serves.
 func TestJoinWithLiveNodeIDExits(t *testing.T) {
-	proctest.SkipShort(t)
-	ctx := proctest.Context(t, 90*time.Second)
+	launchtest.SkipShort(t)
+	ctx := launchtest.Context(t, 90*time.Second)
 	raftAddr := freeAddr(t)
 	r := startStoresvr(t, freeAddr(t), "--node-id", "s1", "--raft-addr", raftAddr, "--data-dir", t.TempDir(), "--bootstrap")
 	r.ready(t, ctx, "first")

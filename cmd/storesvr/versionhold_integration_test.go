@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seqsvr/seqsvr/cmd/internal/proctest"
 	"github.com/seqsvr/seqsvr/internal/launch"
+	"github.com/seqsvr/seqsvr/internal/launch/launchtest"
 	"github.com/seqsvr/seqsvr/internal/poll"
 	"github.com/seqsvr/seqsvr/storage/fsm"
 )
@@ -18,8 +18,8 @@ import (
 // flag lifts it, and the leader raises the cluster version.
 func TestClusterVersionHoldFlag(t *testing.T) {
 	hold := []string{"--cluster-version-hold", fmt.Sprint(fsm.BaseLevel)}
-	c := proctest.StartCluster(t, 3, 0, hold, nil)
-	ctx := proctest.Context(t, 2*time.Minute)
+	c := launchtest.StartCluster(t, 3, 0, hold, nil)
+	ctx := launchtest.Context(t, 2*time.Minute)
 	status := func(p *launch.Proc) (version, held uint32, allAtLevel bool) {
 		st, err := c.Status(ctx, p)
 		if err != nil {

@@ -1,5 +1,8 @@
 // Package launch launches real storesvr and allocsvr processes on this
-// machine: for the cmd packages' integration tests, the benchmarks, the
+// machine. What it adds to os/exec: processes that die with the launcher
+// (StartCommand), loopback addresses kept across restarts, and a
+// cluster's whole life (build, start, pause, restart, wait for a leader).
+// It serves the cmd packages' integration tests, the benchmarks, the
 // fault-injection harness (jepsen/) and `make run` (cmd/devcluster). It
 // builds the binaries, lays processes out on free (or fixed) loopback
 // ports, starts, pauses, kills and restarts them, waits for a leader and

@@ -11,15 +11,15 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/seqsvr/seqsvr/cmd/internal/proctest"
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/internal/errs"
+	"github.com/seqsvr/seqsvr/internal/launch/launchtest"
 	"github.com/seqsvr/seqsvr/internal/poll"
 )
 
 // TestMain builds storesvr and allocsvr once for the real-cluster test.
 func TestMain(m *testing.M) {
-	os.Exit(proctest.Main(m, "deploytest"))
+	os.Exit(launchtest.Main(m))
 }
 
 // neverExposed are names Prometheus makes itself, not the processes, and
@@ -72,8 +72,8 @@ func usedNames(t *testing.T) map[string]string {
 // /metrics.
 func TestDashboardAndAlertMetricsExist(t *testing.T) {
 	used := usedNames(t)
-	c := proctest.StartCluster(t, 3, 2, nil, nil)
-	ctx := proctest.Context(t, 2*time.Minute)
+	c := launchtest.StartCluster(t, 3, 2, nil, nil)
+	ctx := launchtest.Context(t, 2*time.Minute)
 
 	if err := c.CreateTag(ctx, &seqsvrv1.CreateTagRequest{Tag: "deploy", Step: 10}); err != nil {
 		t.Fatal(err)
@@ -85,14 +85,14 @@ func TestDashboardAndAlertMetricsExist(t *testing.T) {
 		ac, sc := c.AllocClient(a), c.SeqClient(a)
 		// Past a few segments of 10, so reservations and their latency show.
 		for i := 0; i < 5; i++ {
-			if err := errs.Retry(ctx, proctest.Retry(errs.AllocCall), func(context.Context, int) error {
+			if err := errs.Retry(ctx, launchtest.Retry(errs.AllocCall), func(context.Context, int) error {
 				_, err := ac.NextIDs(ctx, connect.NewRequest(&seqsvrv1.NextIDsRequest{Tag: "deploy", Count: 20}))
 				return err
 			}); err != nil {
 				t.Fatalf("NextIDs: %v", err)
 			}
 		}
-		if err := errs.Retry(ctx, proctest.Retry(errs.SnowflakeCall), func(context.Context, int) error {
+		if err := errs.Retry(ctx, launchtest.Retry(errs.SnowflakeCall), func(context.Context, int) error {
 			_, err := ac.NextSnowflakeIDs(ctx, connect.NewRequest(&seqsvrv1.NextSnowflakeIDsRequest{Count: 3}))
 			return err
 		}); err != nil {
@@ -108,7 +108,7 @@ func TestDashboardAndAlertMetricsExist(t *testing.T) {
 		// heartbeat: not_found until then.
 		var seqErr error
 		poll.UntilCtx(ctx, t, "NextSeqs to answer", func() bool {
-			seqErr = errs.Retry(ctx, proctest.Retry(errs.AllocCall), func(context.Context, int) error {
+			seqErr = errs.Retry(ctx, launchtest.Retry(errs.AllocCall), func(context.Context, int) error {
 				_, err := sc.NextSeqs(ctx, connect.NewRequest(&seqsvrv1.NextSeqsRequest{Space: "inbox", Keys: keys}))
 				return err
 			})
@@ -162,7 +162,7 @@ func TestDashboardAndAlertMetricsExist(t *testing.T) {
 	// The lease metric the SeqsvrSeqLeaseLapsing alert reads: a live
 	// allocsvr's lease has time left.
 	for _, a := range c.Allocs {
-		if v, ok := proctest.Metric(t, a.URL(), "seqsvr_seq_lease_left_seconds"); !ok || v <= 0 {
+		if v, ok := launchtest.Metric(t, a.URL(), "seqsvr_seq_lease_left_seconds"); !ok || v <= 0 {
 			t.Errorf("%s: seqsvr_seq_lease_left_seconds %v (present %v), want > 0 on a live allocsvr", a.Name, v, ok)
 		}
 	}

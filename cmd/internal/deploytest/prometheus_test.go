@@ -17,7 +17,6 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/seqsvr/seqsvr/cmd/internal/proctest"
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/internal/errs"
 	"github.com/seqsvr/seqsvr/internal/launch"
@@ -50,12 +49,12 @@ func TestPrometheusScrapesAndAlerts(t *testing.T) {
 	}
 	addMetricsToken(t, sec.AuthFile)
 	c := launchtest.Start(t, launch.Options{Stores: 3, Allocs: 1, Security: sec})
-	ctx := proctest.Context(t, 4*time.Minute)
+	ctx := launchtest.Context(t, 4*time.Minute)
 
 	if err := c.CreateTag(ctx, &seqsvrv1.CreateTagRequest{Tag: "prom", Step: 10}); err != nil {
 		t.Fatal(err)
 	}
-	if err := errs.Retry(ctx, proctest.Retry(errs.AllocCall), func(context.Context, int) error {
+	if err := errs.Retry(ctx, launchtest.Retry(errs.AllocCall), func(context.Context, int) error {
 		_, err := c.AllocClient(c.Allocs[0]).NextIDs(ctx, connect.NewRequest(&seqsvrv1.NextIDsRequest{Tag: "prom", Count: 5}))
 		return err
 	}); err != nil {

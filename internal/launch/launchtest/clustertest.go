@@ -1,7 +1,10 @@
 // Package launchtest runs real storesvr and allocsvr processes from tests
-// and benchmarks: it builds the binaries once per test binary, starts
-// clusters that die with the test, and fails the test instead of
-// returning errors.
+// and benchmarks. What it adds to package launch: binaries built once per
+// test binary, clusters killed when their test ends, failures reported
+// through the test instead of returned, and the real-process tests'
+// shared vocabulary (the front on and off, /metrics reads, the tests' own
+// retries, connection attacks and name floods on a process started with
+// limits).
 //
 // Guarantees:
 //   - The binaries are built at most once per test binary, into a

@@ -1,18 +1,9 @@
-// Package proctest runs the cmd packages' real-process tests on
-// internal/launch/launchtest: it builds storesvr and allocsvr once per
-// test binary (not under -short, where those tests skip) and starts
-// clusters of them on free loopback ports, killed when the test ends.
-// Attack (with StartLimited) holds connections on a real process in the
-// shapes of Shapes and checks the limits of docs/security.md hold.
-package proctest
+package launchtest
 
 import (
 	"bufio"
 	"context"
-	"flag"
-	"fmt"
 	"net/http"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,30 +12,9 @@ import (
 
 	"github.com/seqsvr/seqsvr/internal/errs"
 	"github.com/seqsvr/seqsvr/internal/launch"
-	"github.com/seqsvr/seqsvr/internal/launch/launchtest"
 )
 
-// BinDir is the directory holding the storesvr and allocsvr that Main
-// built ("" if the build failed, in which case Main fails first).
-func BinDir() string {
-	dir, _ := launchtest.Bins()
-	return dir
-}
-
-// Main builds the binaries, runs the tests of package pkg and removes the
-// binaries. TestMain passes its result to os.Exit.
-func Main(m *testing.M, pkg string) int {
-	flag.Parse() // for testing.Short
-	if !testing.Short() {
-		if _, err := launchtest.Bins(); err != nil {
-			fmt.Fprintf(os.Stderr, "%s: %v\n", pkg, err)
-			return 1
-		}
-	}
-	return launchtest.Main(m)
-}
-
-// SkipShort skips a real-process test under -short (Main built nothing).
+// SkipShort skips a real-process test under -short.
 func SkipShort(t *testing.T) {
 	t.Helper()
 	if testing.Short() {
@@ -54,10 +24,10 @@ func SkipShort(t *testing.T) {
 
 // StartCluster launches stores real storesvr processes and allocs
 // allocsvrs with the extra flags given, and kills them when the test ends
-// (see launchtest.Start). It skips the test under -short.
+// (see Start). It skips the test under -short.
 func StartCluster(t *testing.T, stores, allocs int, storeArgs, allocArgs []string) *launch.Cluster {
 	t.Helper()
-	return launchtest.Start(t, launch.Options{Stores: stores, Allocs: allocs, StoreArgs: storeArgs, AllocArgs: allocArgs})
+	return Start(t, launch.Options{Stores: stores, Allocs: allocs, StoreArgs: storeArgs, AllocArgs: allocArgs})
 }
 
 // FastHTTPOff is the flag that turns the HTTP/1.1 front off.

@@ -1,4 +1,4 @@
-package proctest
+package launchtest
 
 import (
 	"context"
@@ -50,7 +50,7 @@ func StartLimited(t *testing.T, secure bool, allocs int) *Limited {
 		t.Fatal(err)
 	}
 	addScraper(t, sec.AuthFile)
-	opts := launch.Options{BinDir: BinDir(), Dir: dir, Stores: 1, Allocs: allocs, Logf: t.Logf,
+	opts := launch.Options{BinDir: BinDir(t), Dir: dir, Stores: 1, Allocs: allocs, Logf: t.Logf,
 		StoreArgs: LimitFlags(), AllocArgs: LimitFlags()}
 	l := &Limited{Sec: sec}
 	if secure {
