@@ -2,6 +2,7 @@ package nemesis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand"
 	"net/http"
@@ -149,6 +150,13 @@ func (e *Env) SetClock(ctx context.Context, p *launch.Proc, offset time.Duration
 	return nil
 }
 
+// removeRetry and removeBudget are how removeMember repeats its call: as
+// a store caller, for at most removeBudget before the configuration
+// decides.
+var removeRetry = errs.Policy{Caller: errs.StoreCall, Backoff: errs.Backoff{Min: 200 * time.Millisecond, Max: time.Second}}
+
+const removeBudget = 15 * time.Second
+
 // removeMember removes m from the configuration and settles an ambiguous
 // answer. "unavailable: leadership lost ... may have committed" can mean the
 // member is already gone; treating that as "not removed" once left a member
@@ -157,35 +165,34 @@ func (e *Env) SetClock(ctx context.Context, p *launch.Proc, offset time.Duration
 // answer; if the retries run out, the configuration itself decides.
 func (e *Env) removeMember(ctx context.Context, via, m *launch.Proc) error {
 	req := &seqsvrv1.RemoveMemberRequest{Id: m.NodeID, RaftAddr: m.RaftAddr, HttpAddr: m.HTTPAddr}
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	rctx, cancel := context.WithTimeout(ctx, removeBudget)
+	defer cancel()
+	err := errs.Retry(rctx, removeRetry, func(context.Context, int) error {
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
 		_, err := e.C.StoreClient(via).RemoveMember(cctx, connect.NewRequest(req))
-		cancel()
-		if err == nil {
+		return err
+	})
+	if err == nil {
+		return nil
+	}
+	var st *errs.Stopped
+	if !errors.As(err, &st) {
+		return err
+	}
+	if st.Verdict.Retry {
+		// Ambiguous to the end (the run may be over, or no leader
+		// yet): the change may still commit once a leader is
+		// elected, so wait for one to say, on a context of its
+		// own. Counting a removed member as a member fails the
+		// final check on its stale state.
+		if member, known := e.settleMember(m, 30*time.Second); known && !member {
 			return nil
 		}
-		retryable := errs.Judge(errs.StoreCall, err).Retry
-		if !retryable || ctx.Err() != nil || time.Now().After(deadline) {
-			if retryable {
-				// Ambiguous to the end (the run may be over, or no leader
-				// yet): the change may still commit once a leader is
-				// elected, so wait for one to say, on a context of its
-				// own. Counting a removed member as a member fails the
-				// final check on its stale state.
-				if member, known := e.settleMember(m, 30*time.Second); known && !member {
-					return nil
-				}
-			} else if member, known := e.isMember(ctx, m); known && !member {
-				return nil
-			}
-			return err
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(200 * time.Millisecond):
-		}
+	} else if member, known := e.isMember(ctx, m); known && !member {
+		return nil
 	}
+	return st.Last
 }
 
 // settleMember polls isMember until a leader answers or d passes.
