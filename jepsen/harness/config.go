@@ -100,10 +100,11 @@ type Config struct {
 	// a section's max_seq).
 	SeqHotKeys int
 	SeqStep    int64
-	// SeqLeaseTTL is the stores' --seq-lease-ttl and SeqHeartbeat the
-	// allocsvrs' --seq-heartbeat-interval (they fence seqFenceMargin
-	// before an unrenewed lease ends).
-	SeqLeaseTTL, SeqHeartbeat time.Duration
+	// SeqLeaseTTL is the stores' --seq-lease-ttl, SeqHeartbeat the
+	// allocsvrs' --seq-heartbeat-interval and SeqFenceMargin their
+	// --seq-fence-margin (they fence that long before an unrenewed lease
+	// ends; default seqFenceMargin).
+	SeqLeaseTTL, SeqHeartbeat, SeqFenceMargin time.Duration
 
 	// Upgrade runs the upgrade scenario (upgrade.go) instead of the
 	// nemesis: the cluster starts on the base release's binaries, built
@@ -142,6 +143,7 @@ func (c Config) withDefaults() Config {
 	c.SeqStep = cmp.Or(c.SeqStep, 50)
 	c.SeqLeaseTTL = cmp.Or(c.SeqLeaseTTL, 2*time.Second)
 	c.SeqHeartbeat = cmp.Or(c.SeqHeartbeat, 200*time.Millisecond)
+	c.SeqFenceMargin = cmp.Or(c.SeqFenceMargin, seqFenceMargin)
 	c.OpTimeout = cmp.Or(c.OpTimeout, time.Second)
 	if c.Logf == nil {
 		c.Logf = func(string, ...any) {}

@@ -27,7 +27,8 @@ const (
 	seqSpace       = "seq"
 	seqKeys        = 1000
 	seqSectionSize = 100
-	// seqFenceMargin is the allocsvrs' --seq-fence-margin.
+	// seqFenceMargin is the allocsvrs' default --seq-fence-margin
+	// (Config.SeqFenceMargin).
 	seqFenceMargin = 500 * time.Millisecond
 	// seqMaxKeys bounds the keys of one NextSeqs or CurrentSeqs.
 	seqMaxKeys = 4
@@ -38,7 +39,7 @@ const (
 func seqStoreArgs(cfg Config) []string { return []string{"--seq-lease-ttl", cfg.SeqLeaseTTL.String()} }
 
 func seqAllocArgs(cfg Config) []string {
-	return []string{"--seq-heartbeat-interval", cfg.SeqHeartbeat.String(), "--seq-fence-margin", seqFenceMargin.String()}
+	return []string{"--seq-heartbeat-interval", cfg.SeqHeartbeat.String(), "--seq-fence-margin", cfg.SeqFenceMargin.String()}
 }
 
 // createSpace creates the space and waits until every allocsvr serves

@@ -167,24 +167,27 @@ func seqFenceSkew(ctx context.Context, e *Env, r *rand.Rand) error {
 	return errU
 }
 
-// seqFenceMarginOf is a's --seq-fence-margin, read from its arguments:
-// the margin of the process under attack, whatever the run configured.
+// seqFenceMarginOf is a's --seq-fence-margin, read from its arguments
+// (the last one counts, as with any flag): the margin of the process
+// under attack, whatever the run configured.
 func seqFenceMarginOf(a *launch.Proc) (time.Duration, error) {
 	args := a.Args()
+	v, found := "", false
 	for i, arg := range args {
-		v, ok := strings.CutPrefix(arg, seqFenceMarginFlag+"=")
-		if !ok && arg == seqFenceMarginFlag && i+1 < len(args) {
-			v, ok = args[i+1], true
-		}
-		if ok {
-			d, err := time.ParseDuration(v)
-			if err != nil || d <= 0 {
-				return 0, fmt.Errorf("%s's %s %q: not a positive duration", a.Name, seqFenceMarginFlag, v)
-			}
-			return d, nil
+		if w, ok := strings.CutPrefix(arg, seqFenceMarginFlag+"="); ok {
+			v, found = w, true
+		} else if arg == seqFenceMarginFlag && i+1 < len(args) {
+			v, found = args[i+1], true
 		}
 	}
-	return 0, fmt.Errorf("%s runs without %s", a.Name, seqFenceMarginFlag)
+	if !found {
+		return 0, fmt.Errorf("%s runs without %s", a.Name, seqFenceMarginFlag)
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%s's %s %q: not a positive duration", a.Name, seqFenceMarginFlag, v)
+	}
+	return d, nil
 }
 
 // trueClocks puts ps back on true time; a member that does not answer is
