@@ -142,10 +142,10 @@ func Full(d time.Duration, withPartitions bool) []Config {
 		// the cut-off owner's keys are called often and never run out.
 		// A 1 s margin (under a 3 s lease) instead of 0.5 s: the skew,
 		// 0.9 s, stays inside the snowflake margins (1 s), and a fence
-		// that gives part of the margin away leaves a window as wide as
-		// that part (0.5 s for half of it), which a busy machine's stalls
-		// of 100-200 ms do not swallow. Heartbeats every 100 ms: the
-		// other allocsvrs take the sections over soon after the expiry.
+		// that gives half the margin away serves 0.4 s past the skewed
+		// expiry, a window a busy machine's stalls of 100-200 ms do not
+		// swallow (0.2 s with a 0.5 s margin: they did). Heartbeats every
+		// 100 ms: the others take the sections soon after the expiry.
 		out = append(out, Config{Name: "seq-fence", Faults: []string{nemesis.SeqFenceSkew}, Partitions: true,
 			Allocs: 3, SeqWorkers: 8, SeqHotKeys: 10, SeqStep: 1000, StoreWorkers: 1, AllocWorkers: 1, TagWorkers: 1,
 			SeqFenceMargin: time.Second, SeqLeaseTTL: 3 * time.Second, SeqHeartbeat: 100 * time.Millisecond,
