@@ -67,10 +67,7 @@ func (n *Node) runRaise(s *section, r *raise, known int64, offs []uint32) {
 // store refused this Node as the section's owner.
 func (s *section) install(res *seqsvrv1.RaiseSectionsResponse, err error, known int64) (_ error, forget bool) {
 	if err != nil {
-		if errs.Code(err) == connect.CodeFailedPrecondition {
-			return fmt.Errorf("%w: section %d of space %q is no longer this allocsvr's (retry): %v", errs.Unavailable, s.key.section, s.key.space, errs.Message(err)), true
-		}
-		return err, false
+		return s.storeRefused(err)
 	}
 	if s.dropped {
 		return notServing(s.key), false
@@ -100,6 +97,18 @@ func (s *section) install(res *seqsvrv1.RaiseSectionsResponse, err error, known 
 	return nil, false
 }
 
+// storeRefused is a raise's or first-use write's failure as the caller
+// sees it. failed_precondition is the store's definite answer that this
+// allocsvr no longer owns the section: forget it, and answer unavailable,
+// which every client retries (errs.Judge), so the call reaches the new
+// owner. Anything else is answered as it is.
+func (s *section) storeRefused(err error) (_ error, forget bool) {
+	if errs.Code(err) == connect.CodeFailedPrecondition {
+		return fmt.Errorf("%w: section %d of space %q is no longer this allocsvr's (retry): %v", errs.Unavailable, s.key.section, s.key.space, errs.Message(err)), true
+	}
+	return err, false
+}
+
 // sane reports whether m can answer a raise from known: above known, not
 // below prev_max, and a load (known -1) gives at least one value.
 func sane(m *seqsvrv1.SectionMax, known int64) bool {
@@ -112,10 +121,7 @@ func sane(m *seqsvrv1.SectionMax, known int64) bool {
 // installMarks applies a first-use write's outcome to s (s.mu held).
 func (s *section) installMarks(res *seqsvrv1.RaiseSectionsResponse, err error, offs []uint32) (_ error, forget bool) {
 	if err != nil {
-		if errs.Code(err) == connect.CodeFailedPrecondition {
-			return fmt.Errorf("%w: section %d of space %q is no longer this allocsvr's (retry): %v", errs.Unavailable, s.key.section, s.key.space, errs.Message(err)), true
-		}
-		return err, false
+		return s.storeRefused(err)
 	}
 	if s.dropped || !s.loaded() {
 		return notServing(s.key), false
