@@ -35,6 +35,7 @@ func (s *Service) LeafRoutes() []routes.Route {
 				resp.Status, resp.Body = s.leafSegment(req.Context, string(tag), resp.Buf[:0])
 				return true
 			},
+			Gated: []any{s.leafSegment, leafResponse, writeLeaf},
 		},
 		{
 			Pattern: "GET /api/snowflake/get/{tag}",
@@ -42,6 +43,7 @@ func (s *Service) LeafRoutes() []routes.Route {
 				status, body := s.leafSnowflake(r.Context(), r.PathValue("tag"))
 				writeLeaf(w, status, body)
 			}),
+			Gated: []any{s.leafSnowflake, writeLeaf},
 		},
 	}, s.seqRoutes()...)
 	// Only GET hands out IDs. ServeMux lets a GET pattern answer HEAD too,
@@ -51,8 +53,8 @@ func (s *Service) LeafRoutes() []routes.Route {
 	// with "Allow: GET, HEAD", offering the HEAD refused here.
 	for _, r := range rs {
 		if path, ok := strings.CutPrefix(r.Pattern, http.MethodGet+" "); ok {
-			rs = append(rs, routes.Route{Pattern: http.MethodHead + " " + path, Handler: http.HandlerFunc(getOnly)},
-				routes.Route{Pattern: path, Handler: http.HandlerFunc(getOnly)})
+			rs = append(rs, routes.Route{Pattern: http.MethodHead + " " + path, Handler: http.HandlerFunc(getOnly), Gated: []any{getOnly}},
+				routes.Route{Pattern: path, Handler: http.HandlerFunc(getOnly), Gated: []any{getOnly}})
 		}
 	}
 	return rs

@@ -10,13 +10,16 @@ import (
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
+	"github.com/seqsvr/seqsvr/internal/auth"
 	"github.com/seqsvr/seqsvr/internal/connectfast"
 	"github.com/seqsvr/seqsvr/internal/routes"
 )
 
 // Routes is everything the allocsvr's Service serves, each entry once: the
 // AllocService procedures (the hot two, NextIDs and NextIDRanges, also on
-// the HTTP/1.1 front) and Meituan Leaf's HTTP API (LeafRoutes). Under
+// the HTTP/1.1 front), each with its role, and Meituan Leaf's HTTP API
+// (LeafRoutes). Every entry is under the fault harness's coverage gate
+// (Gated): each hands out IDs or answers about them. Under
 // load connect-go's per-call work was about a fifth of the allocsvr's CPU
 // (pprof), as much as the rest of the HTTP stack; the front's answers are
 // the bytes connect-go sends (routestest checks them), so clients cannot
@@ -24,12 +27,12 @@ import (
 func (s *Service) Routes() routes.Table {
 	return routes.Table{
 		Procedures: []routes.Procedure{
-			routes.Unary(seqsvrv1connect.AllocServiceNextIDsProcedure, s.NextIDs).WithFast(s.nextIDsFast),
+			routes.Unary(seqsvrv1connect.AllocServiceNextIDsProcedure, auth.Client, s.NextIDs).WithFast(s.nextIDsFast).Gated(appendIDs),
 			// The Go client's local buffer refills with NextIDRanges.
-			routes.Unary(seqsvrv1connect.AllocServiceNextIDRangesProcedure, s.NextIDRanges).WithFast(s.nextIDRangesFast),
-			routes.Unary(seqsvrv1connect.AllocServiceNextSnowflakeIDsProcedure, s.NextSnowflakeIDs),
-			routes.Unary(seqsvrv1connect.AllocServiceDecodeSnowflakeProcedure, s.DecodeSnowflake),
-			routes.Unary(seqsvrv1connect.AllocServiceStatusProcedure, s.Status),
+			routes.Unary(seqsvrv1connect.AllocServiceNextIDRangesProcedure, auth.Client, s.NextIDRanges).WithFast(s.nextIDRangesFast).Gated(),
+			routes.Unary(seqsvrv1connect.AllocServiceNextSnowflakeIDsProcedure, auth.Client, s.NextSnowflakeIDs).Gated(),
+			routes.Unary(seqsvrv1connect.AllocServiceDecodeSnowflakeProcedure, auth.Client, s.DecodeSnowflake).Gated(),
+			routes.Unary(seqsvrv1connect.AllocServiceStatusProcedure, auth.Client, s.Status).Gated(),
 		},
 		Routes: s.LeafRoutes(),
 	}

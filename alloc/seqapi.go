@@ -60,8 +60,10 @@ func (s *Service) seqRoutes() []routes.Route {
 		})
 	}
 	return []routes.Route{
-		{Pattern: "GET /api/seq/next/{space}/{key}", Handler: route(seqNext), Fast: s.leafSeqNextH1},
-		{Pattern: "GET /api/seq/current/{space}/{key}", Handler: route(seqCurrent)},
+		{Pattern: "GET /api/seq/next/{space}/{key}", Handler: route(seqNext), Fast: s.leafSeqNextH1,
+			Gated: []any{s.leafSeqNextH1, s.leafSeq, leafSeqResponse, writeLeaf, (*seq.Node).NextSeq, (*seq.Node).NextSeqHere}},
+		{Pattern: "GET /api/seq/current/{space}/{key}", Handler: route(seqCurrent),
+			Gated: []any{s.leafSeq, leafSeqResponse, writeLeaf, (*seq.Node).CurrentSeq}},
 	}
 }
 

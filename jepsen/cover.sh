@@ -5,10 +5,10 @@
 # alloc no scenario reached, and those on the safety paths (lease, fence,
 # floor, carry, switch); writes every function's figure to DIR.func.txt
 # and the unreached ones to DIR.unreached.txt. Then the gate: every
-# function of alloc.ServingPaths and alloc.AnswerPaths
-# (alloc/servingpaths.go: the fronts' routes, the Leaf API and its 405,
-# the per-key fast route, the RPC handlers, the store's reads) must have
-# been reached by some scenario; exits 1 if one was not, or is not in the
+# function on a serving path, as the routes tables declare them
+# (routes.Table.Gated: the fronts' routes, the Leaf API and its 405, the
+# per-key fast route, the RPC handlers, the store's reads) must have been
+# reached by some scenario; exits 1 if one was not, or is not in the
 # profile.
 set -euo pipefail
 dir=${1:?usage: cover.sh GOCOVERDIR}
@@ -24,5 +24,5 @@ if [ -n "$safety" ]; then
 else
 	echo "unreached on the safety paths (lease, fence, floor, carry, switch): none"
 fi
-echo "coverage gate (alloc/servingpaths.go):"
+echo "coverage gate (the serving paths the routes tables declare):"
 "${GO:-go}" run -tags hashicorpmetrics ./jepsen/cmd/covergate "$dir.func.txt"

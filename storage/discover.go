@@ -243,7 +243,7 @@ type waitingService struct {
 
 func (w *waitingService) routes() routes.Table {
 	return routes.Table{Partial: true, Procedures: []routes.Procedure{
-		routes.Unary(seqsvrv1connect.StoreServiceMemberProbeProcedure, w.MemberProbe),
+		routes.Unary(seqsvrv1connect.StoreServiceMemberProbeProcedure, memberProbeRole, w.MemberProbe),
 	}}
 }
 

@@ -10,13 +10,20 @@ import (
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
+	"github.com/seqsvr/seqsvr/internal/auth"
 	"github.com/seqsvr/seqsvr/internal/connectfast"
 	"github.com/seqsvr/seqsvr/internal/routes"
 )
 
 // Routes is StoreService as the store serves it, each procedure once: its
-// connect-go handler (Service, which forwards to the leader) and, for the
-// hot call, ReserveSegment, the HTTP/1.1 front's route on the leader.
+// connect-go handler (Service, which forwards to the leader), the least
+// role a token needs to call it, for the hot call, ReserveSegment, the
+// HTTP/1.1 front's route on the leader, and for ReserveSegment and the
+// reads clients and allocsvrs make, the functions the fault harness must
+// reach (Gated: a stale read after a leader change, a page token that
+// skips or repeats tags, a routing version going backwards would
+// otherwise pass every scenario). Routes only binds, never calls, so a
+// nil Store gives the declarations (the coverage gate lists them).
 // Under load connect-go's per-call work was a fifth of the leader's CPU
 // (pprof), and at high concurrency the leader is CPU-bound.
 //
@@ -25,29 +32,33 @@ import (
 // anything, and the connection goes to net/http, whose handler forwards
 // the call to the leader.
 func (s *Store) Routes() routes.Table {
-	svc := s.Service()
+	svc := &service{s: s}
 	return routes.Table{Procedures: []routes.Procedure{
-		routes.Unary(seqsvrv1connect.StoreServiceCreateTagProcedure, svc.CreateTag),
-		routes.Unary(seqsvrv1connect.StoreServiceGetTagProcedure, svc.GetTag),
-		routes.Unary(seqsvrv1connect.StoreServiceListTagsProcedure, svc.ListTags),
-		routes.Unary(seqsvrv1connect.StoreServiceUpdateTagProcedure, svc.UpdateTag),
-		routes.Unary(seqsvrv1connect.StoreServiceDeleteTagProcedure, svc.DeleteTag),
-		routes.Unary(seqsvrv1connect.StoreServiceReserveSegmentProcedure, svc.ReserveSegment).WithFast(s.reserveFast),
-		routes.Unary(seqsvrv1connect.StoreServiceRegisterWorkerProcedure, svc.RegisterWorker),
-		routes.Unary(seqsvrv1connect.StoreServiceRenewWorkerProcedure, svc.RenewWorker),
-		routes.Unary(seqsvrv1connect.StoreServiceClusterStatusProcedure, svc.ClusterStatus),
-		routes.Unary(seqsvrv1connect.StoreServiceAddMemberProcedure, svc.AddMember),
-		routes.Unary(seqsvrv1connect.StoreServiceRemoveMemberProcedure, svc.RemoveMember),
-		routes.Unary(seqsvrv1connect.StoreServiceMemberProbeProcedure, svc.MemberProbe),
-		routes.Unary(seqsvrv1connect.StoreServiceCreateSpaceProcedure, svc.CreateSpace),
-		routes.Unary(seqsvrv1connect.StoreServiceGetSpaceProcedure, svc.GetSpace),
-		routes.Unary(seqsvrv1connect.StoreServiceListSpacesProcedure, svc.ListSpaces),
-		routes.Unary(seqsvrv1connect.StoreServiceGetRoutingProcedure, svc.GetRouting),
-		routes.Unary(seqsvrv1connect.StoreServiceSeqHeartbeatProcedure, svc.SeqHeartbeat),
-		routes.Unary(seqsvrv1connect.StoreServiceRaiseSectionsProcedure, svc.RaiseSections),
-		routes.ServerStream(seqsvrv1connect.StoreServiceBackupProcedure, svc.Backup),
+		routes.Unary(seqsvrv1connect.StoreServiceCreateTagProcedure, auth.Admin, svc.CreateTag),
+		routes.Unary(seqsvrv1connect.StoreServiceGetTagProcedure, auth.Client, svc.GetTag).Gated((*Store).getTag),
+		routes.Unary(seqsvrv1connect.StoreServiceListTagsProcedure, auth.Client, svc.ListTags).Gated((*Store).listTags, listPage[*seqsvrv1.Tag]),
+		routes.Unary(seqsvrv1connect.StoreServiceUpdateTagProcedure, auth.Admin, svc.UpdateTag),
+		routes.Unary(seqsvrv1connect.StoreServiceDeleteTagProcedure, auth.Admin, svc.DeleteTag),
+		routes.Unary(seqsvrv1connect.StoreServiceReserveSegmentProcedure, auth.Alloc, svc.ReserveSegment).WithFast(s.reserveFast).Gated(),
+		routes.Unary(seqsvrv1connect.StoreServiceRegisterWorkerProcedure, auth.Alloc, svc.RegisterWorker),
+		routes.Unary(seqsvrv1connect.StoreServiceRenewWorkerProcedure, auth.Alloc, svc.RenewWorker),
+		routes.Unary(seqsvrv1connect.StoreServiceClusterStatusProcedure, auth.Client, svc.ClusterStatus).Gated(),
+		routes.Unary(seqsvrv1connect.StoreServiceAddMemberProcedure, auth.Admin, svc.AddMember),
+		routes.Unary(seqsvrv1connect.StoreServiceRemoveMemberProcedure, auth.Admin, svc.RemoveMember),
+		routes.Unary(seqsvrv1connect.StoreServiceMemberProbeProcedure, memberProbeRole, svc.MemberProbe),
+		routes.Unary(seqsvrv1connect.StoreServiceCreateSpaceProcedure, auth.Admin, svc.CreateSpace),
+		routes.Unary(seqsvrv1connect.StoreServiceGetSpaceProcedure, auth.Client, svc.GetSpace).Gated((*Store).getSpace, readSpace[*seqsvrv1.Space]),
+		routes.Unary(seqsvrv1connect.StoreServiceListSpacesProcedure, auth.Client, svc.ListSpaces).Gated((*Store).listSpaces),
+		routes.Unary(seqsvrv1connect.StoreServiceGetRoutingProcedure, auth.Alloc, svc.GetRouting).Gated((*Store).getRouting),
+		routes.Unary(seqsvrv1connect.StoreServiceSeqHeartbeatProcedure, auth.Alloc, svc.SeqHeartbeat),
+		routes.Unary(seqsvrv1connect.StoreServiceRaiseSectionsProcedure, auth.Alloc, svc.RaiseSections),
+		routes.ServerStream(seqsvrv1connect.StoreServiceBackupProcedure, auth.Admin, svc.Backup),
 	}}
 }
+
+// memberProbeRole is MemberProbe's role, here and in the table a member
+// serves while it waits to start Raft (waitingService).
+const memberProbeRole = auth.Client
 
 func (s *Store) reserveFast(ctx context.Context, body []byte) ([]byte, error) {
 	if s.raft.State() != raft.Leader {

@@ -8,12 +8,16 @@ import (
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
+	"github.com/seqsvr/seqsvr/internal/auth"
 	"github.com/seqsvr/seqsvr/internal/connectfast"
 	"github.com/seqsvr/seqsvr/internal/routes"
 )
 
 // Routes is SeqService as n serves it, each procedure once: its connect-go
-// handler (Handler), and for NextSeq the HTTP/1.1 front's route, which
+// handler (Handler), its role (client: allocsvrs forward calls to each
+// other with their store token, role alloc, which includes it), its
+// serving path under the fault harness's coverage gate (Gated), and for
+// NextSeq the HTTP/1.1 front's route, which
 // answers a Connect binary NextSeq of a key n serves. Forwarding stays
 // with connect-go: a key of another allocsvr's section, and a call
 // carrying ForwardedHeader (whatever its value), are declined before
@@ -21,10 +25,11 @@ import (
 func (n *Node) Routes() routes.Table {
 	h := n.Handler()
 	return routes.Table{Procedures: []routes.Procedure{
-		routes.Unary(seqsvrv1connect.SeqServiceNextSeqProcedure, h.NextSeq).WithFast(n.nextSeqFast, ForwardedHeader),
-		routes.Unary(seqsvrv1connect.SeqServiceNextSeqsProcedure, h.NextSeqs),
-		routes.Unary(seqsvrv1connect.SeqServiceCurrentSeqsProcedure, h.CurrentSeqs),
-		routes.Unary(seqsvrv1connect.SeqServiceRoutingProcedure, h.Routing),
+		routes.Unary(seqsvrv1connect.SeqServiceNextSeqProcedure, auth.Client, h.NextSeq).WithFast(n.nextSeqFast, ForwardedHeader).
+			Gated(appendNextSeq, n.NextSeqHere, n.NextSeq, n.one, n.oneFast),
+		routes.Unary(seqsvrv1connect.SeqServiceNextSeqsProcedure, auth.Client, h.NextSeqs).Gated(),
+		routes.Unary(seqsvrv1connect.SeqServiceCurrentSeqsProcedure, auth.Client, h.CurrentSeqs).Gated(),
+		routes.Unary(seqsvrv1connect.SeqServiceRoutingProcedure, auth.Client, h.Routing).Gated(),
 	}}
 }
 

@@ -24,6 +24,9 @@ var (
 type Authorizer struct {
 	path   string
 	tokens atomic.Pointer[[]token]
+	// roles is what each procedure the server answers needs (SetRoles);
+	// until it is set every procedure is refused.
+	roles atomic.Pointer[Roles]
 
 	// reloadMu orders reloads (SIGHUP and the file watch); stamp is the
 	// file as last loaded, failed as it last did not load, so one bad
@@ -93,11 +96,33 @@ func (a *Authorizer) reloadLocked(want func(fileStamp) bool) error {
 // Len is the number of tokens in force.
 func (a *Authorizer) Len() int { return len(*a.tokens.Load()) }
 
+// SetRoles puts rs in force: the roles of the procedures the server
+// answers (see Roles). A server sets them once it knows what it mounts,
+// and again when that changes (a component that finished starting).
+// On a nil Authorizer it does nothing.
+func (a *Authorizer) SetRoles(rs Roles) {
+	if a != nil {
+		a.roles.Store(&rs)
+	}
+}
+
+// Roles is what SetRoles last put in force (nil before, and on a nil
+// Authorizer).
+func (a *Authorizer) Roles() Roles {
+	if a == nil {
+		return nil
+	}
+	if rs := a.roles.Load(); rs != nil {
+		return *rs
+	}
+	return nil
+}
+
 // Check authorizes a call of procedure with the given Authorization header
 // value. It returns the token's name, or ErrNoToken / ErrUnknownToken
 // (unauthenticated) or a permission_denied error.
 func (a *Authorizer) Check(authorization, procedure string) (string, error) {
-	return a.CheckRole(authorization, Required(procedure), procedure)
+	return a.CheckRole(authorization, a.Roles().Required(procedure), procedure)
 }
 
 // CheckRole is Check with the role given: what is being called is only

@@ -2,16 +2,17 @@
 // from an auth file, checked on every API call.
 //
 // Guarantees:
-//   - Every procedure of StoreService, AllocService and SeqService has a
-//     minimum role in one table (Procedures); a procedure missing from it
-//     is refused to every token, and a test fails for any RPC without a
-//     role.
+//   - Every procedure a server answers has a minimum role, declared once
+//     with its handler (package routes) and put in force with SetRoles;
+//     a procedure missing from the roles in force is refused to every
+//     token (Check), and a test fails for any RPC without a role.
 //   - Roles are ordered: metrics < client < alloc < admin; a token holding
 //     a role may call everything the lower roles may. metrics (a
 //     scraper's token) calls nothing: it only shows /metrics whole.
-//   - GateRole says, from a request's path alone, the role it needs, so a
-//     server checks the token on the headers and refuses before reading
-//     any of the body.
+//   - PathRole says, from a request's path alone, the role it needs, the
+//     one rule for net/http's gate and the HTTP/1.1 front, so a server
+//     checks the token on the headers and refuses before reading any of
+//     the body. The Leaf API is every path under LeafPrefix.
 //   - A missing or unknown token is errs.Unauthenticated; a known token
 //     whose roles do not reach the procedure's is errs.PermissionDenied.
 //   - A token is compared against every listed token by its SHA-256 in

@@ -3,7 +3,6 @@ package auth
 import (
 	"errors"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/seqsvr/seqsvr/internal/errs"
@@ -51,35 +50,29 @@ func WriteLeafRefusal(w http.ResponseWriter, err error) {
 	http.Error(w, errs.Message(err), errs.HTTPStatus(err))
 }
 
-// PathRole is the role a request path needs on the HTTP/1.1 front: a
-// Connect procedure's (Required), LeafRole for the Leaf API, and for
-// anything else a role no token holds, so the front declines it and
-// net/http's checks answer. It takes the front's bytes as they are and
-// allocates nothing.
-func PathRole[T string | []byte](path T) Role {
-	const leaf = "/api/"
-	if len(path) >= len(leaf) && string(path[:len(leaf)]) == leaf {
-		return LeafRole
-	}
-	if r, ok := Procedures[string(path)]; ok {
-		return r
-	}
-	return noRole
+// IsLeaf reports whether path is under LeafPrefix (the Leaf API's).
+func IsLeaf[T string | []byte](path T) bool {
+	return len(path) >= len(LeafPrefix) && string(path[:len(LeafPrefix)]) == LeafPrefix
 }
 
-// GateRole is the role a request needs, judged from its path alone so a
-// server can refuse it before reading any of its body; guarded is false
+// PathRole is the role a request needs, judged from its path alone, the
+// one such rule for net/http's header gate and the HTTP/1.1 front, so a
+// server refuses a call before reading any of its body. guarded is false
 // for paths no token guards (/healthz, /metrics, the status page, ...),
 // which their handlers answer. The Leaf API needs LeafRole; a procedure
-// of Procedures its role; any other path shaped as a procedure
+// of rs its role; any other path shaped as a procedure
 // ("/pkg.Service/Method", unknown ones included) needs a valid token of
 // any role, and its handler then answers it (unimplemented, not found),
 // so a call that names no procedure is refused to an unknown caller too.
-func GateRole(path string) (need Role, guarded bool) {
-	switch r := PathRole(path); {
-	case r != noRole:
+// It takes the front's bytes as they are and allocates nothing.
+func PathRole[T string | []byte](rs Roles, path T) (need Role, guarded bool) {
+	if IsLeaf(path) {
+		return LeafRole, true
+	}
+	if r, ok := rs[string(path)]; ok {
 		return r, true
-	case procedureShaped(path):
+	}
+	if procedureShaped(path) {
 		return Metrics, true
 	}
 	return Open, false
@@ -87,10 +80,21 @@ func GateRole(path string) (need Role, guarded bool) {
 
 // procedureShaped reports a path of two non-empty segments whose first
 // holds a dot, as connect-go's and gRPC's "/pkg.Service/Method" do.
-func procedureShaped(path string) bool {
+func procedureShaped[T string | []byte](path T) bool {
 	if len(path) < 2 || path[0] != '/' {
 		return false
 	}
-	svc, method, ok := strings.Cut(path[1:], "/")
-	return ok && svc != "" && method != "" && strings.Contains(svc, ".") && !strings.Contains(method, "/")
+	slash, dot := -1, false
+	for i := 1; i < len(path); i++ {
+		switch path[i] {
+		case '/':
+			if slash >= 0 {
+				return false // a third segment
+			}
+			slash = i
+		case '.':
+			dot = dot || slash < 0
+		}
+	}
+	return slash > 1 && slash < len(path)-1 && dot
 }

@@ -12,9 +12,9 @@ func TestAllowsMemoAgreesWithAllows(t *testing.T) {
 	var m Memo
 	for _, prev := range checkCases {
 		for _, c := range checkCases {
-			a.AllowsMemo(&m, []byte(prev.header), PathRole(prev.proc))
-			need := PathRole(c.proc)
-			if got, want := a.AllowsMemo(&m, []byte(c.header), need), a.Allows([]byte(c.header), need); got != want {
+			a.AllowsMemo(&m, []byte(prev.header), need(prev.proc))
+			role := need(c.proc)
+			if got, want := a.AllowsMemo(&m, []byte(c.header), role), a.Allows([]byte(c.header), role); got != want {
 				t.Errorf("after %q on %s: AllowsMemo(%q, %s) = %v, Allows %v", prev.header, prev.proc, c.header, c.proc, got, want)
 			}
 		}
@@ -85,9 +85,9 @@ func TestAllowsMemoAllocatesNothing(t *testing.T) {
 	a, _ := newAuth(t)
 	var m Memo
 	h, p := []byte("Bearer "+clientTok), []byte("/seqsvr.v1.AllocService/NextIDs")
-	a.AllowsMemo(&m, h, PathRole(p))
+	a.AllowsMemo(&m, h, need(p))
 	if n := testing.AllocsPerRun(100, func() {
-		if !a.AllowsMemo(&m, h, PathRole(p)) {
+		if !a.AllowsMemo(&m, h, need(p)) {
 			t.Fatal("refused")
 		}
 	}); n != 0 {
@@ -102,7 +102,7 @@ func BenchmarkAllowsMemo(b *testing.B) {
 	a, h, p := tenTokens(b)
 	var m Memo
 	for b.Loop() {
-		if !a.AllowsMemo(&m, h, PathRole(p)) {
+		if !a.AllowsMemo(&m, h, need(p)) {
 			b.Fatal("refused")
 		}
 	}

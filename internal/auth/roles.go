@@ -1,10 +1,6 @@
 package auth
 
-import (
-	"fmt"
-
-	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
-)
+import "fmt"
 
 // Role is a token's permission level. Higher roles include lower ones.
 type Role int
@@ -45,60 +41,31 @@ func ParseRole(s string) (Role, error) {
 	return r, nil
 }
 
-// Procedures is the minimum role of every RPC, defined once. A procedure
-// not listed here is refused to every token (see Required).
-var Procedures = map[string]Role{
-	// StoreService: reads for clients; what allocsvrs call for alloc;
-	// tag, space and membership changes for admins.
-	seqsvrv1connect.StoreServiceGetTagProcedure:         Client,
-	seqsvrv1connect.StoreServiceListTagsProcedure:       Client,
-	seqsvrv1connect.StoreServiceGetSpaceProcedure:       Client,
-	seqsvrv1connect.StoreServiceListSpacesProcedure:     Client,
-	seqsvrv1connect.StoreServiceClusterStatusProcedure:  Client,
-	seqsvrv1connect.StoreServiceMemberProbeProcedure:    Client,
-	seqsvrv1connect.StoreServiceReserveSegmentProcedure: Alloc,
-	seqsvrv1connect.StoreServiceRegisterWorkerProcedure: Alloc,
-	seqsvrv1connect.StoreServiceRenewWorkerProcedure:    Alloc,
-	seqsvrv1connect.StoreServiceGetRoutingProcedure:     Alloc,
-	seqsvrv1connect.StoreServiceSeqHeartbeatProcedure:   Alloc,
-	seqsvrv1connect.StoreServiceRaiseSectionsProcedure:  Alloc,
-	seqsvrv1connect.StoreServiceCreateTagProcedure:      Admin,
-	seqsvrv1connect.StoreServiceUpdateTagProcedure:      Admin,
-	seqsvrv1connect.StoreServiceDeleteTagProcedure:      Admin,
-	seqsvrv1connect.StoreServiceAddMemberProcedure:      Admin,
-	seqsvrv1connect.StoreServiceRemoveMemberProcedure:   Admin,
-	seqsvrv1connect.StoreServiceCreateSpaceProcedure:    Admin,
-	seqsvrv1connect.StoreServiceBackupProcedure:         Admin,
+// Roles is the least role of each procedure a server answers
+// ("/pkg.Service/Method"). It is not written here: each procedure
+// declares its role once, with its handler (routes.Unary, routes.Table's
+// Roles), and the server adds the health and reflection services it
+// mounts itself; Authorizer.SetRoles puts the result in force. A
+// procedure missing from it is refused to every token (Required).
+type Roles map[string]Role
 
-	seqsvrv1connect.AllocServiceNextIDsProcedure:          Client,
-	seqsvrv1connect.AllocServiceNextIDRangesProcedure:     Client,
-	seqsvrv1connect.AllocServiceNextSnowflakeIDsProcedure: Client,
-	seqsvrv1connect.AllocServiceDecodeSnowflakeProcedure:  Client,
-	seqsvrv1connect.AllocServiceStatusProcedure:           Client,
-
-	// SeqService: also what allocsvrs forward to each other, with the
-	// forwarding allocsvr's store token (role alloc), which includes client.
-	seqsvrv1connect.SeqServiceNextSeqProcedure:     Client,
-	seqsvrv1connect.SeqServiceNextSeqsProcedure:    Client,
-	seqsvrv1connect.SeqServiceCurrentSeqsProcedure: Client,
-	seqsvrv1connect.SeqServiceRoutingProcedure:     Client,
-
-	"/grpc.health.v1.Health/Check":                                   Open,
-	"/grpc.health.v1.Health/Watch":                                   Open,
-	"/grpc.reflection.v1.ServerReflection/ServerReflectionInfo":      Client,
-	"/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo": Client,
-}
-
-// LeafRole is the role of the Leaf-style HTTP API (/api/...).
+// LeafRole is the role of the Leaf-style HTTP API: every path under
+// LeafPrefix.
 const LeafRole = Client
+
+// LeafPrefix is where the Leaf-style HTTP API lives: every path under it
+// needs LeafRole, and a refusal there is answered as the Leaf API answers
+// errors (one line of text).
+const LeafPrefix = "/api/"
 
 // noRole is above every role a token can hold: a procedure missing from
 // the table is refused.
 const noRole = Admin + 1
 
-// Required is the minimum role of procedure ("/pkg.Service/Method").
-func Required(procedure string) Role {
-	if r, ok := Procedures[procedure]; ok {
+// Required is the minimum role of procedure ("/pkg.Service/Method"): its
+// role in rs, or one no token holds.
+func (rs Roles) Required(procedure string) Role {
+	if r, ok := rs[procedure]; ok {
 		return r
 	}
 	return noRole

@@ -1,7 +1,8 @@
 // Package routes is the one registration of what a process serves. Each
-// Connect procedure is one Procedure entry: its connect-go handler and,
-// where it has one, its route on the HTTP/1.1 front (package h1, framed by
-// package connectfast). Each plain HTTP route (the Leaf API) is one Route
+// Connect procedure is one Procedure entry: its connect-go handler, the
+// least role a token needs to call it, where it has one its route on the
+// HTTP/1.1 front (package h1, framed by package connectfast), and whether
+// its serving path is under the fault harness's coverage gate (Gated). Each plain HTTP route (the Leaf API) is one Route
 // entry: its net/http handler and, where it has one, its front route. A
 // Table of them gives the views a process mounts (Services and HTTP for
 // net/http, Front for the front), so no procedure is wired twice, and
@@ -14,6 +15,12 @@
 //     idempotency level, so Connect GET works where the proto allows it),
 //     with the process's handler options. Its request and response types
 //     are checked against the descriptor when the entry is made.
+//   - A procedure's role and serving path are declared with it, nowhere
+//     else: Roles (what a server's token checks put in force) and Gated
+//     (what jepsen/cmd/covergate requires a fault scenario to reach) are
+//     derived from the table. A procedure cannot be made without a role
+//     of client, alloc or admin; Gated names functions by their Go
+//     values, so a declaration that names no function does not compile.
 //   - Services refuses a table that registers a procedure twice or leaves
 //     out a method of a service it serves, so a service is whole or the
 //     process does not start.

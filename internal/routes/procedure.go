@@ -12,41 +12,62 @@ import (
 	"google.golang.org/protobuf/reflect/protoregistry"
 	"google.golang.org/protobuf/types/descriptorpb"
 
+	"github.com/seqsvr/seqsvr/internal/auth"
 	"github.com/seqsvr/seqsvr/internal/connectfast"
 )
 
 // Procedure is one Connect procedure as a process serves it.
 type Procedure struct {
 	// Name is the procedure's path, "/seqsvr.v1.AllocService/NextIDs".
-	Name    string
+	Name string
+	// Role is the least role a token needs to call it (auth.Roles, built
+	// by Table.Roles, is every procedure's).
+	Role    auth.Role
 	method  protoreflect.MethodDescriptor
 	handler func(opts []connect.HandlerOption) http.Handler
 	fast    connectfast.Func
 	decline []string // headers whose presence declines a call on the front
+	// handlerFunc is the handler as given, named by Gated.
+	handlerFunc any
+	// gated, when set, puts the procedure under the coverage gate: its
+	// handler, its front route and these functions (see Gated).
+	gated []any
 }
 
-// Unary makes the entry of a unary procedure served by h; procedure is
-// its generated constant (seqsvrv1connect.AllocServiceNextIDsProcedure).
-// It panics when the procedure is not in the linked protobuf descriptors
-// or its types are not Req and Res: a wiring mistake, found at start.
-func Unary[Req, Res any](procedure string, h func(context.Context, *connect.Request[Req]) (*connect.Response[Res], error)) Procedure {
-	md := method(procedure)
-	checkType[Req](procedure, "request", md.Input())
-	checkType[Res](procedure, "response", md.Output())
-	return Procedure{Name: procedure, method: md, handler: func(opts []connect.HandlerOption) http.Handler {
+// Unary makes the entry of a unary procedure that role may call, served
+// by h; procedure is its generated constant
+// (seqsvrv1connect.AllocServiceNextIDsProcedure). It panics when the
+// procedure is not in the linked protobuf descriptors, its types are not
+// Req and Res, or role is not client, alloc or admin (the health service,
+// open, is serve's; a metrics token calls nothing): a wiring mistake,
+// found at start.
+func Unary[Req, Res any](procedure string, role auth.Role, h func(context.Context, *connect.Request[Req]) (*connect.Response[Res], error)) Procedure {
+	md := entry[Req, Res](procedure, role)
+	return Procedure{Name: procedure, Role: role, method: md, handlerFunc: h, handler: func(opts []connect.HandlerOption) http.Handler {
 		return connect.NewUnaryHandler(procedure, h, handlerOptions(md, opts)...)
 	}}
 }
 
-// ServerStream makes the entry of a server-streaming procedure served by
-// h (StoreService.Backup); it panics as Unary does. It has no front route.
-func ServerStream[Req, Res any](procedure string, h func(context.Context, *connect.Request[Req], *connect.ServerStream[Res]) error) Procedure {
+// ServerStream makes the entry of a server-streaming procedure that role
+// may call, served by h (StoreService.Backup); it panics as Unary does.
+// It has no front route.
+func ServerStream[Req, Res any](procedure string, role auth.Role, h func(context.Context, *connect.Request[Req], *connect.ServerStream[Res]) error) Procedure {
+	md := entry[Req, Res](procedure, role)
+	return Procedure{Name: procedure, Role: role, method: md, handlerFunc: h, handler: func(opts []connect.HandlerOption) http.Handler {
+		return connect.NewServerStreamHandler(procedure, h, handlerOptions(md, opts)...)
+	}}
+}
+
+// entry checks what Unary and ServerStream are given and returns the
+// procedure's descriptor.
+func entry[Req, Res any](procedure string, role auth.Role) protoreflect.MethodDescriptor {
 	md := method(procedure)
 	checkType[Req](procedure, "request", md.Input())
 	checkType[Res](procedure, "response", md.Output())
-	return Procedure{Name: procedure, method: md, handler: func(opts []connect.HandlerOption) http.Handler {
-		return connect.NewServerStreamHandler(procedure, h, handlerOptions(md, opts)...)
-	}}
+	if role < auth.Client || role > auth.Admin {
+		panic(fmt.Sprintf("routes: %s has role %v: a procedure needs client, alloc or admin", procedure, role))
+	}
+	return md
 }
 
 // handlerOptions are a procedure's connect-go options: its schema, its
@@ -65,6 +86,16 @@ func handlerOptions(md protoreflect.MethodDescriptor, opts []connect.HandlerOpti
 // runs.
 func (p Procedure) WithFast(f connectfast.Func, declineHeaders ...string) Procedure {
 	p.fast, p.decline = f, declineHeaders
+	return p
+}
+
+// Gated puts the procedure's serving path under the coverage gate of the
+// fault harness (Table.Gated): its handler, its front route if it has
+// one, and fns, the other named functions every call of it runs through
+// (functions or method values; a method of another type by its method
+// expression).
+func (p Procedure) Gated(fns ...any) Procedure {
+	p.gated = append([]any{p.handlerFunc}, fns...)
 	return p
 }
 

@@ -21,6 +21,11 @@ type Route struct {
 	// guarantees). Like any h1.Handler it either answers or returns false
 	// having done nothing.
 	Fast func(req *h1.Request, rest []byte, resp *h1.Response) bool
+	// Gated, when set, puts the route's serving path under the coverage
+	// gate of the fault harness (Table.Gated): the named functions every
+	// call of it runs through (functions or method values, not closures).
+	// Its role is the Leaf API's (auth.LeafRole), from its path.
+	Gated []any
 }
 
 // FrontPattern is the h1.Mux pattern the route's Fast is mounted at: the

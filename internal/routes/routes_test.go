@@ -16,6 +16,7 @@ import (
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
+	"github.com/seqsvr/seqsvr/internal/auth"
 	"github.com/seqsvr/seqsvr/internal/connectfast"
 	"github.com/seqsvr/seqsvr/internal/errs"
 	"github.com/seqsvr/seqsvr/internal/h1"
@@ -82,11 +83,11 @@ func table(*testing.T) routes.Table {
 	pair := func(a, b []byte) string { return "a=" + string(a) + " b=" + string(b) + "\n" }
 	return routes.Table{
 		Procedures: []routes.Procedure{
-			routes.Unary(seqsvrv1connect.AllocServiceNextIDsProcedure, s.NextIDs).WithFast(nextIDsFast, "X-Decline"),
-			routes.Unary(seqsvrv1connect.AllocServiceNextIDRangesProcedure, s.NextIDRanges),
-			routes.Unary(seqsvrv1connect.AllocServiceNextSnowflakeIDsProcedure, s.NextSnowflakeIDs),
-			routes.Unary(seqsvrv1connect.AllocServiceDecodeSnowflakeProcedure, s.DecodeSnowflake),
-			routes.Unary(seqsvrv1connect.AllocServiceStatusProcedure, s.Status),
+			routes.Unary(seqsvrv1connect.AllocServiceNextIDsProcedure, auth.Client, s.NextIDs).WithFast(nextIDsFast, "X-Decline"),
+			routes.Unary(seqsvrv1connect.AllocServiceNextIDRangesProcedure, auth.Client, s.NextIDRanges),
+			routes.Unary(seqsvrv1connect.AllocServiceNextSnowflakeIDsProcedure, auth.Client, s.NextSnowflakeIDs),
+			routes.Unary(seqsvrv1connect.AllocServiceDecodeSnowflakeProcedure, auth.Client, s.DecodeSnowflake),
+			routes.Unary(seqsvrv1connect.AllocServiceStatusProcedure, auth.Client, s.Status),
 		},
 		Routes: []routes.Route{{
 			Pattern: "GET /r/{a}/{b}",
@@ -188,10 +189,30 @@ func TestTableRefusesWiringMistakes(t *testing.T) {
 		},
 		"missing": func() { routes.Table{Procedures: full.Procedures[1:]}.Services() },
 		"wrong types": func() {
-			routes.Unary(seqsvrv1connect.AllocServiceNextIDsProcedure, stub{}.Status)
+			routes.Unary(seqsvrv1connect.AllocServiceNextIDsProcedure, auth.Client, stub{}.Status)
 		},
 		"no descriptor": func() {
-			routes.Unary("/seqsvr.v1.AllocService/Nope", stub{}.Status)
+			routes.Unary("/seqsvr.v1.AllocService/Nope", auth.Client, stub{}.Status)
+		},
+		"open procedure": func() {
+			routes.Unary(seqsvrv1connect.AllocServiceStatusProcedure, auth.Open, stub{}.Status)
+		},
+		"metrics procedure": func() {
+			routes.Unary(seqsvrv1connect.AllocServiceStatusProcedure, auth.Metrics, stub{}.Status)
+		},
+		"two roles": func() {
+			routes.Table{Procedures: []routes.Procedure{
+				routes.Unary(seqsvrv1connect.AllocServiceStatusProcedure, auth.Client, stub{}.Status),
+				routes.Unary(seqsvrv1connect.AllocServiceStatusProcedure, auth.Admin, stub{}.Status),
+			}}.Roles()
+		},
+		"gated closure": func() {
+			routes.Table{Procedures: []routes.Procedure{
+				routes.Unary(seqsvrv1connect.AllocServiceStatusProcedure, auth.Client, stub{}.Status).Gated(func() {}),
+			}}.Gated()
+		},
+		"gated non-function": func() {
+			routes.Table{Routes: []routes.Route{{Pattern: "GET /r", Gated: []any{"ids"}}}}.Gated()
 		},
 		"route twice": func() {
 			routes.Table{Routes: append(full.Routes, full.Routes[0])}.HTTP()
@@ -208,5 +229,42 @@ func TestTableRefusesWiringMistakes(t *testing.T) {
 			}()
 			build()
 		})
+	}
+}
+
+// A table's roles are its procedures' as declared, and nothing else.
+func TestTableRoles(t *testing.T) {
+	rs := table(t).Roles()
+	if len(rs) != 5 || rs[seqsvrv1connect.AllocServiceNextIDsProcedure] != auth.Client {
+		t.Fatalf("Roles() = %v", rs)
+	}
+}
+
+// Gated names each declared function as the coverage profile does, once,
+// in declaration order: a gated procedure's handler, its front route and
+// its functions; a route's functions; and the front's wildcard checks
+// when a front route has wildcards.
+func TestTableGated(t *testing.T) {
+	var s stub
+	tb := routes.Table{
+		Procedures: []routes.Procedure{
+			routes.Unary(seqsvrv1connect.AllocServiceNextIDsProcedure, auth.Client, s.NextIDs).WithFast(nextIDsFast).Gated(ids, ids),
+			routes.Unary(seqsvrv1connect.AllocServiceStatusProcedure, auth.Client, s.Status),
+			routes.Unary(seqsvrv1connect.AllocServiceNextIDRangesProcedure, auth.Client, (&s).NextIDRanges).Gated(),
+		},
+		Routes: []routes.Route{{Pattern: "GET /r/{a}", Fast: table(t).Routes[0].Fast, Gated: []any{routestest.Connect}}},
+	}
+	want := []routes.GatedFunc{
+		{Pkg: "internal/routes_test", Func: "stub.NextIDs"},
+		{Pkg: "internal/routes_test", Func: "nextIDsFast"},
+		{Pkg: "internal/routes_test", Func: "ids"},
+		// stub's NextIDRanges is the generated Unimplemented one.
+		{Pkg: "gen/seqsvr/v1/seqsvrv1connect", Func: "UnimplementedAllocServiceHandler.NextIDRanges"},
+		{Pkg: "internal/routes/routestest", Func: "Connect"},
+		{Pkg: "internal/routes", Func: "segments"},
+		{Pkg: "internal/routes", Func: "unreserved"},
+	}
+	if got := tb.Gated(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("Gated() =\n%v\nwant\n%v", got, want)
 	}
 }

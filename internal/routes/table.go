@@ -7,6 +7,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/seqsvr/seqsvr/internal/auth"
 	"github.com/seqsvr/seqsvr/internal/connectfast"
 	"github.com/seqsvr/seqsvr/internal/h1"
 )
@@ -26,6 +27,21 @@ type Table struct {
 func (t Table) Add(u Table) Table {
 	return Table{Procedures: append(t.Procedures[:len(t.Procedures):len(t.Procedures)], u.Procedures...),
 		Routes: append(t.Routes[:len(t.Routes):len(t.Routes)], u.Routes...)}
+}
+
+// Roles is the least role of every procedure of the table, as declared
+// with it (Unary, ServerStream): what a server's token checks need
+// (auth.Authorizer.SetRoles). It panics on a procedure declared twice
+// with two roles.
+func (t Table) Roles() auth.Roles {
+	out := make(auth.Roles, len(t.Procedures))
+	for _, p := range t.Procedures {
+		if r, dup := out[p.Name]; dup && r != p.Role {
+			panic(fmt.Sprintf("routes: %s declared with roles %v and %v", p.Name, r, p.Role))
+		}
+		out[p.Name] = p.Role
+	}
+	return out
 }
 
 // Service is one Connect service to mount on net/http: its full proto

@@ -11,7 +11,7 @@ import (
 	"github.com/seqsvr/seqsvr/internal/rpcmetrics"
 )
 
-// gate checks the token of every guarded request (auth.GateRole) on its
+// gate checks the token of every guarded request (auth.PathRole) on its
 // headers, before its handler runs, so connect-go never reads the body
 // of a call it would refuse: a refusal is answered at once, in the
 // caller's protocol (Connect unary as JSON, Connect streaming, gRPC and
@@ -29,14 +29,14 @@ func gate(a *auth.Authorizer, m *rpcmetrics.Metrics, next http.Handler) http.Han
 	}
 	ew := connect.NewErrorWriter()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		need, guarded := auth.GateRole(r.URL.Path)
+		need, guarded := auth.PathRole(a.Roles(), r.URL.Path)
 		if !guarded || r.Method == http.MethodOptions {
 			next.ServeHTTP(w, r) // CORS preflights carry no token
 			return
 		}
 		if _, err := a.CheckRole(r.Header.Get("Authorization"), need, r.URL.Path); err != nil {
 			auth.CloseAfterRefusal(w, r)
-			if isLeaf(r.URL.Path) {
+			if auth.IsLeaf(r.URL.Path) {
 				auth.WriteLeafRefusal(w, err)
 				return
 			}
@@ -64,5 +64,3 @@ func protocol(r *http.Request) string {
 		return connect.ProtocolConnect
 	}
 }
-
-func isLeaf(path string) bool { return len(path) >= 5 && path[:5] == "/api/" }

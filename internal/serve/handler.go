@@ -115,7 +115,10 @@ func NewHandler(o Options) http.Handler {
 
 	for pattern, h := range o.Routes {
 		// The token before the size: a caller without one is told so
-		// before its body is looked at.
+		// before its body is looked at. The gate has already refused a
+		// Leaf path (auth.LeafPrefix) on its headers; this check stays
+		// because a route's pattern may lie outside that prefix, where
+		// the gate does not look.
 		mux.Handle(pattern, o.Auth.Leaf(limitBody(h, o.MaxBodyBytes)))
 	}
 	if o.Page != "" {

@@ -18,7 +18,6 @@ import (
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
 	"github.com/seqsvr/seqsvr/internal/auth"
 	"github.com/seqsvr/seqsvr/internal/h1"
-	"github.com/seqsvr/seqsvr/internal/routes"
 )
 
 const (
@@ -39,11 +38,9 @@ func runLimited(t *testing.T, fast bool, l Limits) string {
 	addr := make(chan string, 1)
 	p := testProcess(fast, func(_ context.Context, env Env) (*App, error) {
 		addr <- env.Addr
-		svc, h := seqsvrv1connect.NewAllocServiceHandler(&allocStub{}, env.ConnectOptions...)
 		var m h1.Mux
 		m.Handle(seqsvrv1connect.AllocServiceNextIDsProcedure, h1.HandlerFunc(func(*h1.Request, *h1.Response) bool { return false }))
-		return &App{Handler: Options{Services: []routes.Service{{Name: seqsvrv1connect.AllocServiceName, Path: svc, Handler: h}}, Routes: protoEcho()},
-			Fast: &m}, nil
+		return &App{Routes: allocTable(&allocStub{}, nil), Handler: Options{Routes: protoEcho()}, Fast: &m}, nil
 	})
 	p.Common.Security.AuthFile, p.Common.Limits = path, l
 	ctx, cancel := context.WithCancel(context.Background())

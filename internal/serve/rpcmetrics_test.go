@@ -12,6 +12,7 @@ import (
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/gen/seqsvr/v1/seqsvrv1connect"
+	"github.com/seqsvr/seqsvr/internal/auth"
 	"github.com/seqsvr/seqsvr/internal/connectfast"
 	"github.com/seqsvr/seqsvr/internal/routes"
 	"github.com/seqsvr/seqsvr/web"
@@ -23,6 +24,18 @@ type allocStub struct {
 	seqsvrv1connect.UnimplementedAllocServiceHandler
 	mu      sync.Mutex
 	methods []string
+}
+
+// allocTable is AllocService served by stub, NextIDs on the front by fast
+// (none when nil), every procedure open to role client.
+func allocTable(stub *allocStub, fast connectfast.Func) routes.Table {
+	return routes.Table{Procedures: []routes.Procedure{
+		routes.Unary(seqsvrv1connect.AllocServiceNextIDsProcedure, auth.Client, stub.NextIDs).WithFast(fast),
+		routes.Unary(seqsvrv1connect.AllocServiceNextIDRangesProcedure, auth.Client, stub.NextIDRanges),
+		routes.Unary(seqsvrv1connect.AllocServiceNextSnowflakeIDsProcedure, auth.Client, stub.NextSnowflakeIDs),
+		routes.Unary(seqsvrv1connect.AllocServiceDecodeSnowflakeProcedure, auth.Client, stub.DecodeSnowflake),
+		routes.Unary(seqsvrv1connect.AllocServiceStatusProcedure, auth.Client, stub.Status),
+	}}
 }
 
 func (s *allocStub) NextIDs(_ context.Context, req *connect.Request[seqsvrv1.NextIDsRequest]) (*connect.Response[seqsvrv1.NextIDsResponse], error) {
@@ -64,13 +77,7 @@ func TestRunRPCMetricsAndConnectGET(t *testing.T) {
 				return []byte{0x0a, 0x01, 0x07}, nil // ids: [7]
 			}
 			return &App{
-				Routes: routes.Table{Procedures: []routes.Procedure{
-					routes.Unary(seqsvrv1connect.AllocServiceNextIDsProcedure, stub.NextIDs).WithFast(fast),
-					routes.Unary(seqsvrv1connect.AllocServiceNextIDRangesProcedure, stub.NextIDRanges),
-					routes.Unary(seqsvrv1connect.AllocServiceNextSnowflakeIDsProcedure, stub.NextSnowflakeIDs),
-					routes.Unary(seqsvrv1connect.AllocServiceDecodeSnowflakeProcedure, stub.DecodeSnowflake),
-					routes.Unary(seqsvrv1connect.AllocServiceStatusProcedure, stub.Status),
-				}},
+				Routes:  allocTable(stub, fast),
 				Handler: Options{Page: web.AllocPage},
 			}, nil
 		}))

@@ -217,10 +217,14 @@ func open(ctx, stop context.Context, p Process, srv *Server, reg *prometheus.Reg
 	env := Env{Addr: srv.Addr(), Logger: logger, Registry: reg, Fatal: end,
 		ConnectOptions: copts, Auth: sec.auth, TLSKeys: sec.keys, Scheme: "http", Stop: stop}
 	if sec.auth != nil {
+		// The gate (NewHandler) checks every request on its headers
+		// first; the interceptor is connect-go's own check, so a service
+		// built with these options is guarded wherever it is mounted.
 		env.ConnectOptions = append(env.ConnectOptions, connect.WithInterceptors(sec.auth.Interceptor()))
 	}
 	env.ServeWhileStarting = func(t routes.Table, ready func(context.Context) error) {
 		rpcm.Add(procedureNames(t)...)
+		sec.auth.SetRoles(roles(t))
 		srv.SetHandler(startingHandler(t, ready, env.ConnectOptions, sec, reg, rpcm, p.Common.MaxBodyBytes, logger))
 	}
 	if sec.tls {
@@ -231,6 +235,7 @@ func open(ctx, stop context.Context, p Process, srv *Server, reg *prometheus.Reg
 		return nil, err
 	}
 	rpcm.Add(procedureNames(app.Routes)...)
+	sec.auth.SetRoles(roles(app.Routes))
 	o := app.Handler
 	o.Logger, o.Gatherer, o.Auth, o.RPCMetrics = logger, reg, sec.auth, rpcm
 	fast := mount(&o, app, env.ConnectOptions, p.Common.MaxBodyBytes, logger)

@@ -146,8 +146,14 @@ func (s *Server) serveFast(req *h1.Request, resp *h1.Response) bool {
 	if h == nil {
 		return false
 	}
-	if a := s.auth.Load(); a != nil && !allows(a, req, auth.PathRole(req.Path)) {
-		return false
+	// The token is checked here for every request the front would answer:
+	// admit is asked only about heads whose body is still coming, so a
+	// bodiless GET or a body that came with its head never meets it. A
+	// path no token guards is net/http's.
+	if a := s.auth.Load(); a != nil {
+		if guarded, ok := frontCheck(a, req); !guarded || !ok {
+			return false
+		}
 	}
 	return (*h).ServeH1(req, resp)
 }
@@ -160,8 +166,17 @@ func (s *Server) admit(req *h1.Request) bool {
 	if a == nil {
 		return true
 	}
-	need, guarded := auth.GateRole(string(req.Path))
-	return !guarded || string(req.Method) == http.MethodOptions || allows(a, req, need)
+	guarded, ok := frontCheck(a, req)
+	return !guarded || string(req.Method) == http.MethodOptions || ok
+}
+
+// frontCheck is the front's one token check (serveFast and admit ask it):
+// whether req's path is guarded (auth.PathRole, the rule net/http's gate
+// follows) and whether its token is allowed there, on the connection's
+// memo, so asking twice about one request costs one lookup.
+func frontCheck(a *auth.Authorizer, req *h1.Request) (guarded, ok bool) {
+	need, guarded := auth.PathRole(a.Roles(), req.Path)
+	return guarded, allows(a, req, need)
 }
 
 // allows checks req's token for need, on the connection's memo.

@@ -1,11 +1,12 @@
 // Command covergate is the coverage gate of `make jepsen`: it reads the
 // per-function figures `go tool covdata func` wrote for the run's
 // instrumented servers (jepsen/cover.sh's DIR.func.txt) and fails when a
-// function of alloc.GatedPaths (alloc.ServingPaths, the paths that hand
-// out IDs, and alloc.AnswerPaths, those that answer without: the store's
-// reads, the Leaf routes' 405), kept next to the routes, was reached by
-// no scenario, or is not in the profile at all (renamed or moved: the
-// list needs fixing).
+// function on a serving path was reached by no scenario, or is not in the
+// profile at all (renamed or moved: the declaration needs fixing). The
+// serving paths are not listed here: each procedure and Leaf route
+// declares its own with its handler (routes.Procedure.Gated, Route.Gated:
+// the paths that hand out IDs, and those that answer without, the store's
+// reads and the Leaf routes' 405), and tables() gathers them.
 //
 //	go run ./jepsen/cmd/covergate jepsen/results/cover-<time>.func.txt
 //
@@ -22,7 +23,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/seqsvr/seqsvr/alloc"
+	"github.com/seqsvr/seqsvr/internal/routes"
 )
 
 const module = "github.com/seqsvr/seqsvr/"
@@ -38,12 +39,12 @@ func main() {
 		os.Exit(2)
 	}
 	defer f.Close()
-	os.Exit(gate(f, os.Stdout, alloc.GatedPaths()))
+	os.Exit(gate(f, os.Stdout, tables().Gated()))
 }
 
 // gate writes the report of list against the covdata func figures in
 // in, and returns the exit code: 0 when every function was reached.
-func gate(in io.Reader, out io.Writer, list []alloc.ServingPath) int {
+func gate(in io.Reader, out io.Writer, list []routes.GatedFunc) int {
 	figures, err := parse(in)
 	if err != nil {
 		fmt.Fprintln(out, "covergate:", err)
@@ -54,7 +55,7 @@ func gate(in io.Reader, out io.Writer, list []alloc.ServingPath) int {
 		pct, ok := figures[e]
 		switch {
 		case !ok:
-			bad = append(bad, fmt.Sprintf("%s %s: not in the coverage profile (renamed or moved? fix alloc/servingpaths.go)", e.Pkg, e.Func))
+			bad = append(bad, fmt.Sprintf("%s %s: not in the coverage profile (renamed or moved? fix its Gated declaration in the routes table)", e.Pkg, e.Func))
 		case pct == 0:
 			bad = append(bad, fmt.Sprintf("%s %s: reached by no scenario", e.Pkg, e.Func))
 		default:
@@ -75,8 +76,8 @@ func gate(in io.Reader, out io.Writer, list []alloc.ServingPath) int {
 // parse reads lines "module/dir/file.go:LINE:  FUNC  PCT%" into the
 // highest figure per (dir, FUNC): a function defined in two files of
 // different build tags appears once per file compiled.
-func parse(in io.Reader) (map[alloc.ServingPath]float64, error) {
-	out := map[alloc.ServingPath]float64{}
+func parse(in io.Reader) (map[routes.GatedFunc]float64, error) {
+	out := map[routes.GatedFunc]float64{}
 	sc := bufio.NewScanner(in)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
@@ -92,7 +93,7 @@ func parse(in io.Reader) (map[alloc.ServingPath]float64, error) {
 		if err != nil {
 			return nil, fmt.Errorf("line %q: %v", sc.Text(), err)
 		}
-		k := alloc.ServingPath{Pkg: path.Dir(rel), Func: fields[1]}
+		k := routes.GatedFunc{Pkg: path.Dir(rel), Func: fields[1]}
 		out[k] = max(out[k], pct)
 	}
 	if err := sc.Err(); err != nil {
