@@ -208,7 +208,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	env := &nemesis.Env{C: c, Log: nlog, Net: net, ElectionTimeout: ElectionTimeout, LeaseTTL: cfg.LeaseTTL, SeqLeaseTTL: cfg.SeqLeaseTTL,
 		SnowflakeFenceMargin: snowflakeFenceMargin, SnowflakeMaxClockOffset: snowflakeMaxClockOffset,
 		SeqSpace: seqSpace, AddAlloc: w.addAlloc, RemoveAlloc: w.removeAlloc, OperatorTags: w.allocTags,
-		Reserve: w.nemesisReserve, Resend: w.nemesisResend, LastSnowflakeMs: w.lastSnowflakeMs, BackupDir: filepath.Join(out, "backups")}
+		Reserve: w.nemesisReserve, Resend: w.nemesisResend, LastSnowflakeMs: w.lastSnowflakeMs, Snowflake: w.nemesisSnowflake, BackupDir: filepath.Join(out, "backups")}
 	probeClient := cfg.StoreWorkers + cfg.AllocWorkers + cfg.TagWorkers + cfg.SeqWorkers
 	var probeMu sync.Mutex
 	env.AfterResume = func(p *launch.Proc) {

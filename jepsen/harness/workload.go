@@ -323,6 +323,27 @@ func (w *workload) nemesisResend(ctx context.Context, p *launch.Proc, orig *hist
 	return w.resend(cctx, client, p, orig, across)
 }
 
+// nemesisSnowflake is Env.Snowflake: one snowflake ID through p over
+// connect-go and HTTP/2, with a short deadline, so a probe of a process
+// that stopped answering does not hold the window up.
+func (w *workload) nemesisSnowflake(ctx context.Context, p *launch.Proc) *history.Op {
+	client := nemesisClientBase + int(w.nemesisClients.Add(1))
+	cctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	op := w.begin(client, history.Snowflake, "", p)
+	op.Count, op.Path = 1, history.PathH2
+	resp, err := w.c.AllocClient(p).NextSnowflakeIDs(cctx, connect.NewRequest(&seqsvrv1.NextSnowflakeIDsRequest{Count: 1}))
+	if err == nil {
+		op.IDs = resp.Msg.GetIds()
+	}
+	w.end(op, p, err)
+	w.noteSnowflake(op, p)
+	return op
+}
+
+// probeTimeout bounds one probe of Env.Snowflake.
+const probeTimeout = 300 * time.Millisecond
+
 // nemesisClientBase numbers the nemesis's calls above every worker's.
 const nemesisClientBase = 1_000_000
 

@@ -82,6 +82,8 @@ func skewedTakeover(ctx context.Context, e *Env, r *rand.Rand) error {
 		return err
 	}
 	cut := time.Now()
+	stopOld := e.probeSnowflake(ctx, a)
+	defer stopOld()
 	e.Log.Inject(name, a.Name, "clock %+v, cut from all stores: serves until its own fence", ahead)
 	// Start the twin before the lease ends: it retries its registration
 	// (every 100 ms) until the store lets it take over, so it takes the
@@ -96,7 +98,10 @@ func skewedTakeover(ctx context.Context, e *Env, r *rand.Rand) error {
 	if twin != nil {
 		e.Log.Inject(name, twin.Name, "twin with clock %v ready %s after the cut; takes --node-id %s's worker ID over once the lease expires",
 			behind, time.Since(cut).Round(time.Millisecond), a.NodeID)
+		stopTwin := e.probeSnowflake(ctx, twin)
 		hold(ctx, r, 2*time.Second, 3*time.Second)
+		stopTwin()
+		stopOld()
 		if side == Outside {
 			e.Log.MarginRefused(name, twin.Name, MarginSnowflakeClock, -behind, tol, RefusesSnowflake, since)
 		} else {

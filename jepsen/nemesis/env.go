@@ -52,6 +52,10 @@ type Env struct {
 	// through p and records it as history.Resend, marked with across.
 	Reserve func(ctx context.Context, p *launch.Proc) *history.Op
 	Resend  func(ctx context.Context, p *launch.Proc, orig *history.Op, across string) *history.Op
+	// Snowflake makes (and records) one NextSnowflakeIDs call of one ID
+	// through p: the aimed faults probe both holders of a worker ID with
+	// it at the moment their margin is at stake (probe.go).
+	Snowflake func(ctx context.Context, p *launch.Proc) *history.Op
 	// LastSnowflakeMs is the timestamp (unix ms) of the largest snowflake
 	// ID p returned in its latest lifetime, from the history.
 	LastSnowflakeMs func(p *launch.Proc) (int64, bool)

@@ -51,6 +51,8 @@ func fenceSkewTakeover(ctx context.Context, e *Env, r *rand.Rand) error {
 		return err
 	}
 	cut := time.Now()
+	stopOld := e.probeSnowflake(ctx, a)
+	defer stopOld()
 	heal := func() {
 		for _, s := range e.C.Stores {
 			if s.Running() {
@@ -85,7 +87,10 @@ func fenceSkewTakeover(ctx context.Context, e *Env, r *rand.Rand) error {
 	if twin != nil {
 		e.Log.Inject(name, twin.Name, "twin with clock %v ready %s after the cut; takes --node-id %s's worker ID over once the lease expires",
 			step, time.Since(cut).Round(time.Millisecond), a.NodeID)
+		stopTwin := e.probeSnowflake(ctx, twin)
 		hold(ctx, r, 2*time.Second, 3*time.Second)
+		stopTwin()
+		stopOld()
 		e.stopTwin(twin)
 	}
 	heal()
