@@ -77,8 +77,8 @@ var wantAlerts = []string{
 }
 
 // runbookBase is where every runbook_url points: an anchor of
-// docs/operations.md, one section per alert.
-const runbookBase = "https://github.com/seqsvr/seqsvr/blob/main/docs/operations.md#"
+// docs/alerts.md, one section per alert.
+const runbookBase = "https://github.com/seqsvr/seqsvr/blob/main/docs/alerts.md#"
 
 // markdownAnchors are the anchors GitHub makes of a Markdown file's
 // headings: lower case, punctuation but - and _ dropped, spaces to -.
@@ -105,9 +105,9 @@ var staticAnnotations = []string{"description", "runbook_url"}
 
 // TestAlertRulesHaveRunbooks: every alert has a summary, a description, a
 // severity routing knows (critical or warning) and a runbook_url to its
-// own section of docs/operations.md, which must exist.
+// own section of docs/alerts.md, which must exist.
 func TestAlertRulesHaveRunbooks(t *testing.T) {
-	anchors := markdownAnchors(t, "../docs/operations.md")
+	anchors := markdownAnchors(t, "../docs/alerts.md")
 	have := map[string]bool{}
 	for _, r := range readRules(t) {
 		have[r.Alert] = true
@@ -130,10 +130,10 @@ func TestAlertRulesHaveRunbooks(t *testing.T) {
 		}
 		anchor, ok := strings.CutPrefix(r.Annotations["runbook_url"], runbookBase)
 		if !ok || anchor != strings.ToLower(r.Alert) || !anchors[anchor] {
-			t.Errorf("%s: runbook_url %q, want %s%s, a heading of docs/operations.md", r.Alert, r.Annotations["runbook_url"], runbookBase, strings.ToLower(r.Alert))
+			t.Errorf("%s: runbook_url %q, want %s%s, a heading of docs/alerts.md", r.Alert, r.Annotations["runbook_url"], runbookBase, strings.ToLower(r.Alert))
 		}
 		if _, ok := r.Annotations["runbook"]; ok {
-			t.Errorf("%s: an inline runbook; the runbook is docs/operations.md's section (runbook_url)", r.Alert)
+			t.Errorf("%s: an inline runbook; the runbook is docs/alerts.md's section (runbook_url)", r.Alert)
 		}
 	}
 	for _, a := range wantAlerts {

@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// runStatefulSetRecover runs docs/operations.md's Kubernetes quorum-loss
+// runStatefulSetRecover runs docs/deploy.md's Kubernetes quorum-loss
 // and scale-down runbooks on the StatefulSet's pods: a 4-pod cluster
 // scales down to 3 (seqctl member remove, the pod stopped, its PVC
 // deleted); then two pods and their PVCs are lost for good, storesvr-0

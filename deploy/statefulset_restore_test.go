@@ -118,7 +118,7 @@ func (p *stsPods) waitMembers(ctx context.Context, n int) (clusterID string) {
 	}
 }
 
-// runStatefulSetRestore runs docs/operations.md's Kubernetes restore
+// runStatefulSetRestore runs docs/deploy.md's Kubernetes restore
 // runbook on the StatefulSet's pods: a cluster reserves IDs, the backup
 // CronJob's container runs once against it (runBackupCronJob), and it is
 // backed up with seqctl from outside; the StatefulSet is scaled to 0 and its

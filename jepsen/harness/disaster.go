@@ -132,7 +132,7 @@ func linearizableFirst(ops []*history.Op, outDir string, events []nemesis.Event)
 
 // idempotentPerCluster is checker.Idempotent with each request_id taken
 // per cluster: a restore or a recovery drops the request_id records (a
-// backup leaves them out; docs/operations.md), so a re-send answered by a
+// backup leaves them out; docs/disaster-recovery.md), so a re-send answered by a
 // later cluster reserves anew, below nothing it could collide with (the
 // jump). An operation belongs to the cluster that answered it: the number
 // of restores begun before its return.

@@ -45,7 +45,7 @@ const (
 // shelf holds the backups of the current cluster, oldest first. A
 // restore or a recovery empties it: a backup of an earlier cluster is
 // older than the jump that started this one, and restoring it again would
-// jump to about where this cluster started (docs/operations.md).
+// jump to about where this cluster started (docs/disaster-recovery.md).
 type shelf struct {
 	mu    sync.Mutex
 	files []string
@@ -298,7 +298,7 @@ func joinOthers(ctx context.Context, e *Env, first *launch.Proc) error {
 }
 
 // waitLeases waits until the restored cluster grants leases again (the
-// lease wait after start, docs/operations.md "Leases") and one per-key
+// lease wait after start, docs/disaster-recovery.md "Leases") and one per-key
 // lease more, so the heal marks when the allocsvrs may serve again, not
 // when the stores are up.
 func waitLeases(ctx context.Context, e *Env, start time.Time) {

@@ -40,7 +40,7 @@ import (
 
 // storeLeaseMargin is the storesvr's slack on top of the longest lease
 // TTL before a restored cluster grants leases (cmd/storesvr leaseMargin,
-// docs/operations.md "Leases").
+// docs/disaster-recovery.md "Leases").
 const storeLeaseMargin = 2 * time.Second
 
 // restoreLeaseWait is the restored cluster's wait for the lost cluster's
