@@ -24,7 +24,7 @@ import (
 //
 // So: the store followers' clocks go ahead by 0.9 of A's margin (the old
 // leader's stays true: every pair of members agrees within the margin, as
-// docs/design.md assumes); A is cut off from every store right after it
+// docs/design-seq.md assumes); A is cut off from every store right after it
 // received a heartbeat's answer (clients still reach it, and it serves
 // until its own fence); the leader is stopped with SIGTERM, which hands
 // leadership to a follower, so a skewed member leads long before A's
