@@ -115,7 +115,7 @@ var allCheckers = []string{
 	checker.RaftLogsName, checker.SegmentUnique, checker.SegmentMonotonic, checker.SegmentWithinReserved,
 	checker.SnowflakeUnique, checker.SnowflakeMonotonic, checker.SnowflakeTimeline, checker.SnowflakeExclusive,
 	checker.SnowflakeDecoded, checker.SeqOrderName, checker.SeqUniqueName, checker.IdempotentName, checker.SegmentNoBurned,
-	checker.ListingsName, checker.SpaceReadsName, checker.LeafMethodsName, checker.SeqAvailabilityName,
+	checker.ListingsName, checker.SpaceReadsName, checker.LeafMethodsName, checker.MarginRefusalsName, checker.SeqAvailabilityName,
 }
 
 func names(vs []Verdict) []string {
