@@ -44,8 +44,9 @@ const twinRenew = "100ms"
 // (--snowflake-max-clock-offset, MarginSnowflakeClock): every other
 // injection puts both clocks 10% inside it (the old holder ahead, the twin
 // behind), where the takeover floor alone keeps the twin's timestamps
-// above the old holder's; the others put the twin's 10% outside it, where
-// registration must refuse the twin, so it issues no snowflake ID (the
+// above the old holder's; the others put the twin's 10% outside what
+// registration is sure to refuse (the tolerance plus the measurement's
+// error, a quarter of it), where it must refuse the twin, so it issues no snowflake ID (the
 // margin-claims checker reads the margin event's window). It needs
 // namespaces (the old holder must keep serving, cut off from the store,
 // until its own fence); without them it skips.
@@ -69,7 +70,14 @@ func skewedTakeover(ctx context.Context, e *Env, r *rand.Rand) error {
 		side = Outside
 	}
 	e.skewedRuns++
-	ahead, behind := Aim(tol, Inside), -Aim(tol, side)
+	// Registration measures the offset to within half a round trip, and
+	// trusts no round trip over half the tolerance: what it is sure to
+	// refuse starts a quarter of the tolerance past it.
+	limit := tol
+	if side == Outside {
+		limit = tol + tol/4
+	}
+	ahead, behind := Aim(tol, Inside), -Aim(limit, side)
 	if err := e.SetClock(ctx, a, ahead); err != nil {
 		e.Log.Error(name, a.Name, err)
 		return nil
@@ -103,7 +111,7 @@ func skewedTakeover(ctx context.Context, e *Env, r *rand.Rand) error {
 		stopTwin()
 		stopOld()
 		if side == Outside {
-			e.Log.MarginRefused(name, twin.Name, MarginSnowflakeClock, -behind, tol, RefusesSnowflake, since)
+			e.Log.MarginRefused(name, twin.Name, MarginSnowflakeClock, -behind, limit, RefusesSnowflake, since)
 		} else {
 			e.Log.Margin(name, twin.Name, MarginSnowflakeClock, side, -behind, tol)
 			// The two holders' clocks differ by 90% of the most the
