@@ -12,12 +12,13 @@ import (
 // TestDisasterSmoke is the short disaster run of `make test`: backups
 // under load, the whole store restored from the oldest one, a quorum
 // lost and recovered; every checker must pass over the history of every
-// cluster.
+// cluster. 40 s: the restore alone takes the 10 s lease wait and one
+// 8 s per-key lease before the quorum loss may begin.
 func TestDisasterSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: real-process fault run")
 	}
-	rep := runCfg(t, Disaster(35*time.Second))
+	rep := runCfg(t, Disaster(40*time.Second))
 	for _, f := range []string{nemesis.RestoreOldest, nemesis.QuorumLoss} {
 		if rep.Faults[f] == 0 {
 			t.Errorf("no %s in the run: %v", f, rep.Faults)
