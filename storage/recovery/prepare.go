@@ -26,8 +26,9 @@ type Options struct {
 	// leader's).
 	Start time.Time
 	// LeaseWait is how long after Start every lease of the lost cluster
-	// has surely ended: the longest lease TTL plus the allocsvrs' fence
-	// margin.
+	// has surely ended: the longest lease TTL plus a margin for the clocks
+	// (storesvr's leaseMargin, 2 s); an allocsvr stops serving under a
+	// lease within one TTL of its last renewal, which was before Start.
 	LeaseWait time.Duration
 	// ClusterID is the new cluster's identity.
 	ClusterID string
