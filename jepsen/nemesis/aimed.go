@@ -41,15 +41,16 @@ const skewAhead = 850 * time.Millisecond
 const twinRenew = "100ms"
 
 // skewedTakeover: see the list above. It is aimed at the clock tolerance
-// (--snowflake-max-clock-offset, MarginSnowflakeClock): every other
+// (--snowflake-max-clock-offset, MarginSnowflakeClock). Every other
 // injection puts both clocks 10% inside it (the old holder ahead, the twin
 // behind), where the takeover floor alone keeps the twin's timestamps
-// above the old holder's; the others put the twin's 10% outside what
-// registration is sure to refuse (the tolerance plus the measurement's
-// error, a quarter of it), where it must refuse the twin, so it issues no snowflake ID (the
-// margin-claims checker reads the margin event's window). It needs
-// namespaces (the old holder must keep serving, cut off from the store,
-// until its own fence); without them it skips.
+// above the old holder's. The others put the twin's clock ahead, 10% past
+// what registration is sure to refuse (the tolerance plus the
+// measurement's error, a quarter of it): it must refuse the twin, which
+// then issues no snowflake ID (the margin-refusals checker reads the
+// margin event's window). It needs namespaces (the old holder must keep
+// serving, cut off from the store, until its own fence); without them it
+// skips.
 func skewedTakeover(ctx context.Context, e *Env, r *rand.Rand) error {
 	const name = "skewed-takeover"
 	if e.Net == nil {
@@ -77,7 +78,14 @@ func skewedTakeover(ctx context.Context, e *Env, r *rand.Rand) error {
 	if side == Outside {
 		limit = tol + tol/4
 	}
-	ahead, behind := Aim(tol, Inside), -Aim(limit, side)
+	// Outside, the twin's clock is ahead, not behind: a twin that got
+	// through would serve at once (its clock above the takeover floor),
+	// where one behind would wait for its clock to reach the floor, and
+	// could wait past the fault.
+	ahead, twinOff := Aim(tol, Inside), -Aim(tol, Inside)
+	if side == Outside {
+		twinOff = Aim(limit, Outside)
+	}
 	if err := e.SetClock(ctx, a, ahead); err != nil {
 		e.Log.Error(name, a.Name, err)
 		return nil
@@ -98,27 +106,27 @@ func skewedTakeover(ctx context.Context, e *Env, r *rand.Rand) error {
 	// worker ID over within moments of the expiry.
 	sleep(ctx, e.LeaseTTL-time.Second-time.Since(cut))
 	since := e.Log.Since()
-	twin, err := e.startTwin(ctx, a, behind, "--snowflake-renew-interval", twinRenew)
+	twin, err := e.startTwin(ctx, a, twinOff, "--snowflake-renew-interval", twinRenew)
 	if err != nil {
 		_ = e.Net.Uncut([]string{a.Name}, stores)
 		return err
 	}
 	if twin != nil {
 		e.Log.Inject(name, twin.Name, "twin with clock %v ready %s after the cut; takes --node-id %s's worker ID over once the lease expires",
-			behind, time.Since(cut).Round(time.Millisecond), a.NodeID)
+			twinOff, time.Since(cut).Round(time.Millisecond), a.NodeID)
 		stopTwin := e.probeSnowflake(ctx, twin)
 		hold(ctx, r, 2*time.Second, 3*time.Second)
 		stopTwin()
 		stopOld()
 		if side == Outside {
-			e.Log.MarginRefused(name, twin.Name, MarginSnowflakeClock, -behind, limit, RefusesSnowflake, since)
+			e.Log.MarginRefused(name, twin.Name, MarginSnowflakeClock, twinOff, limit, RefusesSnowflake, since)
 		} else {
-			e.Log.Margin(name, twin.Name, MarginSnowflakeClock, side, -behind, tol)
+			e.Log.Margin(name, twin.Name, MarginSnowflakeClock, side, -twinOff, tol)
 			// The two holders' clocks differ by 90% of the most the
 			// tolerance lets through (twice it): the twin's clock reads
 			// well below the old holder's last timestamps, and only the
 			// takeover floor lifts it above them.
-			e.Log.Margin(name, twin.Name, MarginSnowflakeTakeover, side, ahead-behind, 2*tol)
+			e.Log.Margin(name, twin.Name, MarginSnowflakeTakeover, side, ahead-twinOff, 2*tol)
 		}
 		e.stopTwin(twin)
 	}
