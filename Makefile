@@ -193,9 +193,9 @@ bench-peers-smoke: peer-servers bench-peers-bin ## part of make test: the bench-
 	bin/bench/benchpeers -smoke -bin bin/bench -etcd $(TOOLS)/bin/etcd $(SMOKE_ARGS)
 
 .PHONY: jepsen
-jepsen: ## the full fault-injection matrix (about 20 minutes), with coverage of storage and alloc and the serving-path gate
+jepsen: ## the full fault-injection matrix (about 35 minutes), with coverage of storage and alloc and the serving-path gate
 	@# servers built with go build -cover (counters in GOCOVERDIR); jepsen/cover.sh names what no scenario reached
-	@# and fails when a function of alloc/servingpaths.go (routes, Leaf API, RPC handlers) was reached by none
+	@# and fails when a serving path the routes tables declare (.Gated: routes, Leaf API, RPC handlers) was reached by none
 	@dir=$(CURDIR)/jepsen/results/cover-$$(date +%Y%m%d-%H%M%S); mkdir -p $$dir; \
 	SEQSVR_COVERPKG=./storage/...,./alloc/...,./internal/routes,./cmd/storesvr,./cmd/allocsvr GOCOVERDIR=$$dir \
 	  $(GO) run -tags $(TAGS) ./jepsen/cmd/jepsen -mode full $(JEPSEN_ARGS); rc=$$?; \
