@@ -173,6 +173,9 @@ func (c *Client) usableLeader() string {
 	if _, bad := c.fenced[c.leader]; bad {
 		return ""
 	}
+	if at, ok := c.unreachable[c.leader]; ok && time.Since(at) < unreachableFor {
+		return ""
+	}
 	return c.leader
 }
 
@@ -223,6 +226,9 @@ func (c *Client) forget(target string, err error) {
 	if c.leader == target {
 		c.log.Debug("store leader failed", "leader", target, "err", err)
 		c.leader = ""
+		if cannotConnect(err) {
+			c.unreachable[target] = time.Now()
+		}
 	}
 	c.next++
 }

@@ -92,6 +92,9 @@ type Client struct {
 	// live: members whose last answer named the followed cluster; only
 	// they take a call while no leader is known.
 	live map[string]bool
+	// unreachable: leader addresses this client could not connect to
+	// (unreachable.go), and when.
+	unreachable map[string]time.Time
 	// followMu orders changes of followed with their durable record.
 	followMu sync.Mutex
 	// onChange are called when the followed cluster changes
@@ -124,7 +127,8 @@ func New(urls []string, opts Options) (*Client, error) {
 	if len(urls) == 0 {
 		return nil, fmt.Errorf("%w: no store URLs", errs.InvalidArgument)
 	}
-	c := &Client{opts: opts, clients: map[string]seqsvrv1connect.StoreServiceClient{}, fenced: map[string]Identity{}, refusedAt: map[string]time.Time{}, live: map[string]bool{}}
+	c := &Client{opts: opts, clients: map[string]seqsvrv1connect.StoreServiceClient{}, fenced: map[string]Identity{}, refusedAt: map[string]time.Time{}, live: map[string]bool{},
+		unreachable: map[string]time.Time{}}
 	for _, raw := range urls {
 		raw = strings.TrimSpace(raw)
 		if raw == "" {

@@ -458,3 +458,23 @@ func TestClientForgetsLeaderThatHung(t *testing.T) {
 		t.Fatalf("the next call went to the hung member %d time(s)", n)
 	}
 }
+
+// A leader that names an address this client cannot resolve (a pod's DNS
+// name, seen from outside the cluster's network) is passed over: the
+// call goes to the listed members in turn, one of which is the leader
+// under the address the client was given.
+func TestClientPassesOverUnreachableLeaderAddress(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	fc := newFakeCluster(t, 3)
+	fc.addrStyle = func(string) string { return "storesvr-1.storesvr.seqsvr.invalid:8081" }
+	fc.setLeader(1)
+	c := testClient(t, fc.urls())
+	s, err := c.ReserveSegment(ctx, "t", 5, "r1")
+	if err != nil || s.GetFirst() != 1 {
+		t.Fatalf("reserve with the leader's own address unresolvable: %v %v", s, err)
+	}
+	if n := fc.count(1, "ReserveSegment"); n != 1 {
+		t.Fatalf("leader got %d reservations through its listed URL, want 1", n)
+	}
+}
