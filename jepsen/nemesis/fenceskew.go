@@ -28,7 +28,7 @@ import (
 // (checker.WorkerTimeline).
 //
 // Inside only: nothing in the design detects a store clock that steps
-// further ahead than the margin (docs/design.md assumes the store leaders'
+// further ahead than the margin (docs/design.md, snowflake IDs, assumes the store leaders'
 // clocks agree within it), so a step outside it is not a fault the
 // guarantees cover. It needs namespaces; without them it skips.
 func fenceSkewTakeover(ctx context.Context, e *Env, r *rand.Rand) error {
