@@ -159,13 +159,13 @@ func summary(w io.Writer, reports []*harness.Report) {
 		if n := r.Skipped(); n > 0 {
 			v += fmt.Sprintf(" (%d checker(s) skipped)", n)
 		}
-		fmt.Fprintf(w, "  %-14s ops %6d  faults %5d  %s\n", r.Name, r.Ops, r.FaultTotal, v)
+		fmt.Fprintf(w, "  %-18s ops %7d  faults %5d  %s\n", r.Name, r.Ops, r.FaultTotal, v)
 	}
 	// Which safety margins each scenario's aimed faults hit, and on
 	// which side (docs/fault-injection.md, "Margins").
 	fmt.Fprintln(w, "== margins aimed at (inside/outside)")
 	for _, r := range reports {
-		fmt.Fprintf(w, "  %-14s %s\n", r.Name, nemesis.FormatMarginHits(r.Margins))
+		fmt.Fprintf(w, "  %-18s %s\n", r.Name, nemesis.FormatMarginHits(r.Margins))
 	}
 }
 
