@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -67,7 +68,7 @@ func TestRecheck(t *testing.T) {
 	if code := recheck(&out, run); code != 1 {
 		t.Fatalf("run folder with a duplicate ID: exit %d\n%s", code, out.String())
 	}
-	if want := "mixed          ops      5  faults     0  FAIL: " + checker.SegmentUnique + "\n"; !strings.Contains(out.String(), want) {
+	if want := fmt.Sprintf("%-18s ops %7d  faults %5d  FAIL: ", "mixed", 5, 0) + checker.SegmentUnique + "\n"; !strings.Contains(out.String(), want) {
 		t.Fatalf("summary lacks %q:\n%s", want, out.String())
 	}
 	out.Reset()
