@@ -261,15 +261,18 @@ func TestLostDiskRejoinsByItself(t *testing.T) {
 			// non-voter, then promoted: a voter entry left in place would
 			// have made it a voter at once, on an empty log.
 			// Whichever member led at each step logged it (an election
-			// under load moves the leader).
+			// under load moves the leader). A line is written once its
+			// change has committed, which the configuration shows first:
+			// it may come a moment after the poll above ended.
 			for _, want := range []string{"removing its old entry", "member re-added as a non-voter", "promoted a caught-up non-voter"} {
-				logged := false
-				for _, d := range nodes {
-					logged = logged || strings.Contains(d.record.String(), want)
-				}
-				if !logged {
-					t.Errorf("no leader logged %q", want)
-				}
+				poll.Until(t, 10*time.Second, "a leader logged "+want, func() bool {
+					for _, d := range nodes {
+						if strings.Contains(d.record.String(), want) {
+							return true
+						}
+					}
+					return false
+				})
 			}
 			// It counts toward a quorum again, and votes.
 			leader.stop()

@@ -12,6 +12,8 @@ import (
 
 	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
 	"github.com/seqsvr/seqsvr/internal/clock/clocktest"
+	"github.com/seqsvr/seqsvr/internal/poll"
+	"github.com/seqsvr/seqsvr/storage/fsm"
 )
 
 // Bad input through the real handler on a one-member cluster: the right
@@ -29,6 +31,12 @@ func TestServiceBadInputAndPaging(t *testing.T) {
 	if _, err := cl.CreateTag(ctx, connect.NewRequest(&seqsvrv1.CreateTagRequest{Tag: "big", Start: math.MaxInt64 - 5, Step: 10})); err != nil {
 		t.Fatal(err)
 	}
+	// The leader raises the cluster version in the background once it
+	// has heard every member's level: wait for it, so that the raise is
+	// not taken for a change made by bad input.
+	poll.Until(t, 15*time.Second, "the cluster version raised to this binary's level", func() bool {
+		return leader.store.fsm.ClusterVersion() >= fsm.Level
+	})
 	before := stateOnly(leader.store.fsm.State())
 
 	bad := map[string]func() error{
