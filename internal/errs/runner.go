@@ -70,7 +70,7 @@ type Policy struct {
 func Retry(ctx context.Context, p Policy, fn func(ctx context.Context, attempt int) error) error {
 	sleep := p.sleep
 	if sleep == nil {
-		sleep = sleepCtx
+		sleep = Sleep
 	}
 	for attempt := 1; ; attempt++ {
 		err := fn(ctx, attempt)
@@ -105,8 +105,9 @@ func Retry(ctx context.Context, p Policy, fn func(ctx context.Context, attempt i
 	}
 }
 
-// sleepCtx waits d, or less when ctx ends first (its error then).
-func sleepCtx(ctx context.Context, d time.Duration) error {
+// Sleep waits d, or less when ctx ends first (its error then): the pause
+// between two attempts, and between two polls of a process (launch.Sleep).
+func Sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
 	}
