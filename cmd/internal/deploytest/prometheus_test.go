@@ -27,7 +27,7 @@ import (
 
 // metricsToken is the scraper's token (role metrics) the test adds to the
 // cluster's auth file.
-const metricsToken = "prometheus-scraper-token-0123456789"
+const metricsToken = launchtest.ScraperToken
 
 // TestPrometheusScrapesAndAlerts runs a real Prometheus (the Debian
 // package's, which make test-packages installs for promtool) against a
@@ -47,7 +47,7 @@ func TestPrometheusScrapesAndAlerts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addMetricsToken(t, sec.AuthFile)
+	launchtest.AddScraper(t, sec.AuthFile)
 	c := launchtest.Start(t, launch.Options{Stores: 3, Allocs: 1, Security: sec})
 	ctx := launchtest.Context(t, 4*time.Minute)
 
@@ -86,26 +86,6 @@ func TestPrometheusScrapesAndAlerts(t *testing.T) {
 		}
 	}
 	poll.UntilCtx(ctx, t, "SeqsvrStoreNoLeader firing", func() bool { return alertState(t, base, "SeqsvrStoreNoLeader") == "firing" })
-}
-
-// addMetricsToken adds the scraper's entry to the auth file.
-func addMetricsToken(t *testing.T, path string) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var entries []map[string]any
-	if err := json.Unmarshal(b, &entries); err != nil {
-		t.Fatal(err)
-	}
-	entries = append(entries, map[string]any{"name": "prometheus", "token": metricsToken, "roles": []string{"metrics"}})
-	if b, err = json.Marshal(entries); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
 }
 
 func anonymousMetrics(t *testing.T, sec *launch.Security, base string) string {

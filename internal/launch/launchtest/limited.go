@@ -49,7 +49,7 @@ func StartLimited(t *testing.T, secure bool, allocs int) *Limited {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addScraper(t, sec.AuthFile)
+	AddScraper(t, sec.AuthFile)
 	opts := launch.Options{BinDir: BinDir(t), Dir: dir, Stores: 1, Allocs: allocs, Logf: t.Logf,
 		StoreArgs: LimitFlags(), AllocArgs: LimitFlags()}
 	l := &Limited{Sec: sec}
@@ -88,8 +88,10 @@ func StartLimited(t *testing.T, secure bool, allocs int) *Limited {
 // Prometheus scraper is given (docs/security.md).
 const ScraperToken = "prometheus-scraper-token-0123456789"
 
-// addScraper lists ScraperToken in the auth file.
-func addScraper(t *testing.T, path string) {
+// AddScraper lists ScraperToken, with role metrics, in the auth file at
+// path.
+func AddScraper(t *testing.T, path string) {
+	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
