@@ -2,7 +2,10 @@ package deploy
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,7 +17,8 @@ import (
 // stsPods runs pods of the storesvr StatefulSet in podman as the
 // manifest writes them (see runStatefulSet), each with a named volume for
 // its data dir, so that a pod restarted with other args (a kubectl patch)
-// keeps its PVC.
+// keeps its PVC. It is the runbook's podRunner. Every pod's API is
+// published on the host at an address kept across its restarts.
 type stsPods struct {
 	t        *testing.T
 	e        *engine
@@ -22,9 +26,10 @@ type stsPods struct {
 	prefix   string
 	name     string // the StatefulSet's name: pods are name-N
 	domain   string
-	args     []string
+	args     []string // the manifest's, without the Secret files
 	httpPort int32
-	url0     string // pod 0's API on the host
+	url0     string         // pod 0's API on the host
+	urls     map[int]string // each pod's
 	running  map[int]string
 }
 
@@ -33,7 +38,7 @@ func newSTSPods(t *testing.T, e *engine, image, prefix string) *stsPods {
 	ss := m.sets[0]
 	c := ss.Spec.Template.Spec.Containers[0]
 	p := &stsPods{t: t, e: e, image: image, prefix: prefix, name: ss.Name, domain: flagValue(c.Args, "ordinal-domain"),
-		httpPort: listenPort(t, flagValue(c.Args, "http-addr")), running: map[int]string{}}
+		httpPort: listenPort(t, flagValue(c.Args, "http-addr")), urls: map[int]string{}, running: map[int]string{}}
 	for _, a := range c.Args {
 		if !strings.Contains(a, "=/etc/seqsvr/") { // a Secret's file: no Secrets here
 			p.args = append(p.args, a)
@@ -63,21 +68,40 @@ func newSTSPods(t *testing.T, e *engine, image, prefix string) *stsPods {
 }
 
 // start runs pod ord with the manifest's args and extra (a patch's,
-// after them: the last flag wins), and the podman flags of mounts.
+// after them: the last flag wins), its data volume, and the podman flags
+// of mounts.
 func (p *stsPods) start(ord int, extra []string, mounts ...string) {
+	p.t.Helper()
+	run := []string{"-v", p.pvcVolume(ord, "data") + ":/var/lib/seqsvr"}
+	for i := 0; i+1 < len(mounts); i += 2 {
+		if mounts[i] != "-v" {
+			p.t.Fatalf("start: mounts %v, want -v SPEC pairs", mounts)
+		}
+		run = append(run, mounts[i+1])
+	}
+	p.runPod(ord, append(append([]string{}, p.args...), extra...), run[1:])
+}
+
+// runPod runs pod ord's container with args and the podman volumes
+// (-v specs): hostname name-N, the headless Service's name as a network
+// alias, its API published on the host.
+func (p *stsPods) runPod(ord int, args, volumes []string) {
 	p.t.Helper()
 	host := fmt.Sprintf("%s-%d", p.name, ord)
 	name := p.prefix + "-" + host
 	run := append([]string{"run", "-d", "--name", name, "--network", p.prefix,
-		"--hostname", host, "--network-alias", host + "." + p.domain,
-		"-v", name + "-data:/var/lib/seqsvr"}, p.e.run...)
-	run = append(run, mounts...)
-	if ord == 0 {
-		addr := freeAddr(p.t)
-		run = append(run, "-p", fmt.Sprintf("%s:%d", addr, p.httpPort))
-		p.url0 = "http://" + addr
+		"--hostname", host, "--network-alias", host + "." + p.domain}, p.e.run...)
+	for _, v := range volumes {
+		run = append(run, "-v", v)
 	}
-	run = append(append(append(append(run, p.image), "storesvr"), p.args...), extra...)
+	if p.urls[ord] == "" {
+		p.urls[ord] = "http://" + freeAddr(p.t)
+	}
+	run = append(run, "-p", fmt.Sprintf("%s:%d", strings.TrimPrefix(p.urls[ord], "http://"), p.httpPort))
+	if ord == 0 {
+		p.url0 = p.urls[0]
+	}
+	run = append(append(append(run, p.image), "storesvr"), args...)
 	p.e.must(time.Minute, run...)
 	p.running[ord] = name
 }
@@ -90,9 +114,50 @@ func (p *stsPods) stop(ord int) {
 	}
 }
 
-// deletePVC removes pod ord's volume, as `kubectl delete pvc` does.
-func (p *stsPods) deletePVC(ord int) {
-	p.e.must(time.Minute, "volume", "rm", "-f", fmt.Sprintf("%s-%s-%d-data", p.prefix, p.name, ord))
+func (p *stsPods) stopPod(ord int) { p.stop(ord) }
+
+func (p *stsPods) pvcVolume(ord int, claim string) string {
+	return fmt.Sprintf("%s-%s-%d-%s", p.prefix, p.name, ord, claim)
+}
+
+// removeVolume removes a pod's volume, as `kubectl delete pvc` does.
+func (p *stsPods) removeVolume(name string) {
+	p.e.must(time.Minute, "volume", "rm", "-f", name)
+}
+
+func (p *stsPods) url(ord int) string { return p.urls[ord] }
+
+// ready is pod ord's answer to GET path, as a readiness probe sees it.
+func (p *stsPods) ready(ctx context.Context, ord int, path string) (bool, string) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, p.urls[ord]+path, nil)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false, err.Error()
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode == http.StatusOK, fmt.Sprintf("%s: %s", res.Status, b)
+}
+
+// status is pod ord's ClusterStatus.
+func (p *stsPods) status(ctx context.Context, ord int) (stsStatus, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	var st stsStatus
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, p.urls[ord]+"/seqsvr.v1.StoreService/ClusterStatus", strings.NewReader("{}"))
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return st, err
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	if res.StatusCode != http.StatusOK {
+		return st, fmt.Errorf("%s: %s", res.Status, b)
+	}
+	return st, json.Unmarshal(b, &st)
 }
 
 // waitMembers waits until pod 0's ClusterStatus names a leader and n
@@ -118,23 +183,26 @@ func (p *stsPods) waitMembers(ctx context.Context, n int) (clusterID string) {
 	}
 }
 
-// runStatefulSetRestore runs docs/deploy.md's Kubernetes restore
-// runbook on the StatefulSet's pods: a cluster reserves IDs, the backup
-// CronJob's container runs once against it (runBackupCronJob), and it is
-// backed up with seqctl from outside; the StatefulSet is scaled to 0 and its
-// PVCs deleted; ordinal 0 alone restores the backup (--restore and
-// --ordinal-initial=1 patched in); it restarts without --restore; the
-// other ordinals, with empty PVCs, join it instead of bootstrapping. The
-// result is one 3-member cluster with a new cluster ID whose tag
-// continues above the IDs reserved before the backup.
+// runStatefulSetRestore runs docs/deploy.md's Kubernetes runbook on the
+// StatefulSet's pods through the runbook interpreter (runbook_test.go):
+// a cluster reserves IDs (the test's setup), the backup CronJob's
+// container runs once against it (runBackupCronJob), then the runbook's
+// blocks run as written: seqctl from outside, a backup, and the restore
+// (the StatefulSet scaled to 0, its PVCs deleted, ordinal 0 alone
+// restoring the backup from a Secret, the others joining it, the
+// manifest applied back). The result is one 3-member cluster with a new
+// cluster ID whose tag continues above the IDs reserved before the
+// backup, and the StatefulSet as the manifest defines it.
 func runStatefulSetRestore(t *testing.T, e *engine, image string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	prefix := fmt.Sprintf("seqsvr-rb-%d", os.Getpid())
-	p := newSTSPods(t, e, image, prefix)
-	for ord := range 3 {
-		p.start(ord, nil)
+	doc, err := readDeployDoc()
+	if err != nil {
+		t.Fatal(err)
 	}
+	p := newSTSPods(t, e, image, fmt.Sprintf("seqsvr-rb-%d", os.Getpid()))
+	rb := newRunbook(t, ctx, p, t.TempDir())
+	rb.scaleTo(3) // as installed
 	oldID := p.waitMembers(ctx, 3)
 	postOK(ctx, t, p.url0+"/seqsvr.v1.StoreService/CreateTag", `{"tag":"rb"}`, nil)
 	var seg struct{ First, Last string }
@@ -142,37 +210,55 @@ func runStatefulSetRestore(t *testing.T, e *engine, image string) {
 
 	// The scheduled backup, in the image, as the CronJob runs it.
 	runBackupCronJob(t, p)
-	// The backup, from outside the pods (seqctl through the API).
-	restoreDir := t.TempDir()
-	if err := os.Chmod(restoreDir, 0o755); err != nil {
-		t.Fatal(err)
+	rb.runBlock(doc, "seqctl from outside the cluster")
+	rb.runBlock(doc, "A backup")
+	if bak := rb.vars["backup"]; bak == "" {
+		t.Fatal("the backup block sets no $backup, which the restore reads")
+	} else if _, err := os.Stat(filepath.Join(rb.dir, bak)); err != nil {
+		t.Fatalf("the backup block wrote no %s: %v", bak, err)
 	}
-	bak := filepath.Join(restoreDir, "backup.bak")
-	seqctl := exec.CommandContext(ctx, filepath.Join(binDir, "seqctl"), "backup", bak)
-	seqctl.Env = append(os.Environ(), "SEQCTL_STORE="+p.url0)
-	if out, err := seqctl.CombinedOutput(); err != nil {
-		t.Fatalf("seqctl backup: %v\n%s", err, out)
-	}
-	if err := os.Chmod(bak, 0o644); err != nil { // the pod's user reads it
-		t.Fatal(err)
-	}
-
-	// Scale to 0, delete the PVCs.
-	for ord := range 3 {
-		p.stop(ord)
-		p.deletePVC(ord)
-	}
-	// Ordinal 0 alone, patched: --restore, --ordinal-initial=1.
-	patch := []string{"--ordinal-initial=1"}
-	p.start(0, append([]string{"--restore=/etc/seqsvr/restore/backup.bak"}, patch...), "-v", restoreDir+":/etc/seqsvr/restore:ro")
-	newID := p.waitMembers(ctx, 1)
-	if newID == oldID {
-		t.Fatalf("the restored cluster has the old cluster ID %s", oldID)
-	}
-	// --restore taken out again; ordinal 0 restarts from its PVC, and
-	// the others, with empty PVCs, join it.
-	first := p.rejoinAndContinue(ctx, patch, newID, "restored", "rb", seg.Last)
+	rb.runBlock(doc, "Restore into the StatefulSet.")
+	newID := rb.newCluster(oldID, "restored")
+	first := continueAbove(ctx, t, p, "rb", seg.Last, "restored")
+	rb.asManifest()
 	t.Logf("restore runbook on the StatefulSet: cluster %s restored as %s on storesvr-0, 2 pods joined it; tag rb continues at %s (before: up to %s)", oldID, newID, first, seg.Last)
+}
+
+// newCluster checks what the runbook's waits saw: first ordinal 0 ready
+// alone in a cluster that is not oldID, then that cluster at every wait,
+// and last with 3 members. It answers the cluster's ID.
+func (r *runbook) newCluster(oldID, what string) string {
+	t := r.t
+	t.Helper()
+	if len(r.seen) < 2 {
+		t.Fatalf("the runbook waited %d times (%+v): want ordinal 0 ready alone, then a rollout", len(r.seen), r.seen)
+	}
+	first, last := r.seen[0], r.seen[len(r.seen)-1]
+	if first.members != 1 || first.clusterID == oldID {
+		t.Fatalf("at %q: %d members of cluster %s, want the %s cluster alone, not %s", first.line, first.members, first.clusterID, what, oldID)
+	}
+	for _, s := range r.seen {
+		if s.clusterID != first.clusterID {
+			t.Fatalf("at %q the cluster ID is %s, want the %s %s", s.line, s.clusterID, what, first.clusterID)
+		}
+	}
+	if last.members != 3 {
+		t.Fatalf("at %q: %d members, want 3", last.line, last.members)
+	}
+	return first.clusterID
+}
+
+// asManifest fails unless the StatefulSet is back to what the manifest
+// defines: the runbook leaves no patch behind.
+func (r *runbook) asManifest() {
+	r.t.Helper()
+	if jsonString(r.set.Spec) != jsonString(r.applied.Spec) {
+		a, _ := json.Marshal(r.set.Spec.Template.Spec)
+		r.t.Fatalf("the runbook leaves the StatefulSet patched: %s", a)
+	}
+	if len(r.secrets) > 0 {
+		r.t.Fatalf("the runbook leaves Secrets %v", r.secrets)
+	}
 }
 
 // runBackupCronJob runs the backup CronJob's container once, as its
@@ -221,21 +307,11 @@ func runBackupCronJob(t *testing.T, p *stsPods) string {
 	return files[0]
 }
 
-// rejoinAndContinue is a runbook's last steps on the StatefulSet's pods:
-// ordinal 0 restarts from its PVC without the one-off flag, the other
-// ordinals start on empty PVCs and join it, the cluster keeps newID
-// (what: "restored", "recovered"), and tag, reserved up to beforeLast
-// before, continues above it. It answers the first ID reserved after.
-func (p *stsPods) rejoinAndContinue(ctx context.Context, patch []string, newID, what, tag, beforeLast string) string {
-	t := p.t
-	p.stop(0)
-	p.start(0, patch)
-	for ord := 1; ord < 3; ord++ {
-		p.start(ord, patch)
-	}
-	if id := p.waitMembers(ctx, 3); id != newID {
-		t.Fatalf("after the scale-up the cluster ID is %s, want the %s %s", id, what, newID)
-	}
+// continueAbove reserves IDs of tag, reserved up to beforeLast before
+// the cluster was restored or recovered (what), and fails unless they
+// continue above it. It answers the first ID reserved.
+func continueAbove(ctx context.Context, t *testing.T, p *stsPods, tag, beforeLast, what string) string {
+	t.Helper()
 	var after struct{ First, Last string }
 	postOK(ctx, t, p.url0+"/seqsvr.v1.StoreService/ReserveSegment", `{"tag":"`+tag+`","size":"10"}`, &after)
 	var first, last int64
