@@ -51,6 +51,11 @@ func (m *storeMetrics) register(env serve.Env, st *storage.Store) error {
 			}
 			return 1
 		}),
+		// Elections raise the term, which survives restarts: unlike raft's
+		// own raft_state_leader counter, which a process exports only once
+		// it has been leader, so the first election of each process never
+		// shows in an increase().
+		gauge("seqsvr_store_term", "This member's current Raft term: every election raises it.", func() float64 { return float64(st.Raft().CurrentTerm()) }),
 		gauge("seqsvr_store_commit_index", "The highest Raft log index this member knows committed (the leader's is the cluster's).", func() float64 { return float64(st.Raft().CommitIndex()) }),
 		gauge("seqsvr_store_applied_index", "The highest Raft log index this member applied to its state.", func() float64 { return float64(st.Raft().AppliedIndex()) }),
 		gauge("seqsvr_store_worker_ids_in_use", "Snowflake worker IDs held by a lease or within --worker-retention of its end (not reclaimable), in this member's state.", workers(false)),

@@ -42,6 +42,8 @@ type Security struct {
 	AdminTokenFile                        string
 	AdminToken, AllocToken                string
 	ClientToken                           string
+
+	ca *certIssuer // Renew's
 }
 
 // NewSecurity writes a CA, the certificates for hosts (IP SANs for addresses,
@@ -101,42 +103,8 @@ func NewSecurity(dir string, hosts ...string) (*Security, error) {
 			dns = append(dns, h)
 		}
 	}
-	issue := func(serial int64, cn string, ips []net.IP, dns []string, use ...x509.ExtKeyUsage) (cert, key []byte, err error) {
-		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			return nil, nil, err
-		}
-		der, err := x509.CreateCertificate(rand.Reader, &x509.Certificate{
-			SerialNumber: big.NewInt(serial),
-			Subject:      pkix.Name{CommonName: cn},
-			NotBefore:    now.Add(-time.Hour),
-			NotAfter:     now.Add(7 * 24 * time.Hour),
-			KeyUsage:     x509.KeyUsageDigitalSignature,
-			ExtKeyUsage:  use,
-			IPAddresses:  ips,
-			DNSNames:     dns,
-		}, caCert, &k.PublicKey, caKey)
-		if err != nil {
-			return nil, nil, err
-		}
-		kb, err := x509.MarshalECPrivateKey(k)
-		if err != nil {
-			return nil, nil, err
-		}
-		return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), nil
-	}
-	// The members' certificate (API and Raft, both uses); the allocsvrs'
-	// serving one (server use only) and client one (client use only, no
-	// SAN): neither can pass a member's Raft check (tlsconf.Peers).
-	nodeCert, nodeKey, err := issue(2, "seqsvr node", ips, dns, x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth)
-	if err != nil {
-		return nil, err
-	}
-	allocServe, allocServeKey, err := issue(3, "seqsvr allocsvr", ips, dns, x509.ExtKeyUsageServerAuth)
-	if err != nil {
-		return nil, err
-	}
-	allocClient, allocClientKey, err := issue(4, "seqsvr allocsvr client", nil, nil, x509.ExtKeyUsageClientAuth)
+	s.ca = &certIssuer{cert: caCert, key: caKey, ips: ips, dns: dns}
+	leaves, err := s.ca.leaves(now.Add(7 * 24 * time.Hour))
 	if err != nil {
 		return nil, err
 	}
@@ -165,12 +133,6 @@ func NewSecurity(dir string, hosts ...string) (*Security, error) {
 		body []byte
 	}{
 		{s.CAFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})},
-		{s.CertFile, nodeCert},
-		{s.KeyFile, nodeKey},
-		{s.AllocServeCertFile, allocServe},
-		{s.AllocServeKeyFile, allocServeKey},
-		{s.AllocCertFile, allocClient},
-		{s.AllocKeyFile, allocClientKey},
 		{s.AuthFile, auth},
 		{s.AllocTokenFile, []byte(s.AllocToken + "\n")},
 		{s.AdminTokenFile, []byte(s.AdminToken + "\n")},
@@ -180,7 +142,105 @@ func NewSecurity(dir string, hosts ...string) (*Security, error) {
 			return nil, err
 		}
 	}
+	if err := s.writeLeaves(leaves); err != nil {
+		return nil, err
+	}
 	return s, nil
+}
+
+// Renew issues the members' and the allocsvrs' certificates again, from
+// the same CA and for the same hosts, valid until notAfter, and writes
+// them over the old files, as an operator renewing certificates does
+// (the processes re-read them; no restart).
+func (s *Security) Renew(notAfter time.Time) error {
+	leaves, err := s.ca.leaves(notAfter)
+	if err != nil {
+		return err
+	}
+	return s.writeLeaves(leaves)
+}
+
+// writeLeaves writes each certificate and key of leaves (certIssuer.leaves'
+// order: the members', the allocsvrs' serving and client ones), each key
+// before its certificate so that a reader of a new certificate finds its key.
+func (s *Security) writeLeaves(leaves [3][2][]byte) error {
+	for i, paths := range [3][2]string{{s.CertFile, s.KeyFile}, {s.AllocServeCertFile, s.AllocServeKeyFile}, {s.AllocCertFile, s.AllocKeyFile}} {
+		for _, j := range []int{1, 0} {
+			if err := writeFileAtomic(paths[j], leaves[i][j]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// writeFileAtomic replaces path by a file holding body (a rename: a
+// process re-reading it never sees half of it).
+func writeFileAtomic(path string, body []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, body, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// certIssuer is the run's CA and the hosts its certificates name.
+type certIssuer struct {
+	cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+	ips  []net.IP
+	dns  []string
+	next int64 // the last serial issued
+}
+
+// leaves issues the three leaf certificates, valid until notAfter, each
+// as {certificate, key} in PEM: the members' (API and Raft, server and
+// client use); the allocsvrs' serving one (server use only) and client
+// one (client use only, no SAN): neither of the allocsvrs' can pass a
+// member's Raft check (tlsconf.Peers).
+func (ci *certIssuer) leaves(notAfter time.Time) (out [3][2][]byte, err error) {
+	for i, l := range []struct {
+		cn   string
+		sans bool
+		use  []x509.ExtKeyUsage
+	}{
+		{"seqsvr node", true, []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}},
+		{"seqsvr allocsvr", true, []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}},
+		{"seqsvr allocsvr client", false, []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}},
+	} {
+		if out[i][0], out[i][1], err = ci.issue(l.cn, l.sans, notAfter, l.use...); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+func (ci *certIssuer) issue(cn string, sans bool, notAfter time.Time, use ...x509.ExtKeyUsage) (cert, key []byte, err error) {
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	ci.next++
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(ci.next + 1),
+		Subject:      pkix.Name{CommonName: cn},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     notAfter,
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  use,
+	}
+	if sans {
+		tmpl.IPAddresses, tmpl.DNSNames = ci.ips, ci.dns
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ci.cert, &k.PublicKey, ci.key)
+	if err != nil {
+		return nil, nil, err
+	}
+	kb, err := x509.MarshalECPrivateKey(k)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), nil
 }
 
 // storeArgs and allocArgs are the secure-mode flags of each binary.

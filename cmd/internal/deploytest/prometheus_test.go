@@ -66,7 +66,7 @@ func TestPrometheusScrapesAndAlerts(t *testing.T) {
 		t.Fatalf("an anonymous scrape shows the tag's series, or no segment series at all")
 	}
 
-	base := startPrometheus(t, prom, dir, sec, c)
+	base := startPrometheus(t, prom, dir, sec, c, cutFor)
 	poll.UntilCtx(ctx, t, "the per-tag series scraped with the metrics token", func() bool {
 		return len(promQuery(t, base, `seqsvr_segment_ids_served_total{job="allocsvr",tag="prom"}`)) > 0
 	})
@@ -107,17 +107,22 @@ func anonymousMetrics(t *testing.T, sec *launch.Security, base string) string {
 	return string(b)
 }
 
+// cutFor is alerts.yml with every for: cut to 1s.
+func cutFor(rules []byte) []byte {
+	return regexp.MustCompile(`(?m)^(\s+for: )\S+$`).ReplaceAll(rules, []byte("${1}1s"))
+}
+
 // startPrometheus writes a configuration scraping every process every
 // second over HTTPS (the CA, the allocsvrs' client certificate, the
-// metrics token) and alerts.yml with its for: durations cut to 1s, starts
-// Prometheus and returns its URL once it is ready.
-func startPrometheus(t *testing.T, bin, dir string, sec *launch.Security, c *launch.Cluster) string {
+// metrics token) and alerts.yml as edit makes it, starts Prometheus and
+// returns its URL once it is ready.
+func startPrometheus(t *testing.T, bin, dir string, sec *launch.Security, c *launch.Cluster, edit func([]byte) []byte) string {
 	t.Helper()
 	rules, err := os.ReadFile(filepath.Join("..", "..", "..", "deploy", "prometheus", "alerts.yml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rules = regexp.MustCompile(`(?m)^(\s+for: )\S+$`).ReplaceAll(rules, []byte("${1}1s"))
+	rules = edit(rules)
 	tokenFile := filepath.Join(dir, "metrics.token")
 	files := map[string]string{"alerts.yml": string(rules), "metrics.token": metricsToken + "\n"}
 	var jobs strings.Builder

@@ -1,0 +1,288 @@
+package deploytest
+
+import (
+	"context"
+	"path/filepath"
+	"regexp"
+	"sync"
+	"time"
+
+	"connectrpc.com/connect"
+
+	seqsvrv1 "github.com/seqsvr/seqsvr/gen/seqsvr/v1"
+	"github.com/seqsvr/seqsvr/internal/errs"
+	"github.com/seqsvr/seqsvr/internal/launch"
+	"github.com/seqsvr/seqsvr/internal/launch/launchtest"
+	"github.com/seqsvr/seqsvr/internal/poll"
+)
+
+// notDrilled names the alerts no drill fires, and why.
+var notDrilled = map[string]string{
+	"SeqsvrStoreFsyncSlow": "needs a disk whose fsync p99 is above 50 ms; nothing here slows a disk down (no device-mapper delay target); promtool's alerts_test.yml fires the rule",
+}
+
+var drills = []drill{
+	{name: "stores-down", alerts: []string{"SeqsvrStoreNoLeader", "SeqsvrTargetDown"}, run: drillStoresDown},
+	{name: "store-gone", alerts: []string{"SeqsvrAllocStoreUnreachable", "SeqsvrTagBuffersRunningDry", "SeqsvrSnowflakeFenced", "SeqsvrSeqLeaseLapsing"}, run: drillStoreGone},
+	{name: "backup", alerts: []string{"SeqsvrBackupTooOld"}, run: drillBackup},
+	{name: "certificates", alerts: []string{"SeqsvrCertificateExpiring"}, run: drillCertificates},
+	{name: "member-removed", alerts: []string{"SeqsvrStoreMemberNotReady"}, run: drillMemberRemoved},
+	{name: "disk-full", alerts: []string{"SeqsvrStoreDataDirNotWritable", "SeqsvrStoreMemberLagging"}, run: drillDiskFull,
+		root: true, opts: func(o *launch.Options) { o.DataDirTmpfs = 64 << 20 }},
+	{name: "flapping", alerts: []string{"SeqsvrStoreLeaderFlapping"}, run: drillFlapping},
+	{name: "id-space", alerts: []string{"SeqsvrTagIDSpaceNearExhaustion"}, run: drillIDSpace},
+}
+
+// waitLeaderSeen waits until Prometheus sees a leader (the leader's
+// lease checks have two samples), so that SeqsvrStoreNoLeader is
+// inactive.
+func (d *drillEnv) waitLeaderSeen() {
+	d.t.Helper()
+	poll.UntilCtx(d.ctx, d.t, "a leader seen by Prometheus", func() bool {
+		return len(promQuery(d.t, d.prom, `sum(rate(raft_leader_lastContact_count{job="storesvr"}[1m])) > 0`)) > 0 &&
+			len(d.alerts("SeqsvrStoreNoLeader", "")) == 0
+	})
+}
+
+// drillStoresDown: two of three storesvrs killed. SeqsvrStoreNoLeader's
+// runbook (seqctl status) names the two as unreachable, and
+// SeqsvrTargetDown's names the instance down; both resolve once the two
+// are started again (the runbook: bring them back, their data dirs hold
+// the log).
+func drillStoresDown(d *drillEnv) {
+	d.waitLeaderSeen()
+	down := d.c.Stores[1:]
+	for _, s := range down {
+		if err := s.Kill(); err != nil {
+			d.t.Fatal(err)
+		}
+	}
+	labels := d.firing("SeqsvrStoreNoLeader", nil)
+	out := d.diagnose("SeqsvrStoreNoLeader", labels)
+	for _, s := range down {
+		d.shows("SeqsvrStoreNoLeader", out, regexp.QuoteMeta(s.URL())+`\s.*unreachable`)
+	}
+	labels = d.firing("SeqsvrTargetDown", nil)
+	d.shows("SeqsvrTargetDown", d.diagnose("SeqsvrTargetDown", labels), regexp.QuoteMeta(d.proc(labels).URL())+`\s.*unreachable`)
+	for _, s := range down {
+		if err := s.Start(d.ctx); err != nil {
+			d.t.Fatal(err)
+		}
+	}
+	d.resolved("SeqsvrStoreNoLeader")
+	d.resolved("SeqsvrTargetDown")
+}
+
+// drillStoreGone: every storesvr killed while clients take segment IDs
+// from the allocsvr. Its store calls fail (SeqsvrAllocStoreUnreachable),
+// its buffers drain (SeqsvrTagBuffersRunningDry), its worker lease and
+// its per-key lease lapse (SeqsvrSnowflakeFenced, SeqsvrSeqLeaseLapsing).
+// Each runbook's commands show it; all four resolve once the members are
+// back.
+func drillStoreGone(d *drillEnv) {
+	launchtest.CreateTag(d.t, d.c, "dry", 500)
+	a := d.c.Allocs[0]
+	ctx, cancel := context.WithCancel(d.ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // the clients: 100 IDs a second, failing or not
+		defer wg.Done()
+		ac := d.c.AllocClient(a)
+		for ctx.Err() == nil {
+			cctx, ccancel := context.WithTimeout(ctx, time.Second)
+			ac.NextIDs(cctx, connect.NewRequest(&seqsvrv1.NextIDsRequest{Tag: "dry", Count: 5}))
+			ccancel()
+			errs.Sleep(ctx, 50*time.Millisecond)
+		}
+	}()
+	defer func() { cancel(); wg.Wait() }()
+	d.waitLeaderSeen()
+	for _, alert := range []string{"SeqsvrSeqLeaseLapsing", "SeqsvrSnowflakeFenced", "SeqsvrAllocStoreUnreachable", "SeqsvrTagBuffersRunningDry"} {
+		if n := len(d.alerts(alert, "")); n != 0 {
+			d.t.Fatalf("%s active on a healthy cluster", alert)
+		}
+	}
+	for _, s := range d.c.Stores {
+		if err := s.Kill(); err != nil {
+			d.t.Fatal(err)
+		}
+	}
+	labels := d.firing("SeqsvrAllocStoreUnreachable", nil)
+	out := d.diagnose("SeqsvrAllocStoreUnreachable", labels)
+	d.shows("SeqsvrAllocStoreUnreachable", out, regexp.QuoteMeta(d.c.Stores[0].URL())+`\s.*unreachable`, `result="error"`)
+
+	labels = d.firing("SeqsvrTagBuffersRunningDry", nil)
+	d.shows("SeqsvrTagBuffersRunningDry", d.diagnose("SeqsvrTagBuffersRunningDry", labels), `seqsvr_segment_buffer_remaining\{.*tag="dry".*\} 0`)
+
+	labels = d.firing("SeqsvrSnowflakeFenced", nil)
+	d.shows("SeqsvrSnowflakeFenced", d.diagnose("SeqsvrSnowflakeFenced", labels), `fenced: `)
+
+	labels = d.firing("SeqsvrSeqLeaseLapsing", nil)
+	d.shows("SeqsvrSeqLeaseLapsing", d.diagnose("SeqsvrSeqLeaseLapsing", labels), `seqsvr_seq_lease_left_seconds 0`)
+
+	for _, s := range d.c.Stores {
+		if err := s.Start(d.ctx); err != nil {
+			d.t.Fatal(err)
+		}
+	}
+	for _, alert := range []string{"SeqsvrAllocStoreUnreachable", "SeqsvrTagBuffersRunningDry", "SeqsvrSnowflakeFenced", "SeqsvrSeqLeaseLapsing"} {
+		d.resolved(alert)
+	}
+}
+
+// drillBackup: no backup since the members started (20 s on the drill's
+// scale); the runbook shows every member's last backup time at 0, and its
+// fix (seqctl backup into a directory, then backup inspect) resolves it.
+func drillBackup(d *drillEnv) {
+	labels := d.firing("SeqsvrBackupTooOld", nil)
+	d.shows("SeqsvrBackupTooOld", d.diagnose("SeqsvrBackupTooOld", labels), `(?m)^seqsvr_store_last_backup_timestamp_seconds 0$`)
+	backups := filepath.Join(d.dir, "backups")
+	out := d.fix("SeqsvrBackupTooOld", labels, "BACKUP_DIR="+backups)
+	d.shows("SeqsvrBackupTooOld", out, `seqsvr-.*\.bak`)
+	files, _ := filepath.Glob(filepath.Join(backups, "seqsvr-*.bak"))
+	if len(files) != 1 {
+		d.t.Fatalf("the fix left %v in %s", files, backups)
+	}
+	d.resolved("SeqsvrBackupTooOld")
+}
+
+// drillCertificates: the run's certificates expire in 7 days, so
+// SeqsvrCertificateExpiring fires for each use; the runbook shows the
+// expiry of the certificate its labels name. Renewed certificates written
+// over the files (the runbook: no restart) resolve every instance.
+func drillCertificates(d *drillEnv) {
+	for _, use := range []string{"serving", "raft", "client"} {
+		labels := d.firing("SeqsvrCertificateExpiring", func(l map[string]string) bool { return l["use"] == use })
+		want := time.Now().Add(7 * 24 * time.Hour).UTC().Format("2006-01-02")
+		d.shows("SeqsvrCertificateExpiring", d.diagnose("SeqsvrCertificateExpiring", labels), "expires "+want)
+	}
+	if err := d.sec.Renew(time.Now().Add(90 * 24 * time.Hour)); err != nil {
+		d.t.Fatal(err)
+	}
+	d.resolved("SeqsvrCertificateExpiring")
+}
+
+// drillMemberRemoved: a running member removed from the cluster by
+// mistake (seqctl member remove) is not ready; the runbook shows why
+// (its /readyz, and member list without it), and its fix adds it back
+// (seqctl member add with its node ID and addresses), which resolves the
+// alert once the member is promoted and ready.
+func drillMemberRemoved(d *drillEnv) {
+	s := d.c.Stores[2]
+	ldr, err := d.c.Leader(d.ctx)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	if ldr == s {
+		s = d.c.Stores[1]
+	}
+	if _, err := d.c.StoreClient(ldr).RemoveMember(d.ctx, connect.NewRequest(&seqsvrv1.RemoveMemberRequest{Id: s.NodeID})); err != nil {
+		d.t.Fatal(err)
+	}
+	labels := d.firing("SeqsvrStoreMemberNotReady", nil)
+	if d.proc(labels) != s {
+		d.t.Fatalf("SeqsvrStoreMemberNotReady fires for %s, not the removed %s", labels["instance"], s.HTTPAddr)
+	}
+	out := d.diagnose("SeqsvrStoreMemberNotReady", labels)
+	d.shows("SeqsvrStoreMemberNotReady", out, `not ready: `, `(?m)^ID\s+RAFT_ADDR`)
+	if regexp.MustCompile(`(?m)^` + s.NodeID + `\s`).MatchString(out) {
+		d.t.Errorf("SeqsvrStoreMemberNotReady: the runbook's member list shows the removed %s", s.NodeID)
+	}
+	d.fix("SeqsvrStoreMemberNotReady", labels, "MEMBER_ID="+s.NodeID, "MEMBER_RAFT_ADDR="+s.RaftAddr, "MEMBER_HTTP_ADDR="+s.HTTPAddr)
+	d.resolved("SeqsvrStoreMemberNotReady")
+}
+
+// drillDiskFull: a follower's data dir (a tmpfs) filled up while the
+// others take 1,100 writes. It cannot write (SeqsvrStoreDataDirNotWritable)
+// and falls more than 1,000 entries behind (SeqsvrStoreMemberLagging);
+// the runbooks show a full file system and the member's applied index
+// behind. Space given back, it catches up and both resolve.
+func drillDiskFull(d *drillEnv) {
+	ldr, err := d.c.Leader(d.ctx)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	s := d.c.Stores[2]
+	if ldr == s {
+		s = d.c.Stores[1]
+	}
+	if _, _, err := launch.Fill(s.DataDir); err != nil {
+		d.t.Fatal(err)
+	}
+	launchtest.CreateTag(d.t, d.c, "full", 10)
+	sc := d.c.StoreClient(ldr)
+	for range 1100 {
+		if _, err := sc.ReserveSegment(d.ctx, connect.NewRequest(&seqsvrv1.ReserveSegmentRequest{Tag: "full", Size: 1})); err != nil {
+			d.t.Fatal(err)
+		}
+	}
+	dataDir := "DATA_DIR=" + s.DataDir
+	labels := d.firing("SeqsvrStoreDataDirNotWritable", nil)
+	if d.proc(labels) != s {
+		d.t.Fatalf("SeqsvrStoreDataDirNotWritable fires for %s, not %s", labels["instance"], s.HTTPAddr)
+	}
+	d.shows("SeqsvrStoreDataDirNotWritable", d.diagnose("SeqsvrStoreDataDirNotWritable", labels, dataDir), `\s100%\s`)
+	labels = d.firing("SeqsvrStoreMemberLagging", nil)
+	if d.proc(labels) != s {
+		d.t.Fatalf("SeqsvrStoreMemberLagging fires for %s, not %s", labels["instance"], s.HTTPAddr)
+	}
+	d.shows("SeqsvrStoreMemberLagging", d.diagnose("SeqsvrStoreMemberLagging", labels, dataDir),
+		`(?m)^seqsvr_store_applied_index \d+$`, `\s100%\s`)
+	if err := launch.Unfill(s.DataDir); err != nil {
+		d.t.Fatal(err)
+	}
+	d.resolved("SeqsvrStoreDataDirNotWritable")
+	d.resolved("SeqsvrStoreMemberLagging")
+}
+
+// drillFlapping: the leader killed and started again four times, so
+// four elections in the drill's window fire SeqsvrStoreLeaderFlapping;
+// its runbook shows each member's term and log fsync p99. It resolves by
+// itself once the window has no elections, which the drill does not wait
+// for.
+func drillFlapping(d *drillEnv) {
+	d.waitLeaderSeen()
+	for range 4 {
+		ldr, err := d.c.Leader(d.ctx)
+		if err != nil {
+			d.t.Fatal(err)
+		}
+		if err := ldr.Kill(); err != nil {
+			d.t.Fatal(err)
+		}
+		poll.UntilCtx(d.ctx, d.t, "another leader", func() bool {
+			n, err := d.c.Leader(d.ctx)
+			return err == nil && n != ldr
+		})
+		if err := ldr.Start(d.ctx); err != nil {
+			d.t.Fatal(err)
+		}
+		if err := d.c.WaitReady(d.ctx, ldr); err != nil {
+			d.t.Fatal(err)
+		}
+	}
+	labels := d.firing("SeqsvrStoreLeaderFlapping", nil)
+	d.shows("SeqsvrStoreLeaderFlapping", d.diagnose("SeqsvrStoreLeaderFlapping", labels),
+		`STORE\s+ID\s+STATE\s+LEADER\s+TERM`, `raft_boltdb_storeLogs\{quantile="0.99"\} `)
+}
+
+// drillIDSpace: a tag created near 2^63-1 (start 9e18, over 90%) and
+// used fires SeqsvrTagIDSpaceNearExhaustion; its runbook shows the tag
+// and how far it is. Tags are never reset, so nothing resolves it but a
+// new tag (the runbook's prose).
+func drillIDSpace(d *drillEnv) {
+	if err := d.c.CreateTag(d.ctx, &seqsvrv1.CreateTagRequest{Tag: "near-end", Start: 9_000_000_000_000_000_000, Step: 10}); err != nil {
+		d.t.Fatal(err)
+	}
+	if err := errs.Retry(d.ctx, launchtest.Retry(errs.AllocCall), func(ctx context.Context, _ int) error {
+		_, err := d.c.AllocClient(d.c.Allocs[0]).NextIDs(ctx, connect.NewRequest(&seqsvrv1.NextIDsRequest{Tag: "near-end", Count: 1}))
+		return err
+	}); err != nil {
+		d.t.Fatal(err)
+	}
+	labels := d.firing("SeqsvrTagIDSpaceNearExhaustion", nil)
+	if labels["tag"] != "near-end" {
+		d.t.Fatalf("fires for tag %q", labels["tag"])
+	}
+	d.shows("SeqsvrTagIDSpaceNearExhaustion", d.diagnose("SeqsvrTagIDSpaceNearExhaustion", labels), `near-end\s.*90000000000000000\d\d`, `9[0-9]\.[0-9]+% of 2\^63-1`)
+}
