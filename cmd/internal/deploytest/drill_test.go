@@ -29,6 +29,7 @@ type drill struct {
 	alerts []string // every alert whose runbook it runs
 	opts   func(*launch.Options)
 	root   bool // opts mounts a tmpfs
+	faults bool // the servers are -tags faults builds (an injected clock offset)
 	run    func(d *drillEnv)
 }
 
@@ -94,9 +95,15 @@ func newDrill(t *testing.T, prom string, dr drill, books map[string]runbook, pre
 	if dr.opts != nil {
 		dr.opts(&opts)
 	}
-	c := launchtest.Start(t, opts)
 	ctx := launchtest.Context(t, 4*time.Minute)
 	bin := launchtest.BinDir(t)
+	if dr.faults {
+		opts.BinDir = filepath.Join(dir, "bin-faults")
+		if err := launch.Build(ctx, opts.BinDir, "faults"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := launchtest.Start(t, opts)
 	if err := launch.BuildPackages(ctx, bin, []string{launch.BaseTag}, "./cmd/seqctl"); err != nil {
 		t.Fatal(err)
 	}

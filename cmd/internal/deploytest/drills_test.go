@@ -2,6 +2,7 @@ package deploytest
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"regexp"
 	"sync"
@@ -31,6 +32,8 @@ var drills = []drill{
 		root: true, opts: func(o *launch.Options) { o.DataDirTmpfs = 64 << 20 }},
 	{name: "flapping", alerts: []string{"SeqsvrStoreLeaderFlapping"}, run: drillFlapping},
 	{name: "id-space", alerts: []string{"SeqsvrTagIDSpaceNearExhaustion"}, run: drillIDSpace},
+	{name: "worker-ids", alerts: []string{"SeqsvrWorkerIDsRunningOut"}, run: drillWorkerIDs},
+	{name: "clock-offset", alerts: []string{"SeqsvrSnowflakeClockOffset"}, run: drillClockOffset, faults: true},
 }
 
 // waitLeaderSeen waits until Prometheus sees a leader (the leader's
@@ -285,4 +288,57 @@ func drillIDSpace(d *drillEnv) {
 		d.t.Fatalf("fires for tag %q", labels["tag"])
 	}
 	d.shows("SeqsvrTagIDSpaceNearExhaustion", d.diagnose("SeqsvrTagIDSpaceNearExhaustion", labels), `near-end\s.*90000000000000000\d\d`, `9[0-9]\.[0-9]+% of 2\^63-1`)
+}
+
+// drillWorkerIDs: 830 worker IDs of the layout's 1,024 registered (node
+// IDs no allocsvr runs, as pods restarting under new names leave them),
+// so SeqsvrWorkerIDsRunningOut fires; its runbook shows the IDs in use
+// against the limit. The runbook's remedy, a lower --worker-retention on
+// the storesvrs (a rolling restart), frees them once their leases end,
+// and the alert resolves.
+func drillWorkerIDs(d *drillEnv) {
+	sc := d.c.StoreClient(d.c.Stores[0])
+	for i := range 830 {
+		req := &seqsvrv1.RegisterWorkerRequest{NodeId: fmt.Sprintf("gone-%d", i), InstanceId: fmt.Sprintf("i-%d", i), NowMs: time.Now().UnixMilli()}
+		if err := errs.Retry(d.ctx, launchtest.Retry(errs.AllocCall), func(ctx context.Context, _ int) error {
+			_, err := sc.RegisterWorker(ctx, connect.NewRequest(req))
+			return err
+		}); err != nil {
+			d.t.Fatal(err)
+		}
+	}
+	labels := d.firing("SeqsvrWorkerIDsRunningOut", nil)
+	d.shows("SeqsvrWorkerIDsRunningOut", d.diagnose("SeqsvrWorkerIDsRunningOut", labels),
+		`(?m)^seqsvr_store_worker_ids_in_use 83[01]$`, `(?m)^seqsvr_store_worker_ids_limit 1024$`)
+	for _, s := range d.c.Stores {
+		s.ExtraArgs = append(s.ExtraArgs, "--worker-retention=1s")
+		if err := s.Restart(d.ctx); err != nil {
+			d.t.Fatal(err)
+		}
+		if err := d.c.WaitReady(d.ctx, s); err != nil {
+			d.t.Fatal(err)
+		}
+	}
+	d.resolved("SeqsvrWorkerIDsRunningOut")
+}
+
+// drillClockOffset: the allocsvr (a -tags faults build, whose clock can
+// be moved) restarted with its clock 900 ms ahead
+// of the store leader's (within the 1 s it may start with, beyond the
+// rule's 800 ms) fires SeqsvrSnowflakeClockOffset; its runbook shows the
+// offset. Its clock set right (the runbook: slew it back), the alert
+// resolves.
+func drillClockOffset(d *drillEnv) {
+	a := d.c.Allocs[0]
+	a.Env = append(a.Env, "SEQSVR_FAULTS_CLOCK_OFFSET_MS=900")
+	if err := a.Restart(d.ctx); err != nil {
+		d.t.Fatal(err)
+	}
+	labels := d.firing("SeqsvrSnowflakeClockOffset", nil)
+	d.shows("SeqsvrSnowflakeClockOffset", d.diagnose("SeqsvrSnowflakeClockOffset", labels), `(?m)^seqsvr_snowflake_clock_offset_ms (8[0-9][0-9]|9[0-9][0-9])$`)
+	a.Env = a.Env[:len(a.Env)-1]
+	if err := a.Restart(d.ctx); err != nil {
+		d.t.Fatal(err)
+	}
+	d.resolved("SeqsvrSnowflakeClockOffset")
 }
