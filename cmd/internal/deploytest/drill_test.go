@@ -34,6 +34,7 @@ type drill struct {
 }
 
 // TestAlertRunbookDrills runs every drill, each on a cluster of its own
+// and a Prometheus of its own
 // (3 storesvrs, 1 allocsvr, --auth-file, HTTPS, client certificates),
 // with alerts.yml time-compressed (compressRules).
 func TestAlertRunbookDrills(t *testing.T) {
@@ -45,6 +46,9 @@ func TestAlertRunbookDrills(t *testing.T) {
 	books, preamble := runbooks(t)
 	for _, dr := range drills {
 		t.Run(dr.name, func(t *testing.T) {
+			// Drills mostly wait (for rules, leases, elections): as many
+			// run at once as -parallel allows (GOMAXPROCS by default).
+			t.Parallel()
 			if dr.root && os.Geteuid() != 0 {
 				t.Skip("mounts a tmpfs: needs root")
 			}
