@@ -109,6 +109,7 @@ test-packages:
 	  elif ! command -v buildah >/dev/null; then missing="$$missing podman golang-github-containernetworking-plugin-dnsname"; fi; \
 	  command -v runc >/dev/null || missing="$$missing runc"; \
 	  command -v curl >/dev/null || missing="$$missing curl"; \
+	  command -v jq >/dev/null || missing="$$missing jq"; \
 	  [ -f /etc/ssl/certs/ca-certificates.crt ] || missing="$$missing ca-certificates"; \
 	  [ -z "$$missing" ] || $(APT_INSTALL) $$missing || \
 	  { echo "make test needs:$$missing (apt-get install as root)"; exit 1; }

@@ -86,6 +86,9 @@ type Client struct {
 	// refuses, by URL; fencedAnswers counts such answers.
 	fenced        map[string]Identity
 	fencedAnswers uint64
+	// silent: whole surveys in a row each member left unanswered
+	// (noteSilent).
+	silent map[string]int
 	// refusedAt: when members refused a write as another cluster
 	// (callerfence.go).
 	refusedAt map[string]time.Time
@@ -127,7 +130,7 @@ func New(urls []string, opts Options) (*Client, error) {
 	if len(urls) == 0 {
 		return nil, fmt.Errorf("%w: no store URLs", errs.InvalidArgument)
 	}
-	c := &Client{opts: opts, clients: map[string]seqsvrv1connect.StoreServiceClient{}, fenced: map[string]Identity{}, refusedAt: map[string]time.Time{}, live: map[string]bool{},
+	c := &Client{opts: opts, clients: map[string]seqsvrv1connect.StoreServiceClient{}, fenced: map[string]Identity{}, silent: map[string]int{}, refusedAt: map[string]time.Time{}, live: map[string]bool{},
 		unreachable: map[string]time.Time{}}
 	for _, raw := range urls {
 		raw = strings.TrimSpace(raw)

@@ -287,3 +287,48 @@ func TestClientSkipsFencedLeaderAddress(t *testing.T) {
 		t.Fatalf("%d reservation(s) sent to the old member at the named leader's address", n)
 	}
 }
+
+// A fenced member that stops answering (an old member stopped for good)
+// is no longer listed once forgetFencedAfter whole surveys in a row went
+// unanswered, and is fenced again at its first answer as the old
+// cluster: the listing follows what answers, the fence does not weaken.
+func TestClientForgetsSilentFencedMember(t *testing.T) {
+	ours := identified(t, 1, Identity{restoredAt, "restored"})
+	old := identified(t, 1, Identity{0, "old"})
+	c := testClient(t, append(ours.urls(), old.urls()...))
+	if _, err := c.Survey(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if f := c.FencedStores(); len(f) != 1 {
+		t.Fatalf("fenced %v, want the old member", f)
+	}
+	old.mu.Lock()
+	old.down = true
+	old.mu.Unlock()
+	for i := 1; i <= forgetFencedAfter; i++ {
+		if f := c.FencedStores(); len(f) != 1 {
+			t.Fatalf("after %d silent survey(s) fenced %v, want the old member still listed", i-1, f)
+		}
+		if _, err := c.Survey(testCtx(t)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if f := c.FencedStores(); len(f) != 0 {
+		t.Fatalf("after %d silent surveys fenced %v, want none", forgetFencedAfter, f)
+	}
+	old.mu.Lock()
+	old.down = false
+	old.mu.Unlock()
+	if _, err := c.Survey(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if f := c.FencedStores(); len(f) != 1 || f[0].Identity != (Identity{0, "old"}) {
+		t.Fatalf("back as the old cluster: fenced %v, want it again", f)
+	}
+	if n := reserves(old); n != 0 {
+		t.Fatalf("%d reservation(s) sent to the old member", n)
+	}
+	if got := c.Followed(); got != (Identity{restoredAt, "restored"}) {
+		t.Fatalf("following %v", got)
+	}
+}

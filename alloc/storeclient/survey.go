@@ -83,7 +83,46 @@ wait:
 			break wait
 		}
 	}
+	if all {
+		c.noteSilent(got)
+	}
 	return c.settle(got)
+}
+
+// forgetFencedAfter is how many whole surveys in a row a fenced member
+// must leave unanswered before it is no longer listed as fenced (about
+// 6 s at the allocsvr's 2 s survey): an old member stopped for good, as
+// the runbook says, then stops counting, and its alert resolves. Nothing
+// is weakened: every answer is judged again, so the member, back as the
+// cluster it was, is fenced again at its first answer.
+const forgetFencedAfter = 3
+
+// noteSilent counts, per member, the whole surveys in a row it did not
+// answer (got holds the answers), and forgets the fence of a member
+// silent for forgetFencedAfter of them, unless it refused a write within
+// refusalHold.
+func (c *Client) noteSilent(got []statusAnswer) {
+	answered := map[string]bool{}
+	for _, a := range got {
+		if a.cs != nil {
+			answered[a.url] = true
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, u := range c.urls {
+		u := u.String()
+		if answered[u] {
+			delete(c.silent, u)
+			continue
+		}
+		c.silent[u]++
+		if id, ok := c.fenced[u]; ok && c.silent[u] >= forgetFencedAfter && !c.heldRefusal(u) {
+			delete(c.fenced, u)
+			c.log.Info("a fenced store member no longer answers: no longer listed as fenced (it is fenced again if it answers as that cluster)",
+				"url", u, "its_cluster_id", id.ClusterID, "its_generation", id.Generation, "surveys", c.silent[u])
+		}
+	}
 }
 
 // settle follows the best of the answers, learns its leader, and then
