@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"testing"
 	"time"
 
 	"github.com/seqsvr/seqsvr/internal/poll"
@@ -83,7 +82,8 @@ func status(base string) (clusterStatus, error) {
 // waitMembers waits until the member at h reports a leader and exactly
 // the members ids, each a voter, with a cluster ID, and returns that
 // status.
-func waitMembers(t *testing.T, h *host, ids ...string) clusterStatus {
+func (s *site) waitMembers(h *host, ids ...string) clusterStatus {
+	t := s.t
 	t.Helper()
 	var want []string
 	for _, id := range ids {
@@ -91,6 +91,7 @@ func waitMembers(t *testing.T, h *host, ids ...string) clusterStatus {
 	}
 	var st clusterStatus
 	poll.UntilOK(t, waitTimeout, fmt.Sprintf("%s to report members %v, all voters", h.id, ids), func() error {
+		s.alive()
 		var err error
 		if st, err = status(h.base()); err != nil {
 			return err
@@ -104,9 +105,11 @@ func waitMembers(t *testing.T, h *host, ids ...string) clusterStatus {
 }
 
 // waitReady waits until base answers /readyz with 200.
-func waitReady(t *testing.T, base string) {
+func (s *site) waitReady(base string) {
+	t := s.t
 	t.Helper()
 	poll.UntilOK(t, waitTimeout, base+"/readyz", func() error {
+		s.alive()
 		resp, err := http.Get(base + "/readyz")
 		if err != nil {
 			return err
@@ -121,9 +124,11 @@ func waitReady(t *testing.T, base string) {
 }
 
 // createTag creates tag on the store (any member forwards it).
-func createTag(t *testing.T, h *host, tag string) {
+func (s *site) createTag(h *host, tag string) {
+	t := s.t
 	t.Helper()
 	poll.UntilOK(t, waitTimeout, "CreateTag "+tag, func() error {
+		s.alive()
 		var res map[string]any
 		err := call(h.base(), "seqsvr.v1.StoreService/CreateTag", map[string]string{"tag": tag, "step": "1000"}, &res)
 		if err != nil && strings.Contains(err.Error(), "already_exists") {
@@ -135,10 +140,12 @@ func createTag(t *testing.T, h *host, tag string) {
 
 // reserve reserves n segments of tag through h (any member forwards)
 // and returns the first ID of the first and the last ID of the last.
-func reserve(t *testing.T, h *host, tag string, n int) (first, last int64) {
+func (s *site) reserve(h *host, tag string, n int) (first, last int64) {
+	t := s.t
 	t.Helper()
 	for i := range n {
 		poll.UntilOK(t, waitTimeout, "ReserveSegment "+tag, func() error {
+			s.alive()
 			var seg struct {
 				First string `json:"first"`
 				Last  string `json:"last"`
@@ -160,15 +167,17 @@ func reserve(t *testing.T, h *host, tag string, n int) (first, last int64) {
 	return first, last
 }
 
-// waitAllocFollows waits until the allocsvr at port reports cluster as
+// waitAllocFollows waits until the allocsvr reports cluster as
 // the store cluster it follows.
-func waitAllocFollows(t *testing.T, port int, cluster string) {
+func (s *site) waitAllocFollows(cluster string) {
+	t := s.t
 	t.Helper()
 	poll.UntilOK(t, waitTimeout, "the allocsvr to follow cluster "+cluster, func() error {
+		s.alive()
 		var st struct {
 			ClusterID string `json:"clusterId"`
 		}
-		if err := call("http://127.0.0.1:"+strconv.Itoa(port), "seqsvr.v1.AllocService/Status", struct{}{}, &st); err != nil {
+		if err := call("http://127.0.0.1:"+strconv.Itoa(s.alloc), "seqsvr.v1.AllocService/Status", struct{}{}, &st); err != nil {
 			return err
 		}
 		if st.ClusterID != cluster {

@@ -28,5 +28,7 @@
 //     new cluster). Outputs a block shows in `# ...` comments are compared
 //     with what it printed.
 //   - Every process a block starts runs in the block's own process group,
-//     which is killed when the test ends. Under -short every test skips.
+//     which is killed when the test ends; one that exits before the test
+//     stops it (a flag the binary no longer knows, a refused start) fails
+//     the test at once. Under -short every test skips.
 package doctest

@@ -54,9 +54,9 @@ func TestBackups(t *testing.T) {
 	s := newSite(t)
 	s.startByHand()
 	s1 := s.host("s1")
-	createTag(t, s1, "order")
-	_, last := reserve(t, s1, "order", 3)
-	st := waitMembers(t, s1, "s1", "s2", "s3")
+	s.createTag(s1, "order")
+	_, last := s.reserve(s1, "order", 3)
+	st := s.waitMembers(s1, "s1", "s2", "s3")
 	file, out := s.takeBackup()
 	if !regexp.MustCompile(`^seqsvr-\d{8}T\d{6}Z\.bak$`).MatchString(filepath.Base(file)) {
 		t.Errorf("backup file %s, want seqsvr-YYYYMMDDTHHMMSSZ.bak", filepath.Base(file))
@@ -81,11 +81,11 @@ func (s *site) startLost() (byHand, lost, string) {
 	s.t.Helper()
 	procs := s.startByHand()
 	s1 := s.host("s1")
-	createTag(s.t, s1, "order")
-	reserve(s.t, s1, "order", 3)
+	s.createTag(s1, "order")
+	s.reserve(s1, "order", 3)
 	file, _ := s.takeBackup()
-	_, last := reserve(s.t, s1, "order", 5)
-	st := waitMembers(s.t, s1, "s1", "s2", "s3")
+	_, last := s.reserve(s1, "order", 5)
+	st := s.waitMembers(s1, "s1", "s2", "s3")
 	return procs, lost{cluster: st.ClusterID, last: last}, file
 }
 
@@ -95,16 +95,16 @@ func (s *site) startLost() (byHand, lost, string) {
 // allocsvr, which kept running, following the new cluster.
 func (s *site) wantNewCluster(old lost) {
 	s.t.Helper()
-	st := waitMembers(s.t, s.host("s1"), "s1", "s2", "s3")
+	st := s.waitMembers(s.host("s1"), "s1", "s2", "s3")
 	if st.ClusterID == old.cluster || st.generation() <= 0 {
 		s.t.Fatalf("cluster %s generation %d after it, want a new ID (the lost one: %s) and a generation above 0", st.ClusterID, st.generation(), old.cluster)
 	}
 	for _, h := range s.hosts[:3] {
-		if first, _ := reserve(s.t, h, "order", 1); first <= old.last {
+		if first, _ := s.reserve(h, "order", 1); first <= old.last {
 			s.t.Fatalf("a segment of order reserved through %s starts at %d, at or below %d, which the lost cluster handed out", h.id, first, old.last)
 		}
 	}
-	waitAllocFollows(s.t, s.alloc, st.ClusterID)
+	s.waitAllocFollows(st.ClusterID)
 }
 
 // joinOthers runs step 3 of "Restore: the whole store is lost", the second
@@ -145,7 +145,7 @@ func TestRestore(t *testing.T) {
 	}
 	script := s.rewrite(blocks[0], backupFile(file), s.hostAddrs(), s.hostDataDirs(), background(), s.binDir())
 	s.startBackground("restore-s1", script)
-	waitMembers(t, s.host("s1"), "s1")
+	s.waitMembers(s.host("s1"), "s1")
 	s.joinOthers("restore-join")
 	s.wantNewCluster(old)
 }
@@ -174,7 +174,7 @@ func TestQuorumLoss(t *testing.T) {
 	}
 	script := s.rewrite(blocks[0], s.hostAddrs(), s.hostDataDirs(), background(), s.binDir())
 	s.startBackground("recover-s1", script)
-	st := waitMembers(t, s.host("s1"), "s1")
+	st := s.waitMembers(s.host("s1"), "s1")
 	if st.ClusterID == old.cluster {
 		t.Fatalf("s1 recovered alone still as cluster %s", st.ClusterID)
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -24,7 +25,9 @@ type script struct {
 	name, out, err string // the name, the stdout and stderr files
 	done           chan struct{}
 	exit           error
-	jobs           []int // the PIDs startBackground read
+	pgid           int
+	jobs           []int        // the PIDs startBackground read
+	stopped        map[int]bool // jobs the test stopped on purpose
 }
 
 // start runs body with bash -e -o pipefail in s.root, stdout and stderr
@@ -65,6 +68,7 @@ func (s *site) start(name, body string) *script {
 		s.t.Fatal(err)
 	}
 	pgid := cmd.Process.Pid
+	sc.pgid = pgid
 	go func() {
 		sc.exit = cmd.Wait()
 		close(sc.done)
@@ -144,7 +148,8 @@ func (s *site) startBackground(name, body string) []int {
 		}
 		out = append(out, pid)
 	}
-	sc.jobs = out
+	sc.jobs, sc.stopped = out, map[int]bool{}
+	s.bg = append(s.bg, sc)
 	s.t.Cleanup(func() {
 		if s.t.Failed() {
 			s.t.Logf("%s", s.outputs(sc))
@@ -165,10 +170,36 @@ func (s *site) outputs(sc *script) string {
 	return fmt.Sprintf("--- %s stdout:\n%s\n--- %s stderr:\n%s", sc.name, out, sc.name, errOut)
 }
 
+// alive fails the test at once when a process a block started in the
+// background has exited without the test stopping it (a flag the binary
+// does not know, a refused start): a wait for what it should bring about
+// would otherwise only time out.
+func (s *site) alive() {
+	s.t.Helper()
+	for _, sc := range s.bg {
+		for i, pid := range sc.jobs {
+			if g, err := syscall.Getpgid(pid); !sc.stopped[pid] && (err != nil || g != sc.pgid) {
+				s.t.Fatalf("%s: the process of its background command %d (PID %d) exited (its output follows)", sc.name, i+1, pid)
+			}
+		}
+	}
+}
+
+// mayExit tells alive that pid, one of a startBackground block's
+// processes, may end now.
+func (s *site) mayExit(pid int) {
+	for _, sc := range s.bg {
+		if slices.Contains(sc.jobs, pid) {
+			sc.stopped[pid] = true
+		}
+	}
+}
+
 // stop sends sig to pid, one of a startBackground block's processes, and
 // waits until it has gone.
 func (s *site) stop(pid int, sig syscall.Signal) {
 	s.t.Helper()
+	s.mayExit(pid)
 	if err := syscall.Kill(pid, sig); err != nil {
 		s.t.Fatalf("kill %d: %v", pid, err)
 	}

@@ -32,9 +32,10 @@ func (h *host) base() string { return "http://127.0.0.1:" + strconv.Itoa(h.http)
 type site struct {
 	t         *testing.T
 	root, bin string
-	hosts     []*host // s1..s4
-	alloc     int     // the allocsvr's HTTP port (the doc's 8080)
-	bak       string  // the doc's /backups/
+	hosts     []*host   // s1..s4
+	alloc     int       // the allocsvr's HTTP port (the doc's 8080)
+	bak       string    // the doc's /backups/
+	bg        []*script // the blocks startBackground ran
 }
 
 // newSite builds the binaries (storesvr, allocsvr, seqctl) and claims the
