@@ -181,36 +181,33 @@ func (d *drillEnv) alerts(alert, state string) []map[string]string {
 // they show is the point.
 func (d *drillEnv) diagnose(alert string, labels map[string]string, extra ...string) string {
 	d.t.Helper()
-	rb := d.books[alert]
-	if len(rb.diagnose) == 0 {
-		d.t.Fatalf("%s: no runbook commands in docs/alerts.md", alert)
-	}
-	var out strings.Builder
-	for _, b := range rb.diagnose {
-		o, _ := d.shell(b, labels, extra, false)
-		out.WriteString(o)
-	}
-	d.t.Logf("%s runbook output:\n%s", alert, out.String())
-	return out.String()
+	return d.blocks(alert, "", d.books[alert].diagnose, labels, extra)
 }
 
 // fix runs alert's ```sh fix blocks, each with errexit: a fix that fails
 // fails the drill.
 func (d *drillEnv) fix(alert string, labels map[string]string, extra ...string) string {
 	d.t.Helper()
-	rb := d.books[alert]
-	if len(rb.fix) == 0 {
-		d.t.Fatalf("%s: no ```sh fix block in docs/alerts.md", alert)
+	return d.blocks(alert, "fix", d.books[alert].fix, labels, extra)
+}
+
+// blocks runs the blocks of alert's runbook, of kind "" (diagnosis) or
+// "fix" (errexit, and a failure fails the drill), and returns their
+// output.
+func (d *drillEnv) blocks(alert, kind string, blocks []string, labels map[string]string, extra []string) string {
+	d.t.Helper()
+	if len(blocks) == 0 {
+		d.t.Fatalf("%s: no ```sh %s block in docs/alerts.md", alert, kind)
 	}
 	var out strings.Builder
-	for _, b := range rb.fix {
-		o, err := d.shell(b, labels, extra, true)
+	for _, b := range blocks {
+		o, err := d.shell(b, labels, extra, kind == "fix")
 		out.WriteString(o)
-		if err != nil {
+		if err != nil && kind == "fix" {
 			d.t.Fatalf("%s: the runbook's fix failed: %v\n%s", alert, err, o)
 		}
 	}
-	d.t.Logf("%s runbook fix output:\n%s", alert, out.String())
+	d.t.Logf("%s runbook %s output:\n%s", alert, kind, out.String())
 	return out.String()
 }
 
@@ -242,6 +239,19 @@ func (d *drillEnv) shows(alert, out string, patterns ...string) {
 			d.t.Errorf("%s: the runbook's commands do not show %q", alert, p)
 		}
 	}
+}
+
+// follower is a storesvr that is not the leader, and the leader.
+func (d *drillEnv) follower() (s, leader *launch.Proc) {
+	d.t.Helper()
+	leader, err := d.c.Leader(d.ctx)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	if s = d.c.Stores[2]; s == leader {
+		s = d.c.Stores[1]
+	}
+	return s, leader
 }
 
 // proc is the process whose address is a firing alert's instance label.

@@ -172,14 +172,7 @@ func drillCertificates(d *drillEnv) {
 // (seqctl member add with its node ID and addresses), which resolves the
 // alert once the member is promoted and ready.
 func drillMemberRemoved(d *drillEnv) {
-	s := d.c.Stores[2]
-	ldr, err := d.c.Leader(d.ctx)
-	if err != nil {
-		d.t.Fatal(err)
-	}
-	if ldr == s {
-		s = d.c.Stores[1]
-	}
+	s, ldr := d.follower()
 	if _, err := d.c.StoreClient(ldr).RemoveMember(d.ctx, connect.NewRequest(&seqsvrv1.RemoveMemberRequest{Id: s.NodeID})); err != nil {
 		d.t.Fatal(err)
 	}
@@ -202,14 +195,7 @@ func drillMemberRemoved(d *drillEnv) {
 // the runbooks show a full file system and the member's applied index
 // behind. Space given back, it catches up and both resolve.
 func drillDiskFull(d *drillEnv) {
-	ldr, err := d.c.Leader(d.ctx)
-	if err != nil {
-		d.t.Fatal(err)
-	}
-	s := d.c.Stores[2]
-	if ldr == s {
-		s = d.c.Stores[1]
-	}
+	s, ldr := d.follower()
 	if _, _, err := launch.Fill(s.DataDir); err != nil {
 		d.t.Fatal(err)
 	}
@@ -354,14 +340,7 @@ func drillFsyncSlow(d *drillEnv) {
 	if why := slowDiskSupported(); why != "" {
 		d.t.Skip(why)
 	}
-	ldr, err := d.c.Leader(d.ctx)
-	if err != nil {
-		d.t.Fatal(err)
-	}
-	s := d.c.Stores[2]
-	if ldr == s {
-		s = d.c.Stores[1]
-	}
+	s, ldr := d.follower()
 	if err := s.Kill(); err != nil {
 		d.t.Fatal(err)
 	}
