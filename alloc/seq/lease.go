@@ -101,7 +101,6 @@ func (n *Node) apply(sent time.Time, res *seqsvrv1.SeqHeartbeatResponse, release
 		}
 	}
 	n.tables.Store(newTableSet(ts))
-	n.installed(sent)
 	n.lease.Store(l)
 	for k, s := range n.sections {
 		t := ts[k.space]

@@ -37,9 +37,8 @@ type Node struct {
 	log      *slog.Logger
 	instance string
 
-	lease   atomic.Pointer[lease]
-	tables  atomic.Pointer[tableSet]
-	install atomic.Pointer[tablesInstall] // the latest tables' (newspace.go)
+	lease  atomic.Pointer[lease]
+	tables atomic.Pointer[tableSet]
 
 	// mu guards sections and orders table changes against section loads:
 	// a section is created only if the current table lets this Node serve
@@ -83,7 +82,6 @@ func New(store Store, cfg Config) (*Node, error) {
 	n.epoch = n.clock.Now()
 	n.sysClock = n.clock == clock.System() && !faults.Enabled
 	n.lease.Store(&lease{})
-	n.install.Store(&tablesInstall{done: make(chan struct{})})
 	n.life, n.stop = context.WithCancel(context.Background())
 	newMetrics(n, cfg.Registerer)
 	return n, nil

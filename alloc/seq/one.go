@@ -44,7 +44,7 @@ func (n *Node) one(ctx context.Context, o op, space string, key uint64, forwarde
 	if err := spec.CheckTag(space); err != nil {
 		return 0, 0, err
 	}
-	t, err := n.tableFor(ctx, space)
+	t, err := n.loadTables().get(space)
 	if err != nil {
 		return 0, 0, err
 	}

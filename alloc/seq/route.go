@@ -44,7 +44,7 @@ func (n *Node) Routing(space string) (*seqsvrv1.RoutingTable, error) {
 }
 
 func (n *Node) call(ctx context.Context, o op, space string, keys []uint64, forwarded bool) ([]int64, uint64, error) {
-	t, parts, err := n.plan(ctx, space, keys, forwarded)
+	t, parts, err := n.plan(space, keys, forwarded)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -67,14 +67,14 @@ func (n *Node) call(ctx context.Context, o op, space string, keys []uint64, forw
 
 // plan checks the call and splits its keys by owner, before anything is
 // taken: bad input burns nothing.
-func (n *Node) plan(ctx context.Context, space string, keys []uint64, forwarded bool) (*table, []part, error) {
+func (n *Node) plan(space string, keys []uint64, forwarded bool) (*table, []part, error) {
 	if len(keys) == 0 || len(keys) > spec.MaxCount {
 		return nil, nil, fmt.Errorf("%w: %d keys, want 1..%d", errs.InvalidArgument, len(keys), spec.MaxCount)
 	}
 	if err := spec.CheckTag(space); err != nil {
 		return nil, nil, err
 	}
-	t, err := n.tableFor(ctx, space)
+	t, err := n.loadTables().get(space)
 	if err != nil {
 		return nil, nil, err
 	}
