@@ -74,14 +74,18 @@ func newTables(msgs []*seqsvrv1.RoutingTable) tables {
 }
 
 // get is the space's table: unavailable before the first heartbeat
-// answered, not_found for a space the store does not have.
+// answered, not_found for a space the last heartbeat's tables lack. The
+// message says so: a space created since then is served from the next
+// heartbeat on, which a client that created it and called at once would
+// otherwise take for a failed create. (Waiting for that heartbeat instead
+// would hold every call for a misspelt space for up to an interval.)
 func (ts tables) get(space string) (*table, error) {
 	if ts == nil {
 		return nil, fmt.Errorf("%w: no routing table yet (the store has not answered a heartbeat)", errs.Unavailable)
 	}
 	t := ts[space]
 	if t == nil {
-		return nil, fmt.Errorf("%w: space %q", errs.NotFound, space)
+		return nil, fmt.Errorf("%w: space %q (not in this allocsvr's routing tables as of its last heartbeat; a space created since is served from the next one, within --seq-heartbeat-interval)", errs.NotFound, space)
 	}
 	return t, nil
 }
