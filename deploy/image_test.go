@@ -143,6 +143,7 @@ func TestImage(t *testing.T) {
 	t.Run("compose", func(t *testing.T) { runCompose(t, e, image) })
 	t.Run("compose-prometheus", func(t *testing.T) { runComposePrometheus(t, e, image) })
 	t.Run("statefulset", func(t *testing.T) { runStatefulSet(t, e, image) })
+	t.Run("statefulset-install", func(t *testing.T) { runStatefulSetInstall(t, e, image) })
 	t.Run("statefulset-restore", func(t *testing.T) { runStatefulSetRestore(t, e, image) })
 	t.Run("statefulset-recover", func(t *testing.T) { runStatefulSetRecover(t, e, image) })
 	t.Run("token-rotation", func(t *testing.T) { runTokenRotation(t, e, image) })

@@ -74,6 +74,15 @@ type runbook struct {
 	forward  int                 // the port-forward's local port (0: none)
 	exported bool                // SEQCTL_STORE exported through it
 	seen     []runbookSeen
+	// secure: the pods mount the Secrets the runbook creates and run with
+	// every flag naming their files (statefulset-install); otherwise the
+	// manifest's own Secrets are left out (podSpec).
+	secure    bool
+	nsApplied bool                         // apply -f namespace.yaml ran
+	data      map[string]map[string][]byte // each Secret's keys
+	seqctlEnv []string                     // SEQCTL_TOKEN_FILE, SEQCTL_CA as exported
+	dep       *deployState                 // the Deployment, once applied
+	deps      deployRunner                 // its pods (nil: none modelled)
 }
 
 // newRunbook is the StatefulSet as the manifest defines it with no pod
@@ -82,7 +91,8 @@ func newRunbook(t *testing.T, ctx context.Context, pods podRunner, dir string) *
 	t.Helper()
 	m := readManifests(t)
 	r := &runbook{t: t, ctx: ctx, pods: pods, m: m, applied: m.sets[0].DeepCopy(), set: m.sets[0].DeepCopy(),
-		running: map[int]string{}, pvcs: map[string]bool{}, secrets: map[string]string{}, vars: map[string]string{}, dir: dir}
+		running: map[int]string{}, pvcs: map[string]bool{}, secrets: map[string]string{}, vars: map[string]string{}, dir: dir,
+		data: map[string]map[string][]byte{}}
 	for _, s := range m.services {
 		if s.Name == r.set.Name+"-api" {
 			r.api = s
@@ -166,6 +176,10 @@ func (r *runbook) exec(line string) error {
 		if _, ok := r.secrets[c.name]; ok {
 			return fmt.Errorf("Secret %s already exists", c.name)
 		}
+		if r.secure && !r.nsApplied {
+			return fmt.Errorf("namespace %s not found: the Secret goes into it", r.set.Namespace)
+		}
+		data := map[string][]byte{}
 		dir := filepath.Join(r.dir, ".secrets", c.name)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
@@ -181,10 +195,15 @@ func (r *runbook) exec(line string) error {
 			}
 			// A Secret volume's files are 0644 unless defaultMode says
 			// otherwise; the pod's user reads them.
+			if _, ok := data[f[0]]; ok {
+				return fmt.Errorf("--from-file: key %s twice", f[0])
+			}
+			data[f[0]] = b
 			if err := os.WriteFile(filepath.Join(dir, f[0]), b, 0o644); err != nil {
 				return err
 			}
 		}
+		r.data[c.name] = data
 		if err := os.Chmod(dir, 0o755); err != nil {
 			return err
 		}
@@ -197,17 +216,28 @@ func (r *runbook) exec(line string) error {
 		// A running pod keeps the files it mounted; a pod started later
 		// would wait for the Secret (podSpec refuses it).
 		delete(r.secrets, c.name)
+		delete(r.data, c.name)
 		return nil
 	case cmdPatch:
 		if err := r.patch(c.patch); err != nil {
 			return err
 		}
 		return r.reconcile()
+	case cmdApplyFile:
+		return r.applyNamespace(c.kustom)
 	case cmdApply:
+		switch c.kustom {
+		case "allocsvr":
+			return r.applyDeployment(c.kustom)
+		case "monitoring":
+			return r.applyMonitoring(c.kustom)
+		}
 		if err := r.apply(c.kustom); err != nil {
 			return err
 		}
 		return r.reconcile()
+	case cmdRolloutDep:
+		return r.rolloutDeployment(c.name, c.timeout)
 	case cmdPortForward:
 		if r.forward != 0 {
 			return fmt.Errorf("a second port-forward")
@@ -223,6 +253,13 @@ func (r *runbook) exec(line string) error {
 			return fmt.Errorf("SEQCTL_STORE=%s: no port-forward listens on port %d", c.store, p)
 		}
 		r.exported = true
+		r.seqctlEnv = nil
+		if c.token != "" {
+			r.seqctlEnv = append(r.seqctlEnv, "SEQCTL_TOKEN_FILE="+c.token)
+		}
+		if c.ca != "" {
+			r.seqctlEnv = append(r.seqctlEnv, "SEQCTL_CA="+c.ca)
+		}
 		return nil
 	case cmdAssign:
 		out, err := r.bash(fmt.Sprintf("%s\nprintf %%s \"$%s\"", c.line, c.name), nil)
@@ -241,7 +278,15 @@ func (r *runbook) exec(line string) error {
 		// The port-forward is pod 0's published port here, and plain HTTP:
 		// the podman pods run without the Secrets (no TLS, no tokens), so
 		// the exported SEQCTL_TOKEN_FILE and SEQCTL_CA are not passed.
-		out, err := r.bash(c.line, []string{"SEQCTL_STORE=" + r.pods.url(0)})
+		// With the Secrets (secure), the pods serve HTTPS with the
+		// certificate the operator made, and the exported token file and
+		// CA (paths in the operator's directory, bash's) are passed as
+		// written: the URL names localhost, as through a port-forward.
+		env := []string{"SEQCTL_STORE=" + r.pods.url(0)}
+		if r.secure {
+			env = append(env, r.seqctlEnv...)
+		}
+		out, err := r.bash(c.line, env)
 		if strings.TrimSpace(out) != "" {
 			r.t.Logf("  %s", strings.ReplaceAll(strings.TrimSpace(out), "\n", "\n  "))
 		}
@@ -371,12 +416,14 @@ func (r *runbook) startPod(ord int) error {
 
 // podSpec is pod ord's container args and podman volumes from the
 // current template: each PVC its podman volume, a Secret the runbook
-// created its directory, read-only. The Secrets the manifest's own
-// template mounts (auth, TLS: made from the operator's files at install)
-// are not here: the podman pods run without them, plain HTTP and no
-// auth, so those volumes and the flags naming files in them are left
-// out, as in every podman run of the StatefulSet. Any other Secret that
-// does not exist would keep the pod waiting: an error.
+// created its directory, read-only. With secure (the install), every
+// Secret volume is laid out as the kubelet does (secretVolume) from the
+// Secrets the runbook created, and every arg is kept. Otherwise the
+// Secrets the manifest's own template mounts (auth, TLS: made from the
+// operator's files at install) are not here: those pods run without
+// them, plain HTTP and no auth, so those volumes and the flags naming
+// files in them are left out. Any other Secret that does not exist
+// would keep the pod waiting: an error.
 func (r *runbook) podSpec(ord int) (args, vols []string, err error) {
 	spec := r.set.Spec.Template.Spec
 	if len(spec.Containers) != 1 || len(spec.InitContainers) != 0 {
@@ -403,6 +450,17 @@ func (r *runbook) podSpec(ord int) (args, vols []string, err error) {
 			return nil, nil, fmt.Errorf("volumeMount %s names no volume", vm.Name)
 		}
 		s := spec.Volumes[i].Secret
+		if r.secure && s != nil && vm.SubPath == "" {
+			dir, err := r.secretVolume(fmt.Sprintf("%s-%d", r.set.Name, ord), spec.Volumes[i], spec.SecurityContext)
+			if err != nil {
+				return nil, nil, fmt.Errorf("pod %s-%d: %w", r.set.Name, ord, err)
+			}
+			if !vm.ReadOnly {
+				return nil, nil, fmt.Errorf("pod %s-%d mounts Secret volume %s read-write", r.set.Name, ord, vm.Name)
+			}
+			vols = append(vols, dir+":"+vm.MountPath+":ro")
+			continue
+		}
 		switch {
 		case s == nil || len(s.Items) > 0 || vm.SubPath != "":
 			return nil, nil, fmt.Errorf("volume %s: only whole Secret volumes and the PVCs are modelled", vm.Name)

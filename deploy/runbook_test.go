@@ -260,6 +260,8 @@ type runbookCmd struct {
 	kustom   string            // apply: the kustomization's directory under kubernetes/
 	ports    [2]int            // port-forward: local and remote
 	store    string            // export: SEQCTL_STORE as written
+	token    string            // export: SEQCTL_TOKEN_FILE as written
+	ca       string            // export: SEQCTL_CA as written
 	timeout  time.Duration     // wait, rollout: --timeout (0: none)
 }
 
@@ -273,6 +275,8 @@ const (
 	cmdDeleteSecret = "delete-secret"
 	cmdPatch        = "patch"
 	cmdApply        = "apply"
+	cmdApplyFile    = "apply-file"
+	cmdRolloutDep   = "rollout-status-deployment"
 	cmdPortForward  = "port-forward"
 	cmdExport       = "export"
 	cmdAssign       = "assign"
@@ -320,9 +324,12 @@ func parseRunbookLine(line string, ss *appsv1.StatefulSet, api *corev1.Service, 
 				return cmd, fmt.Errorf("export %q: not NAME=VALUE", kv)
 			case k == "SEQCTL_STORE":
 				cmd.store = v
-			case k == "SEQCTL_TOKEN_FILE" || k == "SEQCTL_CA":
-				// No TLS and no Secrets in the podman runs: the token file
-				// and the CA are not read (runbook.seqctlEnv).
+			case k == "SEQCTL_TOKEN_FILE":
+				// Read only where the pods run with their Secrets
+				// (runbook.secure); elsewhere plain HTTP and no auth.
+				cmd.token = v
+			case k == "SEQCTL_CA":
+				cmd.ca = v
 			default:
 				return cmd, fmt.Errorf("export %s: not a variable of seqctl this test knows", k)
 			}
@@ -415,13 +422,18 @@ func parseRunbookLine(line string, ss *appsv1.StatefulSet, api *corev1.Service, 
 		if err != nil {
 			return cmd, err
 		}
-		if len(pos) == 0 || pos[0] != "status" || !isSet(pos[1:]) || len(pos) != 2 {
-			return cmd, fmt.Errorf("kubectl rollout: only status statefulset/%s is known here", ss.Name)
-		}
 		if err := timeout(flags); err != nil {
 			return cmd, err
 		}
-		cmd.kind = cmdRollout
+		switch {
+		case len(pos) == 2 && pos[0] == "status" && isSet(pos[1:]):
+			cmd.kind = cmdRollout
+		case len(pos) == 2 && pos[0] == "status" && strings.HasPrefix(pos[1], "deployment/") && len(pos[1]) > len("deployment/"):
+			// Which Deployment exists is the runbook's state: exec checks.
+			cmd.kind, cmd.name = cmdRolloutDep, strings.TrimPrefix(pos[1], "deployment/")
+		default:
+			return cmd, fmt.Errorf("kubectl rollout: only status statefulset/%s and status deployment/NAME are known here", ss.Name)
+		}
 	case "delete":
 		pos, _, err := kubectlFlags(args[1:])
 		if err != nil {
@@ -484,13 +496,23 @@ func parseRunbookLine(line string, ss *appsv1.StatefulSet, api *corev1.Service, 
 		}
 		cmd.kind, cmd.patch = cmdPatch, []byte(flags["-p"][0])
 	case "apply":
-		pos, flags, err := kubectlFlags(args[1:], "-k")
+		pos, flags, err := kubectlFlags(args[1:], "-k", "-f")
 		if err != nil {
 			return cmd, err
 		}
+		if ns != "" {
+			return cmd, fmt.Errorf("kubectl apply -n: the manifests name their namespace")
+		}
+		if f := flags["-f"]; f != nil {
+			if len(pos) != 0 || flags["-k"] != nil || f[0] != "deploy/kubernetes/namespace.yaml" {
+				return cmd, fmt.Errorf("kubectl apply -f: only deploy/kubernetes/namespace.yaml is known here")
+			}
+			cmd.kind, cmd.kustom = cmdApplyFile, "namespace.yaml"
+			return cmd, nil
+		}
 		dir, ok := strings.CutPrefix(strings.TrimSuffix(firstOf(flags["-k"]), "/"), "deploy/kubernetes/")
-		if len(pos) != 0 || !ok || dir != "storesvr" {
-			return cmd, fmt.Errorf("kubectl apply: only -k deploy/kubernetes/storesvr is known here")
+		if len(pos) != 0 || !ok || !slices.Contains([]string{"storesvr", "allocsvr", "monitoring"}, dir) {
+			return cmd, fmt.Errorf("kubectl apply: only -k deploy/kubernetes/storesvr, allocsvr or monitoring and -f deploy/kubernetes/namespace.yaml are known here")
 		}
 		cmd.kind, cmd.kustom = cmdApply, dir
 	case "port-forward":

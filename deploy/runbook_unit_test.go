@@ -14,7 +14,7 @@ import (
 
 // runbookTitles are the runbook's blocks TestImage runs, by the bold
 // title of the paragraph before each.
-var runbookTitles = []string{"seqctl from outside the cluster", "A backup", "Restore into the StatefulSet.", "Quorum loss", "Scale down"}
+var runbookTitles = []string{"Install, and every upgrade, in two steps", "seqctl from outside the cluster", "A backup", "Restore into the StatefulSet.", "Quorum loss", "Scale down"}
 
 // TestRunbookParses: every line of the blocks TestImage runs is one the
 // interpreter knows (fast, no podman: the doc's edits fail here first).
@@ -43,7 +43,7 @@ func TestRunbookParses(t *testing.T) {
 	// line, and every verb the interpreter knows is used (but wait-ready:
 	// right after a scale the pod may not exist yet, so the blocks wait
 	// with rollout status).
-	for _, k := range []string{cmdScale, cmdWaitDelete, cmdRollout, cmdDeletePVC, cmdCreateSecret, cmdDeleteSecret, cmdApply, cmdPortForward, cmdExport, cmdAssign, cmdSeqctl} {
+	for _, k := range []string{cmdScale, cmdWaitDelete, cmdRollout, cmdDeletePVC, cmdCreateSecret, cmdDeleteSecret, cmdApply, cmdApplyFile, cmdRolloutDep, cmdPortForward, cmdExport, cmdAssign, cmdSeqctl} {
 		if kinds[k] == 0 {
 			t.Errorf("no %s line in the runbook's blocks", k)
 		}
@@ -121,7 +121,11 @@ func TestRunbookRefuses(t *testing.T) {
 		`kubectl -n seqsvr delete pod storesvr-0`,
 		`kubectl -n seqsvr patch statefulset storesvr --type=merge -p '{}'`,
 		`kubectl -n seqsvr rollout restart statefulset/storesvr`,
-		`kubectl apply -k deploy/kubernetes/allocsvr`,
+		`kubectl apply -k deploy/kubernetes/backup`,               // not in the runbook's blocks
+		`kubectl apply -f deploy/kubernetes/secrets.example.yaml`, // the placeholders
+		`kubectl -n seqsvr apply -f deploy/kubernetes/namespace.yaml`,
+		`kubectl -n seqsvr rollout status deployment`,
+		`kubectl -n seqsvr rollout status deployment/`,
 		`kubectl apply -f deploy/kubernetes/storesvr/storesvr.yaml`,
 		`kubectl -n seqsvr port-forward service/storesvr-api 8081:8081`, // not in the background
 		`kubectl -n seqsvr port-forward service/storesvr-api 8081:9999 &`,

@@ -31,6 +31,13 @@ type stsPods struct {
 	url0     string         // pod 0's API on the host
 	urls     map[int]string // each pod's
 	running  map[int]string
+	// Set by useTLS for the pods that run with the Secrets: their API is
+	// HTTPS, reached as localhost (the name a port-forward needs in the
+	// certificate), with the admin token; run is podman flags of the pod
+	// template's securityContext.
+	client *http.Client
+	token  string
+	run    []string
 }
 
 func newSTSPods(t *testing.T, e *engine, image, prefix string) *stsPods {
@@ -38,7 +45,7 @@ func newSTSPods(t *testing.T, e *engine, image, prefix string) *stsPods {
 	ss := m.sets[0]
 	c := ss.Spec.Template.Spec.Containers[0]
 	p := &stsPods{t: t, e: e, image: image, prefix: prefix, name: ss.Name, domain: flagValue(c.Args, "ordinal-domain"),
-		httpPort: listenPort(t, flagValue(c.Args, "http-addr")), urls: map[int]string{}, running: map[int]string{}}
+		httpPort: listenPort(t, flagValue(c.Args, "http-addr")), urls: map[int]string{}, running: map[int]string{}, client: http.DefaultClient}
 	for _, a := range c.Args {
 		if !strings.Contains(a, "=/etc/seqsvr/") { // a Secret's file: no Secrets here
 			p.args = append(p.args, a)
@@ -94,10 +101,15 @@ func (p *stsPods) runPod(ord int, args, volumes []string) {
 	for _, v := range volumes {
 		run = append(run, "-v", v)
 	}
+	run = append(run, p.run...)
 	if p.urls[ord] == "" {
 		p.urls[ord] = "http://" + freeAddr(p.t)
+		if p.token != "" {
+			p.urls[ord] = "https://localhost:" + p.urls[ord][strings.LastIndexByte(p.urls[ord], ':')+1:]
+		}
 	}
-	run = append(run, "-p", fmt.Sprintf("%s:%d", strings.TrimPrefix(p.urls[ord], "http://"), p.httpPort))
+	_, port, _ := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(p.urls[ord], "http://"), "https://"), ":")
+	run = append(run, "-p", fmt.Sprintf("127.0.0.1:%s:%d", port, p.httpPort))
 	if ord == 0 {
 		p.url0 = p.urls[0]
 	}
@@ -132,7 +144,7 @@ func (p *stsPods) ready(ctx context.Context, ord int, path string) (bool, string
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, p.urls[ord]+path, nil)
-	res, err := http.DefaultClient.Do(req)
+	res, err := p.client.Do(req)
 	if err != nil {
 		return false, err.Error()
 	}
@@ -148,7 +160,10 @@ func (p *stsPods) status(ctx context.Context, ord int) (stsStatus, error) {
 	var st stsStatus
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, p.urls[ord]+"/seqsvr.v1.StoreService/ClusterStatus", strings.NewReader("{}"))
 	req.Header.Set("Content-Type", "application/json")
-	res, err := http.DefaultClient.Do(req)
+	if p.token != "" {
+		req.Header.Set("Authorization", "Bearer "+p.token)
+	}
+	res, err := p.client.Do(req)
 	if err != nil {
 		return st, err
 	}
