@@ -625,16 +625,10 @@ func (r *runbook) waitReady(ord int, timeout time.Duration, line string) error {
 	if probe == nil || probe.HTTPGet == nil {
 		return fmt.Errorf("the container has no HTTP readiness probe")
 	}
-	for {
-		ok, saw := r.pods.ready(ctx, ord, probe.HTTPGet.Path)
-		if ok {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("pod %s-%d not ready: %s", r.set.Name, ord, saw)
-		case <-time.After(200 * time.Millisecond):
-		}
+	if err := waitProbe(ctx, fmt.Sprintf("pod %s-%d", r.set.Name, ord), func(ctx context.Context) (bool, string) {
+		return r.pods.ready(ctx, ord, probe.HTTPGet.Path)
+	}); err != nil {
+		return err
 	}
 	if line != "" {
 		st, err := r.pods.status(ctx, ord)

@@ -495,16 +495,10 @@ func (r *runbook) rolloutDeployment(name string, timeout time.Duration) error {
 	ctx, cancel := r.bound(timeout)
 	defer cancel()
 	for i, pod := range r.dep.pods {
-		for {
-			ok, saw := r.deps.ready(ctx, i, probe.HTTPGet.Path)
-			if ok {
-				break
-			}
-			select {
-			case <-ctx.Done():
-				return fmt.Errorf("pod %s not ready: %s", pod, saw)
-			case <-time.After(200 * time.Millisecond):
-			}
+		if err := waitProbe(ctx, "pod "+pod, func(ctx context.Context) (bool, string) {
+			return r.deps.ready(ctx, i, probe.HTTPGet.Path)
+		}); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -585,16 +579,7 @@ func (p *allocPods) run(i int, name string, cmd, args, env, vols []string, ip st
 func (p *allocPods) url(i int) string { return p.urls[i] }
 
 func (p *allocPods) ready(ctx context.Context, i int, path string) (bool, string) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, p.urls[i]+path, nil)
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return false, err.Error()
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return res.StatusCode == http.StatusOK, fmt.Sprintf("%s: %s", res.Status, b)
+	return probe(ctx, http.DefaultClient, p.urls[i]+path)
 }
 
 // callAuth posts a Connect JSON call with a bearer token ("" for none)

@@ -141,16 +141,7 @@ func (p *stsPods) url(ord int) string { return p.urls[ord] }
 
 // ready is pod ord's answer to GET path, as a readiness probe sees it.
 func (p *stsPods) ready(ctx context.Context, ord int, path string) (bool, string) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, p.urls[ord]+path, nil)
-	res, err := p.client.Do(req)
-	if err != nil {
-		return false, err.Error()
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return res.StatusCode == http.StatusOK, fmt.Sprintf("%s: %s", res.Status, b)
+	return probe(ctx, p.client, p.urls[ord]+path)
 }
 
 // status is pod ord's ClusterStatus.

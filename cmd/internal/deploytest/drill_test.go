@@ -211,10 +211,13 @@ func (d *drillEnv) blocks(alert, kind string, blocks []string, labels map[string
 	return out.String()
 }
 
+// labelName is an alert label an operator's variable is made of.
+var labelName = regexp.MustCompile(`^[a-z_]+$`)
+
 func (d *drillEnv) shell(block string, labels map[string]string, extra []string, errexit bool) (string, error) {
 	env := append([]string{}, d.env...)
 	for k, v := range labels {
-		if regexp.MustCompile(`^[a-z_]+$`).MatchString(k) {
+		if labelName.MatchString(k) {
 			env = append(env, strings.ToUpper(k)+"="+v)
 		}
 	}

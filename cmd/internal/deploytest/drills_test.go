@@ -19,9 +19,6 @@ import (
 	"github.com/seqsvr/seqsvr/internal/poll"
 )
 
-// notDrilled names the alerts no drill fires, and why.
-var notDrilled = map[string]string{}
-
 var drills = []drill{
 	{name: "stores-down", alerts: []string{"SeqsvrStoreNoLeader", "SeqsvrTargetDown"}, run: drillStoresDown},
 	{name: "store-gone", alerts: []string{"SeqsvrAllocStoreUnreachable", "SeqsvrTagBuffersRunningDry", "SeqsvrSnowflakeFenced", "SeqsvrSeqLeaseLapsing"}, run: drillStoreGone},

@@ -19,10 +19,7 @@ type byHand struct {
 // report each other as voters with a leader and the allocsvr is ready.
 func (s *site) startByHand() byHand {
 	s.t.Helper()
-	blocks := shBlocks(s.t, operationsDoc, "A cluster by hand")
-	if len(blocks) != 1 {
-		s.t.Fatalf("A cluster by hand: %d blocks, want 1", len(blocks))
-	}
+	blocks := shBlocks(s.t, operationsDoc, "A cluster by hand", 1)
 	script := s.rewrite(blocks[0], dropMakeBuild(), s.localPorts(), s.dataDirs(), s.binDir())
 	pids := s.startBackground("cluster-by-hand", script)
 	if len(pids) != 4 {
@@ -63,10 +60,7 @@ func TestClusterByHand(t *testing.T) {
 func TestPerKeySeqCurl(t *testing.T) {
 	s := newSite(t)
 	s.startByHand()
-	blocks := shBlocks(t, operationsDoc, "Per-key sequences with curl")
-	if len(blocks) != 1 {
-		t.Fatalf("%d blocks, want 1", len(blocks))
-	}
+	blocks := shBlocks(t, operationsDoc, "Per-key sequences with curl", 1)
 	script := s.rewrite(blocks[0], s.localPorts())
 	// A marker after each command splits the output by command.
 	const marker = "@@doctest-end-of-command@@"
@@ -108,10 +102,7 @@ func squash(s string) string { return strings.Join(strings.Fields(s), "") }
 func TestAddRemoveMember(t *testing.T) {
 	s := newSite(t)
 	s.startByHand()
-	blocks := shBlocks(t, operationsDoc, "Adding and removing members")
-	if len(blocks) != 1 {
-		t.Fatalf("%d blocks, want 1", len(blocks))
-	}
+	blocks := shBlocks(t, operationsDoc, "Adding and removing members", 1)
 	script := s.rewrite(blocks[0], s.localPorts(), s.dataDirs(), s.binDir())
 	cmds := steps(script)
 	if len(cmds) < 2 || !strings.Contains(cmds[0].cmd, "--join") || !strings.HasSuffix(strings.TrimSpace(cmds[0].cmd), "&") {

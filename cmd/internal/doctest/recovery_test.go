@@ -27,10 +27,7 @@ type lost struct {
 // returns the file it wrote and what it printed.
 func (s *site) takeBackup() (file, out string) {
 	s.t.Helper()
-	blocks := shBlocks(s.t, recoveryDoc, "Backups")
-	if len(blocks) != 1 {
-		s.t.Fatalf("Backups: %d blocks, want 1", len(blocks))
-	}
+	blocks := shBlocks(s.t, recoveryDoc, "Backups", 1)
 	if err := os.WriteFile(filepath.Join(s.root, "admin.token"), []byte(adminToken), 0o600); err != nil {
 		s.t.Fatal(err)
 	}
@@ -112,10 +109,7 @@ func (s *site) wantNewCluster(old lost) {
 // loss" refers to it.
 func (s *site) joinOthers(name string) {
 	s.t.Helper()
-	blocks := shBlocks(s.t, recoveryDoc, "Restore: the whole store is lost")
-	if len(blocks) != 2 {
-		s.t.Fatalf("Restore: %d blocks, want 2 (s1 with --restore, the others with --join)", len(blocks))
-	}
+	blocks := shBlocks(s.t, recoveryDoc, "Restore: the whole store is lost", 2)
 	script := s.rewrite(blocks[1], s.hostAddrs(), s.hostDataDirs(), background(), s.binDir())
 	if n := len(steps(script)); n != 2 {
 		s.t.Fatalf("the join block has %d commands, want 2 (s2, s3):\n%s", n, script)
@@ -139,10 +133,7 @@ func TestRestore(t *testing.T) {
 	for _, h := range s.hosts[:3] {
 		s.empty(h.data)
 	}
-	blocks := shBlocks(t, recoveryDoc, "Restore: the whole store is lost")
-	if len(blocks) != 2 {
-		t.Fatalf("%d blocks, want 2 (s1 with --restore, the others with --join)", len(blocks))
-	}
+	blocks := shBlocks(t, recoveryDoc, "Restore: the whole store is lost", 2)
 	script := s.rewrite(blocks[0], backupFile(file), s.hostAddrs(), s.hostDataDirs(), background(), s.binDir())
 	s.startBackground("restore-s1", script)
 	s.waitMembers(s.host("s1"), "s1")
@@ -168,10 +159,7 @@ func TestQuorumLoss(t *testing.T) {
 		s.empty(h.data)
 	}
 	s.stop(procs.s1, syscall.SIGTERM)
-	blocks := shBlocks(t, recoveryDoc, "Quorum loss: a majority is gone for good")
-	if len(blocks) != 1 {
-		t.Fatalf("%d blocks, want 1", len(blocks))
-	}
+	blocks := shBlocks(t, recoveryDoc, "Quorum loss: a majority is gone for good", 1)
 	script := s.rewrite(blocks[0], s.hostAddrs(), s.hostDataDirs(), background(), s.binDir())
 	s.startBackground("recover-s1", script)
 	st := s.waitMembers(s.host("s1"), "s1")

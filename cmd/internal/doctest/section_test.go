@@ -10,9 +10,10 @@ import (
 // shBlocks are the ```sh blocks of the section of doc (a path from the
 // module root) under the heading "## heading", up to the next heading of
 // that level or higher, with the fence's indentation (a block inside a
-// list item) removed. A missing heading, or a section without a block,
-// fails t: the test would otherwise run nothing.
-func shBlocks(t *testing.T, doc, heading string) []string {
+// list item) removed. A missing heading, or a section without exactly
+// want blocks, fails t: the test would otherwise run nothing, or not what
+// it expects.
+func shBlocks(t *testing.T, doc, heading string, want int) []string {
 	t.Helper()
 	body, err := os.ReadFile("../../../" + doc)
 	if err != nil {
@@ -51,8 +52,8 @@ func shBlocks(t *testing.T, doc, heading string) []string {
 		}
 		blocks = append(blocks, b.String())
 	}
-	if len(blocks) == 0 {
-		t.Fatalf("%s, %q: no ```sh block", doc, heading)
+	if len(blocks) != want {
+		t.Fatalf("%s, %q: %d ```sh block(s), want %d", doc, heading, len(blocks), want)
 	}
 	return blocks
 }
